@@ -1,0 +1,32 @@
+// The CLI's command registry. Each cli/cmd_*.cpp adds one subcommand (or a few
+// closely related ones) and stays thin: parse flags, build a request or a
+// SandboxSpec, call the library, print. Only cli/ prints and picks exit codes.
+#pragma once
+#include <functional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace sbx::cli {
+
+/// Options every command shares.
+struct Globals {
+  std::string root = "/var/lib/sbx";  ///< image store (--root)
+  std::string run_root = "/run/sbx";  ///< live sandbox state (--run-root)
+  std::string log_level = "warn";
+  bool json = false;
+};
+
+/// What to run once the command line is parsed; returns the process exit code.
+using Action = std::function<int()>;
+
+/// Each register_* adds its subcommand(s) to `app`; the subcommand's callback
+/// stores the work to do in `action` (run after parsing, so errors of the
+/// library are reported by main in one place).
+void register_image_commands(CLI::App& app, Globals& g, Action& action);
+void register_run_command(CLI::App& app, Globals& g, Action& action);
+void register_info_command(CLI::App& app, Globals& g, Action& action);
+
+}  // namespace sbx::cli

@@ -1,0 +1,54 @@
+// sbx: entry point. Parses global flags, dispatches to a subcommand, turns
+// library errors into a message on stderr and exit code 125.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/log.h"
+
+int main(int argc, char** argv) {
+  using namespace sbx;
+  cli::Globals g;
+  if (const char* e = std::getenv("SBX_ROOT")) g.root = e;
+  if (const char* e = std::getenv("SBX_RUN_ROOT")) g.run_root = e;
+
+  CLI::App app{"sbx: run untrusted code in fast, isolated, throw-away sandboxes on one host", "sbx"};
+  app.set_version_flag("-v,--version", std::string("sbx version ") + SBX_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_option("--root", g.root, "Image store directory")->envname("SBX_ROOT")->capture_default_str();
+  app.add_option("--run-root", g.run_root, "Directory for live sandbox state")->envname("SBX_RUN_ROOT")->capture_default_str();
+  app.add_option("--log-level", g.log_level, "Log level: trace, debug, info, warn, error, off")->capture_default_str();
+
+  cli::Action action;
+  cli::register_image_commands(app, g, action);
+  cli::register_run_command(app, g, action);
+  cli::register_info_command(app, g, action);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "sbx: " << e.what() << "\nRun 'sbx --help' (or 'sbx COMMAND --help') for usage.\n";
+    return kExitSbxFailed;
+  }
+  try {
+    log::set_level(g.log_level);
+    return action ? action() : 0;
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    std::cerr << "sbx: error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::cerr << "sbx: internal error: " << e.what() << "\n";
+    return kExitSbxFailed;
+  }
+}

