@@ -263,10 +263,14 @@ std::vector<GpuInfo> select_gpus(const NvidiaHost& host, const std::string& spec
   if (spec.rfind("device=", 0) == 0) spec = unquote(spec.substr(7));
   if (spec.empty()) throw Error("--gpus " + spec_in + ": empty device list");
   std::set<int> seen;
-  std::stringstream ss(spec);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    item = trim(item);
+  std::vector<std::string> items;
+  for (size_t i = 0;;) {
+    size_t j = spec.find(',', i);
+    items.push_back(trim(spec.substr(i, j == std::string::npos ? std::string::npos : j - i)));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  for (const auto& item : items) {
     const GpuInfo* g = nullptr;
     if (!item.empty() && std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c); })) {
       unsigned long idx = item.size() > 6 ? ~0ul : std::stoul(item);
