@@ -19,8 +19,7 @@ void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
                  "Add a device: a CDI name (nvidia.com/gpu=all, vendor/class=name) or a host node /dev/x[:/dev/y][:rwm]")
       // One value per --device, repeatable: a following positional (IMAGE) must
       // not be swallowed as a second device.
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->allow_extra_args(false);
 }
 
 void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec) {
