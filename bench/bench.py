@@ -62,7 +62,7 @@ PROFILES = {
     # start_runs: timed samples per tool and image; tp_n: sandboxes per throughput batch
     # (fast tools / tools whose single start takes > 100 ms); he_tools: HumanEval tools.
     "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100,
-                 he_par=4, he_tools=["chroot", "bwrap", "runc", "podman", "sbx"],
+                 he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"],
                  import_reps=3, exec_runs=30, mem_sandboxes=10),
     "quick": dict(start_runs=10, warmup=2, tp_par=[1, 4], tp_n_fast=100, tp_n_slow=20,
                   he_par=4, he_tools=["chroot", "bwrap", "runc", "sbx"],
@@ -384,6 +384,8 @@ class Podman(Tool):
     def cleanup(self):
         if self.storage.exists():
             sh([*self.base, "rm", "--all", "--force", "--time", "0"], check=False, timeout=120)
+        # Run-time state only (recreated on the next run); the image storage is kept as a cache.
+        shutil.rmtree(PODMAN_RUNROOT, ignore_errors=True)
 
     def leaks(self):
         if not self.storage.exists():
@@ -692,7 +694,9 @@ def scenario_import(ctx, tools, prof, res):
         return t, None if q.stdout == "42\n" else f"failed: unpacked rootfs gave {q.stdout!r} {short(q.stderr)}"
 
     def case_podman(d):
-        base = ["podman", "--root", str(d / "storage"), "--runroot", str(d / "run"), "--tmpdir", str(d / "tmp"),
+        # podman refuses a runroot longer than 50 characters: keep it short, under /run.
+        rr = tempfile.mkdtemp(prefix="bench-podman-imp.", dir="/run")
+        base = ["podman", "--root", str(d / "storage"), "--runroot", rr, "--tmpdir", rr + "/tmp",
                 "--cgroup-manager=cgroupfs"]
         try:
             t, p = timed([*base, "load", "-q", "-i", str(img_docker)])
@@ -707,6 +711,7 @@ def scenario_import(ctx, tools, prof, res):
             sh([*base, "rm", "-af"], check=False)
             sh([*base, "rmi", "-af"], check=False)
             sh([*base, "system", "reset", "-f"], check=False, timeout=120)
+            shutil.rmtree(rr, ignore_errors=True)
 
     def case_sbx(src):
         def run(d):
