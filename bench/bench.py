@@ -49,6 +49,8 @@ RUNC_ROOT = "/run/bench-runc"
 RUNSC_ROOT = "/run/bench-runsc"
 PODMAN_RUNROOT = "/run/bench-podman"
 SBX_RUN_ROOT = "/run/bench-sbx"
+CLEANUP_NOTES: list[str] = []  # what the bench had to clean up after a tool (reported)
+PODMAN_CIDS: set[str] = set()  # podman containers the bench started (to check their cgroups are gone)
 
 # Image-relative commands (absolute paths: no PATH lookup differences between tools).
 START_CMD = {"busybox": ["/bin/true"], "python": ["/usr/bin/python3", "-c", "pass"]}
@@ -257,6 +259,7 @@ class Ctx:
 # --------------------------------------------------------------------------- tools
 
 class Tool:
+    supports_exec = False
     """One way of running a command in a rootfs. argv() returns what to spawn; error is set (and
     the tool skipped with that message) when it is unavailable or fails verification."""
     name = ""
@@ -334,16 +337,64 @@ class Runc(Tool):
             return
         for cid in self._ids():
             sh([self.binary, "--root", self.root, "delete", "--force", cid], check=False, timeout=60)
-        shutil.rmtree(self.root, ignore_errors=True)
+        # A start that failed half-way can leave cgroups (with a live runsc sandbox/gofer in them)
+        # that `delete` no longer knows. Only ours: named bench-<tool>-<our pid>-N.
+        prefix = f"bench-{self.name}-{self.ctx.tag}-"
+        for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+            if top.count("/") >= 7:
+                dirs[:] = []
+                continue
+            for d in [d for d in dirs if d.startswith(prefix)]:
+                path = os.path.join(top, d)
+                try:
+                    for pid in open(os.path.join(path, "cgroup.procs")).read().split():
+                        os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+                for _ in range(50):
+                    try:
+                        os.rmdir(path)
+                        CLEANUP_NOTES.append(f"{self.name} left cgroup {path}; removed by the bench")
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.1)
+                dirs.remove(d)
+        if not self._ids():
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def leaks(self):
         return [f"{self.name} container {i}" for i in self._ids()] if os.path.isdir(self.root) else []
+
+    # Long-lived sandboxes (scenario 4): start one idle, exec into it, delete it.
+    supports_exec = True
+    global_flags: list[str] = []
+
+    def start_idle(self, img, cmd):
+        cid = self.ctx.next_id(self.name)
+        # stdout/stderr must not be pipes: the detached container keeps them open.
+        with tempfile.TemporaryFile("w+") as err:
+            p = subprocess.run([self.binary, "--root", self.root, *self.global_flags, "run", "--detach",
+                                "--bundle", str(self.ctx.bundle(img, cmd)), cid],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, timeout=60)
+            if p.returncode:
+                err.seek(0)
+                raise RuntimeError(f"{self.name} run --detach: exit {p.returncode}: {short(err.read())}")
+        return cid
+
+    def exec_argv(self, cid, cmd):
+        return [self.binary, "--root", self.root, *self.global_flags, "exec", cid, *cmd]
+
+    def stop_idle(self, cid):
+        sh([self.binary, "--root", self.root, "delete", "--force", cid], check=False, timeout=60)
 
 
 class Runsc(Runc):
     name = "runsc"
     root = RUNSC_ROOT
     binary = "runsc"
+    global_flags = ["--network=none"]
 
     def argv(self, img, cmd):
         # Default platform (ptrace/systrap); kvm hangs on this host. No network, like the others.
@@ -381,6 +432,21 @@ class Podman(Tool):
     def version(self):
         return sh(["podman", "--version"]).stdout.strip()
 
+    supports_exec = True
+
+    def start_idle(self, img, cmd):
+        p = sh([*self.base, "run", "--detach", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
+                "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", self.refs[img], *cmd], timeout=60)
+        cid = p.stdout.strip().splitlines()[-1]
+        PODMAN_CIDS.add(cid)
+        return cid
+
+    def exec_argv(self, cid, cmd):
+        return [*self.base, "exec", cid, *cmd]
+
+    def stop_idle(self, cid):
+        sh([*self.base, "rm", "--force", "--time", "0", cid], check=False, timeout=60)
+
     def cleanup(self):
         if self.storage.exists():
             sh([*self.base, "rm", "--all", "--force", "--time", "0"], check=False, timeout=120)
@@ -391,6 +457,7 @@ class Podman(Tool):
         if not self.storage.exists():
             return []
         p = sh([*self.base, "ps", "-aq"], check=False)
+        shutil.rmtree(PODMAN_RUNROOT, ignore_errors=True)  # `ps` recreated it
         return [f"podman container {i}" for i in p.stdout.split()]
 
 
@@ -664,6 +731,108 @@ def scenario_humaneval(ctx, tools, prof, res, path: Path):
     res["scenarios"]["humaneval"] = out
 
 
+def sandbox_pss_kib(cid: str) -> tuple[int, int]:
+    """Host memory of one sandbox: the sum of PSS (proportional set size, KiB) over every host
+    process that is in a cgroup whose path contains the sandbox id, or whose command line names
+    it (runsc's sandbox and gofer, podman's conmon). Returns (KiB, process count)."""
+    total = n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cg = open(f"/proc/{pid}/cgroup").read()
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+            if cid not in cg and cid not in cmdline:
+                continue
+            for line in open(f"/proc/{pid}/smaps_rollup"):
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    n += 1
+                    break
+        except OSError:
+            continue
+    return total, n
+
+
+def mem_available_kib() -> int:
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1])
+    return 0
+
+
+def scenario_exec(ctx, tools, prof, res):
+    """4. Exec latency into a running sandbox and idle host memory per sandbox."""
+    out = {"description": "K idle sandboxes (busybox `sleep 3600`) per tool: host memory per sandbox = PSS "
+                          "summed over its processes (its cgroup, or naming it: runsc sandbox+gofer, conmon); "
+                          "exec latency = `exec /bin/true` into a running one, interleaved rounds",
+           "sandboxes": prof["mem_sandboxes"], "tools": {}}
+    idle_cmd = ["/bin/sleep", "3600"]
+    ready, live = [], {}
+    for t in tools:
+        if t.state != "ok":
+            out["tools"][t.name] = {"status": t.error}
+            continue
+        if not t.supports_exec:
+            why = ("not yet available: sbx has no create/exec commands" if t.name.startswith("sbx")
+                   else "no long-lived sandbox (runs one command and exits)")
+            out["tools"][t.name] = {"status": why}
+            continue
+        row = out["tools"][t.name] = {"status": "ok"}
+        live[t.name] = []
+        try:
+            before = mem_available_kib()
+            for _ in range(prof["mem_sandboxes"]):
+                live[t.name].append(t.start_idle("busybox", idle_cmd))
+            time.sleep(1.0)  # let them settle (runsc boots its sandbox lazily)
+            after = mem_available_kib()
+            pss = [sandbox_pss_kib(cid) for cid in live[t.name]]
+            row["pss_kib"] = [p for p, _ in pss]
+            row["processes_per_sandbox"] = [n for _, n in pss]
+            row["pss_mib_median"] = pct([p / 1024 for p, _ in pss], 50)
+            row["memavailable_drop_mib_per_sandbox"] = (before - after) / 1024 / len(live[t.name])
+            err = None
+            with tempfile.TemporaryDirectory() as tdir:
+                o, e = os.path.join(tdir, "o"), os.path.join(tdir, "e")
+                _, rc = SPAWN.run(t.exec_argv(live[t.name][0], ["/bin/sh", "-c", "echo $((6*7))"]),
+                                  t.env("busybox"), o, e, timeout=60)
+                got = Path(o).read_text(errors="replace")
+                if rc != 0 or got != "42\n":
+                    err = f"exec gave exit {rc}, stdout {got!r}: {short(Path(e).read_text(errors='replace'))}"
+            if err:
+                row["status"] = f"failed: {err}"
+                continue
+            row["samples_s"] = []
+            row["failed_runs"] = 0
+            ready.append(t)
+        except Exception as ex:  # noqa: BLE001 - reported
+            row["status"] = f"failed: {ex}"
+    try:
+        rng = random.Random(11)
+        total = prof["warmup"] + prof["exec_runs"]
+        log(f"exec: {len(ready)} tools × {total} rounds")
+        for r in range(total):
+            order = ready[:]
+            rng.shuffle(order)
+            for t in order:
+                secs, rc = SPAWN.run(t.exec_argv(live[t.name][0], ["/bin/true"]), t.env("busybox"))
+                row = out["tools"][t.name]
+                if rc != 0:
+                    row["failed_runs"] += 1
+                elif r >= prof["warmup"]:
+                    row["samples_s"].append(secs)
+        for t in ready:
+            row = out["tools"][t.name]
+            row["summary_ms"] = summary([x * 1000 for x in row["samples_s"]])
+            if row["failed_runs"]:
+                row["status"] = f"failed: {row['failed_runs']} of {total} execs exited non-zero"
+    finally:
+        for t in tools:
+            for cid in live.get(t.name, []):
+                t.stop_idle(cid)
+    res["scenarios"]["exec"] = out
+
+
 def timed(argv, timeout=600, env=None):
     t0 = time.perf_counter()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
@@ -819,11 +988,13 @@ def leak_check(tools):
             leaks.append(f"{t.name}: leak check failed: {ex}")
     mounts = sh(["findmnt", "-rn", "-o", "TARGET"], check=False).stdout.split()
     leaks += [f"mount {m}" for m in mounts if "/bench-" in m or "/bench/work/" in m]
-    for ctrl in Path("/sys/fs/cgroup").iterdir() if Path("/sys/fs/cgroup").is_dir() else []:
-        try:
-            leaks += [f"cgroup {d}" for d in ctrl.iterdir() if d.is_dir() and d.name.startswith("bench-")]
-        except OSError:
-            pass
+    # runc nests its cgroups under the caller's cgroup, runsc puts them at the top: look a few levels deep.
+    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+        if top.count("/") >= 7:
+            dirs[:] = []
+            continue
+        leaks += [f"cgroup {top}/{d}" for d in dirs if d.startswith("bench-") or d.startswith("libpod-")
+                  and PODMAN_CIDS.intersection({d[7:].split(".")[0]})]
     return leaks
 
 
@@ -882,7 +1053,7 @@ def main():
             scenario_humaneval(ctx, tools, prof, res, Path(args.humaneval))
             res["load"]["after_humaneval"] = load_snapshot()
         if want("exec"):
-            res["scenarios"]["exec"] = {"status": "not yet available: sbx has no create/exec commands"}
+            scenario_exec(ctx, tools, prof, res)
         if want("import"):
             scenario_import(ctx, tools, prof, res)
         if want("snapshot"):
@@ -897,6 +1068,7 @@ def main():
             except Exception as ex:  # noqa: BLE001
                 log(f"{t.name}: cleanup: {ex}")
         res["leaks"] = leak_check(tools)
+        res["cleanup_notes"] = CLEANUP_NOTES
         for leak in res["leaks"]:
             log(f"LEAK: {leak}")
     if interrupted:

@@ -202,6 +202,21 @@ def markdown(res, stem):
         L.append("")
         if ex.get("status"):
             L.append(ex["status"] + ".")
+        if ex.get("tools"):
+            L.append(ex["description"] + f"; K = {ex.get('sandboxes')}. MemAvailable drop is the host's view "
+                     "(includes kernel memory; noisy while others build).")
+            L.append("")
+            L.append("| tool | exec median ms | exec p90 ms | PSS MiB / idle sandbox | processes | MemAvailable drop MiB / sandbox | status |")
+            L.append("|---|---:|---:|---:|---:|---:|---|")
+            for name in ORDER:
+                r = ex["tools"].get(name)
+                if r is None:
+                    continue
+                sm = (r.get("summary_ms") or {}) if r.get("status") == "ok" else {}
+                procs = r.get("processes_per_sandbox")
+                L.append(f"| {name} | {f(sm.get('median'))} | {f(sm.get('p90'))} | {f(r.get('pss_mib_median'), 2)} | "
+                         f"{max(procs) if procs else '–'} | {f(r.get('memavailable_drop_mib_per_sandbox'))} | "
+                         f"{status_cell(r['status'])} |")
         L.append("")
 
     im = sc.get("import")
@@ -229,6 +244,8 @@ def markdown(res, stem):
     L.append("## Cleanup")
     L.append("")
     leaks = res.get("leaks", [])
+    for n in res.get("cleanup_notes", []):
+        L.append(f"- {n}")
     L.append("Nothing left behind (no bench containers, mounts, cgroups or sbx state)." if not leaks
              else "**Left behind:** " + "; ".join(leaks))
     L.append("")
