@@ -86,6 +86,19 @@ def sh(argv, check=True, timeout=600, **kw) -> subprocess.CompletedProcess:
     return p
 
 
+def sh_files(argv, timeout=60) -> subprocess.CompletedProcess:
+    """Like sh(), but stdout/stderr go through temp files, not pipes: a command that leaves a
+    detached process holding its stdout (runc run --detach, sbx create) must not hang us."""
+    with tempfile.TemporaryFile("w+") as o, tempfile.TemporaryFile("w+") as e:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e, timeout=timeout)
+        o.seek(0)
+        e.seek(0)
+        p.stdout, p.stderr = o.read(), e.read()
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, argv[:6]))}: exit {p.returncode}: {short(p.stderr or p.stdout)}")
+    return p
+
+
 def short(text: str, n: int = 160) -> str:
     """The last meaningful line(s) of an error output, on one line."""
     lines = [line.strip() for line in (text or "").strip().splitlines() if line.strip()]
@@ -374,13 +387,8 @@ class Runc(Tool):
     def start_idle(self, img, cmd):
         cid = self.ctx.next_id(self.name)
         # stdout/stderr must not be pipes: the detached container keeps them open.
-        with tempfile.TemporaryFile("w+") as err:
-            p = subprocess.run([self.binary, "--root", self.root, *self.global_flags, "run", "--detach",
-                                "--bundle", str(self.ctx.bundle(img, cmd)), cid],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, timeout=60)
-            if p.returncode:
-                err.seek(0)
-                raise RuntimeError(f"{self.name} run --detach: exit {p.returncode}: {short(err.read())}")
+        sh_files([self.binary, "--root", self.root, *self.global_flags, "run", "--detach",
+                  "--bundle", str(self.ctx.bundle(img, cmd)), cid])
         return cid
 
     def exec_argv(self, cid, cmd):
@@ -435,8 +443,8 @@ class Podman(Tool):
     supports_exec = True
 
     def start_idle(self, img, cmd):
-        p = sh([*self.base, "run", "--detach", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
-                "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", self.refs[img], *cmd], timeout=60)
+        p = sh_files([*self.base, "run", "--detach", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
+                      "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", self.refs[img], *cmd])
         cid = p.stdout.strip().splitlines()[-1]
         PODMAN_CIDS.add(cid)
         return cid
@@ -497,6 +505,21 @@ class Sbx(Tool):
 
     def argv(self, img, cmd):
         return [*self.base, "run", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd]
+
+    # Long-lived sandboxes (issue: sbx create/exec/rm); used only when this sbx has them.
+    @property
+    def supports_exec(self):
+        return all(sh([*self.base, c, "--help"], check=False).returncode == 0 for c in ("create", "exec", "rm"))
+
+    def start_idle(self, img, cmd):
+        p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd])
+        return p.stdout.strip().splitlines()[-1].strip()
+
+    def exec_argv(self, cid, cmd):
+        return [*self.base, "exec", cid, "--", *cmd]
+
+    def stop_idle(self, cid):
+        sh([*self.base, "rm", "-f", cid], check=False, timeout=60)
 
     def version(self):
         if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
@@ -735,6 +758,7 @@ def sandbox_pss_kib(cid: str) -> tuple[int, int]:
     """Host memory of one sandbox: the sum of PSS (proportional set size, KiB) over every host
     process that is in a cgroup whose path contains the sandbox id, or whose command line names
     it (runsc's sandbox and gofer, podman's conmon). Returns (KiB, process count)."""
+    cid = cid[:12] if len(cid) == 64 else cid  # sbx/podman ids: cgroups and argv may carry a prefix
     total = n = 0
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -774,7 +798,7 @@ def scenario_exec(ctx, tools, prof, res):
             out["tools"][t.name] = {"status": t.error}
             continue
         if not t.supports_exec:
-            why = ("not yet available: sbx has no create/exec commands" if t.name.startswith("sbx")
+            why = ("not yet available: this sbx has no create/exec/rm commands" if t.name.startswith("sbx")
                    else "no long-lived sandbox (runs one command and exits)")
             out["tools"][t.name] = {"status": why}
             continue

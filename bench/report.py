@@ -287,7 +287,8 @@ def chart(res, png):
     ax.set_ylim(1, None)
     ax.set_ylabel("ms (median, whisker = p90), log scale")
     ax.set_title("1. start latency (lower is better)")
-    ax.legend(fontsize=8, ncol=2, loc="upper left")
+    if st:
+        ax.legend(fontsize=8, ncol=2, loc="upper left")
 
     ax = axes[0][1]
     tp = sc.get("throughput")
