@@ -65,10 +65,10 @@ PROFILES = {
     # (fast tools / tools whose single start takes > 100 ms); he_tools: HumanEval tools.
     "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100,
                  he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"],
-                 import_reps=3, exec_runs=30, mem_sandboxes=10),
+                 import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50),
     "quick": dict(start_runs=10, warmup=2, tp_par=[1, 4], tp_n_fast=100, tp_n_slow=20,
                   he_par=4, he_tools=["chroot", "bwrap", "runc", "sbx"],
-                  import_reps=1, exec_runs=10, mem_sandboxes=3),
+                  import_reps=1, exec_runs=10, mem_sandboxes=3, fork_n=5),
 }
 
 TOOLS = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"]
@@ -857,6 +857,123 @@ def scenario_exec(ctx, tools, prof, res):
     res["scenarios"]["exec"] = out
 
 
+def wait_for(tool, cid, path, timeout=120.0):
+    """Polls `exec test -f path` in a running sandbox until it succeeds (or raises)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        _, rc = SPAWN.run(tool.exec_argv(cid, ["/bin/test", "-f", path]), tool.env("busybox"), timeout=30)
+        if rc == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{tool.name}: {path} did not appear in {cid} within {timeout:.0f} s")
+
+
+def scenario_snapshot(ctx, tools, prof, res):
+    """6. Snapshots: filesystem snapshot of a sandbox that wrote 100 MB (podman commit / sbx
+    snapshot), memory checkpoint and restore (runsc / sbx), fork of N sandboxes from one
+    checkpoint (runsc restore N times / sbx restore --count N)."""
+    mb = 100
+    nfork = prof["fork_n"]
+    out = {"description": f"filesystem snapshot of a sandbox that wrote {mb} MB (checked by reading the file's size "
+                          f"from a new sandbox of the snapshot); memory checkpoint + restore of an idle sandbox (checked "
+                          f"by exec into the restored one); fork of {nfork} sandboxes from one checkpoint",
+           "cases": {}}
+    by = {t.name: t for t in tools}
+    writer = ["/bin/sh", "-c", f"head -c {mb * 1048576} /dev/urandom > /data.bin && touch /done && exec sleep 3600"]
+    sbx = by.get("sbx")
+    sbx_cmds = set()
+    if sbx is not None and sbx.state == "ok":
+        for c in ("snapshot", "snapshot-dir", "checkpoint", "restore"):
+            if sh([*sbx.base, c, "--help"], check=False).returncode == 0:
+                sbx_cmds.add(c)
+    na = "not yet available: this sbx has no `{}` command"
+
+    def fs_case(t, commit, runimg, rmimg):
+        cid = t.start_idle("busybox", writer)
+        try:
+            wait_for(t, cid, "/done")
+            t0 = time.perf_counter()
+            commit(cid)
+            secs = time.perf_counter() - t0
+        finally:
+            t.stop_idle(cid)
+        try:
+            p = sh_files(runimg(["/bin/wc", "-c", "/data.bin"]), timeout=120)
+            if p.stdout.split()[:1] != [str(mb * 1048576)]:
+                raise RuntimeError(f"the snapshot's /data.bin has {p.stdout.strip()!r}, want {mb * 1048576} bytes")
+        finally:
+            rmimg()
+        return secs
+
+    cases = {}
+    pod = by.get("podman")
+    if pod is not None and pod.state == "ok":
+        ref = "localhost/bench-snap:1"
+        cases[f"filesystem: podman commit ({mb} MB written)"] = lambda: fs_case(
+            pod, lambda cid: sh([*pod.base, "commit", "-q", cid, ref], timeout=300),
+            lambda cmd: [*pod.base, "run", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
+                         "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", ref, *cmd],
+            lambda: sh([*pod.base, "rmi", "-f", ref], check=False))
+    key = f"filesystem: sbx snapshot ({mb} MB written)"
+    if "snapshot" in sbx_cmds and sbx.supports_exec:
+        cases[key] = lambda: fs_case(
+            sbx, lambda cid: sh([*sbx.base, "snapshot", cid, "--name", "bench-snap"], timeout=300),
+            lambda cmd: [*sbx.base, "run", "--network", "none", "bench-snap", "--", *cmd],
+            lambda: sh([*sbx.base, "rmi", "-f", "bench-snap"], check=False))
+    else:
+        out["cases"][key] = {"status": (sbx.error if sbx is not None and sbx.state != "ok" else na.format("snapshot"))}
+    out["cases"]["directory: sbx snapshot-dir"] = {
+        "status": na.format("snapshot-dir") if "snapshot-dir" not in sbx_cmds else
+        "not measured yet: the bench has no directory-snapshot case"}
+
+    rs = by.get("runsc")
+    if rs is not None and rs.state == "ok":
+        def runsc_ckpt():
+            img = Path(tempfile.mkdtemp(prefix="ckpt.", dir=ctx.work))
+            cid = rs.start_idle("busybox", ["/bin/sleep", "3600"])
+            restored = []
+            try:
+                t0 = time.perf_counter()
+                sh([rs.binary, "--root", rs.root, *rs.global_flags, "checkpoint", "--image-path", str(img), cid])
+                t1 = time.perf_counter()
+                b = str(ctx.bundle("busybox", ["/bin/sleep", "3600"]))
+                for i in range(1 + nfork):
+                    nid = ctx.next_id("runsc")
+                    if i == 1:
+                        t3 = time.perf_counter()
+                    sh_files([rs.binary, "--root", rs.root, *rs.global_flags, "restore", "--detach",
+                              "--image-path", str(img), "--bundle", b, nid])
+                    restored.append(nid)
+                    if i == 0:
+                        t2 = time.perf_counter()
+                        p = sh_files(rs.exec_argv(nid, ["/bin/sh", "-c", "echo $((6*7))"]))
+                        if p.stdout != "42\n":
+                            raise RuntimeError(f"exec into the restored sandbox gave {p.stdout!r}")
+                t4 = time.perf_counter()
+                return {"checkpoint_s": t1 - t0, "restore_s": t2 - t1, "fork_s": t4 - t3}
+            finally:
+                for c in [cid, *restored]:
+                    rs.stop_idle(c)
+                shutil.rmtree(img, ignore_errors=True)
+        cases["memory: runsc checkpoint + restore, fork"] = runsc_ckpt
+    key = "memory: sbx checkpoint + restore, fork"
+    if not {"checkpoint", "restore"} <= sbx_cmds:
+        out["cases"][key] = {"status": (sbx.error if sbx is not None and sbx.state != "ok"
+                                        else na.format("checkpoint` / `restore"))}
+    else:
+        out["cases"][key] = {"status": "not measured yet: sbx checkpoint exists but the bench has no case for it"}
+
+    for name, fn in cases.items():
+        log(f"snapshot: {name}")
+        try:
+            r = fn()
+            out["cases"][name] = {"status": "ok", **({"snapshot_s": r} if isinstance(r, float) else r)}
+        except Exception as ex:  # noqa: BLE001 - reported
+            out["cases"][name] = {"status": f"failed: {short(str(ex), 200)}"}
+    out["fork_n"] = nfork
+    res["scenarios"]["snapshot"] = out
+
+
 def timed(argv, timeout=600, env=None):
     t0 = time.perf_counter()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
@@ -1081,7 +1198,7 @@ def main():
         if want("import"):
             scenario_import(ctx, tools, prof, res)
         if want("snapshot"):
-            res["scenarios"]["snapshot"] = {"status": "not yet available: sbx has no snapshot commands"}
+            scenario_snapshot(ctx, tools, prof, res)
     except KeyboardInterrupt:
         interrupted = True
         log("interrupted: cleaning up")

@@ -238,7 +238,17 @@ def markdown(res, stem):
     if sn:
         L.append("## 6. Snapshots")
         L.append("")
-        L.append(sn.get("status", "") + ".")
+        if sn.get("status"):
+            L.append(sn["status"] + ".")
+        else:
+            L.append(sn["description"] + ".")
+            L.append("")
+            L.append(f"| case | snapshot s | restore s | fork of {sn.get('fork_n')} s | status |")
+            L.append("|---|---:|---:|---:|---|")
+            for name, r in sn["cases"].items():
+                snap = r.get("snapshot_s", r.get("checkpoint_s"))
+                L.append(f"| {name} | {f(snap, 2)} | {f(r.get('restore_s'), 2)} | {f(r.get('fork_s'), 2)} | "
+                         f"{status_cell(r['status'])} |")
         L.append("")
 
     L.append("## Cleanup")
