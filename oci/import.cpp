@@ -611,21 +611,27 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
       rec.size += static_cast<uint64_t>(p.layers[i].size);
     }
 
-    // Put every layer blob in the store (verified), then unpack the missing layers.
+    // Every layer blob into the store (verified) before anything is unpacked.
     int n = static_cast<int>(p.layers.size());
+    for (const auto& d : p.layers) {
+      std::string hex = digest_hex(d.digest);
+      // (docker-archive layers are stored already, under their own digest)
+      if (!fs::exists(blob_path(d.digest))) src->put_blob("blobs/sha256/" + hex, hex, d.size);
+    }
     std::vector<ImageRecord> known = [&] {
       fs::FileLock l(root_ + "/store.lock", fs::FileLock::Shared);
       return read_index(root_);
     }();
+    // Unpack the missing layers into temp dirs; they move into layers/ only
+    // when all of them are complete and verified.
+    std::vector<std::pair<std::string, std::string>> staged;  // temp dir, final dir
+    std::vector<std::string> dirs;                           // where layer k is now, bottom first
     for (int i = 0; i < n; ++i) {
       const Descriptor& d = p.layers[i];
-      std::string hex = digest_hex(d.digest);
-      // (docker-archive layers are stored already, under their own digest)
-      if (!fs::exists(blob_path(d.digest))) src->put_blob("blobs/sha256/" + hex, hex, d.size);
-      std::string chain = digest_hex(rec.chain_ids[i]);
-      std::string final_dir = root_ + "/layers/" + chain;
+      std::string final_dir = root_ + "/layers/" + digest_hex(rec.chain_ids[i]);
       uint64_t unpacked = 0;
       if (fs::exists(final_dir)) {
+        dirs.push_back(final_dir);
         for (const auto& k : known)
           for (size_t j = 0; j < k.chain_ids.size() && j < k.layer_unpacked_sizes.size(); ++j)
             if (k.chain_ids[j] == rec.chain_ids[i]) unpacked = k.layer_unpacked_sizes[j];
@@ -635,21 +641,28 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
         if (::chmod(dir.c_str(), 0755) < 0) throw_errno("chmod " + dir);
         uint64_t total = static_cast<uint64_t>(d.size);
         report({"unpacking", i + 1, n, 0, total});
-        UnpackResult r = unpack_layer(blob_path(d.digest), dir, [&](uint64_t b) { report({"unpacking", i + 1, n, b, total}); });
+        std::vector<std::string> lowers(dirs.rbegin(), dirs.rend());
+        UnpackResult r = unpack_layer(
+            blob_path(d.digest), dir, [&](uint64_t b) { report({"unpacking", i + 1, n, b, total}); }, lowers);
         if ("sha256:" + r.diff_id_hex != rec.diff_ids[i])
           throw Error("layer " + std::to_string(i + 1) + " (" + d.digest + ") unpacks to diff id sha256:" +
                       r.diff_id_hex + " but the config says " + rec.diff_ids[i] +
                       "; the image is corrupt or was tampered with");
         unpacked = r.bytes;
-        Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        if (dfd.fd >= 0) ::syncfs(dfd.fd);  // the layer is complete on disk before it is visible
-        if (::renameat2(AT_FDCWD, dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) < 0 &&
-            errno != EEXIST && errno != ENOTEMPTY)
-          throw_errno("move layer into place at " + final_dir);
+        staged.emplace_back(dir, final_dir);
+        dirs.push_back(dir);
       }
       rec.layer_unpacked_sizes.push_back(unpacked);
       rec.unpacked_size += unpacked;
     }
+    if (!staged.empty()) {
+      Fd dfd(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (dfd.fd >= 0) ::syncfs(dfd.fd);  // layers are complete on disk before they are visible
+    }
+    for (const auto& [dir, final_dir] : staged)
+      if (::renameat2(AT_FDCWD, dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) < 0 &&
+          errno != EEXIST && errno != ENOTEMPTY)
+        throw_errno("move layer into place at " + final_dir);
 
     std::string name = want_name;
     if (name.empty()) {
