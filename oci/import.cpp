@@ -35,6 +35,7 @@ using json = nlohmann::json;
 constexpr uint64_t kMaxJson = 4 << 20;  // manifests, configs, indexes (podman's limit too)
 constexpr size_t kMaxLayers = 500;
 constexpr size_t kMaxMembers = 1 << 20;
+constexpr uint64_t kMaxArchiveBytes = 64ull << 30;  // unpacked members of one archive (bombs)
 constexpr size_t kBuf = 256 * 1024;
 
 const char* kOciManifest = "application/vnd.oci.image.manifest.v1+json";
@@ -260,6 +261,7 @@ class TarSource : public Source {
     if (archive_read_open_filename(a.get(), path.c_str(), kBuf) != ARCHIVE_OK)
       fail(a.get(), "open");
     std::unique_ptr<char[]> buf(new char[kBuf]);
+    uint64_t all = 0;
     for (size_t n = 0;; ++n) {
       archive_entry* e;
       int r = archive_read_next_header(a.get(), &e);
@@ -286,6 +288,8 @@ class TarSource : public Source {
           if (k < 0) fail(a.get(), "read member " + name + " of");
           if (k == 0) break;
           h.update(buf.get(), static_cast<size_t>(k));
+          if ((all += static_cast<uint64_t>(k)) > kMaxArchiveBytes)
+            throw Error("archive " + path_ + " unpacks to more than 64 GiB; refusing it");
           write_all(out.fd, buf.get(), static_cast<size_t>(k), m.tmp);
           progress("reading", static_cast<uint64_t>(archive_filter_bytes(a.get(), -1)), total);
         }
