@@ -211,7 +211,7 @@ void split_command_line(CLI::App& run_cmd, size_t n, RunFlags& f) {
         f.unknown = a;
         return;
       }
-      if (o->get_type_size() != 0 && a.find('=') == std::string::npos) ++i;
+      if (o->get_expected_max() > 0 && a.find('=') == std::string::npos) ++i;
       continue;
     }
     // -abc: flags, the last may take a value (-e KEY=VAL, -eKEY=VAL).
@@ -222,7 +222,7 @@ void split_command_line(CLI::App& run_cmd, size_t n, RunFlags& f) {
         f.unknown = std::string("-") + a[k];
         return;
       }
-      if (o->get_type_size() != 0) {
+      if (o->get_expected_max() > 0) {
         if (k + 1 == a.size()) ++i;
         break;
       }

@@ -27,6 +27,10 @@ check() {  # DESCRIPTION COMMAND... : passes when COMMAND succeeds
   fi
 }
 
+not_grep() {  # PATTERN TEXT : true when TEXT does not contain PATTERN
+  ! grep -q -- "$1" <<<"$2"
+}
+
 expect_rc() {  # DESCRIPTION WANT COMMAND... : passes when COMMAND exits WANT
   local desc=$1 want=$2 rc
   shift 2
@@ -42,8 +46,9 @@ expect_rc() {  # DESCRIPTION WANT COMMAND... : passes when COMMAND exits WANT
 # --- this test's own cgroups ------------------------------------------------
 TEST_CGROUPS=()
 enter_test_cgroup() {
-  local line ctrls path dir
-  while IFS= read -r line; do
+  local line ctrls path dir lines
+  mapfile -t lines </proc/self/cgroup  # read it all before moving (it changes)
+  for line in "${lines[@]}"; do
     ctrls=${line#*:}; path=${ctrls#*:}; ctrls=${ctrls%%:*}
     case $ctrls in name=*) continue ;; esac
     if [ -z "$ctrls" ]; then
@@ -57,7 +62,7 @@ enter_test_cgroup() {
     # (cpuset refuses tasks until cpus/mems are set: skip it, sbx does not use it)
     if ! echo $$ 2>/dev/null >"$dir/cgroup.procs"; then rmdir "$dir"; continue; fi
     TEST_CGROUPS+=("$dir")
-  done </proc/self/cgroup
+  done
 }
 leave_test_cgroup() {
   local dir
@@ -66,7 +71,7 @@ leave_test_cgroup() {
   done
   for dir in "${TEST_CGROUPS[@]}"; do
     for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$dir" 2>/dev/null && break; sleep 0.1; done
-    [ -d "$dir" ] && echo "warning: could not remove test cgroup $dir: $(cat "$dir/cgroup.procs")"
+    [ -d "$dir" ] && { echo "warning: could not remove test cgroup $dir:"; ps -o pid,ppid,stat,args -p "$(paste -sd, "$dir/cgroup.procs")"; }
   done
 }
 enter_test_cgroup
