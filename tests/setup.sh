@@ -15,3 +15,6 @@ if [ -n "$missing" ]; then
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
+# Real OCI test images (busybox, python), built with umoci/skopeo/debootstrap;
+# cached, so a second run is instant.
+tests/images/build.sh

@@ -1,0 +1,289 @@
+#include "runtime/gvisor_backend.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "oci/runtime_config.h"
+
+namespace sbx::runtime {
+
+namespace {
+
+bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
+
+/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
+int run_quiet(const std::vector<std::string>& argv) {
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork for " + argv[0]);
+  if (pid == 0) {
+    int fd = ::open("/dev/null", O_RDWR);
+    if (fd >= 0) {
+      ::dup2(fd, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
+std::string read_tail(const std::string& path, size_t max) {
+  try {
+    std::string s = fs::read_file(path);
+    return s.size() > max ? s.substr(s.size() - max) : s;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+/// Extracts the "msg" values of runsc's JSON log lines at level error.
+std::string runsc_errors(const std::string& log) {
+  std::string out;
+  size_t pos = 0;
+  while ((pos = log.find("\"msg\":\"", pos)) != std::string::npos) {
+    size_t line_end = log.find('\n', pos);
+    std::string line = log.substr(pos, line_end == std::string::npos ? std::string::npos : line_end - pos);
+    pos += 7;
+    if (line.find("\"level\":\"error\"") == std::string::npos) continue;
+    size_t end = line.find("\",\"", 7);
+    out += line.substr(7, end == std::string::npos ? std::string::npos : end - 7) + "\n";
+  }
+  return out;
+}
+
+/// Mounts the image layers as one read-only overlay at `target` (in the
+/// caller's mount namespace). Layers are bottom first; overlayfs wants the
+/// top layer first in lowerdir. A single layer is bind-mounted read-only.
+void mount_readonly_layers(const std::vector<std::string>& layers, const std::string& target) {
+  if (layers.empty()) throw Error("cannot build the rootfs: the image has no layers");
+  if (layers.size() == 1) {
+    if (::mount(layers[0].c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
+      throw_errno("bind " + layers[0] + " on " + target);
+    if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) < 0)
+      throw_errno("remount " + target + " read-only");
+    return;
+  }
+  std::string lower;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    if (!lower.empty()) lower += ':';
+    lower += *it;
+  }
+  std::string data = "lowerdir=" + lower;
+  if (::mount("overlay", target.c_str(), "overlay", MS_RDONLY, data.c_str()) < 0)
+    throw_errno("mount overlay of " + std::to_string(layers.size()) + " layers on " + target);
+}
+
+}  // namespace
+
+std::string find_runsc(const std::string& explicit_path) {
+  if (!explicit_path.empty()) {
+    if (!is_executable(explicit_path))
+      throw Error("runsc not found at " + explicit_path + ": not an executable file; check --runsc");
+    return explicit_path;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  size_t i = 0;
+  while (i <= dirs.size()) {
+    size_t j = dirs.find(':', i);
+    if (j == std::string::npos) j = dirs.size();
+    std::string cand = dirs.substr(i, j - i) + "/runsc";
+    if (j > i && is_executable(cand)) return cand;
+    i = j + 1;
+  }
+  throw Error("runsc not found on PATH: the gvisor runtime needs gVisor's runsc; install the Debian package 'runsc' or pass --runsc PATH");
+}
+
+std::string runsc_version(const std::string& runsc) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe");
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork for runsc --version");
+  if (pid == 0) {
+    ::dup2(p[1], 1);
+    ::dup2(p[1], 2);
+    ::execl(runsc.c_str(), runsc.c_str(), "--version", nullptr);
+    ::_exit(127);
+  }
+  ::close(p[1]);
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while ((n = ::read(p[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(p[0]);
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) throw Error(runsc + " --version failed: " + out);
+  return out.substr(0, out.find('\n'));
+}
+
+int run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
+  if (spec.id.empty()) throw Error("gvisor: the sandbox has no id");
+  if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
+  if (!spec.devices.empty())
+    throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy, which this runsc does not support; use --runtime native");
+  const std::string runsc = find_runsc(opts.runsc);
+
+  const std::string dir = opts.run_root + "/" + spec.id;
+  const std::string bundle = dir + "/bundle";
+  const std::string rootfs = bundle + "/rootfs";
+  const std::string state = dir + "/runsc";
+  const std::string logfile = dir + "/runsc.log";
+  fs::mkdir_p(rootfs, 0700);
+  fs::mkdir_p(state, 0700);
+
+  // Removes everything this run created; safe to call more than once.
+  auto cleanup = [&] {
+    run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  };
+
+  try {
+    oci::RuntimeConfigOptions ro;
+    ro.rootfs_path = rootfs;
+    ro.cgroups_path = "/sbx-" + spec.id.substr(0, 12);
+    fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(spec, ro), 0600);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+
+  std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile,
+                                   spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
+  // Writes go to a memory-backed overlay inside the sandbox: the image
+  // layers stay untouched and nothing is left on the host's disk.
+  if (!spec.readonly_rootfs) argv.push_back("--overlay2=root:memory");
+  argv.insert(argv.end(), {"run", "--bundle", bundle, spec.id});
+
+  // Signals to sbx are handled through a signalfd so that they can be forwarded.
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&mask, s);
+  ::sigprocmask(SIG_BLOCK, &mask, &old);
+
+  int errpipe[2];
+  if (::pipe2(errpipe, O_CLOEXEC) < 0) throw_errno("pipe");
+  pid_t child = ::fork();
+  if (child < 0) {
+    int e = errno;
+    cleanup();
+    throw_errno("fork runsc", e);
+  }
+  if (child == 0) {
+    ::close(errpipe[0]);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    std::string err;
+    try {
+      if (!spec.stdin_open) {
+        int fd = ::open("/dev/null", O_RDONLY);
+        if (fd >= 0) ::dup2(fd, 0);
+      }
+      // A private mount namespace for runsc and its gofer: the rootfs overlay
+      // exists only there and vanishes with them, so it can never leak.
+      if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
+      if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
+      mount_readonly_layers(spec.layer_dirs, rootfs);
+      std::vector<char*> a;
+      for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+      a.push_back(nullptr);
+      ::execv(runsc.c_str(), a.data());
+      throw_errno("execute " + runsc);
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    (void)!::write(errpipe[1], err.data(), err.size());
+    ::_exit(125);
+  }
+  ::close(errpipe[1]);
+  std::string child_err;
+  {
+    char buf[1024];
+    ssize_t n;
+    while ((n = ::read(errpipe[0], buf, sizeof buf)) > 0) child_err.append(buf, static_cast<size_t>(n));
+    ::close(errpipe[0]);
+  }
+
+  int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC);
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + spec.timeout;
+  bool timed_out = false;
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(child, &status, WNOHANG);
+    if (r == child) break;
+    int wait_ms = -1;
+    if (spec.timeout.count() > 0 && !timed_out) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+      if (left <= 0) {
+        timed_out = true;
+        run_quiet({runsc, "--root", state, "kill", "--all", spec.id, "KILL"});
+        ::kill(child, SIGKILL);
+        continue;
+      }
+      wait_ms = static_cast<int>(left);
+    }
+    struct pollfd pfd = {sfd, POLLIN, 0};
+    int pr = ::poll(&pfd, 1, wait_ms);
+    if (pr > 0) {
+      struct signalfd_siginfo si;
+      if (::read(sfd, &si, sizeof si) == sizeof si && si.ssi_signo != SIGCHLD) {
+        // Forward to the sandbox's processes, as the native backend does.
+        run_quiet({runsc, "--root", state, "kill", "--all", spec.id, std::to_string(si.ssi_signo)});
+      }
+    }
+  }
+  ::close(sfd);
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+
+  std::string log = read_tail(logfile, 64 * 1024);
+  cleanup();
+
+  if (!child_err.empty()) throw Error("gvisor: " + child_err);
+  if (timed_out) {
+    std::fprintf(stderr, "sbx: sandbox killed: timeout after %lld ms\n", static_cast<long long>(spec.timeout.count()));
+    return kExitTimeout;
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  int code = WEXITSTATUS(status);
+  std::string errors = runsc_errors(log);
+  if (code == 128 && !errors.empty()) {
+    // runsc failed before or while starting the command.
+    if (errors.find("failed to load") != std::string::npos) {
+      if (errors.find("no such file or directory") != std::string::npos) {
+        std::fprintf(stderr, "sbx: %s: command not found in the sandbox\n", spec.process.args[0].c_str());
+        return kExitNotFound;
+      }
+      if (errors.find("permission denied") != std::string::npos) {
+        std::fprintf(stderr, "sbx: %s: permission denied\n", spec.process.args[0].c_str());
+        return kExitCannotExec;
+      }
+    }
+    throw Error("runsc failed to start the sandbox:\n" + errors);
+  }
+  return code;
+}
+
+}  // namespace sbx::runtime

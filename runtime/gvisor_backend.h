@@ -1,0 +1,36 @@
+// The gVisor backend: runs a SandboxSpec under gVisor's runsc
+// (https://gvisor.dev/docs/), with the same flags and exit codes as the
+// native backend. sbx writes an OCI bundle (config.json from the spec, rootfs
+// from a read-only overlay of the image layers) and delegates to `runsc run`.
+// Writes the sandbox makes land in runsc's memory-backed root overlay
+// (--overlay2=root:memory): nothing is written to the image layers or the host.
+#pragma once
+#include <string>
+
+#include "runtime/spec.h"
+
+namespace sbx::runtime {
+
+struct GvisorOptions {
+  std::string runsc;     ///< path to runsc; empty: search $PATH
+  std::string run_root;  ///< sbx's run root; runsc's --root lives under it
+};
+
+/// Finds runsc: `explicit_path` if given (must be executable), else $PATH.
+/// Throws sbx::Error "runsc not found …; install the Debian package 'runsc'
+/// or pass --runsc PATH".
+std::string find_runsc(const std::string& explicit_path);
+
+/// Returns the version line of runsc ("runsc version 0.0~20221219.0"), or
+/// throws sbx::Error when it cannot be executed.
+std::string runsc_version(const std::string& runsc);
+
+/// Runs `spec` to completion under runsc and returns the exit status as
+/// `sbx run` reports it: the command's own code, 128+N for signal N, 127/126
+/// when the command is missing / not executable, 124 on --timeout, 125 when
+/// runsc itself fails (its log is then part of the error message).
+/// Options gVisor cannot honour throw sbx::Error before anything starts.
+/// Everything it creates (bundle, runsc state, cgroups, mounts) is gone when it returns.
+int run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts);
+
+}  // namespace sbx::runtime

@@ -1,0 +1,87 @@
+// Runs real runsc (Debian's package) on a tiny busybox layer; skipped with a
+// message when runsc is not installed.
+#include <doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/error.h"
+#include "runtime/gvisor_backend.h"
+
+using namespace sbx;
+namespace stdfs = std::filesystem;
+
+namespace {
+struct BusyboxLayers {
+  std::string base;
+  std::vector<std::string> layers;
+  BusyboxLayers() {
+    char tmpl[] = "/tmp/sbx-gvtest.XXXXXX";
+    base = ::mkdtemp(tmpl);
+    // Two layers: busybox itself, and a layer on top adding a file.
+    std::string l1 = base + "/l1", l2 = base + "/l2";
+    stdfs::create_directories(l1 + "/bin");
+    for (auto d : {"proc", "dev", "sys", "tmp", "etc"}) stdfs::create_directories(l1 + "/" + d);
+    stdfs::copy_file("/bin/busybox", l1 + "/bin/busybox");
+    for (auto a : {"sh", "cat", "true", "sleep", "echo", "test"}) stdfs::create_symlink("busybox", l1 + "/bin/" + a);
+    stdfs::create_directories(l2 + "/etc");
+    FILE* f = std::fopen((l2 + "/etc/marker").c_str(), "w");
+    std::fputs("top\n", f);
+    std::fclose(f);
+    layers = {l1, l2};
+  }
+  ~BusyboxLayers() { stdfs::remove_all(base); }
+};
+
+SandboxSpec spec_for(const BusyboxLayers& b, std::vector<std::string> args) {
+  SandboxSpec s;
+  static int n = 0;
+  char id[65];
+  std::snprintf(id, sizeof id, "%08x%056d", static_cast<unsigned>(::getpid()), ++n);
+  s.id = id;
+  s.layer_dirs = b.layers;
+  s.process.args = std::move(args);
+  s.process.env = {"PATH=/bin"};
+  s.process.capabilities = default_capabilities();
+  return s;
+}
+}  // namespace
+
+TEST_CASE("gvisor backend runs commands under real runsc and leaves nothing behind") {
+  std::string runsc;
+  try {
+    runsc = runtime::find_runsc("");
+  } catch (const Error& e) {
+    MESSAGE("skipped: " << e.what());
+    return;
+  }
+  CHECK(runtime::runsc_version(runsc).find("runsc version") == 0);
+  BusyboxLayers b;
+  std::string run_root = b.base + "/run";
+  runtime::GvisorOptions o{runsc, run_root};
+
+  // Exit codes pass through; the upper layer is visible; writes work and do not touch the layers.
+  CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "test \"$(cat /etc/marker)\" = top && echo x > /etc/new && test -f /etc/new"}), o) == 0);
+  CHECK_FALSE(stdfs::exists(b.layers[1] + "/etc/new"));
+  CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "exit 7"}), o) == 7);
+  CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "kill -9 $$"}), o) == 137);
+  CHECK(runtime::run_gvisor(spec_for(b, {"/bin/no-such-command"}), o) == kExitNotFound);
+
+  auto t = spec_for(b, {"sleep", "30"});
+  t.timeout = std::chrono::milliseconds(1500);
+  auto start = std::chrono::steady_clock::now();
+  CHECK(runtime::run_gvisor(t, o) == kExitTimeout);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(15));
+
+  // Nothing left: no state dir, no runsc containers.
+  CHECK(stdfs::is_empty(run_root));
+}
+
+TEST_CASE("gvisor backend refuses what it cannot honour") {
+  BusyboxLayers b;
+  auto s = spec_for(b, {"true"});
+  s.devices.push_back({"/dev/nvidia0", 'c', 195, 0, 0666, 0, 0});
+  CHECK_THROWS_WITH_AS(runtime::run_gvisor(s, {"", b.base + "/run"}), doctest::Contains("nvproxy"), Error);
+  CHECK_THROWS_WITH_AS(runtime::find_runsc("/nonexistent/runsc"), doctest::Contains("--runsc"), Error);
+}
