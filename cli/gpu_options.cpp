@@ -2,6 +2,7 @@
 #include "cli/gpu_options.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <ostream>
 
 #include "common/error.h"
@@ -11,6 +12,11 @@
 #include "runtime/spec.h"
 
 namespace sbx::cli {
+
+std::string GpuOptions::default_host_root() {
+  const char* e = std::getenv("SBX_GPU_HOST_ROOT");
+  return e && *e ? e : "/";
+}
 
 void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
   cmd.add_option("--gpus", o.gpus,
@@ -50,13 +56,15 @@ void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec) {
 }
 
 void print_gpu_info(std::ostream& out) {
-  gpu::HostRoot root;
+  gpu::HostRoot root{GpuOptions::default_host_root()};
   out << "gpus:";
   try {
     if (!gpu::nvidia_present(root)) {
       out << " none (no NVIDIA driver: /proc/driver/nvidia/version is missing)\n";
     } else {
-      auto h = gpu::discover_nvidia();
+      gpu::DiscoverOptions d;
+      d.root = root;
+      auto h = gpu::discover_nvidia(d);
       out << "\n  driver: " << h.driver_version << "\n";
       for (const auto& g : h.gpus)
         out << "  " << g.index << ": " << g.model << " (" << (g.uuid.empty() ? "no uuid" : g.uuid) << ", "
