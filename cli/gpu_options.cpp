@@ -32,15 +32,18 @@ void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec) {
   if (o.gpus.empty() && o.devices.empty()) return;
   gpu::HostRoot root{o.host_root};
   SandboxSpec out = spec;  // all-or-nothing
-  if (!o.gpus.empty()) {
-    if (out.runtime == "gvisor") {
-      gpu::require_nvproxy();
-      out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
-    }
+  if (o.gpus == "none" || o.gpus == "void") {
+    gpu::apply_gpus({}, {}, root, out);  // docker's "no GPUs": needs no driver
+  } else if (!o.gpus.empty()) {
     gpu::DiscoverOptions d;
     d.root = root;
     auto host = gpu::discover_nvidia(d);
-    gpu::apply_gpus(host, gpu::select_gpus(host, o.gpus), root, out);
+    auto selected = gpu::select_gpus(host, o.gpus);
+    if (out.runtime == "gvisor" && !selected.empty()) {
+      gpu::require_nvproxy();
+      out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
+    }
+    gpu::apply_gpus(host, selected, root, out);
   }
   std::vector<std::string> cdi;
   for (const auto& dev : o.devices) {
