@@ -9,7 +9,9 @@
 # rules, read-only mounts, ldconfig in the sandbox, env, errors.
 #
 #   SBX=build/sbx ROOTFS=<unpacked glibc rootfs with python3> tests/gpu/fake_host_e2e.sh
-# Without ROOTFS it unpacks tests/images/out/python-oci with umoci.
+# Without ROOTFS it unpacks $SBX_IMAGES/python-oci (default tests/images/out)
+# with umoci. It reads the same env as the ctest integration tests (SBX,
+# SBX_IMAGES), so it can become tests/integration/test_gpu_fake_host.sh.
 # Exit code: number of failed checks.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +27,7 @@ pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 if [ -z "${ROOTFS:-}" ]; then
-  umoci raw unpack --image "${IMAGE:-tests/images/out/python-oci}:latest" "$work/rootfs" >/dev/null 2>&1 ||
+  umoci raw unpack --image "${IMAGE:-${SBX_IMAGES:-tests/images/out}/python-oci}:latest" "$work/rootfs" >/dev/null 2>&1 ||
     { echo "cannot unpack the image; set ROOTFS=" >&2; exit 2; }
   ROOTFS=$work/rootfs
 fi
