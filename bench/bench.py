@@ -64,14 +64,14 @@ PROFILES = {
     # start_runs: timed samples per tool and image; tp_n: sandboxes per throughput batch
     # (fast tools / tools whose single start takes > 100 ms); he_tools: HumanEval tools.
     "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100,
-                 he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"],
+                 he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"],
                  import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50),
-    "quick": dict(start_runs=10, warmup=2, tp_par=[1, 4], tp_n_fast=100, tp_n_slow=20,
-                  he_par=4, he_tools=["chroot", "bwrap", "runc", "sbx"],
-                  import_reps=1, exec_runs=10, mem_sandboxes=3, fork_n=5),
+    "quick": dict(start_runs=8, warmup=1, tp_par=[4], tp_n_fast=60, tp_n_slow=12,
+                  he_par=4, he_tools=["chroot", "sbx", "sbx-rootfs"],
+                  import_reps=1, exec_runs=5, mem_sandboxes=2, fork_n=3),
 }
 
-TOOLS = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"]
+TOOLS = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"]
 
 
 def log(msg: str) -> None:
@@ -97,6 +97,26 @@ def sh_files(argv, timeout=60) -> subprocess.CompletedProcess:
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, argv[:6]))}: exit {p.returncode}: {short(p.stderr or p.stdout)}")
     return p
+
+
+_SBX_CMDS: dict[str, set] = {}
+
+
+def sbx_commands(sbx: str) -> set:
+    """The subcommands this sbx binary offers, read from the "Subcommands:" list of `sbx --help`
+    (asking `sbx CMD --help` is no test: CLI11 prints the main help, exit 0, for an unknown CMD)."""
+    if sbx not in _SBX_CMDS:
+        cmds, on = set(), False
+        p = subprocess.run([sbx, "--help"], capture_output=True, text=True) if sbx and os.access(sbx, os.X_OK) else None
+        for line in (p.stdout if p else "").splitlines():
+            if line.strip().lower().startswith("subcommands"):
+                on = True
+            elif on and line.startswith("  ") and line.strip():
+                cmds.add(line.split()[0])
+            elif on and line.strip() and not line.startswith(" "):
+                on = False
+        _SBX_CMDS[sbx] = cmds
+    return _SBX_CMDS[sbx]
 
 
 def short(text: str, n: int = 160) -> str:
@@ -483,9 +503,8 @@ class Sbx(Tool):
         if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
             self.state, self.error = "n/a", f"not yet available: no sbx binary ({self.ctx.sbx})"
             return
-        helptext = sh([*self.base, "--help"], check=False).stdout
         p = sh([*self.base, "run", "--help"], check=False)
-        if p.returncode != 0 or "run" not in helptext:
+        if "run" not in sbx_commands(self.ctx.sbx):
             self.state, self.error = "n/a", "not yet available: this sbx has no `run` command"
             return
         if self.runtime_args and "--runtime" not in p.stdout:
@@ -500,7 +519,7 @@ class Sbx(Tool):
             log(f"sbx: importing {img}-oci as {name}")
             self.store.mkdir(parents=True, exist_ok=True)
             sh([*self.base, "rmi", name], check=False)
-            sh([*self.base, "import", str(self.ctx.images / f"{img}-oci"), name])
+            sh([*self.base, "import", "-q", str(self.ctx.images / f"{img}-oci"), name])
             stamp.write_text(digest + "\n")
 
     def argv(self, img, cmd):
@@ -509,7 +528,7 @@ class Sbx(Tool):
     # Long-lived sandboxes (issue: sbx create/exec/rm); used only when this sbx has them.
     @property
     def supports_exec(self):
-        return all(sh([*self.base, c, "--help"], check=False).returncode == 0 for c in ("create", "exec", "rm"))
+        return {"create", "exec", "rm"} <= sbx_commands(self.ctx.sbx)
 
     def start_idle(self, img, cmd):
         p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd])
@@ -532,7 +551,30 @@ class Sbx(Tool):
         out = []
         if os.path.isdir(SBX_RUN_ROOT):
             out += [f"sbx state {SBX_RUN_ROOT}/{e}" for e in os.listdir(SBX_RUN_ROOT) if not e.startswith(".")]
+            if not out:
+                shutil.rmtree(SBX_RUN_ROOT, ignore_errors=True)  # only sbx's own empty bookkeeping left
         return out
+
+
+class SbxRootfs(Sbx):
+    """`sbx run --rootfs DIR`: sbx on the very directory chroot/bwrap/runc use (no image store)."""
+    name = "sbx-rootfs"
+
+    def setup(self):
+        if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
+            self.state, self.error = "n/a", f"not yet available: no sbx binary ({self.ctx.sbx})"
+            return
+        p = sh([*self.base, "run", "--help"], check=False)
+        if "run" not in sbx_commands(self.ctx.sbx) or "--rootfs" not in p.stdout:
+            self.state, self.error = "n/a", "not yet available: this sbx has no `run --rootfs`"
+
+    def argv(self, img, cmd):
+        return [*self.base, "run", "--network", "none", "--rootfs", str(self.ctx.rootfs[img]), "--", *cmd]
+
+    def env(self, img):
+        return dict(self.ctx.env[img])
+
+    supports_exec = False
 
 
 class SbxGvisor(Sbx):
@@ -544,7 +586,7 @@ class SbxGvisor(Sbx):
 
 
 TOOL_CLASSES = {"chroot": Chroot, "bwrap": Bwrap, "runc": Runc, "runsc": Runsc, "podman": Podman,
-                "sbx": Sbx, "sbx-gvisor": SbxGvisor}
+                "sbx": Sbx, "sbx-rootfs": SbxRootfs, "sbx-gvisor": SbxGvisor}
 
 
 def verify(tool: Tool, img: str):
@@ -883,9 +925,7 @@ def scenario_snapshot(ctx, tools, prof, res):
     sbx = by.get("sbx")
     sbx_cmds = set()
     if sbx is not None and sbx.state == "ok":
-        for c in ("snapshot", "snapshot-dir", "checkpoint", "restore"):
-            if sh([*sbx.base, c, "--help"], check=False).returncode == 0:
-                sbx_cmds.add(c)
+        sbx_cmds = {"snapshot", "snapshot-dir", "checkpoint", "restore"} & sbx_commands(ctx.sbx)
     na = "not yet available: this sbx has no `{}` command"
 
     def fs_case(t, commit, runimg, rmimg):
@@ -992,8 +1032,7 @@ def scenario_import(ctx, tools, prof, res):
     shutil.rmtree(tmp_base, ignore_errors=True)
     tmp_base.mkdir(parents=True)
     sbx = next((t for t in tools if t.name == "sbx"), None)
-    sbx_has_import = bool(ctx.sbx and os.access(ctx.sbx, os.X_OK) and
-                          sh([str(ctx.sbx), "import", "--help"], check=False).returncode == 0)
+    sbx_has_import = "import" in sbx_commands(ctx.sbx)
     sbx_runs = sbx is not None and sbx.state == "ok"
 
     def case_umoci(d):

@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-ORDER = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"]
+ORDER = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"]
 COLORS = {"chroot": "#888888", "bwrap": "#4c72b0", "runc": "#55a868", "runsc": "#8172b2",
-          "podman": "#c44e52", "sbx": "#dd8452", "sbx-gvisor": "#937860"}
+          "podman": "#c44e52", "sbx": "#dd8452", "sbx-rootfs": "#e8b04a", "sbx-gvisor": "#937860"}
 
 
 def f(x, nd=1):
