@@ -196,6 +196,25 @@ def markdown(res, stem):
                          f"{f(ratio(w, cw), 2) if ratio(w, cw) else '–'} | {status_cell(r['status'])} |")
         L.append("")
 
+    pr = sc.get("profile")
+    if pr and pr.get("tools"):
+        L.append("## Where the time goes (strace)")
+        L.append("")
+        L.append(pr["description"] + ".")
+        L.append("")
+        L.append("| tool | setup ms | command ms | teardown ms | costliest syscalls (ms, summed) |")
+        L.append("|---|---:|---:|---:|---|")
+        for name in ORDER:
+            r = pr["tools"].get(name)
+            if r is None:
+                continue
+            if r.get("error"):
+                L.append(f"| {name} | – | – | – | failed: {status_cell(r['error'])} |")
+                continue
+            top = "; ".join(f"`{k}` {v:.1f}" for k, v in r["top_syscalls_ms"][:6])
+            L.append(f"| {name} | {f(r['setup_ms'])} | {f(r['command_ms'])} | {f(r['teardown_ms'])} | {status_cell(top)} |")
+        L.append("")
+
     ex = sc.get("exec")
     if ex:
         L.append("## 4. Exec latency and idle memory")
