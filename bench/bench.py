@@ -49,7 +49,7 @@ RUNC_ROOT = "/run/bench-runc"
 RUNSC_ROOT = "/run/bench-runsc"
 PODMAN_RUNROOT = "/run/bench-podman"
 SBX_RUN_ROOT = "/run/bench-sbx"
-CLEANUP_NOTES: list[str] = []  # what the bench had to clean up after a tool (reported)
+CLEANUP_NOTES: list[str] = []  # what the bench had to clean up or work around for a tool (reported)
 PODMAN_CIDS: set[str] = set()  # podman containers the bench started (to check their cgroups are gone)
 
 # Image-relative commands (absolute paths: no PATH lookup differences between tools).
@@ -504,6 +504,10 @@ class Sbx(Tool):
         if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
             self.state, self.error = "n/a", f"not yet available: no sbx binary ({self.ctx.sbx})"
             return
+        h = sh([str(self.ctx.sbx), "--help"], check=False)
+        if h.returncode != 0:
+            self.state, self.error = "failed", f"failed: `sbx --help` exits {h.returncode}: {short(h.stderr or h.stdout)}"
+            return
         p = sh([*self.base, "run", "--help"], check=False)
         if "run" not in sbx_commands(self.ctx.sbx):
             self.state, self.error = "n/a", "not yet available: this sbx has no `run` command"
@@ -522,9 +526,19 @@ class Sbx(Tool):
             sh([*self.base, "rmi", name], check=False)
             sh([*self.base, "import", "-q", str(self.ctx.images / f"{img}-oci"), name])
             stamp.write_text(digest + "\n")
+        # The documented form is `sbx run IMAGE -- CMD`; if this build cannot parse the "--", use
+        # `sbx run IMAGE CMD` (also documented) and say so in the report.
+        p = sh([*self.base, "run", *self.runtime_args, "--network", "none", "bench-busybox", "--", "/bin/true"],
+               check=False, timeout=120)
+        if p.returncode != 0 and "not expected" in p.stderr:
+            self.dashdash = []
+            CLEANUP_NOTES.append(f"{self.name}: `sbx run IMAGE -- CMD` failed to parse ({short(p.stderr, 100)}); "
+                                 "the bench used `sbx run IMAGE CMD`")
+
+    dashdash = ["--"]
 
     def argv(self, img, cmd):
-        return [*self.base, "run", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd]
+        return [*self.base, "run", *self.runtime_args, "--network", "none", f"bench-{img}", *self.dashdash, *cmd]
 
     # Long-lived sandboxes (issue: sbx create/exec/rm); used only when this sbx has them.
     @property
@@ -532,7 +546,7 @@ class Sbx(Tool):
         return {"create", "exec", "rm"} <= sbx_commands(self.ctx.sbx)
 
     def start_idle(self, img, cmd):
-        p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd])
+        p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", *self.dashdash, *cmd])
         return p.stdout.strip().splitlines()[-1].strip()
 
     def exec_argv(self, cid, cmd):
@@ -564,6 +578,10 @@ class SbxRootfs(Sbx):
     def setup(self):
         if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
             self.state, self.error = "n/a", f"not yet available: no sbx binary ({self.ctx.sbx})"
+            return
+        h = sh([str(self.ctx.sbx), "--help"], check=False)
+        if h.returncode != 0:
+            self.state, self.error = "failed", f"failed: `sbx --help` exits {h.returncode}: {short(h.stderr or h.stdout)}"
             return
         p = sh([*self.base, "run", "--help"], check=False)
         if "run" not in sbx_commands(self.ctx.sbx) or "--rootfs" not in p.stdout:
@@ -1065,7 +1083,7 @@ def strace_breakdown(argv, env, cmd_path, runs=5):
 
         for pid, t, rest in evs:
             if rest.endswith("<unfinished ...>"):
-                m = re.match(r"^(\w+)\((.*)", rest)
+                m = re.match(r"^(\w+)\((.*)", rest[: -len("<unfinished ...>")].rstrip())
                 if m:
                     pending[pid] = key_of(m[1], m[2])
                 continue

@@ -270,11 +270,13 @@ def markdown(res, stem):
                          f"{status_cell(r['status'])} |")
         L.append("")
 
-    L.append("## Cleanup")
+    L.append("## Cleanup and notes")
     L.append("")
     leaks = res.get("leaks", [])
     for n in res.get("cleanup_notes", []):
         L.append(f"- {n}")
+    if res.get("cleanup_notes"):
+        L.append("")
     L.append("Nothing left behind (no bench containers, mounts, cgroups or sbx state)." if not leaks
              else "**Left behind:** " + "; ".join(leaks))
     L.append("")
