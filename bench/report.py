@@ -292,8 +292,10 @@ def chart(res, png):
 
     sc = res.get("scenarios", {})
     fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    la = res.get("load", {}).get("start", {}).get("loadavg", ["?"])[0]
     fig.suptitle(f"sbx beside peers: {res['started_utc']} ({res['profile']}), "
-                 f"{res.get('machine', {}).get('cpus', '?')} CPUs, kernel {res.get('machine', {}).get('kernel', '?')}")
+                 f"{res.get('machine', {}).get('cpus', '?')} CPUs, kernel {res.get('machine', {}).get('kernel', '?')}, "
+                 f"load average {la} at start")
 
     ax = axes[0][0]
     st = sc.get("start", {}).get("images", {})
@@ -315,11 +317,12 @@ def chart(res, png):
     ax.set_xticks(range(len(imgs)))
     ax.set_xticklabels([f"{i}: {' '.join(st[i]['cmd'])}" for i in imgs])
     ax.set_yscale("log")
-    ax.set_ylim(1, None)
+    tops = [r["summary_ms"]["p90"] for i in imgs for r in st[i]["tools"].values() if med(r) is not None]
+    ax.set_ylim(1, max(tops + [10]) * 12)  # head room for the legend
     ax.set_ylabel("ms (median, whisker = p90), log scale")
     ax.set_title("1. start latency (lower is better)")
     if st:
-        ax.legend(fontsize=8, ncol=2, loc="upper left")
+        ax.legend(fontsize=7, ncol=4, loc="upper left")
 
     ax = axes[0][1]
     tp = sc.get("throughput")
