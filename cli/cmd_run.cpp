@@ -284,14 +284,15 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
                   std::find(f->positional.begin(), f->positional.end(), word) != f->positional.end();
         if (ours) extras.clear();
       });
-  run_cmd->add_option("-e,--env", f->env, "Set an environment variable (KEY=VAL, or KEY to copy it)")->take_first();
-  run_cmd->add_option("--env-file", f->env_files, "Read environment variables from a file");
+  run_cmd->add_option("-e,--env", f->env, "Set an environment variable (KEY=VAL, or KEY to copy it)")
+      ->allow_extra_args(false);
+  run_cmd->add_option("--env-file", f->env_files, "Read environment variables from a file")->allow_extra_args(false);
   run_cmd->add_option("-w,--workdir", f->workdir, "Working directory inside the sandbox")
       ->each([f](const std::string&) { f->workdir_set = true; });
   run_cmd->add_option("-u,--user", f->user, "User: NAME|UID[:GROUP|GID], resolved in the image's /etc/passwd")
       ->each([f](const std::string&) { f->user_set = true; });
-  run_cmd->add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]");
-  run_cmd->add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]");
+  run_cmd->add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]")->allow_extra_args(false);
+  run_cmd->add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]")->allow_extra_args(false);
   run_cmd->add_flag("--read-only", f->read_only, "Mount the root file system read-only");
   run_cmd->add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
   run_cmd->add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
@@ -299,7 +300,7 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
   run_cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
       ->capture_default_str();
-  run_cmd->add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048");
+  run_cmd->add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048")->allow_extra_args(false);
   run_cmd->add_option("--timeout", f->timeout, "Kill the sandbox after this long (10s, 1m30s); exits 124");
   run_cmd->add_option("--rootfs", f->rootfs, "Use DIR as the (read-only, overlaid) root instead of an image");
   run_cmd->add_option("--entrypoint", f->entrypoint, "Override the image's Entrypoint")
