@@ -100,6 +100,10 @@ struct SandboxSpec {
   std::string image_ref;
   std::string image_id;
   std::vector<std::string> layer_dirs;
+  /// sbx: directory holding the overlay's "upper" and "work" dirs (disk-backed,
+  /// for create/snapshot). Empty: a private tmpfs inside the sandbox's mount
+  /// namespace, gone with the sandbox.
+  std::string upper_dir;
 
   Process process;
   std::string hostname;
