@@ -63,10 +63,10 @@ CHECK_CMD = {  # (argv, expected stdout, expected exit status)
 PROFILES = {
     # start_runs: timed samples per tool and image; tp_n: sandboxes per throughput batch
     # (fast tools / tools whose single start takes > 100 ms); he_tools: HumanEval tools.
-    "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100,
+    "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100, tp_max_s=25,
                  he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"],
                  import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50),
-    "quick": dict(start_runs=8, warmup=1, tp_par=[4], tp_n_fast=60, tp_n_slow=12,
+    "quick": dict(start_runs=8, warmup=1, tp_par=[4], tp_n_fast=60, tp_n_slow=12, tp_max_s=8,
                   he_par=4, he_tools=["chroot", "sbx", "sbx-rootfs"],
                   import_reps=1, exec_runs=5, mem_sandboxes=2, fork_n=3),
 }
@@ -672,13 +672,41 @@ def scenario_start(ctx, tools, prof, res):
     res["scenarios"]["start"] = out
 
 
-def run_batch(tool, img, cmds, par, stdout_check=None):
+def scenario_hyperfine(ctx, tools, prof, res):
+    """Cross-check of scenario 1 with an independent timer: `hyperfine -N` (no shell) on
+    `python3 -c pass`, tools one after another (not interleaved). Opt-in: --hyperfine."""
+    out = {"description": "hyperfine -N --warmup 3 --runs 20, python3 -c pass, one tool after another; runc/runsc through `sh -c` for a fresh container id (+1 exec)", "tools": {}}
+    st = res["scenarios"].get("start", {}).get("images", {}).get("python", {}).get("tools", {})
+    for t in tools:
+        if t.state != "ok" or (st and st.get(t.name, {}).get("status") != "ok"):
+            continue
+        argv = t.argv("python", START_CMD["python"])
+        with tempfile.NamedTemporaryFile(suffix=".json") as jf:
+            # hyperfine reuses the command line, so runc/runsc get a fresh id from a tiny shell-free wrapper.
+            if t.name in ("runc", "runsc"):
+                argv = ["/bin/sh", "-c", " ".join(argv[:-1]) + " bench-hf-$$"]  # +1 sh exec
+            p = subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", "20", "--export-json", jf.name,
+                                "--", subprocess.list2cmdline(argv)], capture_output=True, text=True,
+                               env=t.env("python"), timeout=300)
+            if p.returncode:
+                out["tools"][t.name] = {"status": f"failed: {short(p.stderr)}"}
+                continue
+            r = json.load(open(jf.name))["results"][0]
+            out["tools"][t.name] = {"status": "ok", "median_ms": r["median"] * 1000, "mean_ms": r["mean"] * 1000,
+                                    "stddev_ms": (r.get("stddev") or 0) * 1000}
+    res["scenarios"]["hyperfine"] = out
+
+
+def run_batch(tool, img, cmds, par, stdout_check=None, max_s=None):
     """Runs each cmd of cmds in its own sandbox, `par` at a time. Returns (wall seconds,
-    per-item list of (seconds, rc, ok))."""
+    per-item list of (seconds, rc, ok, error)). With max_s, no new sandbox is started after
+    max_s seconds (items not started stay None), so a loaded host cannot stretch the run."""
     results = [None] * len(cmds)
     nxt = [0]
     lock = threading.Lock()
     tmp = tempfile.mkdtemp(prefix="bench-batch.")
+
+    deadline = time.perf_counter() + max_s if max_s else None
 
     def worker(w):
         o, e = os.path.join(tmp, f"{w}.out"), os.path.join(tmp, f"{w}.err")
@@ -686,7 +714,7 @@ def run_batch(tool, img, cmds, par, stdout_check=None):
             with lock:
                 i = nxt[0]
                 nxt[0] += 1
-            if i >= len(cmds):
+            if i >= len(cmds) or deadline and time.perf_counter() > deadline:
                 return
             secs, rc = SPAWN.run(tool.argv(img, cmds[i]), tool.env(img), o if stdout_check else None, e)
             ok = rc == 0
@@ -719,7 +747,8 @@ def start_ok(res, tool, img="python"):
 def scenario_throughput(ctx, tools, prof, res):
     """2. Throughput: N sandboxes of `python3 -c pass` at parallelism 1, 2, 4, 8."""
     cmd = START_CMD["python"]
-    out = {"description": "throughput: N sandboxes of `python3 -c pass`, P at a time; sandboxes/s = N / wall",
+    out = {"description": "throughput: N sandboxes of `python3 -c pass`, P at a time; sandboxes/s = N / wall; "
+                          f"no new sandbox is started after {prof['tp_max_s']} s (so N can be smaller on a busy host)",
            "parallelism": prof["tp_par"], "tools": {}}
     usable = []
     for t in tools:
@@ -738,11 +767,12 @@ def scenario_throughput(ctx, tools, prof, res):
             row = out["tools"][t.name]
             if row["status"] != "ok":
                 continue
-            n = row["n"]
-            log(f"throughput: {t.name} P={par} n={n}")
-            wall, items = run_batch(t, "python", [cmd] * n, par)
+            log(f"throughput: {t.name} P={par} n={row['n']}")
+            wall, items = run_batch(t, "python", [cmd] * row["n"], par, max_s=prof["tp_max_s"])
+            items = [it for it in items if it is not None]
+            n = len(items)
             bad = [it for it in items if not it[2]]
-            entry = {"wall_s": wall, "per_s": n / wall, "failed": len(bad),
+            entry = {"n": n, "wall_s": wall, "per_s": n / wall, "failed": len(bad),
                      "latency_ms": summary([it[0] * 1000 for it in items])}
             if bad:
                 entry["error"] = bad[0][3]
@@ -1308,6 +1338,7 @@ def main():
     ap.add_argument("--only", default="", help="comma list of scenarios: start,throughput,humaneval,profile,exec,import,snapshot")
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma list of tools")
     ap.add_argument("--humaneval", default=str(HERE.parent.parent / "shared/data/HumanEval.jsonl.gz"))
+    ap.add_argument("--hyperfine", action="store_true", help="cross-check start latency with hyperfine")
     ap.add_argument("--note", default="", help="free text recorded in the results (e.g. why a run was made)")
     args = ap.parse_args()
     prof = PROFILES["quick" if args.quick else "full"]
@@ -1344,6 +1375,8 @@ def main():
         if want("start"):
             scenario_start(ctx, tools, prof, res)
             res["load"]["after_start"] = load_snapshot()
+        if args.hyperfine:
+            scenario_hyperfine(ctx, tools, prof, res)
         if want("throughput"):
             scenario_throughput(ctx, tools, prof, res)
             res["load"]["after_throughput"] = load_snapshot()

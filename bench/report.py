@@ -152,12 +152,25 @@ def markdown(res, stem):
                     L.append(f"| {a} | " + " | ".join(f"{med(rows[a]) / med(rows[b]):.2f}" for b in ok) + " |")
         L.append("")
 
+    hf = sc.get("hyperfine")
+    if hf:
+        L.append("Cross-check with an independent timer (" + hf["description"] + "):")
+        L.append("")
+        L.append("| tool | hyperfine median ms | mean ± sd ms | status |")
+        L.append("|---|---:|---:|---|")
+        for name in ORDER:
+            r = hf["tools"].get(name)
+            if r:
+                L.append(f"| {name} | {f(r.get('median_ms'))} | {f(r.get('mean_ms'))} ± {f(r.get('stddev_ms'))} | "
+                         f"{status_cell(r['status'])} |")
+        L.append("")
+
     tp = sc.get("throughput")
     if tp:
         L.append("## 2. Throughput")
         L.append("")
-        L.append(tp["description"] + ". N is 500 for tools starting in under 100 ms, fewer for the slow ones "
-                 "(the rate is what counts; N is in the table).")
+        L.append(tp["description"] + ". N asked: 500 for the fast tools, 100 for runsc, podman and gVisor "
+                 "(the rate is what counts); N done per parallelism is in the table.")
         L.append("")
         pars = tp["parallelism"]
         c4 = ((tp["tools"].get("chroot") or {}).get("by_par") or {}).get("4")
@@ -168,7 +181,8 @@ def markdown(res, stem):
             if r is None:
                 continue
             bp = r.get("by_par") or {}
-            cells = [f((bp.get(str(p)) or {}).get("per_s")) for p in pars]
+            cells = [f((bp.get(str(p)) or {}).get("per_s")) + (f" (n={bp[str(p)]['n']})" if str(p) in bp and
+                     bp[str(p)].get("n", r.get("n")) != r.get("n") else "") for p in pars]
             e4 = bp.get("4")
             vs = f"{100 * e4['per_s'] / c4['per_s']:.0f}%" if e4 and c4 else "–"
             L.append(f"| {name} | {r.get('n', '–')} | " + " | ".join(cells) + f" | {vs} | {status_cell(r['status'])} |")
