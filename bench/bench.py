@@ -1152,7 +1152,7 @@ def scenario_profile(ctx, tools, prof, res):
         out["error"] = "strace is missing"
     else:
         for t in tools:
-            if t.state != "ok" or t.name in ("chroot", "podman", "runsc", "sbx-gvisor"):
+            if t.state != "ok" or t.name in ("chroot", "podman", "runsc", "sbx-gvisor") or not start_ok(res, t, "busybox")[0]:
                 continue
             log(f"profile: {t.name}")
             try:
