@@ -138,16 +138,17 @@ def markdown(res, stem):
             L.append("")
             L.append(f"### {img}: `{' '.join(data['cmd'])}` ({n} runs each after warm-up)")
             L.append("")
-            L.append("| tool | median ms | p90 ms | × chroot | sbx is … faster | status |")
+            ref = next((n for n in ("sbx", "sbx-rootfs") if med(rows.get(n)) is not None), "sbx")
+            L.append(f"| tool | median ms | p90 ms | × chroot | {ref} is … faster | status |")
             L.append("|---|---:|---:|---:|---:|---|")
-            c, s = med(rows.get("chroot")), med(rows.get("sbx"))
+            c, s = med(rows.get("chroot")), med(rows.get(ref))
             for name in ORDER:
                 if name not in rows:
                     continue
                 r = rows[name]
                 m = med(r)
                 p90 = (r.get("summary_ms") or {}).get("p90") if m is not None else None
-                vs = "–" if name == "sbx" else (f"{ratio(m, s):.2f}×" if ratio(m, s) else "–")
+                vs = "–" if name == ref else (f"{ratio(m, s):.2f}×" if ratio(m, s) else "–")
                 xc = f"{ratio(m, c):.2f}" if ratio(m, c) else "–"
                 L.append(f"| {name} | {f(m)} | {f(p90)} | {xc} | {vs} | {status_cell(r['status'])} |")
             ok = [n for n in ORDER if med(rows.get(n)) is not None]
