@@ -371,6 +371,40 @@ static int cmd_hostread(const char* hostpath, const char* secret) {
     if (fdir) closedir(fdir);
   }
   if (d) closedir(d);
+  // sbx's own environment on the host (the test puts the secret there): the
+  // sandbox's init is a fork of sbx, so its /proc/1/environ must be closed.
+  d = opendir("/proc");
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(p, sizeof p, "/proc/%s/environ", e->d_name);
+    int fd = open(p, O_RDONLY);
+    if (fd < 0) continue;
+    static char env[1 << 16];
+    ssize_t n = read(fd, env, sizeof env - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i++)
+      if (!env[i]) env[i] = '\n';
+    if (n > 0) {
+      env[n] = 0;
+      if (strstr(env, secret)) escape("host environment of sbx readable", p);
+    }
+    snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
+    fd = open(p, O_RDONLY);
+    if (fd < 0) continue;
+    n = read(fd, env, sizeof env - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i++)
+      if (!env[i]) env[i] = ' ';
+    if (n > 0) {
+      env[n] = 0;
+      if (strncmp(env, "/adv/probe", 10) && strstr(env, "--run-root")) {
+        char line[600];
+        snprintf(line, sizeof line, "%.300s shows sbx's host command line: %.200s", p, env);
+        info("hostread", line);
+      }
+    }
+  }
+  if (d) closedir(d);
   // Climbing out with .. from the root and from /proc/self/cwd.
   snprintf(p, sizeof p, "/../../../../../..%s", hostpath);
   try_read(p, secret);
@@ -451,7 +485,9 @@ static int cmd_kill(const char* pidtext, const char* marker) {
     for (ssize_t i = 0; i < n; i++)
       if (!cmd[i]) cmd[i] = ' ';
     cmd[n] = 0;
-    if (strstr(cmd, marker) && atoi(e->d_name) != getpid()) {
+    char victim[300];
+    snprintf(victim, sizeof victim, "sbx-adv-victim-%s", marker);
+    if (strstr(cmd, victim) && atoi(e->d_name) != getpid()) {
       found++;
       if (kill(atoi(e->d_name), SIGKILL) == 0) escape("kill marked host process", e->d_name);
     }
