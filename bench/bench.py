@@ -49,7 +49,7 @@ RUNC_ROOT = "/run/bench-runc"
 RUNSC_ROOT = "/run/bench-runsc"
 PODMAN_RUNROOT = "/run/bench-podman"
 SBX_RUN_ROOT = "/run/bench-sbx"
-CLEANUP_NOTES: list[str] = []  # what the bench had to clean up after a tool (reported)
+CLEANUP_NOTES: list[str] = []  # what the bench had to clean up or work around for a tool (reported)
 PODMAN_CIDS: set[str] = set()  # podman containers the bench started (to check their cgroups are gone)
 
 # Image-relative commands (absolute paths: no PATH lookup differences between tools).
@@ -64,14 +64,15 @@ PROFILES = {
     # start_runs: timed samples per tool and image; tp_n: sandboxes per throughput batch
     # (fast tools / tools whose single start takes > 100 ms); he_tools: HumanEval tools.
     "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100,
-                 he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"],
+                 he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"],
                  import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50),
-    "quick": dict(start_runs=10, warmup=2, tp_par=[1, 4], tp_n_fast=100, tp_n_slow=20,
-                  he_par=4, he_tools=["chroot", "bwrap", "runc", "sbx"],
-                  import_reps=1, exec_runs=10, mem_sandboxes=3, fork_n=5),
+    "quick": dict(start_runs=8, warmup=1, tp_par=[4], tp_n_fast=60, tp_n_slow=12,
+                  he_par=4, he_tools=["chroot", "sbx", "sbx-rootfs"],
+                  import_reps=1, exec_runs=5, mem_sandboxes=2, fork_n=3),
 }
 
-TOOLS = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"]
+SLOW_TOOLS = {"runsc", "podman", "sbx-gvisor"}  # ~200 ms a start: fewer sandboxes per throughput batch
+TOOLS = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"]
 
 
 def log(msg: str) -> None:
@@ -97,6 +98,26 @@ def sh_files(argv, timeout=60) -> subprocess.CompletedProcess:
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, argv[:6]))}: exit {p.returncode}: {short(p.stderr or p.stdout)}")
     return p
+
+
+_SBX_CMDS: dict[str, set] = {}
+
+
+def sbx_commands(sbx: str) -> set:
+    """The subcommands this sbx binary offers, read from the "Subcommands:" list of `sbx --help`
+    (asking `sbx CMD --help` is no test: CLI11 prints the main help, exit 0, for an unknown CMD)."""
+    if sbx not in _SBX_CMDS:
+        cmds, on = set(), False
+        p = subprocess.run([sbx, "--help"], capture_output=True, text=True) if sbx and os.access(sbx, os.X_OK) else None
+        for line in (p.stdout if p else "").splitlines():
+            if line.strip().lower().startswith("subcommands"):
+                on = True
+            elif on and line.startswith("  ") and line.strip():
+                cmds.add(line.split()[0])
+            elif on and line.strip() and not line.startswith(" "):
+                on = False
+        _SBX_CMDS[sbx] = cmds
+    return _SBX_CMDS[sbx]
 
 
 def short(text: str, n: int = 160) -> str:
@@ -483,9 +504,12 @@ class Sbx(Tool):
         if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
             self.state, self.error = "n/a", f"not yet available: no sbx binary ({self.ctx.sbx})"
             return
-        helptext = sh([*self.base, "--help"], check=False).stdout
+        h = sh([str(self.ctx.sbx), "--help"], check=False)
+        if h.returncode != 0:
+            self.state, self.error = "failed", f"failed: `sbx --help` exits {h.returncode}: {short(h.stderr or h.stdout)}"
+            return
         p = sh([*self.base, "run", "--help"], check=False)
-        if p.returncode != 0 or "run" not in helptext:
+        if "run" not in sbx_commands(self.ctx.sbx):
             self.state, self.error = "n/a", "not yet available: this sbx has no `run` command"
             return
         if self.runtime_args and "--runtime" not in p.stdout:
@@ -500,19 +524,29 @@ class Sbx(Tool):
             log(f"sbx: importing {img}-oci as {name}")
             self.store.mkdir(parents=True, exist_ok=True)
             sh([*self.base, "rmi", name], check=False)
-            sh([*self.base, "import", str(self.ctx.images / f"{img}-oci"), name])
+            sh([*self.base, "import", "-q", str(self.ctx.images / f"{img}-oci"), name])
             stamp.write_text(digest + "\n")
+        # The documented form is `sbx run IMAGE -- CMD`; if this build cannot parse the "--", use
+        # `sbx run IMAGE CMD` (also documented) and say so in the report.
+        p = sh([*self.base, "run", *self.runtime_args, "--network", "none", "bench-busybox", "--", "/bin/true"],
+               check=False, timeout=120)
+        if p.returncode != 0 and "not expected" in p.stderr:
+            self.dashdash = []
+            CLEANUP_NOTES.append(f"{self.name}: `sbx run IMAGE -- CMD` failed to parse ({short(p.stderr, 100)}); "
+                                 "the bench used `sbx run IMAGE CMD`")
+
+    dashdash = ["--"]
 
     def argv(self, img, cmd):
-        return [*self.base, "run", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd]
+        return [*self.base, "run", *self.runtime_args, "--network", "none", f"bench-{img}", *self.dashdash, *cmd]
 
     # Long-lived sandboxes (issue: sbx create/exec/rm); used only when this sbx has them.
     @property
     def supports_exec(self):
-        return all(sh([*self.base, c, "--help"], check=False).returncode == 0 for c in ("create", "exec", "rm"))
+        return {"create", "exec", "rm"} <= sbx_commands(self.ctx.sbx)
 
     def start_idle(self, img, cmd):
-        p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd])
+        p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", *self.dashdash, *cmd])
         return p.stdout.strip().splitlines()[-1].strip()
 
     def exec_argv(self, cid, cmd):
@@ -532,7 +566,34 @@ class Sbx(Tool):
         out = []
         if os.path.isdir(SBX_RUN_ROOT):
             out += [f"sbx state {SBX_RUN_ROOT}/{e}" for e in os.listdir(SBX_RUN_ROOT) if not e.startswith(".")]
+            if not out:
+                shutil.rmtree(SBX_RUN_ROOT, ignore_errors=True)  # only sbx's own empty bookkeeping left
         return out
+
+
+class SbxRootfs(Sbx):
+    """`sbx run --rootfs DIR`: sbx on the very directory chroot/bwrap/runc use (no image store)."""
+    name = "sbx-rootfs"
+
+    def setup(self):
+        if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
+            self.state, self.error = "n/a", f"not yet available: no sbx binary ({self.ctx.sbx})"
+            return
+        h = sh([str(self.ctx.sbx), "--help"], check=False)
+        if h.returncode != 0:
+            self.state, self.error = "failed", f"failed: `sbx --help` exits {h.returncode}: {short(h.stderr or h.stdout)}"
+            return
+        p = sh([*self.base, "run", "--help"], check=False)
+        if "run" not in sbx_commands(self.ctx.sbx) or "--rootfs" not in p.stdout:
+            self.state, self.error = "n/a", "not yet available: this sbx has no `run --rootfs`"
+
+    def argv(self, img, cmd):
+        return [*self.base, "run", "--network", "none", "--rootfs", str(self.ctx.rootfs[img]), "--", *cmd]
+
+    def env(self, img):
+        return dict(self.ctx.env[img])
+
+    supports_exec = False
 
 
 class SbxGvisor(Sbx):
@@ -544,7 +605,7 @@ class SbxGvisor(Sbx):
 
 
 TOOL_CLASSES = {"chroot": Chroot, "bwrap": Bwrap, "runc": Runc, "runsc": Runsc, "podman": Podman,
-                "sbx": Sbx, "sbx-gvisor": SbxGvisor}
+                "sbx": Sbx, "sbx-rootfs": SbxRootfs, "sbx-gvisor": SbxGvisor}
 
 
 def verify(tool: Tool, img: str):
@@ -666,8 +727,7 @@ def scenario_throughput(ctx, tools, prof, res):
         if t.state != "ok" or not ok:
             out["tools"][t.name] = {"status": t.error if t.state != "ok" else (row or {}).get("status", "failed")}
             continue
-        med = ((row or {}).get("summary_ms") or {}).get("median") or 0
-        n = prof["tp_n_slow"] if med > 100 else prof["tp_n_fast"]
+        n = prof["tp_n_slow"] if t.name in SLOW_TOOLS else prof["tp_n_fast"]
         out["tools"][t.name] = {"status": "ok", "n": n, "by_par": {}}
         usable.append(t)
     rng = random.Random(7)
@@ -883,9 +943,7 @@ def scenario_snapshot(ctx, tools, prof, res):
     sbx = by.get("sbx")
     sbx_cmds = set()
     if sbx is not None and sbx.state == "ok":
-        for c in ("snapshot", "snapshot-dir", "checkpoint", "restore"):
-            if sh([*sbx.base, c, "--help"], check=False).returncode == 0:
-                sbx_cmds.add(c)
+        sbx_cmds = {"snapshot", "snapshot-dir", "checkpoint", "restore"} & sbx_commands(ctx.sbx)
     na = "not yet available: this sbx has no `{}` command"
 
     def fs_case(t, commit, runimg, rmimg):
@@ -974,6 +1032,106 @@ def scenario_snapshot(ctx, tools, prof, res):
     res["scenarios"]["snapshot"] = out
 
 
+# Syscalls that wait for another process or for time, not work: left out of "where the time goes".
+WAITING = {"wait4", "waitid", "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "rt_sigtimedwait",
+           "recvmsg", "recvfrom", "read", "futex", "clock_nanosleep", "nanosleep", "pidfd_getfd", "rt_sigsuspend",
+           "pause", "accept4", "restart_syscall"}
+
+
+def strace_breakdown(argv, env, cmd_path, runs=5):
+    """Runs argv under `strace -f -tt -T` `runs` times and splits the median run into setup (start of
+    the tool to the execve of cmd_path), the command itself and teardown (its exit to the tool's
+    exit), plus the syscalls that took longest (summed by name and first argument), waiting ones
+    excluded. strace slows syscalls down, so the split is indicative, not a timing."""
+    import re
+    line_re = re.compile(r"^(\d+)\s+(\d+):(\d+):([\d.]+)\s+(.*)$")
+    runs_out = []
+    for _ in range(runs):
+        with tempfile.NamedTemporaryFile("r", suffix=".strace") as tf:
+            subprocess.run(["strace", "-f", "-tt", "-T", "-y", "-o", tf.name, *argv], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+            lines = tf.read().splitlines()
+        evs = []
+        for ln in lines:
+            m = line_re.match(ln)
+            if m:
+                evs.append((int(m[1]), int(m[2]) * 3600 + int(m[3]) * 60 + float(m[4]), m[5]))
+        if not evs:
+            continue
+        t0, tend = evs[0][1], evs[-1][1]
+        cmd_pid, t_exec, t_exit = None, None, None
+        for pid, t, rest in evs:
+            if rest.startswith(f'execve("{cmd_path}"') and "= 0" in rest.split(")")[-1] or \
+                    (rest.startswith("<... execve resumed>") and "= 0" in rest and pid == cmd_pid):
+                cmd_pid, t_exec = pid, t
+            elif rest.startswith(f'execve("{cmd_path}"'):
+                cmd_pid, t_exec = pid, t
+            if cmd_pid == pid and rest.startswith("+++ exited"):
+                t_exit = t
+        costs: dict[str, float] = {}
+        pending: dict[int, str] = {}
+
+        def key_of(name, args):
+            first = args.split(",")[0].strip() if args else ""
+            m2 = re.match(r"^-?\d+<(.*)>$", first)  # -y: fd shown with its path
+            arg = m2[1] if m2 else first.strip('"')
+            if not arg or arg.isdigit() or arg.startswith("{") or arg == "NULL":
+                return name
+            arg = re.sub(r"^(/sys/fs/cgroup/[^/]+)/.*/([^/]+)$", r"\1/…/\2", arg)
+            arg = re.sub(r"[0-9a-f]{12,}", "…", arg)
+            return f"{name}({arg[:70]})"
+
+        for pid, t, rest in evs:
+            if rest.endswith("<unfinished ...>"):
+                m = re.match(r"^(\w+)\((.*)", rest[: -len("<unfinished ...>")].rstrip())
+                if m:
+                    pending[pid] = key_of(m[1], m[2])
+                continue
+            m = re.match(r"^<\.\.\. (\w+) resumed>.*<([\d.]+)>$", rest)
+            if m:
+                name, dur, key = m[1], float(m[2]), pending.pop(pid, m[1])
+            else:
+                m = re.match(r"^(\w+)\((.*)\)\s+= .*<([\d.]+)>$", rest)
+                if not m:
+                    continue
+                name, dur, key = m[1], float(m[3]), key_of(m[1], m[2])
+            if name in WAITING or name == "execve" and pid == cmd_pid:
+                continue
+            costs[key] = costs.get(key, 0.0) + dur
+        runs_out.append({"total_ms": (tend - t0) * 1000,
+                         "setup_ms": ((t_exec or tend) - t0) * 1000,
+                         "command_ms": ((t_exit or tend) - (t_exec or tend)) * 1000,
+                         "teardown_ms": (tend - (t_exit or tend)) * 1000,
+                         "top": sorted(costs.items(), key=lambda kv: -kv[1])[:12]})
+    if not runs_out:
+        return {"error": "strace gave no output"}
+    runs_out.sort(key=lambda r: r["total_ms"])
+    med = runs_out[len(runs_out) // 2]
+    return {"runs": len(runs_out), **{k: med[k] for k in ("total_ms", "setup_ms", "command_ms", "teardown_ms")},
+            "top_syscalls_ms": [(k, v * 1000) for k, v in med["top"]]}
+
+
+def scenario_profile(ctx, tools, prof, res):
+    """Where the time goes in one start (`true` in busybox), under strace: setup, command,
+    teardown and the costliest syscalls, for every tool that creates namespaces."""
+    out = {"description": "one `true` in busybox under `strace -f -tt -T` (median of 5): setup = tool start to "
+                          "execve of /bin/true, teardown = its exit to the tool's exit; costliest syscalls summed "
+                          "(waiting ones excluded). strace inflates syscall costs: read the split, not the totals",
+           "tools": {}}
+    if not shutil.which("strace"):
+        out["error"] = "strace is missing"
+    else:
+        for t in tools:
+            if t.state != "ok" or t.name in ("chroot", "podman", "runsc", "sbx-gvisor"):
+                continue
+            log(f"profile: {t.name}")
+            try:
+                out["tools"][t.name] = strace_breakdown(t.argv("busybox", ["/bin/true"]), t.env("busybox"), "/bin/true")
+            except Exception as ex:  # noqa: BLE001
+                out["tools"][t.name] = {"error": str(ex)}
+    res["scenarios"]["profile"] = out
+
+
 def timed(argv, timeout=600, env=None):
     t0 = time.perf_counter()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
@@ -992,8 +1150,7 @@ def scenario_import(ctx, tools, prof, res):
     shutil.rmtree(tmp_base, ignore_errors=True)
     tmp_base.mkdir(parents=True)
     sbx = next((t for t in tools if t.name == "sbx"), None)
-    sbx_has_import = bool(ctx.sbx and os.access(ctx.sbx, os.X_OK) and
-                          sh([str(ctx.sbx), "import", "--help"], check=False).returncode == 0)
+    sbx_has_import = "import" in sbx_commands(ctx.sbx)
     sbx_runs = sbx is not None and sbx.state == "ok"
 
     def case_umoci(d):
@@ -1148,7 +1305,7 @@ def main():
     ap.add_argument("--sbx", default=str(HERE.parent / "build" / "sbx"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(HERE / "results"))
-    ap.add_argument("--only", default="", help="comma list of scenarios: start,throughput,humaneval,exec,import,snapshot")
+    ap.add_argument("--only", default="", help="comma list of scenarios: start,throughput,humaneval,profile,exec,import,snapshot")
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma list of tools")
     ap.add_argument("--humaneval", default=str(HERE.parent.parent / "shared/data/HumanEval.jsonl.gz"))
     ap.add_argument("--note", default="", help="free text recorded in the results (e.g. why a run was made)")
@@ -1193,6 +1350,8 @@ def main():
         if want("humaneval"):
             scenario_humaneval(ctx, tools, prof, res, Path(args.humaneval))
             res["load"]["after_humaneval"] = load_snapshot()
+        if want("profile"):
+            scenario_profile(ctx, tools, prof, res)
         if want("exec"):
             scenario_exec(ctx, tools, prof, res)
         if want("import"):

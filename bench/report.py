@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-ORDER = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"]
+ORDER = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"]
 COLORS = {"chroot": "#888888", "bwrap": "#4c72b0", "runc": "#55a868", "runsc": "#8172b2",
-          "podman": "#c44e52", "sbx": "#dd8452", "sbx-gvisor": "#937860"}
+          "podman": "#c44e52", "sbx": "#dd8452", "sbx-rootfs": "#e8b04a", "sbx-gvisor": "#937860"}
 
 
 def f(x, nd=1):
@@ -196,6 +196,25 @@ def markdown(res, stem):
                          f"{f(ratio(w, cw), 2) if ratio(w, cw) else '–'} | {status_cell(r['status'])} |")
         L.append("")
 
+    pr = sc.get("profile")
+    if pr and pr.get("tools"):
+        L.append("## Where the time goes (strace)")
+        L.append("")
+        L.append(pr["description"] + ".")
+        L.append("")
+        L.append("| tool | setup ms | command ms | teardown ms | costliest syscalls (ms, summed) |")
+        L.append("|---|---:|---:|---:|---|")
+        for name in ORDER:
+            r = pr["tools"].get(name)
+            if r is None:
+                continue
+            if r.get("error"):
+                L.append(f"| {name} | – | – | – | failed: {status_cell(r['error'])} |")
+                continue
+            top = "; ".join(f"`{k}` {v:.1f}" for k, v in r["top_syscalls_ms"][:6])
+            L.append(f"| {name} | {f(r['setup_ms'])} | {f(r['command_ms'])} | {f(r['teardown_ms'])} | {status_cell(top)} |")
+        L.append("")
+
     ex = sc.get("exec")
     if ex:
         L.append("## 4. Exec latency and idle memory")
@@ -251,11 +270,13 @@ def markdown(res, stem):
                          f"{status_cell(r['status'])} |")
         L.append("")
 
-    L.append("## Cleanup")
+    L.append("## Cleanup and notes")
     L.append("")
     leaks = res.get("leaks", [])
     for n in res.get("cleanup_notes", []):
         L.append(f"- {n}")
+    if res.get("cleanup_notes"):
+        L.append("")
     L.append("Nothing left behind (no bench containers, mounts, cgroups or sbx state)." if not leaks
              else "**Left behind:** " + "; ".join(leaks))
     L.append("")
@@ -271,8 +292,10 @@ def chart(res, png):
 
     sc = res.get("scenarios", {})
     fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    la = res.get("load", {}).get("start", {}).get("loadavg", ["?"])[0]
     fig.suptitle(f"sbx beside peers: {res['started_utc']} ({res['profile']}), "
-                 f"{res.get('machine', {}).get('cpus', '?')} CPUs, kernel {res.get('machine', {}).get('kernel', '?')}")
+                 f"{res.get('machine', {}).get('cpus', '?')} CPUs, kernel {res.get('machine', {}).get('kernel', '?')}, "
+                 f"load average {la} at start")
 
     ax = axes[0][0]
     st = sc.get("start", {}).get("images", {})
@@ -294,11 +317,12 @@ def chart(res, png):
     ax.set_xticks(range(len(imgs)))
     ax.set_xticklabels([f"{i}: {' '.join(st[i]['cmd'])}" for i in imgs])
     ax.set_yscale("log")
-    ax.set_ylim(1, None)
+    tops = [r["summary_ms"]["p90"] for i in imgs for r in st[i]["tools"].values() if med(r) is not None]
+    ax.set_ylim(1, max(tops + [10]) * 12)  # head room for the legend
     ax.set_ylabel("ms (median, whisker = p90), log scale")
     ax.set_title("1. start latency (lower is better)")
     if st:
-        ax.legend(fontsize=8, ncol=2, loc="upper left")
+        ax.legend(fontsize=7, ncol=4, loc="upper left")
 
     ax = axes[0][1]
     tp = sc.get("throughput")
