@@ -43,7 +43,9 @@ bool valid_component(std::string_view c) {
 bool valid_domain(std::string_view d) {
   size_t colon = d.find(':');
   std::string_view host = d.substr(0, colon);
-  if (host.empty()) return false;
+  if (host.empty() || host.front() == '.' || host.back() == '.' || host.front() == '-' || host.back() == '-' ||
+      host.find("..") != std::string_view::npos)
+    return false;
   for (char c : host)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-')) return false;
   if (colon != std::string_view::npos) {

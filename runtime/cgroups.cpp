@@ -213,18 +213,9 @@ Cgroup& Cgroup::operator=(Cgroup&& o) noexcept {
 
 Cgroup::~Cgroup() { destroy(); }
 
-int Cgroup::join_self(const char** failed_path) const noexcept {
-  for (const auto& p : procs_) {
-    int fd = ::open(p.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || ::write(fd, "0", 1) != 1) {
-      int e = errno;
-      if (fd >= 0) ::close(fd);
-      if (failed_path) *failed_path = p.c_str();
-      return e;
-    }
-    ::close(fd);
-  }
-  return 0;
+void Cgroup::add(pid_t pid) const {
+  std::string text = std::to_string(pid);
+  for (const auto& p : procs_) fs::write_existing(p, text);
 }
 
 void Cgroup::kill_all() noexcept {

@@ -185,11 +185,6 @@ struct ChildCtx {
     struct pollfd pfd {c.sock, 0, 0};
     if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(kExitSbxFailed);  // sbx already gone
 
-    // 1. cgroup: join before anything allocates, then make it our cgroup ns root.
-    const char* failed = nullptr;
-    if (int e = c.cgroup->join_self(&failed)) throw_errno(std::string("join cgroup ") + failed, e);
-    enter_cgroup_namespace();
-
     // 2. file system, inside our own mount namespace (nothing on the host).
     make_mounts_private();
     std::string root = mount_rootfs(spec, c.state_dir);
@@ -235,7 +230,18 @@ struct ChildCtx {
       std::erase(caps, CAP_MKNOD);
     }
 
-    // 6. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
+    // 6. cgroup: sbx moves us into the sandbox's cgroup while we build the
+    //    file system (the move waits for an RCU grace period); wait for its
+    //    go before anything runs, then make that cgroup our namespace's root.
+    char go = 0;
+    ssize_t got;
+    do {
+      got = ::recv(c.sock, &go, 1, 0);
+    } while (got < 0 && errno == EINTR);
+    if (got != 1 || go != 'G') ::_exit(kExitSbxFailed);  // sbx failed or went away
+    enter_cgroup_namespace();
+
+    // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
     pid_t pid = ::fork();
     if (pid < 0) throw_errno("fork the workload");
     if (pid == 0) workload_main(c, user, caps, slave);
@@ -372,6 +378,9 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
 
   int sock = sv[0];
   try {
+    sb.cgroup.add(pid);
+    // (A failed send means the sandbox already failed: its message follows.)
+    (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
     if (opts.write_state) {
       // While the sandbox sets itself up.
       SandboxState st;
@@ -386,6 +395,9 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       st.cgroups = sb.cgroup.paths();
       write_state(dir, st);
     }
+    // The sandbox is busy building its file system: use the time to remove
+    // what an earlier, SIGKILLed sbx left behind (runtime/state.h gc()).
+    if (opts.gc_stale) gc(opts.run_root);
     std::string error;
     int error_code = 0;
     for (;;) {

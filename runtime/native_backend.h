@@ -26,6 +26,9 @@ struct StartOptions {
   std::string run_root = "/run/sbx";  ///< state dirs live in RUN_ROOT/<id>
   /// Write RUN_ROOT/<id>/state.json (what `sbx rmi`/`sbx ps`/gc read).
   bool write_state = true;
+  /// While the sandbox sets itself up, remove state dirs and cgroups of dead
+  /// sandboxes (runtime/state.h gc()); costs no wall time.
+  bool gc_stale = true;
 };
 
 /// A started sandbox: a handle on its init process and its resources.

@@ -90,7 +90,7 @@ std::vector<std::string> gc(const std::string& run_root) {
     }
     ::closedir(d);
   }
-  for (auto& c : gc_stale_cgroups()) removed.push_back(c);
+  for (auto& c : gc_stale_cgroups(2)) removed.push_back(c);
   return removed;
 }
 
