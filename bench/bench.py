@@ -1206,6 +1206,49 @@ def strace_breakdown(argv, env, cmd_path, runs=5):
             "top_syscalls_ms": [(k, v * 1000) for k, v in med["top"]]}
 
 
+def cgroup_attach_cost(rounds=7):
+    """What moving a process into a freshly made cgroup costs on this host (the step every
+    runtime that uses cgroups pays per sandbox): for v1 memory and the cgroup2 (unified) hierarchy,
+    the time of the first write of a pid to a new cgroup's cgroup.procs, and of a second write
+    right after. The first one waits for an RCU grace period (cgroup_threadgroup_rwsem), unless
+    the hierarchy is mounted with favordynmods. Only cgroups named bench-cgtest-* are made."""
+    out = {}
+    for ctrl in ("memory", "unified"):
+        base = f"/sys/fs/cgroup/{ctrl}"
+        if not os.path.isdir(base):
+            continue
+        first, second = [], []
+        for i in range(rounds):
+            d = f"{base}/bench-cgtest-{os.getpid()}-{i}"
+            procs = [subprocess.Popen(["sleep", "30"]) for _ in range(2)]
+            try:
+                os.mkdir(d)
+                for j, pr in enumerate(procs):
+                    t0 = time.perf_counter()
+                    with open(f"{d}/cgroup.procs", "w") as fh:
+                        fh.write(str(pr.pid))
+                    (first if j == 0 else second).append((time.perf_counter() - t0) * 1000)
+            except OSError as ex:
+                out[ctrl] = {"error": str(ex)}
+                break
+            finally:
+                for pr in procs:
+                    pr.kill()
+                    pr.wait()
+                for _ in range(50):
+                    try:
+                        os.rmdir(d)
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.02)
+            time.sleep(0.2)  # let the rwsem fall back to its fast path, as between sandbox starts
+        if ctrl not in out:
+            out[ctrl] = {"first_attach_ms_median": pct(first, 50), "second_attach_ms_median": pct(second, 50)}
+    return out
+
+
 def scenario_profile(ctx, tools, prof, res):
     """Where the time goes in one start (`true` in busybox), under strace: setup, command,
     teardown and the costliest syscalls, for every tool that creates namespaces."""
@@ -1224,6 +1267,10 @@ def scenario_profile(ctx, tools, prof, res):
                 out["tools"][t.name] = strace_breakdown(t.argv("busybox", ["/bin/true"]), t.env("busybox"), "/bin/true")
             except Exception as ex:  # noqa: BLE001
                 out["tools"][t.name] = {"error": str(ex)}
+    try:
+        out["cgroup_attach"] = cgroup_attach_cost()
+    except Exception as ex:  # noqa: BLE001
+        out["cgroup_attach"] = {"error": str(ex)}
     res["scenarios"]["profile"] = out
 
 
