@@ -985,7 +985,9 @@ def scenario_snapshot(ctx, tools, prof, res):
         if not sbx.supports_exec:
             sbx_cmds = set()
     sbx_why = (sbx.error if sbx is not None and sbx.state != "ok" else
-               "not yet available: sbx run/create/exec do not work in this build" if not sbx_cmds else "")
+               "failed: sbx run does not work (see scenario 1)" if sbx is not None and not start_ok(res, sbx, "busybox")[0]
+               else "not yet available: this sbx has no create/exec/rm (a running sandbox to snapshot)"
+               if sbx is not None and not sbx.supports_exec else "")
     na = "not yet available: this sbx has no `{}` command"
     cases = {}
 
