@@ -1,4 +1,5 @@
 #include "runtime/state.h"
+#include "runtime/userns.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
