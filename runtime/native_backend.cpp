@@ -224,6 +224,11 @@ void wait_for(int sock, char want) {
       if (state_fd < 0) throw_errno("open the state dir " + c.state_dir);
       if (::setresgid(0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
       if (::setresuid(0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
+      // A change of euid clears the parent-death signal (prctl(2)): set it
+      // again, then make sure sbx did not die in between.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      struct pollfd again {c.sock, 0, 0};
+      if (::poll(&again, 1, 0) > 0 && (again.revents & POLLHUP)) ::_exit(kExitSbxFailed);
     }
 
     // 2. file system, inside our own mount namespace (nothing on the host).

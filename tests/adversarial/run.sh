@@ -486,6 +486,24 @@ case_exe() {  # CVE-2019-5736
   fi
 }
 
+case_sbx_killed() {  # sbx itself SIGKILLed mid-run: the sandbox dies with it; gc removes the rest
+  "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" "${IMG[@]}" -- /bin/sh -c "sleep 100; : killed-$marker" >/dev/null 2>&1 &
+  local sbx_pid=$! i
+  for i in $(seq 100); do pgrep -f "killed-$marker" | grep -qv "^$sbx_pid\$" && break; sleep 0.05; done
+  kill -9 "$sbx_pid"; wait "$sbx_pid" 2>/dev/null
+  sleep 1
+  local left
+  left=$(pgrep -af "killed-$marker" || true)
+  if [ -n "$left" ]; then
+    fail sbx-killed "the sandbox outlived its SIGKILLed sbx: $(head -2 <<<"$left" | tr '\n' ';')"
+    pkill -9 -f "killed-$marker"
+    return
+  fi
+  sleep 10  # gc leaves state younger than 10 s alone (a start in progress)
+  "$SBX" --root "$R" --run-root "$RR" gc >/dev/null 2>&1
+  pass sbx-killed "no process left; gc ran"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -527,7 +545,7 @@ host_intact() {
 # ------------------------------------------------------------------ main ---
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
-         forkbomb threads membomb disk spin argv hostile_rootfs exe; do
+         forkbomb threads membomb disk spin argv hostile_rootfs exe sbx_killed; do
   want "$c" || continue
   "case_$c"
 done
