@@ -169,20 +169,21 @@ int run(const Globals& g, RunFlags& f) {
     throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
   spec.runtime = f.runtime;
   apply_gpu_options(f.gpu, spec);
+  runtime::ExitStatus st;
   if (spec.runtime == "gvisor") {
     runtime::GvisorOptions go;
     go.run_root = g.run_root;
     go.runsc = f.runsc;
-    return runtime::run_gvisor(spec, go);
+    st = runtime::run_gvisor(spec, go);
+  } else {
+    runtime::StartOptions so;
+    so.run_root = g.run_root;
+    runtime::Sandbox sb = runtime::start(spec, so);
+    runtime::WaitOptions wo;
+    wo.timeout = spec.timeout;
+    st = runtime::wait(sb, wo);
+    sb.destroy();
   }
-
-  runtime::StartOptions so;
-  so.run_root = g.run_root;
-  runtime::Sandbox sb = runtime::start(spec, so);
-  runtime::WaitOptions wo;
-  wo.timeout = spec.timeout;
-  runtime::ExitStatus st = runtime::wait(sb, wo);
-  sb.destroy();
   if (st.timed_out) {
     std::cerr << "sbx: sandbox killed: timeout after " << f.timeout << "\n";
     return kExitTimeout;
@@ -308,7 +309,8 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_option("--name", f->name, "A name for the sandbox");
   run_cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open (otherwise it is /dev/null)");
   run_cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
-  run_cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc)")
+  run_cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc); default from $SBX_RUNTIME")
+      ->envname("SBX_RUNTIME")
       ->capture_default_str();
   run_cmd->add_option("--runsc", f->runsc, "Path to runsc for --runtime gvisor (default: from $PATH)");
   add_gpu_options(*run_cmd, f->gpu);
