@@ -167,3 +167,44 @@ TEST_CASE("native memory snapshots fail fast and point to gvisor") {
     MESSAGE(std::string(e.what()));
   }
 }
+
+// A measurement, not a check of speed: skipped by default; run with
+//   SBX_FORK_N=50 build/sbx_unit_tests -tc='*fork*' --no-skip
+TEST_CASE("measure: fork N gvisor sandboxes from one memory snapshot" * doctest::skip(true)) {
+  Fixture fx;
+  fx.runsc = runtime::find_runsc("");
+  int n = std::getenv("SBX_FORK_N") ? std::atoi(std::getenv("SBX_FORK_N")) : 10;
+  std::string root = fx.base + "/root", run_root = fx.base + "/run";
+  SandboxSpec spec;
+  spec.id = "forkbench" + std::to_string(::getpid());
+  spec.process.args = {"sh", "-c", kLoop};
+  spec.process.env = {"PATH=/bin"};
+  spec.process.capabilities = default_capabilities();
+  spec.layer_dirs = fx.layers;
+  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
+  auto orig = snapshot::start_gvisor_detached(fx.runsc, run_root, spec.id, oci::to_runtime_config(spec), fx.layers, flags);
+  fx.live.push_back(orig);
+  wait_count(orig.output, 3);
+  snapshot::GvisorCheckpointRequest req{fx.runsc, orig.runsc_root, orig.id, orig.dir + "/bundle", flags, fx.layers, "f", "", "", false};
+  auto t0 = std::chrono::steady_clock::now();
+  snapshot::checkpoint_gvisor(root, req);
+  double ck = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  snapshot::RestoreOptions ro;
+  ro.runsc = fx.runsc;
+  ro.run_root = run_root;
+  ro.count = 1;
+  t0 = std::chrono::steady_clock::now();
+  auto one = snapshot::restore_gvisor(root, "f", ro);
+  double r1 = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& c : one) fx.live.push_back(c);
+  ro.count = n;
+  ro.name = "fork";
+  t0 = std::chrono::steady_clock::now();
+  auto many = snapshot::restore_gvisor(root, "f", ro);
+  double rn = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& c : many) fx.live.push_back(c);
+  int continuing = 0;
+  for (auto& c : many) continuing += wait_count(c.output, 4, 30000).size() > 0;
+  MESSAGE("checkpoint " << ck << " ms; restore 1: " << r1 << " ms; fork " << n << ": " << rn << " ms; running: " << continuing);
+  CHECK(continuing == n);
+}
