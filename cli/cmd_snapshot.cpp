@@ -88,6 +88,9 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
           snapshot::SandboxFs sfs = snapshot::sandbox_fs(g.run_root, st);
           req.upper_dir = sfs.upper_dir;
           req.freeze_cgroups = sfs.freeze_cgroups;
+          if (runtime::state_alive(st) && sfs.freeze_cgroups.empty())
+            std::cerr << "sbx: warning: sandbox " << id << " is running but has no freezer cgroup; "
+                      << "files being written during the snapshot may be caught half-written\n";
           req.parent_image = st.image_id.empty() ? st.image_ref : st.image_id;
           parent_id = st.id;
         }
@@ -146,7 +149,10 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
             throw Error("sandbox " + id + " runs on gvisor, whose files live in runsc's memory; directory snapshots need a native sandbox");
           if (!runtime::state_alive(st)) throw Error("sandbox " + id + " is not running; start it to snapshot a directory of it");
           req.parent = st.id;
-          req.freeze_cgroups = snapshot::sandbox_fs(g.run_root, st).freeze_cgroups;
+          req.freeze_cgroups = snapshot::freezable_cgroups(st);
+          if (req.freeze_cgroups.empty())
+            std::cerr << "sbx: warning: sandbox " << id << " has no freezer cgroup; "
+                      << "files being written during the snapshot may be caught half-written\n";
           rec = snapshot::snapshot_sandbox_dir(g.root, st.pid, path, req);
         }
         std::cout << rec.name << "\n";

@@ -64,9 +64,15 @@ SandboxFs sandbox_fs(const std::string& run_root, const runtime::SandboxState& s
   if (out.upper_dir.empty())
     throw Error("sandbox " + st.id + " has no disk-backed overlay upper dir (looked in " + dir +
                 "); file system snapshots need a sandbox made with 'sbx create' (sbx run keeps its writes on a private tmpfs)");
-  if (alive)
-    for (const auto& cg : st.cgroups)
-      if (fs::exists(cg + "/cgroup.freeze") || fs::exists(cg + "/freezer.state")) out.freeze_cgroups.push_back(cg);
+  out.freeze_cgroups = freezable_cgroups(st);
+  return out;
+}
+
+std::vector<std::string> freezable_cgroups(const runtime::SandboxState& st) {
+  std::vector<std::string> out;
+  if (!runtime::state_alive(st)) return out;
+  for (const auto& cg : st.cgroups)
+    if (fs::exists(cg + "/cgroup.freeze") || fs::exists(cg + "/freezer.state")) out.push_back(cg);
   return out;
 }
 

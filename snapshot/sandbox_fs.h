@@ -22,6 +22,10 @@ struct SandboxFs {
 /// no disk-backed upper dir (e.g. `sbx run` keeps it on a private tmpfs).
 SandboxFs sandbox_fs(const std::string& run_root, const runtime::SandboxState& st);
 
+/// The cgroups among st.cgroups that can be frozen (v1 freezer, or v2 with
+/// cgroup.freeze); empty when the sandbox is not running.
+std::vector<std::string> freezable_cgroups(const runtime::SandboxState& st);
+
 /// The checkpoint request for a gvisor sandbox started by
 /// start_gvisor_detached / restore_gvisor (RUN_ROOT/<id>/{runsc,bundle,meta.json}).
 /// Throws sbx::Error when the state dir lacks them.
