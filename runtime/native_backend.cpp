@@ -426,7 +426,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
 
   int sock = sv[0];
   try {
-    sb.cgroup.add(pid);
+    if (!sb.cgroup.empty()) sb.cgroup.add(pid);
     // (A failed send means the sandbox already failed: its message follows.)
     (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
     if (opts.write_state) {
