@@ -546,7 +546,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       for (int fd : trees.fds) ::close(fd);
       trees.fds.clear();
     }
-    sb.cgroup.add(pid);
+    if (!sb.cgroup.empty()) sb.cgroup.add(pid);
     // (A failed send means the sandbox already failed: its message follows.)
     (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
     if (opts.write_state) {
