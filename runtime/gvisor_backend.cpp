@@ -5,6 +5,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,25 +75,25 @@ std::string runsc_errors(const std::string& log) {
   return out;
 }
 
-/// Mounts the image layers as one read-only overlay at `target` (in the
-/// caller's mount namespace). Layers are bottom first; overlayfs wants the
-/// top layer first in lowerdir. A single layer is bind-mounted read-only.
-void mount_readonly_layers(const std::vector<std::string>& layers, const std::string& target) {
+/// Builds the bundle's rootfs at `target` (in the caller's private mount
+/// namespace): an overlay of the image layers (bottom first in `layers`;
+/// overlayfs wants the top first in lowerdir) with its upper dir on a small
+/// private tmpfs at `scratch`. runsc's gofer creates mount points for volumes
+/// there; the sandbox's own writes go to runsc's memory overlay
+/// (--overlay2=root:memory), so the tmpfs stays tiny. Both vanish with the namespace.
+void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target) {
   if (layers.empty()) throw Error("cannot build the rootfs: the image has no layers");
-  if (layers.size() == 1) {
-    if (::mount(layers[0].c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0)
-      throw_errno("bind " + layers[0] + " on " + target);
-    if (::mount(nullptr, target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) < 0)
-      throw_errno("remount " + target + " read-only");
-    return;
-  }
+  if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0700") < 0)
+    throw_errno("mount tmpfs on " + scratch);
+  const std::string upper = scratch + "/upper", work = scratch + "/work";
+  if (::mkdir(upper.c_str(), 0755) < 0 || ::mkdir(work.c_str(), 0700) < 0) throw_errno("mkdir in " + scratch);
   std::string lower;
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
     if (!lower.empty()) lower += ':';
     lower += *it;
   }
-  std::string data = "lowerdir=" + lower;
-  if (::mount("overlay", target.c_str(), "overlay", MS_RDONLY, data.c_str()) < 0)
+  std::string data = "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
+  if (::mount("overlay", target.c_str(), "overlay", 0, data.c_str()) < 0)
     throw_errno("mount overlay of " + std::to_string(layers.size()) + " layers on " + target);
 }
 
@@ -152,9 +153,11 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const std::string dir = opts.run_root + "/" + spec.id;
   const std::string bundle = dir + "/bundle";
   const std::string rootfs = bundle + "/rootfs";
+  const std::string scratch = dir + "/scratch";
   const std::string state = dir + "/runsc";
   const std::string logfile = dir + "/runsc.log";
   fs::mkdir_p(rootfs, 0700);
+  fs::mkdir_p(scratch, 0700);
   fs::mkdir_p(state, 0700);
 
   // Removes everything this run created; safe to call more than once.
@@ -210,7 +213,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       // exists only there and vanishes with them, so it can never leak.
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
-      mount_readonly_layers(spec.layer_dirs, rootfs);
+      mount_rootfs(spec.layer_dirs, scratch, rootfs);
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
       a.push_back(nullptr);

@@ -1,7 +1,7 @@
 // The gVisor backend: runs a SandboxSpec under gVisor's runsc
 // (https://gvisor.dev/docs/), with the same flags and exit codes as the
 // native backend. sbx writes an OCI bundle (config.json from the spec, rootfs
-// from a read-only overlay of the image layers) and delegates to `runsc run`.
+// from an overlay of the image layers) and delegates to `runsc run`.
 // Writes the sandbox makes land in runsc's memory-backed root overlay
 // (--overlay2=root:memory): nothing is written to the image layers or the host.
 #pragma once
