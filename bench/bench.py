@@ -985,7 +985,9 @@ def scenario_snapshot(ctx, tools, prof, res):
         if not sbx.supports_exec:
             sbx_cmds = set()
     sbx_why = (sbx.error if sbx is not None and sbx.state != "ok" else
-               "not yet available: sbx run/create/exec do not work in this build" if not sbx_cmds else "")
+               "failed: sbx run does not work (see scenario 1)" if sbx is not None and not start_ok(res, sbx, "busybox")[0]
+               else "not yet available: this sbx has no create/exec/rm (a running sandbox to snapshot)"
+               if sbx is not None and not sbx.supports_exec else "")
     na = "not yet available: this sbx has no `{}` command"
     cases = {}
 
@@ -1125,6 +1127,153 @@ def scenario_snapshot(ctx, tools, prof, res):
             if name == fs_key:
                 out["cases"][dir_key] = {"status": "failed: see the filesystem case"}
     res["scenarios"]["snapshot"] = out
+
+
+# Syscalls that wait for another process or for time, not work: left out of "where the time goes".
+WAITING = {"wait4", "waitid", "poll", "ppoll", "select", "pselect6", "epoll_wait", "epoll_pwait", "rt_sigtimedwait",
+           "recvmsg", "recvfrom", "read", "futex", "clock_nanosleep", "nanosleep", "pidfd_getfd", "rt_sigsuspend",
+           "pause", "accept4", "restart_syscall"}
+
+
+def strace_breakdown(argv, env, cmd_path, runs=5):
+    """Runs argv under `strace -f -tt -T` `runs` times and splits the median run into setup (start of
+    the tool to the execve of cmd_path), the command itself and teardown (its exit to the tool's
+    exit), plus the syscalls that took longest (summed by name and first argument), waiting ones
+    excluded. strace slows syscalls down, so the split is indicative, not a timing."""
+    import re
+    line_re = re.compile(r"^(\d+)\s+(\d+):(\d+):([\d.]+)\s+(.*)$")
+    runs_out = []
+    for _ in range(runs):
+        with tempfile.NamedTemporaryFile("r", suffix=".strace") as tf:
+            subprocess.run(["strace", "-f", "-tt", "-T", "-y", "-o", tf.name, *argv], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+            lines = tf.read().splitlines()
+        evs = []
+        for ln in lines:
+            m = line_re.match(ln)
+            if m:
+                evs.append((int(m[1]), int(m[2]) * 3600 + int(m[3]) * 60 + float(m[4]), m[5]))
+        if not evs:
+            continue
+        t0, tend = evs[0][1], evs[-1][1]
+        cmd_pid, t_exec, t_exit = None, None, None
+        for pid, t, rest in evs:
+            if rest.startswith(f'execve("{cmd_path}"') and "= 0" in rest.split(")")[-1] or \
+                    (rest.startswith("<... execve resumed>") and "= 0" in rest and pid == cmd_pid):
+                cmd_pid, t_exec = pid, t
+            elif rest.startswith(f'execve("{cmd_path}"'):
+                cmd_pid, t_exec = pid, t
+            if cmd_pid == pid and rest.startswith("+++ exited"):
+                t_exit = t
+        costs: dict[str, float] = {}
+        pending: dict[int, str] = {}
+
+        def key_of(name, args):
+            first = args.split(",")[0].strip() if args else ""
+            m2 = re.match(r"^-?\d+<(.*)>$", first)  # -y: fd shown with its path
+            arg = m2[1] if m2 else first.strip('"')
+            if not arg or arg.isdigit() or arg.startswith("{") or arg == "NULL":
+                return name
+            arg = re.sub(r"^(/sys/fs/cgroup/[^/]+)/.*/([^/]+)$", r"\1/…/\2", arg)
+            arg = re.sub(r"[0-9a-f]{12,}", "…", arg)
+            return f"{name}({arg[:70]})"
+
+        for pid, t, rest in evs:
+            if rest.endswith("<unfinished ...>"):
+                m = re.match(r"^(\w+)\((.*)", rest[: -len("<unfinished ...>")].rstrip())
+                if m:
+                    pending[pid] = key_of(m[1], m[2])
+                continue
+            m = re.match(r"^<\.\.\. (\w+) resumed>.*<([\d.]+)>$", rest)
+            if m:
+                name, dur, key = m[1], float(m[2]), pending.pop(pid, m[1])
+            else:
+                m = re.match(r"^(\w+)\((.*)\)\s+= .*<([\d.]+)>$", rest)
+                if not m:
+                    continue
+                name, dur, key = m[1], float(m[3]), key_of(m[1], m[2])
+            if name in WAITING or name == "execve" and pid == cmd_pid:
+                continue
+            costs[key] = costs.get(key, 0.0) + dur
+        runs_out.append({"total_ms": (tend - t0) * 1000,
+                         "setup_ms": ((t_exec or tend) - t0) * 1000,
+                         "command_ms": ((t_exit or tend) - (t_exec or tend)) * 1000,
+                         "teardown_ms": (tend - (t_exit or tend)) * 1000,
+                         "top": sorted(costs.items(), key=lambda kv: -kv[1])[:12]})
+    if not runs_out:
+        return {"error": "strace gave no output"}
+    runs_out.sort(key=lambda r: r["total_ms"])
+    med = runs_out[len(runs_out) // 2]
+    return {"runs": len(runs_out), **{k: med[k] for k in ("total_ms", "setup_ms", "command_ms", "teardown_ms")},
+            "top_syscalls_ms": [(k, v * 1000) for k, v in med["top"]]}
+
+
+def cgroup_attach_cost(rounds=7):
+    """What moving a process into a freshly made cgroup costs on this host (the step every
+    runtime that uses cgroups pays per sandbox): for v1 memory and the cgroup2 (unified) hierarchy,
+    the time of the first write of a pid to a new cgroup's cgroup.procs, and of a second write
+    right after. The first one waits for an RCU grace period (cgroup_threadgroup_rwsem), unless
+    the hierarchy is mounted with favordynmods. Only cgroups named bench-cgtest-* are made."""
+    out = {}
+    for ctrl in ("memory", "unified"):
+        base = f"/sys/fs/cgroup/{ctrl}"
+        if not os.path.isdir(base):
+            continue
+        first, second = [], []
+        for i in range(rounds):
+            d = f"{base}/bench-cgtest-{os.getpid()}-{i}"
+            procs = [subprocess.Popen(["sleep", "30"]) for _ in range(2)]
+            try:
+                os.mkdir(d)
+                for j, pr in enumerate(procs):
+                    t0 = time.perf_counter()
+                    with open(f"{d}/cgroup.procs", "w") as fh:
+                        fh.write(str(pr.pid))
+                    (first if j == 0 else second).append((time.perf_counter() - t0) * 1000)
+            except OSError as ex:
+                out[ctrl] = {"error": str(ex)}
+                break
+            finally:
+                for pr in procs:
+                    pr.kill()
+                    pr.wait()
+                for _ in range(50):
+                    try:
+                        os.rmdir(d)
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.02)
+            time.sleep(0.2)  # let the rwsem fall back to its fast path, as between sandbox starts
+        if ctrl not in out:
+            out[ctrl] = {"first_attach_ms_median": pct(first, 50), "second_attach_ms_median": pct(second, 50)}
+    return out
+
+
+def scenario_profile(ctx, tools, prof, res):
+    """Where the time goes in one start (`true` in busybox), under strace: setup, command,
+    teardown and the costliest syscalls, for every tool that creates namespaces."""
+    out = {"description": "one `true` in busybox under `strace -f -tt -T` (median of 5): setup = tool start to "
+                          "execve of /bin/true, teardown = its exit to the tool's exit; costliest syscalls summed "
+                          "(waiting ones excluded). strace inflates syscall costs: read the split, not the totals",
+           "tools": {}}
+    if not shutil.which("strace"):
+        out["error"] = "strace is missing"
+    else:
+        for t in tools:
+            if t.state != "ok" or t.name in ("chroot", "podman", "runsc", "sbx-gvisor") or not start_ok(res, t, "busybox")[0]:
+                continue
+            log(f"profile: {t.name}")
+            try:
+                out["tools"][t.name] = strace_breakdown(t.argv("busybox", ["/bin/true"]), t.env("busybox"), "/bin/true")
+            except Exception as ex:  # noqa: BLE001
+                out["tools"][t.name] = {"error": str(ex)}
+    try:
+        out["cgroup_attach"] = cgroup_attach_cost()
+    except Exception as ex:  # noqa: BLE001
+        out["cgroup_attach"] = {"error": str(ex)}
+    res["scenarios"]["profile"] = out
 
 
 def timed(argv, timeout=600, env=None):
@@ -1308,7 +1457,7 @@ def main():
     args = ap.parse_args()
     prof = PROFILES["quick" if args.quick else "full"]
     only = set(filter(None, args.only.split(",")))
-    want = lambda s: not only or s in only  # noqa: E731
+    want = lambda s: not only or s in only or s == "hyperfine"  # noqa: E731
 
     # Ctrl-C / SIGTERM: stop children, then the finally block below cleans up.
     def on_signal(signum, _frame):
@@ -1337,25 +1486,30 @@ def main():
                 t.state, t.error = "failed", f"failed: setup: {ex}"
                 log(f"{t.name}: {t.error}")
         res["machine"] = machine_facts(tools)
-        if want("start"):
-            scenario_start(ctx, tools, prof, res)
-            res["load"]["after_start"] = load_snapshot()
+
+        def scenario(name, fn, *extra):
+            """Runs one scenario; a bug in the harness is reported in the results, not fatal."""
+            if not want(name):
+                return
+            try:
+                fn(ctx, tools, prof, res, *extra)
+            except KeyboardInterrupt:
+                raise
+            except Exception as ex:  # noqa: BLE001
+                import traceback
+                log(f"{name}: harness error: {ex}\n{traceback.format_exc()}")
+                res["scenarios"][name] = {"status": f"failed: harness error: {ex!r}"}
+            res["load"][f"after_{name}"] = load_snapshot()
+
+        scenario("start", scenario_start)
         if args.hyperfine:
-            scenario_hyperfine(ctx, tools, prof, res)
-        if want("throughput"):
-            scenario_throughput(ctx, tools, prof, res)
-            res["load"]["after_throughput"] = load_snapshot()
-        if want("humaneval"):
-            scenario_humaneval(ctx, tools, prof, res, Path(args.humaneval))
-            res["load"]["after_humaneval"] = load_snapshot()
-        if want("profile"):
-            scenario_profile(ctx, tools, prof, res)
-        if want("exec"):
-            scenario_exec(ctx, tools, prof, res)
-        if want("import"):
-            scenario_import(ctx, tools, prof, res)
-        if want("snapshot"):
-            scenario_snapshot(ctx, tools, prof, res)
+            scenario("hyperfine", scenario_hyperfine)
+        scenario("throughput", scenario_throughput)
+        scenario("humaneval", scenario_humaneval, Path(args.humaneval))
+        scenario("profile", scenario_profile)
+        scenario("exec", scenario_exec)
+        scenario("import", scenario_import)
+        scenario("snapshot", scenario_snapshot)
     except KeyboardInterrupt:
         interrupted = True
         log("interrupted: cleaning up")

@@ -20,6 +20,7 @@
 #include "runtime/cgroups.h"
 #include "runtime/exit_status.h"
 #include "runtime/spec.h"
+#include "runtime/userns.h"
 
 namespace sbx::runtime {
 
@@ -30,6 +31,11 @@ struct StartOptions {
   /// While the sandbox sets itself up, remove state dirs and cgroups of dead
   /// sandboxes (runtime/state.h gc()); costs no wall time.
   bool gc_stale = true;
+  /// Run the sandbox in its own user namespace (runtime/userns.h): uid/gid
+  /// 0..65535 inside are a per-sandbox range of unprivileged host ids, the
+  /// image layers and volumes are idmapped. `sbx run` sets it unless
+  /// --userns host (or an option that needs the host's ids).
+  bool userns = false;
 };
 
 /// A started sandbox: a handle on its init process and its resources.
@@ -52,6 +58,8 @@ class Sandbox {
   std::chrono::steady_clock::time_point started;
   int exit_status = -1;  ///< set once the init has been reaped (raw wait status)
   sigset_t saved_mask{}; ///< signal mask of the caller before start()
+  IdRange id_range;            ///< with StartOptions::userns: the host ids it holds
+  std::string id_range_root;   ///< the run root the range was taken from
 
   /// Sends `sig` to the sandbox's init (which forwards it to the workload;
   /// SIGKILL kills the whole sandbox). No throw.

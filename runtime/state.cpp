@@ -1,4 +1,5 @@
 #include "runtime/state.h"
+#include "runtime/userns.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -102,6 +103,8 @@ std::vector<std::string> gc(const std::string& run_root) {
     ::closedir(d);
   }
   for (auto& c : gc_stale_cgroups(2)) removed.push_back(c);
+  // User-namespace ranges (runtime/userns.h) of sandboxes whose state dir is gone.
+  for (auto& r : gc_id_ranges(run_root)) removed.push_back(r);
   return removed;
 }
 

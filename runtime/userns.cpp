@@ -148,17 +148,24 @@ void write_id_maps(pid_t pid, const std::vector<IdMapping>& uids, const std::vec
   write_map(pid, "gid_map", gids);
 }
 
+void idmap_tree(int tree_fd, int userns_fd, bool recursive, bool read_only, const std::string& what) {
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_IDMAP | (read_only ? MOUNT_ATTR_RDONLY : 0);
+  attr.userns_fd = static_cast<uint64_t>(userns_fd);
+  if (::syscall(SYS_mount_setattr, tree_fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
+    throw_errno_hint("idmap the mount of " + what + " (mount_setattr MOUNT_ATTR_IDMAP)",
+                     "its file system may not support idmapped mounts; use --userns host");
+}
+
 int open_idmapped_tree(const std::string& path, int userns_fd, bool recursive, bool read_only) {
   unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
   int fd = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, path.c_str(), flags));
   if (fd < 0) throw_errno("open_tree " + path);
-  struct mount_attr attr {};
-  attr.attr_set = MOUNT_ATTR_IDMAP | (read_only ? MOUNT_ATTR_RDONLY : 0);
-  attr.userns_fd = static_cast<uint64_t>(userns_fd);
-  if (::syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0) {
-    int e = errno;
+  try {
+    idmap_tree(fd, userns_fd, recursive, read_only, path);
+  } catch (...) {
     ::close(fd);
-    throw_errno("idmap the mount of " + path + " (mount_setattr MOUNT_ATTR_IDMAP)", e);
+    throw;
   }
   return fd;
 }

@@ -76,4 +76,8 @@ void write_id_maps(pid_t pid, const std::vector<IdMapping>& uids, const std::vec
 /// sbx::Error naming the path (EINVAL: the file system cannot be idmapped).
 int open_idmapped_tree(const std::string& path, int userns_fd, bool recursive, bool read_only);
 
+/// The same for a detached tree `tree_fd` already opened (open_tree
+/// OPEN_TREE_CLONE) and not attached yet; `what` names it in errors.
+void idmap_tree(int tree_fd, int userns_fd, bool recursive, bool read_only, const std::string& what);
+
 }  // namespace sbx::runtime

@@ -3,7 +3,7 @@
 # static C probe of probe.c, busybox sh, or a hostile rootfs), then checks the
 # HOST. A case passes only when the attack failed AND the host is intact.
 #
-#   tests/adversarial/run.sh [--runtime native|gvisor] [--loop N] [CASE...]
+#   tests/adversarial/run.sh [--runtime native|gvisor] [--userns host] [--loop N] [CASE...]
 #
 # Environment: SBX (the sbx binary; default build/sbx), SBX_IMAGES (the test
 # images, tests/images/build.sh), SBX_ADV_KEEP=1 keeps the temp dir.
@@ -24,12 +24,14 @@ SBX=${SBX:-$src/build/sbx}
 SBX=$(readlink -f "$SBX")
 IMAGES=${SBX_IMAGES:-$src/tests/images/out}
 runtime=native
+userns_host=0
 loops=1000
 cases=()
 while [ $# -gt 0 ]; do
   case $1 in
     --runtime) runtime=$2; shift 2 ;;
     --loop) loops=$2; shift 2 ;;
+    --userns) [ "$2" = host ] && userns_host=1; shift 2 ;;
     -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) cases+=("$1"); shift ;;
   esac
@@ -63,6 +65,10 @@ if [ "$runtime" != native ]; then
     exit 0
   fi
   rtflag=(--runtime "$runtime")
+fi
+if [ $userns_host = 1 ]; then
+  has_flag --userns || { echo "N/A all: this sbx has no --userns flag"; rm -rf "$T"; exit 0; }
+  rtflag+=(--userns host)
 fi
 
 mkdir -p "$T/bin" "$T/vol" "$T/rovol" "$T/out"
@@ -172,6 +178,7 @@ case_info() {
   sb "${P[@]}" "${IMG[@]}" -- /adv/probe info
   indent <"$T/out/last"
   if [ "$runtime" = gvisor ]; then na rootless "gVisor: the sandbox's root is the sentry's, not the host kernel's"; return; fi
+  if [ $userns_host = 1 ]; then na rootless "--userns host asked for"; return; fi
   local map
   map=$(grep 'uid_map' "$T/out/last" | head -1 | awk '{print $3, $4, $5}')
   if [ -z "$map" ]; then fail rootless "no uid_map line from the probe"; return; fi
@@ -479,6 +486,24 @@ case_exe() {  # CVE-2019-5736
   fi
 }
 
+case_sbx_killed() {  # sbx itself SIGKILLed mid-run: the sandbox dies with it; gc removes the rest
+  "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" "${IMG[@]}" -- /bin/sh -c "sleep 100; : killed-$marker" >/dev/null 2>&1 &
+  local sbx_pid=$! i
+  for i in $(seq 100); do pgrep -f "killed-$marker" | grep -qv "^$sbx_pid\$" && break; sleep 0.05; done
+  kill -9 "$sbx_pid"; wait "$sbx_pid" 2>/dev/null
+  sleep 1
+  local left
+  left=$(pgrep -af "killed-$marker" || true)
+  if [ -n "$left" ]; then
+    fail sbx-killed "the sandbox outlived its SIGKILLed sbx: $(head -2 <<<"$left" | tr '\n' ';')"
+    pkill -9 -f "killed-$marker"
+    return
+  fi
+  sleep 10  # gc leaves state younger than 10 s alone (a start in progress)
+  "$SBX" --root "$R" --run-root "$RR" gc >/dev/null 2>&1
+  pass sbx-killed "no process left; gc ran"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -518,9 +543,9 @@ host_intact() {
 }
 
 # ------------------------------------------------------------------ main ---
-log "sbx adversarial suite: runtime=$runtime sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
+log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
-         forkbomb threads membomb disk spin argv hostile_rootfs exe; do
+         forkbomb threads membomb disk spin argv hostile_rootfs exe sbx_killed; do
   want "$c" || continue
   "case_$c"
 done
@@ -537,7 +562,7 @@ if [ "$loops" -gt 0 ] && want loop; then
   leaks "after-$loops-sandboxes"
 fi
 host_intact
-log "summary ($runtime): $npass passed, $nfail failed${failed[*]:+ (${failed[*]})}, $nunsup unsupported${unsupported[*]:+ (${unsupported[*]})}, $nna n/a"
+log "summary ($runtime${rtflag[*]:+ ${rtflag[*]}}): $npass passed, $nfail failed${failed[*]:+ (${failed[*]})}, $nunsup unsupported${unsupported[*]:+ (${unsupported[*]})}, $nna n/a"
 [ $nfail = 0 ] || exit 1
 [ "${SBX_ADV_STRICT:-0}" = 1 ] && [ $nunsup -gt 0 ] && exit 1
 exit 0

@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_bytes = 64u << 20;
   lim.max_entries = 100000;
   try {
-    sbx::oci::unpack_layer(blob, dest, {}, lim);
+    sbx::oci::unpack_layer(blob, dest, {}, {}, lim);
   } catch (const sbx::Error&) {
   }
   if (!dir_empty(sentinel)) {
