@@ -136,6 +136,8 @@ fi
 
 echo "== nothing leaked"
 ! grep -q "$T" /proc/self/mountinfo || fail "mounts left under $T"
-[ -z "$(ls -A "$T/run" 2>/dev/null)" ] || fail "state left in the run root: $(ls "$T/run")"
+# (RUN_ROOT/userns is the runtime's id-range pool: only its .lock may stay)
+[ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx userns)" ] || fail "state left in the run root: $(ls "$T/run")"
+[ -z "$(ls "$T/run/userns" 2>/dev/null)" ] || fail "user namespace ranges still held: $(ls "$T/run/userns")"
 [ -z "$(ls -A "$T/root/tmp" 2>/dev/null)" ] || fail "temp files left in the store"
 echo PASS
