@@ -117,9 +117,9 @@ expect_code 1 "no sandbox" sbx checkpoint nosuch
 
 if "$SBX" --help | grep -q '^  create '; then
   echo "== snapshots of sandboxes made with sbx create"
-  sid=$(sbx create busybox -- sleep 600)
-  sbx exec "$sid" sh -c 'echo from-create > /root/c.txt; rm /etc/group'
-  sid_img=$(sbx snapshot "$sid" --name created:v1)
+  sid=$(sbx create busybox)
+  sbx exec "$sid" -- sh -c 'echo from-create > /root/c.txt; rm /etc/group'
+  sbx snapshot "$sid" --name created:v1 >/dev/null
   [ "$(sbx run created:v1 -- cat /root/c.txt)" = from-create ] || fail "snapshot of a running sandbox"
   sbx run created:v1 -- sh -c 'test ! -e /etc/group' || fail "deletion in a running sandbox"
   sbx snapshot-dir "$sid" /root --name croot >/dev/null
@@ -127,30 +127,17 @@ if "$SBX" --help | grep -q '^  create '; then
   [ "$(cat "$T/croot/c.txt")" = from-create ] || fail "snapshot-dir of a running sandbox"
   expect_code 125 "runtime gvisor" sbx checkpoint "$sid"
   sbx rm -f "$sid" >/dev/null
-  if "$SBX" create --help 2>&1 | grep -q -- '--runtime'; then
-    gid=$(sbx create --runtime gvisor python -- python3 -c '
-import time, sys
-i = 0
-while True:
-    i += 1; print(i, flush=True); open("/tmp/count", "w").write(str(i)); time.sleep(0.1)')
-    sleep 2
-    sbx checkpoint "$gid" --name counter >/dev/null
-    ids=$(sbx restore counter --count 3)
-    [ "$(echo "$ids" | wc -l)" = 3 ] || fail "restore --count 3 printed '$ids'"
-    sleep 2
-    for r in $ids; do
-      first=$(head -1 "$T/run/$r/output.log")
-      [ "$first" -gt 5 ] || fail "restored copy $r started from $first"
-    done
-    for r in $ids; do sbx rm -f "$r" >/dev/null; done
-    sbx rm -f "$gid" >/dev/null 2>&1 || true
-  fi
+  # Memory snapshots need `sbx create --runtime gvisor`; until create runs on
+  # gvisor they are covered at the library level against real runsc
+  # (tests/unit/test_snapshot_checkpoint.cpp: python counter, 3 copies).
 else
   echo "SKIP: sbx create is not in this build: snapshot/snapshot-dir/checkpoint of live sandboxes not tested here"
 fi
 
 echo "== nothing leaked"
 ! grep -q "$T" /proc/self/mountinfo || fail "mounts left under $T"
-[ -z "$(ls -A "$T/run" 2>/dev/null)" ] || fail "state left in the run root: $(ls "$T/run")"
+# (RUN_ROOT/userns is the runtime's id-range pool: only its .lock may stay)
+[ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx userns)" ] || fail "state left in the run root: $(ls "$T/run")"
+[ -z "$(ls "$T/run/userns" 2>/dev/null)" ] || fail "user namespace ranges still held: $(ls "$T/run/userns")"
 [ -z "$(ls -A "$T/root/tmp" 2>/dev/null)" ] || fail "temp files left in the store"
 echo PASS
