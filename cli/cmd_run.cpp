@@ -15,10 +15,33 @@
 #include "runtime/native_backend.h"
 #include "runtime/rlimits.h"
 #include "runtime/state.h"
+#include "runtime/snapshot_copies.h"
+#include "snapshot/dir_snapshot.h"
 
 namespace sbx::cli {
 
 namespace {
+
+/// Private copies of directory snapshots for one run, under
+/// RUN_ROOT/.snapshot-copies/<id>/<n>; all removed when the run ends.
+/// ('sbx gc' removes those of runs that were killed.)
+class SnapshotCopies {
+ public:
+  SnapshotCopies(const std::string& run_root, const std::string& id)
+      : base_(run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id) {}
+  ~SnapshotCopies() {
+    if (used_) runtime::remove_snapshot_copies(base_);
+  }
+  std::string dir(size_t i) {
+    used_ = true;
+    fs::mkdir_p(base_, 0700);
+    return base_ + "/" + std::to_string(i);
+  }
+
+ private:
+  std::string base_;
+  bool used_ = false;
+};
 
 struct RunFlags {
   std::string first;                    ///< the first positional
@@ -26,7 +49,7 @@ struct RunFlags {
   size_t nargs = 0;                     ///< words after "run" on the command line
   bool exact = false;                   ///< positional came from split_command_line
   std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS…
-  std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
+  std::vector<std::string> env, env_files, volumes, tmpfs, ulimits, mount_snapshots;
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint;
   std::string userns = "auto";
   std::optional<double> cpus;
@@ -170,6 +193,11 @@ int run(const Globals& g, RunFlags& f) {
     throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
   spec.runtime = f.runtime;
   apply_gpu_options(f.gpu, spec);
+  // --mount-snapshot: a private, writable copy of each directory snapshot,
+  // removed when the run ends (or by 'sbx gc' after a crash).
+  SnapshotCopies copies(g.run_root, spec.id);
+  for (size_t i = 0; i < f.mount_snapshots.size(); ++i)
+    spec.mounts.push_back(snapshot::mount_snapshot(g.root, f.mount_snapshots[i], copies.dir(i)));
   if (f.userns != "auto" && f.userns != "host") throw Error("invalid --userns '" + f.userns + "': use auto or host");
   runtime::ExitStatus st;
   if (spec.runtime == "gvisor") {
@@ -319,6 +347,9 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_option("--entrypoint", f->entrypoint, "Override the image's Entrypoint")
       ->each([f](const std::string&) { f->entrypoint_set = true; });
   run_cmd->add_option("--name", f->name, "A name for the sandbox");
+  run_cmd->add_option("--mount-snapshot", f->mount_snapshots,
+                      "Mount a writable copy of directory snapshot NAME at TARGET (NAME:/TARGET)")
+      ->allow_extra_args(false);
   run_cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open (otherwise it is /dev/null)");
   run_cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
   run_cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc); default from $SBX_RUNTIME")
