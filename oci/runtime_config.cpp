@@ -127,7 +127,11 @@ std::string to_runtime_config(const SandboxSpec& spec, const RuntimeConfigOption
   p["env"] = spec.process.env;
   p["cwd"] = spec.process.cwd.empty() ? "/" : spec.process.cwd;
   const auto& caps = spec.process.capabilities;
-  p["capabilities"] = {{"bounding", caps}, {"effective", caps}, {"permitted", caps}};
+  // As docker: a non-root user keeps the bounding set but starts with no
+  // effective or permitted capabilities.
+  const std::vector<std::string> none;
+  const auto& held = spec.process.uid == 0 ? caps : none;
+  p["capabilities"] = {{"bounding", caps}, {"effective", held}, {"permitted", held}};
   p["noNewPrivileges"] = spec.process.no_new_privileges;
   json rl = json::array();
   for (auto& r : spec.process.rlimits) rl.push_back({{"type", r.type}, {"soft", r.soft}, {"hard", r.hard}});

@@ -19,6 +19,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/user.h"
 
 namespace sbx::runtime {
 
@@ -97,6 +98,19 @@ void mount_rootfs(const std::vector<std::string>& layers, const std::string& scr
     throw_errno("mount overlay of " + std::to_string(layers.size()) + " layers on " + target);
 }
 
+/// Resolves process.user against the image's /etc/passwd and /etc/group
+/// under `rootfs` (as the native backend does inside the sandbox) and sets
+/// uid, gid, supplementary groups and a default HOME.
+void resolve_process_user(Process& p, const std::string& rootfs) {
+  ResolvedUser u = resolve_user(p.user, rootfs);
+  p.uid = u.uid;
+  p.gid = u.gid;
+  p.additional_gids = u.groups;
+  bool has_home = false;
+  for (const auto& e : p.env) has_home |= e.rfind("HOME=", 0) == 0;
+  if (!has_home) p.env.push_back("HOME=" + u.home);
+}
+
 }  // namespace
 
 std::string find_runsc(const std::string& explicit_path) {
@@ -148,6 +162,8 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const bool nvproxy = nv != spec.annotations.end() && nv->second == "true";
   if (!spec.devices.empty() && !nvproxy)
     throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy, which this runsc does not support; use --runtime native");
+  if (spec.process.terminal)
+    throw Error("gvisor: -t (a pseudo-terminal) is not supported with --runtime gvisor yet (it needs runsc's console socket); use --runtime native, or drop -t");
   const std::string runsc = find_runsc(opts.runsc);
 
   const std::string dir = opts.run_root + "/" + spec.id;
@@ -167,15 +183,11 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     std::filesystem::remove_all(dir, ec);
   };
 
-  try {
-    oci::RuntimeConfigOptions ro;
-    ro.rootfs_path = rootfs;
-    ro.cgroups_path = "/sbx-" + spec.id.substr(0, 12);
-    fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(spec, ro), 0600);
-  } catch (...) {
-    cleanup();
-    throw;
-  }
+  // config.json is written by the child once the rootfs is mounted: the
+  // user (-u / the image's User) resolves in the image's own /etc/passwd.
+  oci::RuntimeConfigOptions ro;
+  ro.rootfs_path = rootfs;
+  ro.cgroups_path = "/sbx-" + spec.id.substr(0, 12);
 
   std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile,
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
@@ -214,6 +226,9 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
       mount_rootfs(spec.layer_dirs, scratch, rootfs);
+      SandboxSpec resolved = spec;
+      resolve_process_user(resolved.process, rootfs);
+      fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(resolved, ro), 0600);
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
       a.push_back(nullptr);
@@ -289,9 +304,9 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     if (errors.find("failed to load") != std::string::npos ||
         errors.find("error finding executable") != std::string::npos) {
       if (errors.find("no such file or directory") != std::string::npos)
-        throw Error(cmd + ": command not found in the sandbox", ENOENT, kExitNotFound);
+        throw Error("exec: \"" + cmd + "\": executable file not found in $PATH", ENOENT, kExitNotFound);
       if (errors.find("permission denied") != std::string::npos)
-        throw Error(cmd + ": permission denied: not an executable file", EACCES, kExitCannotExec);
+        throw Error("exec: \"" + cmd + "\": permission denied", EACCES, kExitCannotExec);
     }
     throw Error("runsc failed to start the sandbox:\n" + errors);
   }

@@ -14,6 +14,14 @@ if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, mounts, cgroup
 
 T=$(mktemp -d /tmp/sbx-test.XXXXXX)
 export SBX_ROOT=$T/root SBX_RUN_ROOT=$T/run
+# The backend under test: SBX_TEST_RUNTIME=gvisor runs every `sbx run` of the
+# test under runsc (through SBX_RUNTIME, the CLI's default for --runtime).
+RUNTIME=${SBX_TEST_RUNTIME:-native}
+[ "$RUNTIME" = native ] || export SBX_RUNTIME=$RUNTIME
+echo "runtime under test: $RUNTIME"
+native_only() { [ "$RUNTIME" = native ]; }  # guards cases gVisor does differently
+# runsc puts its cgroups at the hierarchy roots (linux.cgroupsPath /sbx-<id>).
+ROOT_SBX_CGROUPS_BEFORE=$(ls -d /sys/fs/cgroup/*/sbx-* 2>/dev/null | sort)
 fails=0
 passes=0
 
@@ -126,6 +134,15 @@ leak_check() {
     fails=$((fails + 1)); echo "FAIL leak: processes left:$leaked"; ps -o pid,args -p ${leaked// /,} || true
   else
     passes=$((passes + 1)); echo "ok   leak: no processes left"
+  fi
+  if [ "$RUNTIME" = gvisor ]; then
+    leaked=$(comm -13 <(echo "$ROOT_SBX_CGROUPS_BEFORE") <(ls -d /sys/fs/cgroup/*/sbx-* 2>/dev/null | sort) | tr '\n' ' ')
+    leaked+=$(pgrep -f -- "runsc.*$T" | tr '\n' ' ')
+    if [ -n "$leaked" ]; then
+      fails=$((fails + 1)); echo "FAIL leak: runsc cgroups or processes left: $leaked"
+    else
+      passes=$((passes + 1)); echo "ok   leak: no runsc cgroups or processes left"
+    fi
   fi
   if [ -d "$SBX_RUN_ROOT" ] && [ -n "$(ls -A "$SBX_RUN_ROOT")" ]; then
     fails=$((fails + 1)); echo "FAIL leak: run root not empty: $(ls -A "$SBX_RUN_ROOT")"
