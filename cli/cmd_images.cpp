@@ -1,8 +1,215 @@
-// Image commands: import, images, inspect, rmi, gc (implemented with oci/).
+// Image commands: import, images, inspect, tag, rmi, gc (implemented with oci/).
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/images.h"
+#include "common/error.h"
+#include "oci/store.h"
 
 namespace sbx::cli {
-void register_image_commands(CLI::App&, Globals&, Action&) {}
+namespace {
+
+// podman's human sizes: SI units, 3 significant digits ("5.12 MB").
+std::string human_size(uint64_t b) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1000 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : (v < 10 ? "%.2f %s" : (v < 100 ? "%.1f %s" : "%.0f %s")), v,
+                units[u]);
+  return buf;
+}
+
+// "2026-11-22T05:31:21.5Z" -> "3 minutes ago".
+std::string human_age(const std::string& rfc3339) {
+  std::tm tm{};
+  if (rfc3339.empty() || !::strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return "unknown";
+  time_t t = ::timegm(&tm);
+  long d = static_cast<long>(std::difftime(std::time(nullptr), t));
+  auto ago = [](long n, const char* unit) {
+    return std::to_string(n) + " " + unit + (n == 1 ? "" : "s") + " ago";
+  };
+  if (d < 1) return "Less than a second ago";
+  if (d < 60) return ago(d, "second");
+  if (d < 3600) return ago(d / 60, "minute");
+  if (d < 86400) return ago(d / 3600, "hour");
+  if (d < 86400 * 30) return ago(d / 86400, "day");
+  if (d < 86400 * 365) return ago(d / (86400 * 30), "month");
+  return ago(d / (86400 * 365), "year");
+}
+
+// One progress line on a terminal, rewritten in place; nothing otherwise.
+struct ProgressLine {
+  bool tty = ::isatty(2);
+  std::string last;
+  void operator()(const oci::ImportProgress& p) {
+    if (!tty) return;
+    std::string s;
+    if (p.phase == "unpacking")
+      s = "Unpacking layer " + std::to_string(p.layer) + "/" + std::to_string(p.layers) + ": " + human_size(p.bytes) +
+          " / " + human_size(p.total);
+    else
+      s = (p.phase == "reading" ? "Reading archive: " : "Copying blobs: ") + human_size(p.bytes) +
+          (p.total ? " / " + human_size(p.total) : "");
+    if (s == last) return;
+    last = s;
+    std::fprintf(stderr, "\r\033[K%s", s.c_str());
+    std::fflush(stderr);
+  }
+  void done() {
+    if (tty && !last.empty()) std::fprintf(stderr, "\r\033[K");
+  }
+};
+
+}  // namespace
+
+int inspect_image(const Globals& g, const std::string& ref) {
+  oci::Store store(g.root);
+  oci::ImageRecord img = store.resolve(ref);
+  std::cout << oci::image_inspect_json(img, store.layer_dirs(img)) << "\n";
+  return 0;
+}
+
+void register_image_commands(CLI::App& app, Globals& g, Action& action) {
+  // sbx import PATH [NAME[:TAG]]
+  {
+    auto* cmd = app.add_subcommand("import", "Import an OCI image layout dir, oci-archive or docker-archive into the store");
+    static std::string path, name;
+    static bool quiet = false;
+    cmd->add_option("PATH", path, "OCI layout directory, oci-archive tar or docker-archive tar")->required();
+    cmd->add_option("NAME", name, "Name to give the image: repository[:tag] (default: the name in the archive)");
+    cmd->add_flag("-q,--quiet", quiet, "No progress output");
+    cmd->callback([&] {
+      action = [&] {
+        oci::Store store(g.root);
+        ProgressLine line;
+        line.tty = line.tty && !quiet;
+        oci::ImportOptions o;
+        o.name = name;
+        o.progress = [&](const oci::ImportProgress& p) { line(p); };
+        oci::ImageRecord img;
+        try {
+          img = store.import(path, o);
+        } catch (...) {
+          line.done();
+          throw;
+        }
+        line.done();
+        std::cout << img.id << "\n";
+        return 0;
+      };
+    });
+  }
+  // sbx images
+  {
+    auto* cmd = app.add_subcommand("images", "List images in the store");
+    static bool quiet = false;
+    cmd->add_flag("--json", g.json, "Print JSON");
+    cmd->add_flag("-q,--quiet", quiet, "Print image ids only");
+    cmd->callback([&] {
+      action = [&] {
+        oci::Store store(g.root);
+        auto imgs = store.list();
+        if (g.json) {
+          nlohmann::json arr = nlohmann::json::array();
+          for (const auto& i : imgs)
+            arr.push_back({{"Id", i.id},
+                           {"RepoTags", i.names},
+                           {"Digest", i.manifest_digest},
+                           {"Created", i.created},
+                           {"Size", i.unpacked_size},
+                           {"CompressedSize", i.size},
+                           {"Layers", i.chain_ids.size()}});
+          std::cout << arr.dump(2) << "\n";
+          return 0;
+        }
+        if (quiet) {
+          for (const auto& i : imgs) std::cout << i.id.substr(0, 12) << "\n";
+          return 0;
+        }
+        std::printf("%-40s %-12s %-14s %-20s %s\n", "REPOSITORY", "TAG", "IMAGE ID", "CREATED", "SIZE");
+        for (const auto& i : imgs) {
+          std::vector<std::string> names = i.names.empty() ? std::vector<std::string>{"<none>:<none>"} : i.names;
+          for (const auto& n : names) {
+            size_t c = n.rfind(':');
+            std::printf("%-40s %-12s %-14s %-20s %s\n", n.substr(0, c).c_str(), n.substr(c + 1).c_str(),
+                        i.id.substr(0, 12).c_str(), human_age(i.created).c_str(), human_size(i.unpacked_size).c_str());
+          }
+        }
+        return 0;
+      };
+    });
+  }
+  // sbx inspect IMAGE
+  {
+    auto* cmd = app.add_subcommand("inspect", "Show an image's config and layers as JSON");
+    static std::string ref;
+    cmd->add_option("IMAGE", ref, "Image name, id or id prefix")->required();
+    cmd->add_flag("--json", g.json, "Print JSON (the default)");
+    cmd->callback([&] { action = [&] { return inspect_image(g, ref); }; });
+  }
+  // sbx tag IMAGE NAME
+  {
+    auto* cmd = app.add_subcommand("tag", "Give an image another name");
+    static std::string ref, name;
+    cmd->add_option("IMAGE", ref, "Image name, id or id prefix")->required();
+    cmd->add_option("NAME", name, "New name: repository[:tag]")->required();
+    cmd->callback([&] {
+      action = [&] {
+        oci::Store(g.root).tag(ref, name);
+        return 0;
+      };
+    });
+  }
+  // sbx rmi IMAGE...
+  {
+    auto* cmd = app.add_subcommand("rmi", "Remove images (refused while a sandbox uses one, unless --force)");
+    static std::vector<std::string> refs;
+    static bool force = false;
+    cmd->add_option("IMAGE", refs, "Image names, ids or id prefixes")->required();
+    cmd->add_flag("-f,--force", force, "Remove even when a sandbox uses the image (its layers stay until 'sbx gc')");
+    cmd->callback([&] {
+      action = [&] {
+        oci::Store store(g.root);
+        int rc = 0;
+        for (const auto& r : refs) {
+          try {
+            oci::RemoveResult res = store.remove(r, g.run_root, force);
+            for (const auto& u : res.untagged) std::cout << "Untagged: " << u << "\n";
+            if (!res.deleted.empty()) std::cout << "Deleted: " << res.deleted << "\n";
+          } catch (const Error& e) {
+            if (refs.size() == 1) throw;
+            std::cerr << "sbx: error: " << e.what() << "\n";
+            rc = rc ? rc : e.exit_code();
+          }
+        }
+        return rc;
+      };
+    });
+  }
+  // sbx gc
+  {
+    auto* cmd = app.add_subcommand("gc", "Remove unreferenced blobs and layers and temp dirs of crashed imports");
+    cmd->callback([&] {
+      action = [&] {
+        oci::GcResult r = oci::Store(g.root).gc(g.run_root);
+        std::cout << "Removed " << r.blobs << " blobs (" << human_size(r.bytes) << "), " << r.layers << " layers, "
+                  << r.temps << " temp dirs, " << r.images << " hidden images\n";
+        return 0;
+      };
+    });
+  }
+}
+
 }  // namespace sbx::cli

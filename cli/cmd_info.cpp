@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/gpu_options.h"
 
 namespace sbx::cli {
 
@@ -13,6 +14,7 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
   cmd->callback([&] {
     action = [&] {
       std::cout << "version: " << SBX_VERSION << "\nroot: " << g.root << "\nrun-root: " << g.run_root << "\n";
+      print_gpu_info(std::cout);
       return 0;
     };
   });

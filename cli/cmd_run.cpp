@@ -1,8 +1,234 @@
-// sbx run (implemented with runtime/).
+// sbx run: start a throw-away sandbox, wait for it, clean up (runtime/).
+// sbx gc: remove what killed runs left behind (state dirs, empty cgroups).
 #include <CLI/CLI.hpp>
+#include <iostream>
+#include <optional>
 
 #include "cli/commands.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "runtime/image_config.h"
+#include "runtime/native_backend.h"
+#include "runtime/rlimits.h"
+#include "runtime/state.h"
 
 namespace sbx::cli {
-void register_run_command(CLI::App&, Globals&, Action&) {}
+
+namespace {
+
+struct RunFlags {
+  std::string first;                    ///< the first positional
+  std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS…
+  std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
+  std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint;
+  std::optional<double> cpus;
+  int64_t pids_limit = 1024;
+  bool interactive = false, tty = false, rm = false, read_only = false, entrypoint_set = false;
+  bool workdir_set = false, user_set = false;
+};
+
+const char* kExitCodes =
+    "Exit status:\n"
+    "  N        the command's own exit code\n"
+    "  124      --timeout fired; the sandbox was killed (\"sbx: sandbox killed: timeout after …\")\n"
+    "  125      sbx itself failed (bad option, missing image, setup error)\n"
+    "  126      the command was found but could not be executed\n"
+    "  127      the command was not found in the sandbox\n"
+    "  128+N    the command was killed by signal N\n"
+    "  137      also: the OOM killer killed the command (\"sbx: sandbox killed: out of memory …\")\n";
+
+Mount parse_volume(const std::string& text) {
+  // HOST:CTR[:OPTS], OPTS a comma list of ro, rw, nosuid, nodev, noexec.
+  auto parts = std::vector<std::string>{};
+  size_t start = 0;
+  for (;;) {
+    size_t c = text.find(':', start);
+    parts.push_back(text.substr(start, c == std::string::npos ? std::string::npos : c - start));
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
+    throw Error("invalid --volume '" + text + "': expected HOST-DIR:CONTAINER-DIR[:ro]");
+  if (parts[0][0] != '/')
+    throw Error("invalid --volume '" + text + "': the host path must be absolute (named volumes are not supported)");
+  if (parts[1][0] != '/') throw Error("invalid --volume '" + text + "': the container path must be absolute");
+  char* real = ::realpath(parts[0].c_str(), nullptr);
+  if (!real) throw_errno("--volume source " + parts[0]);
+  Mount m{parts[1], "bind", real, {"rbind"}};
+  ::free(real);
+  if (parts.size() == 3) {
+    std::istringstream in(parts[2]);
+    std::string o;
+    while (std::getline(in, o, ',')) {
+      if (o == "ro" || o == "rw" || o == "nosuid" || o == "nodev" || o == "noexec" || o == "z" || o == "Z") {
+        if (o != "rw" && o != "z" && o != "Z") m.options.push_back(o);
+      } else {
+        throw Error("invalid --volume '" + text + "': unknown option '" + o + "' (ro, rw, nosuid, nodev, noexec)");
+      }
+    }
+  }
+  return m;
+}
+
+Mount parse_tmpfs(const std::string& text) {
+  auto colon = text.find(':');
+  std::string dest = text.substr(0, colon);
+  if (dest.empty() || dest[0] != '/') throw Error("invalid --tmpfs '" + text + "': the path must be absolute");
+  // podman's defaults; the user's options come after and win.
+  Mount m{dest, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
+  if (colon != std::string::npos) {
+    std::istringstream in(text.substr(colon + 1));
+    std::string o;
+    while (std::getline(in, o, ',')) {
+      if (o == "exec") {
+        std::erase(m.options, "noexec");
+      } else if (o == "suid" || o == "dev" || o == "rw") {
+        std::erase(m.options, "no" + (o == "rw" ? std::string("rw") : o));
+      } else if (o.rfind("size=", 0) == 0 || o.rfind("mode=", 0) == 0 || o.rfind("uid=", 0) == 0 ||
+                 o.rfind("gid=", 0) == 0 || o == "ro" || o == "noexec" || o == "nosuid" || o == "nodev" ||
+                 o.rfind("nr_inodes=", 0) == 0) {
+        m.options.push_back(o);
+      } else {
+        throw Error("invalid --tmpfs '" + text + "': unknown option '" + o + "'");
+      }
+    }
+  }
+  return m;
+}
+
+int run(const Globals& g, RunFlags& f) {
+  SandboxSpec spec;
+  spec.id = runtime::new_sandbox_id();
+  spec.name = f.name;
+  // CLI11 gives "IMAGE -- CMD…" and "-- IMAGE CMD…" alike as [IMAGE, --, CMD…];
+  // with --rootfs the first word is the command's: drop a "--" after it.
+  std::vector<std::string> args = f.positional;
+  if (!args.empty() && args[0] == "--") args.erase(args.begin());
+  if (!f.rootfs.empty() && args.size() >= 2 && args[1] == "--") args.erase(args.begin() + 1);
+  oci::ImageConfig image;
+  if (!f.rootfs.empty()) {
+    char* real = ::realpath(f.rootfs.c_str(), nullptr);
+    if (!real) throw_errno("--rootfs " + f.rootfs);
+    spec.layer_dirs = {real};
+    spec.image_ref = real;
+    ::free(real);
+  } else {
+    if (args.empty()) throw Error("sbx run needs an IMAGE (or --rootfs DIR); see 'sbx run --help'");
+    spec.image_ref = args[0];
+    args.erase(args.begin());
+    throw Error("image '" + spec.image_ref + "': the image store is not available in this build; use --rootfs DIR");
+  }
+  if (!args.empty() && args[0] == "--") args.erase(args.begin());
+
+  spec.hostname = f.hostname.empty() ? spec.id.substr(0, 12) : f.hostname;
+  runtime::ProcessOverrides o;
+  o.command = args;
+  if (f.entrypoint_set) o.entrypoint = std::vector<std::string>{f.entrypoint};
+  for (const auto& file : f.env_files)
+    for (auto& kv : runtime::parse_env_file(file)) o.env.push_back(kv);
+  for (const auto& e : f.env)
+    if (auto kv = runtime::expand_env_arg(e)) o.env.push_back(*kv);
+  if (f.workdir_set) o.workdir = f.workdir;
+  if (f.user_set) o.user = f.user;
+  o.terminal = f.tty;
+  runtime::apply_image_config(spec, image, o);
+  spec.process.capabilities = default_capabilities();
+  spec.stdin_open = f.interactive;
+  spec.readonly_rootfs = f.read_only;
+  if (f.network == "none") {
+    spec.network = NetworkMode::None;
+  } else if (f.network == "host") {
+    spec.network = NetworkMode::Host;
+  } else {
+    throw Error("invalid --network '" + f.network + "': use none or host");
+  }
+  for (const auto& v : f.volumes) spec.mounts.push_back(parse_volume(v));
+  for (const auto& t : f.tmpfs) spec.mounts.push_back(parse_tmpfs(t));
+  if (!f.memory.empty()) spec.resources.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));
+  if (f.cpus) {
+    if (*f.cpus <= 0) throw Error("invalid --cpus: must be above 0");
+    spec.resources.cpus = f.cpus;
+  }
+  if (f.pids_limit > 0) spec.resources.pids_limit = f.pids_limit;
+  for (const auto& u : f.ulimits) spec.process.rlimits.push_back(runtime::parse_ulimit(u));
+  for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) log::warn(w);
+  if (!f.timeout.empty()) spec.timeout = units::parse_duration(f.timeout, "--timeout");
+
+  runtime::StartOptions so;
+  so.run_root = g.run_root;
+  runtime::Sandbox sb = runtime::start(spec, so);
+  runtime::WaitOptions wo;
+  wo.timeout = spec.timeout;
+  runtime::ExitStatus st = runtime::wait(sb, wo);
+  sb.destroy();
+  if (st.timed_out) {
+    std::cerr << "sbx: sandbox killed: timeout after " << f.timeout << "\n";
+    return kExitTimeout;
+  }
+  if (st.oom_killed) {
+    std::cerr << "sbx: sandbox killed: out of memory (--memory " << (f.memory.empty() ? "none" : f.memory) << ")\n";
+    return kExitOom;
+  }
+  if (st.oom_kills > 0)
+    std::cerr << "sbx: warning: the OOM killer killed " << st.oom_kills << " process(es) in the sandbox\n";
+  if (st.pids_max_hits > 0)
+    std::cerr << "sbx: warning: " << st.pids_max_hits << " fork(s) failed at the pids limit ("
+              << f.pids_limit << ")\n";
+  return st.exit_code;
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& app, Globals& g, Action& action) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* run_cmd = app.add_subcommand("run", "Run a command in a new, throw-away sandbox");
+  run_cmd->footer(std::string("Usage: sbx run [OPTIONS] IMAGE [--] [COMMAND [ARG...]]\n"
+                              "       sbx run [OPTIONS] --rootfs DIR [--] COMMAND [ARG...]\n\n") + kExitCodes);
+  run_cmd->prefix_command();
+  run_cmd->allow_extras();
+  run_cmd->fallthrough(false);  // everything from IMAGE on belongs to the sandbox
+  // IMAGE (with --rootfs: the command's first word); the rest is taken
+  // verbatim by prefix_command(). A positional is needed for a leading "--".
+  run_cmd->add_option("IMAGE", f->first, "Image to run (name[:tag], id) — or, with --rootfs, the command");
+  run_cmd->add_option("-e,--env", f->env, "Set an environment variable (KEY=VAL, or KEY to copy it)")->take_first();
+  run_cmd->add_option("--env-file", f->env_files, "Read environment variables from a file");
+  run_cmd->add_option("-w,--workdir", f->workdir, "Working directory inside the sandbox")
+      ->each([f](const std::string&) { f->workdir_set = true; });
+  run_cmd->add_option("-u,--user", f->user, "User: NAME|UID[:GROUP|GID], resolved in the image's /etc/passwd")
+      ->each([f](const std::string&) { f->user_set = true; });
+  run_cmd->add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]");
+  run_cmd->add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]");
+  run_cmd->add_flag("--read-only", f->read_only, "Mount the root file system read-only");
+  run_cmd->add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
+  run_cmd->add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
+  run_cmd->add_option("-m,--memory", f->memory, "Memory limit (e.g. 256m); an OOM kill exits 137");
+  run_cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
+  run_cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
+      ->capture_default_str();
+  run_cmd->add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048");
+  run_cmd->add_option("--timeout", f->timeout, "Kill the sandbox after this long (10s, 1m30s); exits 124");
+  run_cmd->add_option("--rootfs", f->rootfs, "Use DIR as the (read-only, overlaid) root instead of an image");
+  run_cmd->add_option("--entrypoint", f->entrypoint, "Override the image's Entrypoint")
+      ->each([f](const std::string&) { f->entrypoint_set = true; });
+  run_cmd->add_option("--name", f->name, "A name for the sandbox");
+  run_cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open (otherwise it is /dev/null)");
+  run_cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
+  run_cmd->add_flag("--rm", f->rm, "Accepted for docker compatibility (sandboxes of sbx run are always removed)");
+  run_cmd->callback([f, run_cmd, &g, &action] {
+    f->positional.clear();
+    if (!f->first.empty()) f->positional.push_back(f->first);
+    for (auto& r : run_cmd->remaining()) f->positional.push_back(r);
+    action = [f, &g] { return run(g, *f); };
+  });
+
+  CLI::App* gc_cmd = app.add_subcommand("gc", "Remove what killed sandboxes left behind (state dirs, empty cgroups)");
+  gc_cmd->callback([&g, &action] {
+    action = [&g] {
+      for (const auto& p : runtime::gc(g.run_root)) std::cout << "removed " << p << "\n";
+      return 0;
+    };
+  });
+}
+
 }  // namespace sbx::cli

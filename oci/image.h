@@ -32,6 +32,20 @@ struct ImageRecord {
   std::string architecture;
   std::string os;
   uint64_t size = 0;            ///< bytes of the compressed blobs
+  // Added by the store (oci/):
+  std::vector<std::string> layer_digests;  ///< "sha256:..." layer blobs as stored, bottom first
+  uint64_t unpacked_size = 0;   ///< bytes of the unpacked layers (files' apparent sizes)
+  std::vector<uint64_t> layer_unpacked_sizes;  ///< per layer, bottom first
+  std::string imported;         ///< RFC 3339 UTC time of the import
+  /// Removed with `rmi --force` while a sandbox still used it: hidden from
+  /// resolve/list, its layers kept until `sbx gc` finds no sandbox using it.
+  bool removed = false;
 };
+
+/// The record as pretty JSON (what `sbx inspect IMAGE` prints): Id, Names,
+/// Digest, Created, Architecture, Os, Size, UnpackedSize, Config{Env, Cmd,
+/// Entrypoint, WorkingDir, User, StopSignal, Labels}, RootFS{DiffIDs},
+/// Layers (blob digests), ChainIDs. `layer_dirs` are added as LayerDirs.
+std::string image_inspect_json(const ImageRecord& image, const std::vector<std::string>& layer_dirs = {});
 
 }  // namespace sbx::oci

@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "runtime/cgroups.h"
 
 namespace sbx::runtime {
 
@@ -224,6 +225,9 @@ std::vector<std::string> gc(const std::string& run_root) {
     }
     ::closedir(d);
   }
+  // sbx-* cgroups no sandbox dir names any more (a create killed before it
+  // recorded them, or a `sbx run` killed with SIGKILL).
+  for (auto& c : gc_stale_cgroups()) removed.push_back(c);
   return removed;
 }
 

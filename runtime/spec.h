@@ -100,6 +100,10 @@ struct SandboxSpec {
   std::string image_ref;
   std::string image_id;
   std::vector<std::string> layer_dirs;
+  /// sbx: directory holding the overlay's "upper" and "work" dirs (disk-backed,
+  /// for create/snapshot). Empty: a private tmpfs inside the sandbox's mount
+  /// namespace, gone with the sandbox.
+  std::string upper_dir;
 
   Process process;
   std::string hostname;
@@ -109,6 +113,16 @@ struct SandboxSpec {
   Resources resources;
   NetworkMode network = NetworkMode::None;
   std::vector<Hook> create_container_hooks;
+  /// sbx: directories of bind-mounted shared libraries (GPU driver files, see
+  /// gpu/nvidia.h). When not empty, the runtime runs the image's ldconfig
+  /// inside the sandbox as `ldconfig DIR...` after all mounts are in place and
+  /// before the root is made read-only and the process starts (as the NVIDIA
+  /// Container Toolkit's update-ldcache hook does): it adds them to the
+  /// sandbox's /etc/ld.so.cache and creates the soname links (libcuda.so.1 ->
+  /// libcuda.so.<version>). The first of /sbin/ldconfig, /usr/sbin/ldconfig
+  /// that exists in the rootfs is used; with none (musl, distroless) the step
+  /// is skipped with a debug log. Its failure is a warning, not an error.
+  std::vector<std::string> ldconfig_dirs;
   std::vector<IdMapping> uid_mappings;  ///< empty: no user namespace
   std::vector<IdMapping> gid_mappings;
   std::map<std::string, std::string> annotations;

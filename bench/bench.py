@@ -1,0 +1,1246 @@
+#!/usr/bin/env python3
+"""sbx benchmark harness: sbx beside chroot, bwrap, runc, runsc and podman.
+
+Started by bench/run (which installs the peers, builds sbx and the test
+images); can be run directly once those exist:
+
+    python3 bench/bench.py --repo . --images tests/images/out --sbx build/sbx [--quick] [--out DIR]
+
+Every tool runs the SAME root filesystem, unpacked from the real test images
+(tests/images/out/{busybox,python}-oci): chroot and bwrap use the unpacked
+directory, runc and runsc a bundle around it (config.json from `runc spec`),
+podman `podman load`s the docker-archive of the same image into its own
+storage, sbx imports the OCI layout into its own store.
+
+Timing: one process is spawned (posix_spawn, i.e. vfork+exec) per sample and
+timed with CLOCK_MONOTONIC from just before the spawn until waitpid returns.
+Tools are interleaved: every round runs each tool once, in a new shuffled
+order, so a burst of load from other work on the host hits all tools alike.
+Every tool's output is checked before it is timed, and every timed run's exit
+status is checked too; a tool that fails is reported as failed, never hidden.
+
+Python stdlib only. Results: OUT/<UTC date>.json (raw samples and summary);
+bench/report.py turns it into the Markdown table and the PNG chart.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import hashlib
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+# Dedicated state roots, so that cleanup can remove exactly what the bench made
+# (and never touches other users' runc/runsc/podman/sbx state).
+RUNC_ROOT = "/run/bench-runc"
+RUNSC_ROOT = "/run/bench-runsc"
+PODMAN_RUNROOT = "/run/bench-podman"
+SBX_RUN_ROOT = "/run/bench-sbx"
+CLEANUP_NOTES: list[str] = []  # what the bench had to clean up after a tool (reported)
+PODMAN_CIDS: set[str] = set()  # podman containers the bench started (to check their cgroups are gone)
+
+# Image-relative commands (absolute paths: no PATH lookup differences between tools).
+START_CMD = {"busybox": ["/bin/true"], "python": ["/usr/bin/python3", "-c", "pass"]}
+CHECK_CMD = {  # (argv, expected stdout, expected exit status)
+    "busybox": [(["/bin/sh", "-c", "echo $((6*7))"], "42\n", 0), (["/bin/sh", "-c", "exit 3"], "", 3)],
+    "python": [(["/usr/bin/python3", "-c", "print(6*7)"], "42\n", 0),
+               (["/usr/bin/python3", "-c", "import sys; sys.exit(3)"], "", 3)],
+}
+
+PROFILES = {
+    # start_runs: timed samples per tool and image; tp_n: sandboxes per throughput batch
+    # (fast tools / tools whose single start takes > 100 ms); he_tools: HumanEval tools.
+    "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100,
+                 he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"],
+                 import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50),
+    "quick": dict(start_runs=10, warmup=2, tp_par=[1, 4], tp_n_fast=100, tp_n_slow=20,
+                  he_par=4, he_tools=["chroot", "bwrap", "runc", "sbx"],
+                  import_reps=1, exec_runs=10, mem_sandboxes=3, fork_n=5),
+}
+
+TOOLS = ["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-gvisor"]
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def sh(argv, check=True, timeout=600, **kw) -> subprocess.CompletedProcess:
+    """Runs argv, captures text output; raises with stderr in the message on failure."""
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, argv[:6]))}: exit {p.returncode}: {short(p.stderr or p.stdout)}")
+    return p
+
+
+def sh_files(argv, timeout=60) -> subprocess.CompletedProcess:
+    """Like sh(), but stdout/stderr go through temp files, not pipes: a command that leaves a
+    detached process holding its stdout (runc run --detach, sbx create) must not hang us."""
+    with tempfile.TemporaryFile("w+") as o, tempfile.TemporaryFile("w+") as e:
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e, timeout=timeout)
+        o.seek(0)
+        e.seek(0)
+        p.stdout, p.stderr = o.read(), e.read()
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, argv[:6]))}: exit {p.returncode}: {short(p.stderr or p.stdout)}")
+    return p
+
+
+def short(text: str, n: int = 160) -> str:
+    """The last meaningful line(s) of an error output, on one line."""
+    lines = [line.strip() for line in (text or "").strip().splitlines() if line.strip()]
+    s = " / ".join(lines[-2:]) if lines else "(no output)"
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def pct(xs, q):
+    """Percentile with linear interpolation (q in 0..100)."""
+    s = sorted(xs)
+    if not s:
+        return None
+    k = (len(s) - 1) * q / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def summary(xs):
+    if not xs:
+        return None
+    return {"n": len(xs), "median": pct(xs, 50), "p90": pct(xs, 90), "min": min(xs), "max": max(xs),
+            "mean": sum(xs) / len(xs)}
+
+
+# --------------------------------------------------------------------------- spawning
+
+class Spawner:
+    """Spawns and times child processes. Remembers live ones with a deadline: a watchdog thread
+    SIGKILLs a child that overruns it (a hung sandbox must not hang the bench), and Ctrl-C kills
+    them all."""
+
+    def __init__(self):
+        self.live: dict[int, float] = {}
+        self.lock = threading.Lock()
+        threading.Thread(target=self._watchdog, daemon=True).start()
+
+    def _watchdog(self):
+        while True:
+            time.sleep(1.0)
+            now = time.monotonic()
+            with self.lock:
+                late = [pid for pid, deadline in self.live.items() if deadline < now]
+            for pid in late:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def run(self, argv, env, stdout_path=None, stderr_path=None, timeout=120.0):
+        """Runs argv to completion. Returns (seconds, exit status). stdout/stderr go to the given
+        files (or /dev/null), stdin is /dev/null. Exit status is negative for a signal (-9 after
+        the timeout), like subprocess."""
+        fa = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+              (os.POSIX_SPAWN_OPEN, 1, stdout_path or "/dev/null", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+              (os.POSIX_SPAWN_OPEN, 2, stderr_path or "/dev/null", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)]
+        t0 = time.perf_counter_ns()
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=fa)
+        with self.lock:
+            self.live[pid] = time.monotonic() + timeout
+        try:
+            _, status = os.waitpid(pid, 0)
+        finally:
+            with self.lock:
+                self.live.pop(pid, None)
+        t1 = time.perf_counter_ns()
+        return (t1 - t0) / 1e9, os.waitstatus_to_exitcode(status)
+
+    def kill_all(self):
+        with self.lock:
+            pids = list(self.live)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+SPAWN = Spawner()
+
+
+# --------------------------------------------------------------------------- images and rootfs
+
+def image_config(layout: Path) -> dict:
+    """The OCI image config of tag 'latest' in an OCI layout dir (image-spec image-layout.md)."""
+    idx = json.loads((layout / "index.json").read_text())
+    desc = next((m for m in idx["manifests"]
+                 if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == "latest"),
+                idx["manifests"][0])
+    blob = lambda d: layout / "blobs" / d.split(":")[0] / d.split(":")[1]  # noqa: E731
+    manifest = json.loads(blob(desc["digest"]).read_text())
+    cfg = json.loads(blob(manifest["config"]["digest"]).read_text())
+    return {"manifest_digest": desc["digest"], "config": cfg.get("config", {})}
+
+
+class Ctx:
+    """Everything the tools share: paths, unpacked rootfs per image, image env."""
+
+    def __init__(self, args):
+        self.repo = Path(args.repo).resolve()
+        self.images = Path(args.images).resolve()
+        self.work = self.repo / "bench" / "work"
+        self.sbx = args.sbx
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.rootfs: dict[str, Path] = {}
+        self.env: dict[str, dict] = {}
+        self.cfg: dict[str, dict] = {}
+        self._ids = 0
+        self._ids_lock = threading.Lock()
+        self.tag = f"{os.getpid()}"
+
+    def next_id(self, tool: str) -> str:
+        with self._ids_lock:
+            self._ids += 1
+            return f"bench-{tool}-{self.tag}-{self._ids}"
+
+    def prepare_rootfs(self):
+        """Unpacks each test image once (umoci raw unpack) into bench/work/<image>-rootfs; reused
+        while the image's manifest digest is unchanged."""
+        for img in ("busybox", "python"):
+            layout = self.images / f"{img}-oci"
+            if not (layout / "index.json").exists():
+                raise RuntimeError(f"{layout} is missing: run tests/images/build.sh")
+            info = image_config(layout)
+            self.cfg[img] = info
+            env = {}
+            for kv in info["config"].get("Env", []):
+                k, _, v = kv.partition("=")
+                env[k] = v
+            env.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            env.setdefault("HOME", "/root")
+            self.env[img] = env
+            dst = self.work / f"{img}-rootfs"
+            stamp = self.work / f".{img}-rootfs.digest"
+            if dst.is_dir() and stamp.exists() and stamp.read_text().strip() == info["manifest_digest"]:
+                self.rootfs[img] = dst
+                continue
+            log(f"unpacking {layout.name} into {dst} (umoci raw unpack)")
+            if dst.exists():
+                shutil.rmtree(dst)
+            stamp.unlink(missing_ok=True)
+            sh(["umoci", "raw", "unpack", "--image", f"{layout}:latest", str(dst)])
+            stamp.write_text(info["manifest_digest"] + "\n")
+            self.rootfs[img] = dst
+
+    def bundle(self, img: str, cmd: list[str]) -> Path:
+        """An OCI bundle (config.json from `runc spec`, args = cmd, terminal false, root = the shared
+        read-only rootfs) for runc and runsc; made once per (image, cmd) and cached."""
+        key = hashlib.sha256(json.dumps([img, cmd, str(self.rootfs[img])]).encode()).hexdigest()[:16]
+        b = self.work / "bundles" / f"{img}-{key}"
+        if (b / "config.json").exists():
+            return b
+        base = self.work / "bundles" / "runc-spec.json"
+        if not base.exists():
+            base.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=base.parent) as t:
+                sh(["runc", "spec", "--bundle", t])
+                shutil.copy(Path(t) / "config.json", base)
+        c = json.loads(base.read_text())
+        c["process"]["terminal"] = False
+        c["process"]["args"] = cmd
+        c["process"]["env"] = [f"{k}={v}" for k, v in self.env[img].items()]
+        c["root"] = {"path": str(self.rootfs[img]), "readonly": True}
+        c["hostname"] = "bench"
+        tmp = b.with_name(b.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        (tmp / "config.json").write_text(json.dumps(c, indent=1))
+        os.replace(tmp, b) if not b.exists() else shutil.rmtree(tmp)
+        return b
+
+
+# --------------------------------------------------------------------------- tools
+
+class Tool:
+    supports_exec = False
+    """One way of running a command in a rootfs. argv() returns what to spawn; error is set (and
+    the tool skipped with that message) when it is unavailable or fails verification."""
+    name = ""
+    env_from_image = True  # chroot/bwrap/runc get the image's env from us; podman/sbx read it themselves
+
+    def __init__(self, ctx: Ctx):
+        self.ctx = ctx
+        self.error: str | None = None
+        self.state = "ok"  # ok | failed | n/a
+
+    def setup(self):
+        pass
+
+    def argv(self, img: str, cmd: list[str]) -> list[str]:
+        raise NotImplementedError
+
+    def env(self, img: str) -> dict:
+        if self.env_from_image:
+            return dict(self.ctx.env[img])
+        return {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root"}
+
+    def version(self) -> str:
+        return ""
+
+    def cleanup(self):
+        pass
+
+    def leaks(self) -> list[str]:
+        return []
+
+
+class Chroot(Tool):
+    name = "chroot"
+
+    def argv(self, img, cmd):
+        return ["chroot", str(self.ctx.rootfs[img]), *cmd]
+
+    def version(self):
+        return sh(["chroot", "--version"]).stdout.splitlines()[0]
+
+
+class Bwrap(Tool):
+    name = "bwrap"
+
+    def argv(self, img, cmd):
+        return ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "bench",
+                "--ro-bind", str(self.ctx.rootfs[img]), "/", "--proc", "/proc", "--dev", "/dev",
+                "--tmpfs", "/tmp", "--", *cmd]
+
+    def version(self):
+        return sh(["bwrap", "--version"]).stdout.strip()
+
+
+class Runc(Tool):
+    name = "runc"
+    root = RUNC_ROOT
+    binary = "runc"
+
+    def setup(self):
+        os.makedirs(self.root, exist_ok=True)
+
+    def argv(self, img, cmd):
+        return [self.binary, "--root", self.root, "run", "--bundle", str(self.ctx.bundle(img, cmd)),
+                self.ctx.next_id(self.name)]
+
+    def version(self):
+        return sh([self.binary, "--version"]).stdout.splitlines()[0]
+
+    def _ids(self):
+        p = sh([self.binary, "--root", self.root, "list", "-q"], check=False)
+        return [i for i in p.stdout.split() if i.startswith("bench-")]
+
+    def cleanup(self):
+        if not os.path.isdir(self.root):
+            return
+        for cid in self._ids():
+            sh([self.binary, "--root", self.root, "delete", "--force", cid], check=False, timeout=60)
+        # A start that failed half-way can leave cgroups (with a live runsc sandbox/gofer in them)
+        # that `delete` no longer knows. Only ours: named bench-<tool>-<our pid>-N.
+        prefix = f"bench-{self.name}-{self.ctx.tag}-"
+        for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+            if top.count("/") >= 7:
+                dirs[:] = []
+                continue
+            for d in [d for d in dirs if d.startswith(prefix)]:
+                path = os.path.join(top, d)
+                try:
+                    for pid in open(os.path.join(path, "cgroup.procs")).read().split():
+                        os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+                for _ in range(50):
+                    try:
+                        os.rmdir(path)
+                        CLEANUP_NOTES.append(f"{self.name} left cgroup {path}; removed by the bench")
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.1)
+                dirs.remove(d)
+        if not self._ids():
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def leaks(self):
+        return [f"{self.name} container {i}" for i in self._ids()] if os.path.isdir(self.root) else []
+
+    # Long-lived sandboxes (scenario 4): start one idle, exec into it, delete it.
+    supports_exec = True
+    global_flags: list[str] = []
+
+    def start_idle(self, img, cmd):
+        cid = self.ctx.next_id(self.name)
+        # stdout/stderr must not be pipes: the detached container keeps them open.
+        sh_files([self.binary, "--root", self.root, *self.global_flags, "run", "--detach",
+                  "--bundle", str(self.ctx.bundle(img, cmd)), cid])
+        return cid
+
+    def exec_argv(self, cid, cmd):
+        return [self.binary, "--root", self.root, *self.global_flags, "exec", cid, *cmd]
+
+    def stop_idle(self, cid):
+        sh([self.binary, "--root", self.root, "delete", "--force", cid], check=False, timeout=60)
+
+
+class Runsc(Runc):
+    name = "runsc"
+    root = RUNSC_ROOT
+    binary = "runsc"
+    global_flags = ["--network=none"]
+
+    def argv(self, img, cmd):
+        # Default platform (ptrace/systrap); kvm hangs on this host. No network, like the others.
+        return [self.binary, "--root", self.root, "--network=none", "run", "--bundle",
+                str(self.ctx.bundle(img, cmd)), self.ctx.next_id(self.name)]
+
+
+class Podman(Tool):
+    name = "podman"
+    env_from_image = False
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.storage = ctx.work / "podman-storage"
+        self.base = ["podman", "--root", str(self.storage), "--runroot", PODMAN_RUNROOT,
+                     "--tmpdir", PODMAN_RUNROOT + "/tmp", "--cgroup-manager=cgroupfs"]
+        self.refs = {}
+
+    def setup(self):
+        """Loads the docker-archive of each test image into the bench's own podman storage
+        (once; reloaded when the image changed)."""
+        for img in ("busybox", "python"):
+            ref = f"localhost/bench-{img}:{self.ctx.cfg[img]['manifest_digest'][7:19]}"
+            if sh([*self.base, "image", "exists", ref], check=False).returncode != 0:
+                log(f"podman: loading {img}.docker.tar")
+                out = sh([*self.base, "load", "-q", "-i", str(self.ctx.images / f"{img}.docker.tar")]).stdout
+                loaded = out.strip().split()[-1]
+                sh([*self.base, "tag", loaded, ref])
+            self.refs[img] = ref
+
+    def argv(self, img, cmd):
+        return [*self.base, "run", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
+                "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", self.refs[img], *cmd]
+
+    def version(self):
+        return sh(["podman", "--version"]).stdout.strip()
+
+    supports_exec = True
+
+    def start_idle(self, img, cmd):
+        p = sh_files([*self.base, "run", "--detach", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
+                      "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", self.refs[img], *cmd])
+        cid = p.stdout.strip().splitlines()[-1]
+        PODMAN_CIDS.add(cid)
+        return cid
+
+    def exec_argv(self, cid, cmd):
+        return [*self.base, "exec", cid, *cmd]
+
+    def stop_idle(self, cid):
+        sh([*self.base, "rm", "--force", "--time", "0", cid], check=False, timeout=60)
+
+    def cleanup(self):
+        if self.storage.exists():
+            sh([*self.base, "rm", "--all", "--force", "--time", "0"], check=False, timeout=120)
+        # Run-time state only (recreated on the next run); the image storage is kept as a cache.
+        shutil.rmtree(PODMAN_RUNROOT, ignore_errors=True)
+
+    def leaks(self):
+        if not self.storage.exists():
+            return []
+        p = sh([*self.base, "ps", "-aq"], check=False)
+        shutil.rmtree(PODMAN_RUNROOT, ignore_errors=True)  # `ps` recreated it
+        return [f"podman container {i}" for i in p.stdout.split()]
+
+
+class Sbx(Tool):
+    name = "sbx"
+    env_from_image = False
+    runtime_args: list[str] = []
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.store = ctx.work / "sbx-root"
+        self.base = [str(ctx.sbx), "--root", str(self.store), "--run-root", SBX_RUN_ROOT]
+
+    def setup(self):
+        if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
+            self.state, self.error = "n/a", f"not yet available: no sbx binary ({self.ctx.sbx})"
+            return
+        helptext = sh([*self.base, "--help"], check=False).stdout
+        p = sh([*self.base, "run", "--help"], check=False)
+        if p.returncode != 0 or "run" not in helptext:
+            self.state, self.error = "n/a", "not yet available: this sbx has no `run` command"
+            return
+        if self.runtime_args and "--runtime" not in p.stdout:
+            self.state, self.error = "n/a", "not yet available: `sbx run` has no --runtime flag"
+            return
+        for img in ("busybox", "python"):
+            name = f"bench-{img}"
+            digest = self.ctx.cfg[img]["manifest_digest"]
+            stamp = self.store / f".bench-{img}.digest"
+            if stamp.exists() and stamp.read_text().strip() == digest:
+                continue
+            log(f"sbx: importing {img}-oci as {name}")
+            self.store.mkdir(parents=True, exist_ok=True)
+            sh([*self.base, "rmi", name], check=False)
+            sh([*self.base, "import", str(self.ctx.images / f"{img}-oci"), name])
+            stamp.write_text(digest + "\n")
+
+    def argv(self, img, cmd):
+        return [*self.base, "run", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd]
+
+    # Long-lived sandboxes (issue: sbx create/exec/rm); used only when this sbx has them.
+    @property
+    def supports_exec(self):
+        return all(sh([*self.base, c, "--help"], check=False).returncode == 0 for c in ("create", "exec", "rm"))
+
+    def start_idle(self, img, cmd):
+        p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", "--", *cmd])
+        return p.stdout.strip().splitlines()[-1].strip()
+
+    def exec_argv(self, cid, cmd):
+        return [*self.base, "exec", cid, "--", *cmd]
+
+    def stop_idle(self, cid):
+        sh([*self.base, "rm", "-f", cid], check=False, timeout=60)
+
+    def version(self):
+        if not self.ctx.sbx or not os.access(self.ctx.sbx, os.X_OK):
+            return "(not built)"
+        p = sh([str(self.ctx.sbx), "--version"], check=False)
+        git = sh(["git", "-C", str(self.ctx.repo), "describe", "--always", "--dirty"], check=False).stdout.strip()
+        return f"{(p.stdout or p.stderr).strip().splitlines()[0] if (p.stdout or p.stderr).strip() else 'sbx'} (git {git})"
+
+    def leaks(self):
+        out = []
+        if os.path.isdir(SBX_RUN_ROOT):
+            out += [f"sbx state {SBX_RUN_ROOT}/{e}" for e in os.listdir(SBX_RUN_ROOT) if not e.startswith(".")]
+        return out
+
+
+class SbxGvisor(Sbx):
+    name = "sbx-gvisor"
+    runtime_args = ["--runtime", "gvisor"]
+
+    def setup(self):
+        super().setup()
+
+
+TOOL_CLASSES = {"chroot": Chroot, "bwrap": Bwrap, "runc": Runc, "runsc": Runsc, "podman": Podman,
+                "sbx": Sbx, "sbx-gvisor": SbxGvisor}
+
+
+def verify(tool: Tool, img: str):
+    """Checks that tool runs `img` correctly: right stdout and exit status for CHECK_CMD.
+    Returns None or an error message."""
+    for cmd, want_out, want_rc in CHECK_CMD[img]:
+        with tempfile.TemporaryDirectory() as t:
+            o, e = os.path.join(t, "out"), os.path.join(t, "err")
+            try:
+                _, rc = SPAWN.run(tool.argv(img, cmd), tool.env(img), o, e, timeout=60)
+            except OSError as ex:
+                return f"cannot start: {ex}"
+            out, err = Path(o).read_text(errors="replace"), Path(e).read_text(errors="replace")
+        if rc != want_rc or out != want_out:
+            return (f"`{' '.join(cmd)}` gave exit {rc} and stdout {out[:40]!r} "
+                    f"(want {want_rc}, {want_out!r}); stderr: {short(err)}")
+    return None
+
+
+# --------------------------------------------------------------------------- scenarios
+
+def scenario_start(ctx, tools, prof, res):
+    """1. Start latency: `true` in busybox, `python3 -c pass` in python; interleaved rounds."""
+    out = {"description": "start latency: spawn to exit of one sandbox running `true` (busybox) / "
+                          "`python3 -c pass` (python); interleaved rounds, shuffled order", "images": {}}
+    rng = random.Random(42)
+    for img in ("busybox", "python"):
+        cmd = START_CMD[img]
+        rows = {}
+        ready = []
+        for t in tools:
+            if t.state != "ok":
+                rows[t.name] = {"status": t.error}
+                continue
+            err = verify(t, img)
+            if err:
+                rows[t.name] = {"status": f"failed: {err}"}
+                log(f"start/{img}: {t.name} failed verification: {err}")
+                continue
+            rows[t.name] = {"status": "ok", "samples_s": [], "failed_runs": 0}
+            ready.append(t)
+        argvs = {t.name: None for t in ready}
+        total = prof["warmup"] + prof["start_runs"]
+        log(f"start/{img}: {len(ready)} tools × {total} rounds")
+        for r in range(total):
+            order = ready[:]
+            rng.shuffle(order)
+            for t in order:
+                argv = t.argv(img, cmd)
+                argvs[t.name] = argv
+                secs, rc = SPAWN.run(argv, t.env(img))
+                row = rows[t.name]
+                if rc != 0:
+                    row["failed_runs"] += 1
+                elif r >= prof["warmup"]:
+                    row["samples_s"].append(secs)
+        for t in ready:
+            row = rows[t.name]
+            row["argv_example"] = argvs[t.name]
+            row["summary_ms"] = summary([s * 1000 for s in row["samples_s"]])
+            if row["failed_runs"]:
+                row["status"] = f"failed: {row['failed_runs']} of {total} runs exited non-zero"
+        out["images"][img] = {"cmd": cmd, "tools": rows}
+    res["scenarios"]["start"] = out
+
+
+def run_batch(tool, img, cmds, par, stdout_check=None):
+    """Runs each cmd of cmds in its own sandbox, `par` at a time. Returns (wall seconds,
+    per-item list of (seconds, rc, ok))."""
+    results = [None] * len(cmds)
+    nxt = [0]
+    lock = threading.Lock()
+    tmp = tempfile.mkdtemp(prefix="bench-batch.")
+
+    def worker(w):
+        o, e = os.path.join(tmp, f"{w}.out"), os.path.join(tmp, f"{w}.err")
+        while True:
+            with lock:
+                i = nxt[0]
+                nxt[0] += 1
+            if i >= len(cmds):
+                return
+            secs, rc = SPAWN.run(tool.argv(img, cmds[i]), tool.env(img), o if stdout_check else None, e)
+            ok = rc == 0
+            msg = ""
+            if stdout_check:
+                out = Path(o).read_text(errors="replace")
+                ok = ok and stdout_check(i, out)
+            if not ok:
+                msg = f"exit {rc}: {short(Path(e).read_text(errors='replace'))}"
+            results[i] = (secs, rc, ok, msg)
+
+    threads = [threading.Thread(target=worker, args=(w,), daemon=True) for w in range(par)]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t0
+    shutil.rmtree(tmp, ignore_errors=True)
+    return wall, results
+
+
+def start_ok(res, tool, img="python"):
+    row = res["scenarios"].get("start", {}).get("images", {}).get(img, {}).get("tools", {}).get(tool.name)
+    if row is None:
+        return True, None
+    return row.get("status") == "ok", row
+
+
+def scenario_throughput(ctx, tools, prof, res):
+    """2. Throughput: N sandboxes of `python3 -c pass` at parallelism 1, 2, 4, 8."""
+    cmd = START_CMD["python"]
+    out = {"description": "throughput: N sandboxes of `python3 -c pass`, P at a time; sandboxes/s = N / wall",
+           "parallelism": prof["tp_par"], "tools": {}}
+    usable = []
+    for t in tools:
+        ok, row = start_ok(res, t)
+        if t.state != "ok" or not ok:
+            out["tools"][t.name] = {"status": t.error if t.state != "ok" else (row or {}).get("status", "failed")}
+            continue
+        med = ((row or {}).get("summary_ms") or {}).get("median") or 0
+        n = prof["tp_n_slow"] if med > 100 else prof["tp_n_fast"]
+        out["tools"][t.name] = {"status": "ok", "n": n, "by_par": {}}
+        usable.append(t)
+    rng = random.Random(7)
+    for par in prof["tp_par"]:
+        order = usable[:]
+        rng.shuffle(order)
+        for t in order:
+            row = out["tools"][t.name]
+            if row["status"] != "ok":
+                continue
+            n = row["n"]
+            log(f"throughput: {t.name} P={par} n={n}")
+            wall, items = run_batch(t, "python", [cmd] * n, par)
+            bad = [it for it in items if not it[2]]
+            entry = {"wall_s": wall, "per_s": n / wall, "failed": len(bad),
+                     "latency_ms": summary([it[0] * 1000 for it in items])}
+            if bad:
+                entry["error"] = bad[0][3]
+                row["status"] = f"failed: {len(bad)} of {n} sandboxes failed at P={par}: {bad[0][3]}"
+            row["by_par"][str(par)] = entry
+    res["scenarios"]["throughput"] = out
+
+
+def humaneval_programs(path: Path):
+    probs = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            p = json.loads(line)
+            prog = (p["prompt"] + p["canonical_solution"] + "\n\n" + p["test"] + "\n\n" +
+                    f"check({p['entry_point']})\nprint('HUMANEVAL-OK {p['task_id']}')\n")
+            probs.append((p["task_id"], prog, p))
+    return probs
+
+
+def scenario_humaneval(ctx, tools, prof, res, path: Path):
+    """3. HumanEval: all 164 problems, one sandbox each, at parallelism 4; all must pass."""
+    out = {"description": f"HumanEval ({path.name}): prompt + canonical_solution + test + check(entry_point), "
+                         f"each as `python3 -c PROGRAM` in its own sandbox, P={prof['he_par']}",
+           "parallelism": prof["he_par"], "tools": {}}
+    if not path.exists():
+        out["error"] = f"{path} is missing"
+        res["scenarios"]["humaneval"] = out
+        return
+    probs = humaneval_programs(path)
+    cmds = [["/usr/bin/python3", "-c", prog] for _, prog, _ in probs]
+    out["problems"] = len(probs)
+    # A broken solution must fail: proves the check can fail and that exit status reaches us.
+    p0 = probs[0][2]
+    broken = p0["prompt"] + "    return None\n\n" + p0["test"] + f"\n\ncheck({p0['entry_point']})\n"
+
+    def check(i, stdout):
+        return f"HUMANEVAL-OK {probs[i][0]}\n" in stdout
+
+    sel = [t for t in tools if t.name in prof["he_tools"]]
+    for t in tools:
+        if t.name not in prof["he_tools"]:
+            continue
+        ok, row = start_ok(res, t)
+        if t.state != "ok":
+            out["tools"][t.name] = {"status": t.error}
+        elif not ok:
+            out["tools"][t.name] = {"status": row.get("status")}
+        else:
+            out["tools"][t.name] = {"status": "ok"}
+    rng = random.Random(3)
+    rng.shuffle(sel)
+    for t in sel:
+        row = out["tools"][t.name]
+        if row["status"] != "ok":
+            continue
+        _, rc = SPAWN.run(t.argv("python", ["/usr/bin/python3", "-c", broken]), t.env("python"))
+        if rc == 0:
+            row["status"] = "failed: a broken HumanEval/0 solution exited 0 (exit status not propagated)"
+            continue
+        log(f"humaneval: {t.name} ({len(cmds)} problems, P={prof['he_par']})")
+        wall, items = run_batch(t, "python", cmds, prof["he_par"], stdout_check=check)
+        passed = sum(1 for it in items if it[2])
+        row.update({"wall_s": wall, "per_s": len(cmds) / wall, "passed": passed, "total": len(cmds),
+                    "broken_solution_exit": rc,
+                    "latency_ms": summary([it[0] * 1000 for it in items])})
+        if passed != len(cmds):
+            first = next(i for i, it in enumerate(items) if not it[2])
+            row["status"] = f"failed: {len(cmds) - passed} of {len(cmds)} did not pass ({probs[first][0]}: {items[first][3]})"
+    res["scenarios"]["humaneval"] = out
+
+
+def sandbox_pss_kib(cid: str) -> tuple[int, int]:
+    """Host memory of one sandbox: the sum of PSS (proportional set size, KiB) over every host
+    process that is in a cgroup whose path contains the sandbox id, or whose command line names
+    it (runsc's sandbox and gofer, podman's conmon). Returns (KiB, process count)."""
+    cid = cid[:12] if len(cid) == 64 else cid  # sbx/podman ids: cgroups and argv may carry a prefix
+    total = n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cg = open(f"/proc/{pid}/cgroup").read()
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+            if cid not in cg and cid not in cmdline:
+                continue
+            for line in open(f"/proc/{pid}/smaps_rollup"):
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    n += 1
+                    break
+        except OSError:
+            continue
+    return total, n
+
+
+def mem_available_kib() -> int:
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1])
+    return 0
+
+
+def scenario_exec(ctx, tools, prof, res):
+    """4. Exec latency into a running sandbox and idle host memory per sandbox."""
+    out = {"description": "K idle sandboxes (busybox `sleep 3600`) per tool: host memory per sandbox = PSS "
+                          "summed over its processes (its cgroup, or naming it: runsc sandbox+gofer, conmon); "
+                          "exec latency = `exec /bin/true` into a running one, interleaved rounds",
+           "sandboxes": prof["mem_sandboxes"], "tools": {}}
+    idle_cmd = ["/bin/sleep", "3600"]
+    ready, live = [], {}
+    for t in tools:
+        if t.state != "ok":
+            out["tools"][t.name] = {"status": t.error}
+            continue
+        if not t.supports_exec:
+            why = ("not yet available: this sbx has no create/exec/rm commands" if t.name.startswith("sbx")
+                   else "no long-lived sandbox (runs one command and exits)")
+            out["tools"][t.name] = {"status": why}
+            continue
+        row = out["tools"][t.name] = {"status": "ok"}
+        live[t.name] = []
+        try:
+            before = mem_available_kib()
+            for _ in range(prof["mem_sandboxes"]):
+                live[t.name].append(t.start_idle("busybox", idle_cmd))
+            time.sleep(1.0)  # let them settle (runsc boots its sandbox lazily)
+            after = mem_available_kib()
+            pss = [sandbox_pss_kib(cid) for cid in live[t.name]]
+            row["pss_kib"] = [p for p, _ in pss]
+            row["processes_per_sandbox"] = [n for _, n in pss]
+            row["pss_mib_median"] = pct([p / 1024 for p, _ in pss], 50)
+            row["memavailable_drop_mib_per_sandbox"] = (before - after) / 1024 / len(live[t.name])
+            err = None
+            with tempfile.TemporaryDirectory() as tdir:
+                o, e = os.path.join(tdir, "o"), os.path.join(tdir, "e")
+                _, rc = SPAWN.run(t.exec_argv(live[t.name][0], ["/bin/sh", "-c", "echo $((6*7))"]),
+                                  t.env("busybox"), o, e, timeout=60)
+                got = Path(o).read_text(errors="replace")
+                if rc != 0 or got != "42\n":
+                    err = f"exec gave exit {rc}, stdout {got!r}: {short(Path(e).read_text(errors='replace'))}"
+            if err:
+                row["status"] = f"failed: {err}"
+                continue
+            row["samples_s"] = []
+            row["failed_runs"] = 0
+            ready.append(t)
+        except Exception as ex:  # noqa: BLE001 - reported
+            row["status"] = f"failed: {ex}"
+    try:
+        rng = random.Random(11)
+        total = prof["warmup"] + prof["exec_runs"]
+        log(f"exec: {len(ready)} tools × {total} rounds")
+        for r in range(total):
+            order = ready[:]
+            rng.shuffle(order)
+            for t in order:
+                secs, rc = SPAWN.run(t.exec_argv(live[t.name][0], ["/bin/true"]), t.env("busybox"))
+                row = out["tools"][t.name]
+                if rc != 0:
+                    row["failed_runs"] += 1
+                elif r >= prof["warmup"]:
+                    row["samples_s"].append(secs)
+        for t in ready:
+            row = out["tools"][t.name]
+            row["summary_ms"] = summary([x * 1000 for x in row["samples_s"]])
+            if row["failed_runs"]:
+                row["status"] = f"failed: {row['failed_runs']} of {total} execs exited non-zero"
+    finally:
+        for t in tools:
+            for cid in live.get(t.name, []):
+                t.stop_idle(cid)
+    res["scenarios"]["exec"] = out
+
+
+def wait_for(tool, cid, path, timeout=120.0):
+    """Polls `exec test -f path` in a running sandbox until it succeeds (or raises)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        _, rc = SPAWN.run(tool.exec_argv(cid, ["/bin/test", "-f", path]), tool.env("busybox"), timeout=30)
+        if rc == 0:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{tool.name}: {path} did not appear in {cid} within {timeout:.0f} s")
+
+
+def scenario_snapshot(ctx, tools, prof, res):
+    """6. Snapshots: filesystem snapshot of a sandbox that wrote 100 MB (podman commit / sbx
+    snapshot), memory checkpoint and restore (runsc / sbx), fork of N sandboxes from one
+    checkpoint (runsc restore N times / sbx restore --count N)."""
+    mb = 100
+    nfork = prof["fork_n"]
+    out = {"description": f"filesystem snapshot of a sandbox that wrote {mb} MB (checked by reading the file's size "
+                          f"from a new sandbox of the snapshot); memory checkpoint + restore of an idle sandbox (checked "
+                          f"by exec into the restored one); fork of {nfork} sandboxes from one checkpoint",
+           "cases": {}}
+    by = {t.name: t for t in tools}
+    writer = ["/bin/sh", "-c", f"head -c {mb * 1048576} /dev/urandom > /data.bin && touch /done && exec sleep 3600"]
+    sbx = by.get("sbx")
+    sbx_cmds = set()
+    if sbx is not None and sbx.state == "ok":
+        for c in ("snapshot", "snapshot-dir", "checkpoint", "restore"):
+            if sh([*sbx.base, c, "--help"], check=False).returncode == 0:
+                sbx_cmds.add(c)
+    na = "not yet available: this sbx has no `{}` command"
+
+    def fs_case(t, commit, runimg, rmimg):
+        cid = t.start_idle("busybox", writer)
+        try:
+            wait_for(t, cid, "/done")
+            t0 = time.perf_counter()
+            commit(cid)
+            secs = time.perf_counter() - t0
+        finally:
+            t.stop_idle(cid)
+        try:
+            p = sh_files(runimg(["/bin/wc", "-c", "/data.bin"]), timeout=120)
+            if p.stdout.split()[:1] != [str(mb * 1048576)]:
+                raise RuntimeError(f"the snapshot's /data.bin has {p.stdout.strip()!r}, want {mb * 1048576} bytes")
+        finally:
+            rmimg()
+        return secs
+
+    cases = {}
+    pod = by.get("podman")
+    if pod is not None and pod.state == "ok":
+        ref = "localhost/bench-snap:1"
+        cases[f"filesystem: podman commit ({mb} MB written)"] = lambda: fs_case(
+            pod, lambda cid: sh([*pod.base, "commit", "-q", cid, ref], timeout=300),
+            lambda cmd: [*pod.base, "run", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
+                         "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", ref, *cmd],
+            lambda: sh([*pod.base, "rmi", "-f", ref], check=False))
+    key = f"filesystem: sbx snapshot ({mb} MB written)"
+    if "snapshot" in sbx_cmds and sbx.supports_exec:
+        cases[key] = lambda: fs_case(
+            sbx, lambda cid: sh([*sbx.base, "snapshot", cid, "--name", "bench-snap"], timeout=300),
+            lambda cmd: [*sbx.base, "run", "--network", "none", "bench-snap", "--", *cmd],
+            lambda: sh([*sbx.base, "rmi", "-f", "bench-snap"], check=False))
+    else:
+        out["cases"][key] = {"status": (sbx.error if sbx is not None and sbx.state != "ok" else na.format("snapshot"))}
+    out["cases"]["directory: sbx snapshot-dir"] = {
+        "status": na.format("snapshot-dir") if "snapshot-dir" not in sbx_cmds else
+        "not measured yet: the bench has no directory-snapshot case"}
+
+    rs = by.get("runsc")
+    if rs is not None and rs.state == "ok":
+        def runsc_ckpt():
+            img = Path(tempfile.mkdtemp(prefix="ckpt.", dir=ctx.work))
+            cid = rs.start_idle("busybox", ["/bin/sleep", "3600"])
+            restored = []
+            try:
+                t0 = time.perf_counter()
+                sh([rs.binary, "--root", rs.root, *rs.global_flags, "checkpoint", "--image-path", str(img), cid])
+                t1 = time.perf_counter()
+                b = str(ctx.bundle("busybox", ["/bin/sleep", "3600"]))
+                for i in range(1 + nfork):
+                    nid = ctx.next_id("runsc")
+                    if i == 1:
+                        t3 = time.perf_counter()
+                    sh_files([rs.binary, "--root", rs.root, *rs.global_flags, "restore", "--detach",
+                              "--image-path", str(img), "--bundle", b, nid])
+                    restored.append(nid)
+                    if i == 0:
+                        t2 = time.perf_counter()
+                        p = sh_files(rs.exec_argv(nid, ["/bin/sh", "-c", "echo $((6*7))"]))
+                        if p.stdout != "42\n":
+                            raise RuntimeError(f"exec into the restored sandbox gave {p.stdout!r}")
+                t4 = time.perf_counter()
+                return {"checkpoint_s": t1 - t0, "restore_s": t2 - t1, "fork_s": t4 - t3}
+            finally:
+                for c in [cid, *restored]:
+                    rs.stop_idle(c)
+                shutil.rmtree(img, ignore_errors=True)
+        cases["memory: runsc checkpoint + restore, fork"] = runsc_ckpt
+    key = "memory: sbx checkpoint + restore, fork"
+    if not {"checkpoint", "restore"} <= sbx_cmds:
+        out["cases"][key] = {"status": (sbx.error if sbx is not None and sbx.state != "ok"
+                                        else na.format("checkpoint` / `restore"))}
+    else:
+        out["cases"][key] = {"status": "not measured yet: sbx checkpoint exists but the bench has no case for it"}
+
+    for name, fn in cases.items():
+        log(f"snapshot: {name}")
+        try:
+            r = fn()
+            out["cases"][name] = {"status": "ok", **({"snapshot_s": r} if isinstance(r, float) else r)}
+        except Exception as ex:  # noqa: BLE001 - reported
+            out["cases"][name] = {"status": f"failed: {short(str(ex), 200)}"}
+    out["fork_n"] = nfork
+    res["scenarios"]["snapshot"] = out
+
+
+def timed(argv, timeout=600, env=None):
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    return time.perf_counter() - t0, p
+
+
+def scenario_import(ctx, tools, prof, res):
+    """5. Image import of the python image: sbx import (docker-archive, OCI layout) beside
+    podman load (docker-archive) and umoci unpack (OCI layout), each into a fresh store."""
+    out = {"description": "import the python image into a fresh, empty store (each repetition); "
+                          "sbx and podman checked by running print(6*7) from the imported image, umoci by chroot",
+           "cases": {}}
+    img_oci = ctx.images / "python-oci"
+    img_docker = ctx.images / "python.docker.tar"
+    tmp_base = ctx.work / "import-tmp"
+    shutil.rmtree(tmp_base, ignore_errors=True)
+    tmp_base.mkdir(parents=True)
+    sbx = next((t for t in tools if t.name == "sbx"), None)
+    sbx_has_import = bool(ctx.sbx and os.access(ctx.sbx, os.X_OK) and
+                          sh([str(ctx.sbx), "import", "--help"], check=False).returncode == 0)
+    sbx_runs = sbx is not None and sbx.state == "ok"
+
+    def case_umoci(d):
+        t, p = timed(["umoci", "unpack", "--image", f"{img_oci}:latest", str(d / "bundle")])
+        if p.returncode:
+            return t, f"failed: {short(p.stderr)}"
+        q = sh(["chroot", str(d / "bundle" / "rootfs"), "/usr/bin/python3", "-c", "print(6*7)"], check=False)
+        return t, None if q.stdout == "42\n" else f"failed: unpacked rootfs gave {q.stdout!r} {short(q.stderr)}"
+
+    def case_podman(d):
+        # podman refuses a runroot longer than 50 characters: keep it short, under /run.
+        rr = tempfile.mkdtemp(prefix="bench-podman-imp.", dir="/run")
+        base = ["podman", "--root", str(d / "storage"), "--runroot", rr, "--tmpdir", rr + "/tmp",
+                "--cgroup-manager=cgroupfs"]
+        try:
+            t, p = timed([*base, "load", "-q", "-i", str(img_docker)])
+            if p.returncode:
+                return t, f"failed: {short(p.stderr)}"
+            ref = p.stdout.strip().split()[-1]
+            q = sh([*base, "run", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
+                    "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", ref,
+                    "/usr/bin/python3", "-c", "print(6*7)"], check=False)
+            return t, None if q.stdout == "42\n" else f"failed: imported image gave {q.stdout!r} {short(q.stderr)}"
+        finally:
+            sh([*base, "rm", "-af"], check=False)
+            sh([*base, "rmi", "-af"], check=False)
+            sh([*base, "system", "reset", "-f"], check=False, timeout=120)
+            shutil.rmtree(rr, ignore_errors=True)
+
+    def case_sbx(src):
+        def run(d):
+            base = [str(ctx.sbx), "--root", str(d / "store"), "--run-root", str(d / "run")]
+            t, p = timed([*base, "import", str(src), "py"])
+            if p.returncode:
+                return t, f"failed: {short(p.stderr)}"
+            if sbx_runs:
+                q = sh([*base, "run", "--network", "none", "py", "--", "/usr/bin/python3", "-c", "print(6*7)"],
+                       check=False)
+                ok = q.stdout == "42\n"
+            else:
+                q = sh([*base, "images"], check=False)
+                ok = q.returncode == 0 and "py" in q.stdout
+            return t, None if ok else f"failed: imported image check gave {q.stdout[:60]!r} {short(q.stderr)}"
+        return run
+
+    cases = [("umoci unpack (OCI layout)", case_umoci), ("podman load (docker-archive)", case_podman)]
+    if sbx_has_import:
+        cases += [("sbx import (OCI layout)", case_sbx(img_oci)), ("sbx import (docker-archive)", case_sbx(img_docker))]
+    else:
+        out["cases"]["sbx import"] = {"status": "not yet available: this sbx has no `import` command"}
+    if not sbx_runs and sbx_has_import:
+        out["note"] = "sbx run is not available, so the sbx import check is `sbx images` only"
+    for name, fn in cases:
+        out["cases"][name] = {"status": "ok", "samples_s": []}
+    for r in range(prof["import_reps"]):
+        order = cases[:]
+        random.Random(r).shuffle(order)
+        for name, fn in order:
+            row = out["cases"][name]
+            if row["status"] != "ok":
+                continue
+            d = Path(tempfile.mkdtemp(prefix="imp.", dir=tmp_base))
+            try:
+                log(f"import: {name} (rep {r + 1})")
+                secs, err = fn(d)
+            except Exception as ex:  # noqa: BLE001 - reported, never hidden
+                secs, err = 0, f"failed: {ex}"
+            finally:
+                for m in reversed(sh(["findmnt", "-rn", "-o", "TARGET"], check=False).stdout.split()):
+                    if m.startswith(str(d)):
+                        sh(["umount", "-l", m], check=False)
+                shutil.rmtree(d, ignore_errors=True)
+            if err:
+                row["status"] = err
+            else:
+                row["samples_s"].append(secs)
+    for row in out["cases"].values():
+        if "samples_s" in row:
+            row["summary_ms"] = summary([s * 1000 for s in row["samples_s"]])
+    shutil.rmtree(tmp_base, ignore_errors=True)
+    res["scenarios"]["import"] = out
+
+
+# --------------------------------------------------------------------------- machine facts, cleanup
+
+def cpu_jiffies():
+    f = open("/proc/stat").readline().split()[1:]
+    v = list(map(int, f))
+    idle = v[3] + v[4]
+    return sum(v[:8]), idle
+
+
+def machine_facts(tools):
+    facts = {"kernel": platform.release(), "cpus": os.cpu_count(), "python": platform.python_version()}
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                facts["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                facts["mem_total_gib"] = round(int(line.split()[1]) / 2**20, 1)
+        facts["os"] = next((line.split("=", 1)[1].strip().strip('"') for line in open("/etc/os-release")
+                            if line.startswith("PRETTY_NAME")), "")
+    except OSError:
+        pass
+    vers = {}
+    for t in tools:
+        try:
+            vers[t.name] = t.version()
+        except Exception as ex:  # noqa: BLE001
+            vers[t.name] = f"? ({ex})"
+    for extra in (["umoci", "--version"], ["hyperfine", "--version"]):
+        p = sh(extra, check=False)
+        vers[extra[0]] = p.stdout.strip().splitlines()[0] if p.stdout.strip() else "?"
+    facts["versions"] = vers
+    return facts
+
+
+def load_snapshot():
+    la = open("/proc/loadavg").read().split()[:3]
+    ps = sh(["ps", "-eo", "comm="], check=False).stdout.split()
+    builders = sum(1 for c in ps if c in ("cc1plus", "cc1", "ld", "collect2", "ld.gold", "ld.lld", "make", "ninja"))
+    return {"loadavg": list(map(float, la)), "compiler_processes": builders, "time": time.strftime("%H:%M:%S")}
+
+
+def leak_check(tools):
+    leaks = []
+    for t in tools:
+        try:
+            leaks += t.leaks()
+        except Exception as ex:  # noqa: BLE001
+            leaks.append(f"{t.name}: leak check failed: {ex}")
+    mounts = sh(["findmnt", "-rn", "-o", "TARGET"], check=False).stdout.split()
+    leaks += [f"mount {m}" for m in mounts if "/bench-" in m or "/bench/work/" in m]
+    # runc nests its cgroups under the caller's cgroup, runsc puts them at the top: look a few levels deep.
+    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+        if top.count("/") >= 7:
+            dirs[:] = []
+            continue
+        leaks += [f"cgroup {top}/{d}" for d in dirs if d.startswith("bench-") or d.startswith("libpod-")
+                  and PODMAN_CIDS.intersection({d[7:].split(".")[0]})]
+    return leaks
+
+
+# --------------------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repo", default=str(HERE.parent))
+    ap.add_argument("--images", default=os.environ.get("SBX_IMAGES", str(HERE.parent / "tests/images/out")))
+    ap.add_argument("--sbx", default=str(HERE.parent / "build" / "sbx"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--only", default="", help="comma list of scenarios: start,throughput,humaneval,exec,import,snapshot")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="comma list of tools")
+    ap.add_argument("--humaneval", default=str(HERE.parent.parent / "shared/data/HumanEval.jsonl.gz"))
+    ap.add_argument("--note", default="", help="free text recorded in the results (e.g. why a run was made)")
+    args = ap.parse_args()
+    prof = PROFILES["quick" if args.quick else "full"]
+    only = set(filter(None, args.only.split(",")))
+    want = lambda s: not only or s in only  # noqa: E731
+
+    # Ctrl-C / SIGTERM: stop children, then the finally block below cleans up.
+    def on_signal(signum, _frame):
+        SPAWN.kill_all()
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    t_start = time.time()
+    started = dt.datetime.now(dt.timezone.utc)
+    ctx = Ctx(args)
+    tools = [TOOL_CLASSES[n](ctx) for n in args.tools.split(",") if n]
+    res = {"started_utc": started.isoformat(timespec="seconds"), "profile": "quick" if args.quick else "full",
+           "settings": prof, "note": args.note, "scenarios": {}, "load": {"start": load_snapshot()}}
+    j0 = cpu_jiffies()
+    c0 = os.times()
+    interrupted = False
+    try:
+        ctx.prepare_rootfs()
+        res["images"] = {img: {"manifest_digest": ctx.cfg[img]["manifest_digest"], "rootfs": str(ctx.rootfs[img])}
+                         for img in ctx.cfg}
+        for t in tools:
+            try:
+                t.setup()
+            except Exception as ex:  # noqa: BLE001 - a tool that cannot be set up is reported, not hidden
+                t.state, t.error = "failed", f"failed: setup: {ex}"
+                log(f"{t.name}: {t.error}")
+        res["machine"] = machine_facts(tools)
+        if want("start"):
+            scenario_start(ctx, tools, prof, res)
+            res["load"]["after_start"] = load_snapshot()
+        if want("throughput"):
+            scenario_throughput(ctx, tools, prof, res)
+            res["load"]["after_throughput"] = load_snapshot()
+        if want("humaneval"):
+            scenario_humaneval(ctx, tools, prof, res, Path(args.humaneval))
+            res["load"]["after_humaneval"] = load_snapshot()
+        if want("exec"):
+            scenario_exec(ctx, tools, prof, res)
+        if want("import"):
+            scenario_import(ctx, tools, prof, res)
+        if want("snapshot"):
+            scenario_snapshot(ctx, tools, prof, res)
+    except KeyboardInterrupt:
+        interrupted = True
+        log("interrupted: cleaning up")
+    finally:
+        for t in tools:
+            try:
+                t.cleanup()
+            except Exception as ex:  # noqa: BLE001
+                log(f"{t.name}: cleanup: {ex}")
+        res["leaks"] = leak_check(tools)
+        res["cleanup_notes"] = CLEANUP_NOTES
+        for leak in res["leaks"]:
+            log(f"LEAK: {leak}")
+    if interrupted:
+        sys.exit(130)
+    j1 = cpu_jiffies()
+    c1 = os.times()
+    total, idle = j1[0] - j0[0], j1[1] - j0[1]
+    ours = (c1.children_user + c1.children_system + c1.user + c1.system) - \
+           (c0.children_user + c0.children_system + c0.user + c0.system)
+    hz = os.sysconf("SC_CLK_TCK")
+    res["load"]["end"] = load_snapshot()
+    res["load"]["host_cpu_busy_pct"] = round(100 * (total - idle) / total, 1) if total else None
+    res["load"]["bench_cpu_s"] = round(ours, 1)
+    res["load"]["host_cpu_busy_s"] = round((total - idle) / hz, 1)
+    res["duration_s"] = round(time.time() - t_start, 1)
+
+    outdir = Path(args.out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    stem = started.strftime("%Y-%m-%dT%H%MZ") + ("-quick" if args.quick else "")
+    jpath = outdir / f"{stem}.json"
+    jpath.write_text(json.dumps(res, indent=1) + "\n")
+    log(f"wrote {jpath}")
+    r = subprocess.run([sys.executable, str(HERE / "report.py"), str(jpath)])
+    if r.returncode:
+        sys.exit(r.returncode)
+    for ext in ("json", "md", "png"):
+        src = outdir / f"{stem}.{ext}"
+        if src.exists():
+            shutil.copy(src, outdir / f"latest.{ext}")
+    print((outdir / f"{stem}.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

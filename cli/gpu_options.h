@@ -1,0 +1,43 @@
+// `--gpus` and `--device` for the commands that start sandboxes (run, create).
+// Kept out of cmd_run.cpp so that one call wires them in; CLI11 stays out of
+// this header.
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace sbx {
+struct SandboxSpec;
+}
+
+namespace sbx::cli {
+
+struct GpuOptions {
+  std::string gpus;                  ///< --gpus value ("" when not given)
+  std::vector<std::string> devices;  ///< --device values, CDI names or host device paths
+  std::string host_root = "/";       ///< where the host's /dev, /proc, /etc are (tests: a fake tree)
+};
+
+/// Adds `--gpus` and `--device` (repeatable) to `cmd`, storing into `o`.
+void add_gpu_options(CLI::App& cmd, GpuOptions& o);
+
+/// Applies the options to `spec` (does nothing when neither was given):
+///  --gpus: NVIDIA discovery + selection + gpu::apply_gpus; with
+///          spec.runtime == "gvisor" it first requires runsc --nvproxy and
+///          records annotation "dev.sbx.gvisor.nvproxy"="true" so the gVisor
+///          backend passes --nvproxy;
+///  --device vendor/class=name: CDI (gpu::CdiRegistry);
+///  --device /dev/x[:/dev/y][:rwm]: a host device node.
+/// Call it after the spec's env, mounts and runtime are set (it overrides env
+/// keys such as CUDA_VISIBLE_DEVICES). Throws sbx::Error with a clear message;
+/// `spec` is not changed when it throws.
+void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec);
+
+/// Prints the "gpus:" and "cdi devices:" sections of `sbx info` (human text).
+void print_gpu_info(std::ostream& out);
+
+}  // namespace sbx::cli

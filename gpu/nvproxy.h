@@ -1,0 +1,26 @@
+// gVisor and GPUs: runsc passes NVIDIA GPUs through only with its nvproxy
+// feature (`runsc --nvproxy`, added in 2023). The gVisor backend asks here
+// whether the installed runsc has it before adding --nvproxy to its command
+// line; Debian 12's runsc (release 20221219) does not.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace sbx::gpu {
+
+/// True when the output of `runsc flags` (or `runsc --help`, which lists flags
+/// on newer releases) names the -nvproxy flag. Looks for the flag as a whole
+/// word ("-nvproxy" / "--nvproxy"), not a prefix of another one.
+bool runsc_output_has_nvproxy(std::string_view flags_output);
+
+/// Runs `<runsc> flags` (stdout and stderr, 5 s at most) and checks its
+/// output with runsc_output_has_nvproxy. Throws sbx::Error when runsc cannot be
+/// run at all.
+bool runsc_supports_nvproxy(const std::string& runsc_path = "runsc");
+
+/// Throws sbx::Error ("--gpus with --runtime gvisor needs runsc with nvproxy
+/// support: <path> (version ...) has none; upgrade gVisor ... or use the native
+/// runtime") unless runsc_supports_nvproxy(runsc_path).
+void require_nvproxy(const std::string& runsc_path = "runsc");
+
+}  // namespace sbx::gpu

@@ -1,0 +1,136 @@
+#include "oci/index.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace sbx::oci {
+namespace {
+
+using json = nlohmann::json;
+constexpr int kIndexVersion = 1;
+
+json to_json(const ImageRecord& r) {
+  json c = {{"Env", r.config.env},
+            {"Entrypoint", r.config.entrypoint},
+            {"Cmd", r.config.cmd},
+            {"WorkingDir", r.config.working_dir},
+            {"User", r.config.user},
+            {"StopSignal", r.config.stop_signal},
+            {"Labels", r.config.labels}};
+  json j = {{"id", r.id},
+            {"manifest_digest", r.manifest_digest},
+            {"names", r.names},
+            {"diff_ids", r.diff_ids},
+            {"chain_ids", r.chain_ids},
+            {"layer_digests", r.layer_digests},
+            {"config", c},
+            {"created", r.created},
+            {"architecture", r.architecture},
+            {"os", r.os},
+            {"size", r.size},
+            {"unpacked_size", r.unpacked_size},
+            {"layer_unpacked_sizes", r.layer_unpacked_sizes},
+            {"imported", r.imported}};
+  if (r.removed) j["removed"] = true;
+  return j;
+}
+
+template <class T>
+T get_or(const json& j, const char* key, T def) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return def;
+  return it->get<T>();
+}
+
+ImageRecord from_json(const json& j) {
+  ImageRecord r;
+  r.id = j.at("id").get<std::string>();
+  r.manifest_digest = get_or<std::string>(j, "manifest_digest", "");
+  r.names = get_or<std::vector<std::string>>(j, "names", {});
+  r.diff_ids = get_or<std::vector<std::string>>(j, "diff_ids", {});
+  r.chain_ids = get_or<std::vector<std::string>>(j, "chain_ids", {});
+  r.layer_digests = get_or<std::vector<std::string>>(j, "layer_digests", {});
+  r.created = get_or<std::string>(j, "created", "");
+  r.architecture = get_or<std::string>(j, "architecture", "");
+  r.os = get_or<std::string>(j, "os", "");
+  r.size = get_or<uint64_t>(j, "size", 0);
+  r.unpacked_size = get_or<uint64_t>(j, "unpacked_size", 0);
+  r.layer_unpacked_sizes = get_or<std::vector<uint64_t>>(j, "layer_unpacked_sizes", {});
+  r.imported = get_or<std::string>(j, "imported", "");
+  r.removed = get_or<bool>(j, "removed", false);
+  if (auto it = j.find("config"); it != j.end() && it->is_object()) {
+    const json& c = *it;
+    r.config.env = get_or<std::vector<std::string>>(c, "Env", {});
+    r.config.entrypoint = get_or<std::vector<std::string>>(c, "Entrypoint", {});
+    r.config.cmd = get_or<std::vector<std::string>>(c, "Cmd", {});
+    r.config.working_dir = get_or<std::string>(c, "WorkingDir", "");
+    r.config.user = get_or<std::string>(c, "User", "");
+    r.config.stop_signal = get_or<std::string>(c, "StopSignal", "");
+    r.config.labels = get_or<std::map<std::string, std::string>>(c, "Labels", {});
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<ImageRecord> read_index(const std::string& root) {
+  std::string path = root + "/images.json";
+  std::string text;
+  try {
+    text = fs::read_file(path);
+  } catch (const Error& e) {
+    if (e.err() == ENOENT) return {};
+    throw;
+  }
+  std::vector<ImageRecord> out;
+  try {
+    json j = json::parse(text);
+    int v = j.at("version").get<int>();
+    if (v != kIndexVersion)
+      throw Error("image index " + path + " has version " + std::to_string(v) + "; this sbx reads version " +
+                  std::to_string(kIndexVersion));
+    for (const auto& img : j.at("images")) out.push_back(from_json(img));
+  } catch (const json::exception& e) {
+    throw Error("image index " + path + " is corrupt (" + e.what() +
+                "); move it away and re-import the images");
+  }
+  return out;
+}
+
+void write_index(const std::string& root, const std::vector<ImageRecord>& images) {
+  json arr = json::array();
+  for (const auto& r : images) arr.push_back(to_json(r));
+  json j = {{"version", kIndexVersion}, {"images", arr}};
+  fs::write_file_atomic(root + "/images.json", j.dump(1) + "\n", 0644);
+}
+
+std::string image_inspect_json(const ImageRecord& r, const std::vector<std::string>& layer_dirs) {
+  json j = {
+      {"Id", r.id},
+      {"Digest", r.manifest_digest},
+      {"RepoTags", r.names},
+      {"Created", r.created},
+      {"Imported", r.imported},
+      {"Architecture", r.architecture},
+      {"Os", r.os},
+      {"Size", r.size},
+      {"UnpackedSize", r.unpacked_size},
+      {"Config",
+       {{"Env", r.config.env},
+        {"Entrypoint", r.config.entrypoint},
+        {"Cmd", r.config.cmd},
+        {"WorkingDir", r.config.working_dir},
+        {"User", r.config.user},
+        {"StopSignal", r.config.stop_signal},
+        {"Labels", r.config.labels}}},
+      {"RootFS", {{"Type", "layers"}, {"DiffIDs", r.diff_ids}}},
+      {"Layers", r.layer_digests},
+      {"ChainIDs", r.chain_ids},
+  };
+  if (!layer_dirs.empty()) j["LayerDirs"] = layer_dirs;
+  return j.dump(2);
+}
+
+}  // namespace sbx::oci

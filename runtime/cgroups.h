@@ -1,0 +1,78 @@
+// Control groups for one sandbox: limits (memory, CPU, pids, devices), a way
+// to kill every process in it, and OOM / pids-limit reporting.
+//
+// The host's cgroup layout is detected once (statfs on /sys/fs/cgroup, as crun
+// does): unified (v2 only), legacy (v1 only) or hybrid (v1 controllers plus a
+// cgroup2 at /sys/fs/cgroup/unified). The sandbox's cgroup is created as a
+// child of the cgroup sbx itself runs in (from /proc/self/cgroup), named
+// "sbx-<id12>", so limits of the caller still apply and nothing else is touched.
+// Kernel docs: admin-guide/cgroup-v1/*.rst, admin-guide/cgroup-v2.rst.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/spec.h"
+
+namespace sbx::runtime {
+
+enum class CgroupMode { Unified, Legacy, Hybrid };
+
+/// The host's cgroup mode, detected once per process (statfs of /sys/fs/cgroup
+/// and /sys/fs/cgroup/unified).
+CgroupMode cgroup_mode();
+
+/// One sandbox's cgroup, in every hierarchy sbx uses. Not copyable; movable.
+class Cgroup {
+ public:
+  Cgroup() = default;
+  /// Creates "sbx-<id12>" under sbx's own cgroup in each hierarchy it needs and
+  /// applies `res` (memory.limit / memory.max, cpu quota, pids.max, device
+  /// allow list). Throws sbx::Error naming the cgroup file and errno; on a
+  /// throw nothing is left behind.
+  static Cgroup create(const std::string& id, const Resources& res);
+
+  Cgroup(Cgroup&& o) noexcept;
+  Cgroup& operator=(Cgroup&& o) noexcept;
+  Cgroup(const Cgroup&) = delete;
+  Cgroup& operator=(const Cgroup&) = delete;
+  ~Cgroup();
+
+  /// Moves the calling process into the cgroup (writes "0" to every
+  /// cgroup.procs). Async-signal-safe: it is called in the sandbox's init
+  /// before it forks the workload. Returns 0 or an errno; on failure
+  /// `*failed_path` points at the file that failed.
+  int join_self(const char** failed_path) const noexcept;
+
+  /// Kills every process in the cgroup: cgroup.kill on v2; on v1 freeze
+  /// (freezer), SIGKILL each pid in cgroup.procs, thaw. Best effort, no throw.
+  void kill_all() noexcept;
+
+  /// OOM kills so far (memory.oom_control "oom_kill" on v1, memory.events on v2).
+  uint64_t oom_kills() const noexcept;
+  /// How often fork/clone failed at pids.max (pids.events "max").
+  uint64_t pids_max_hits() const noexcept;
+
+  /// Kills what is left and removes the directories. Idempotent, no throw
+  /// (a directory that cannot be removed is logged and left for `sbx gc`).
+  void destroy() noexcept;
+
+  /// The directories, one per hierarchy (for state.json and tests).
+  const std::vector<std::string>& paths() const { return dirs_; }
+  bool empty() const { return dirs_.empty(); }
+
+ private:
+  std::vector<std::string> dirs_;       ///< created dirs
+  std::vector<std::string> procs_;      ///< their cgroup.procs files
+  std::string memory_, pids_, freezer_, unified_;  ///< "" when not used
+};
+
+/// Removes stale sandbox cgroups: "sbx-*" children of sbx's own cgroup (in
+/// every hierarchy) that hold no process and are older than `min_age_s`
+/// seconds (so a sandbox being started right now is never touched). Returns
+/// the paths removed. Never throws.
+std::vector<std::string> gc_stale_cgroups(int min_age_s = 10) noexcept;
+
+}  // namespace sbx::runtime

@@ -1,0 +1,67 @@
+// The sandbox's file system, built inside its own mount namespace so that the
+// kernel tears every mount down when the namespace dies (nothing is mounted on
+// the host, nothing to clean up after a crash).
+//
+// Order (called by runtime/native_backend.cpp in the sandbox's init):
+//   make_mounts_private → mount_rootfs (tmpfs for upper/work, overlay of the
+//   layers) → open_bind_sources → pivot_into → mount_system (/proc, /sys, /dev)
+//   → mount_user (volumes, --tmpfs) → mask_and_readonly_paths → finish_rootfs.
+// Kernel docs: filesystems/overlayfs.rst, sharedsubtree.rst; pivot_root(2);
+// runc's libcontainer/rootfs_linux.go for the defaults (masked/read-only paths).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/spec.h"
+
+namespace sbx::runtime {
+
+/// Makes every mount in the (new) mount namespace private, so that nothing we
+/// mount propagates back to the host. Throws sbx::Error.
+void make_mounts_private();
+
+/// Mounts a private tmpfs on `staging` (an existing directory), creates the
+/// overlay upper/work dirs on it (or uses spec.upper_dir) and mounts the
+/// overlay of spec.layer_dirs (bottom first) on `staging`/root, which it
+/// returns. Uses fsopen/fsconfig "lowerdir+" (kernel >= 6.8, no option-length
+/// limit) and falls back to mount(2) with a lowerdir= list. Throws sbx::Error
+/// ("mount overlay on …: EINVAL") on failure.
+std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging);
+
+/// A host-side bind source, opened (open_tree(OPEN_TREE_CLONE)) while the host
+/// file system is still reachable; attached inside the rootfs after pivot_root.
+struct BindSource {
+  const Mount* mount = nullptr;
+  int tree_fd = -1;
+  bool is_dir = true;
+};
+
+/// Opens every bind mount's source in spec.mounts. Throws sbx::Error naming the
+/// host path when it does not exist.
+std::vector<BindSource> open_bind_sources(const SandboxSpec& spec);
+
+/// pivot_root into `new_root` and detaches the old root (the pivot_root(".",
+/// ".") idiom of runc: no directory for the old root is needed).
+void pivot_into(const std::string& new_root);
+
+/// Fresh /proc, read-only /sys, and a minimal /dev on a tmpfs: null zero full
+/// random urandom tty, pts (devpts newinstance), shm, mqueue, fd/stdin/stdout/
+/// stderr links, plus spec.devices. Run after pivot_root.
+void mount_system(const SandboxSpec& spec);
+
+/// Volumes (-v), --tmpfs and other spec.mounts, in order. Targets are created
+/// inside the new root (symlinks resolve inside it: the host root is gone).
+void mount_user(const SandboxSpec& spec, std::vector<BindSource>& binds);
+
+/// Masks (/proc/kcore, /proc/keys, …) and read-only paths (/proc/sys, …) as
+/// runc's and docker's defaults.
+void mask_and_readonly_paths();
+
+/// Makes / read-only when spec.readonly_rootfs.
+void finish_rootfs(const SandboxSpec& spec);
+
+/// runc's default masked and read-only paths (for tests and the OCI bundle writer).
+const std::vector<std::string>& default_masked_paths();
+const std::vector<std::string>& default_readonly_paths();
+
+}  // namespace sbx::runtime

@@ -1,0 +1,571 @@
+#include "runtime/native_backend.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "runtime/capabilities.h"
+#include "runtime/init.h"
+#include "runtime/mounts.h"
+#include "runtime/namespaces.h"
+#include "runtime/network.h"
+#include "runtime/rlimits.h"
+#include "runtime/seccomp.h"
+#include "runtime/state.h"
+#include "runtime/user.h"
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+
+namespace sbx::runtime {
+
+namespace {
+
+// ---- the error channel -----------------------------------------------------
+// A SOCK_SEQPACKET socketpair, close-on-exec on both sides. The sandbox sends
+//   'E' <exit code byte> <message>   a setup or exec failure
+//   'P' + SCM_RIGHTS fd              the pty master (with a terminal)
+// and EOF (every child-side end closed: the init after forking, the workload
+// by execve) means the command is running.
+
+void send_error(int sock, int code, const std::string& msg) noexcept {
+  std::string m = "E";
+  m += static_cast<char>(code);
+  m += msg;
+  (void)!::send(sock, m.data(), m.size(), MSG_NOSIGNAL);
+}
+
+void send_fd(int sock, int fd) {
+  char tag = 'P';
+  struct iovec iov {&tag, 1};
+  alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = buf;
+  msg.msg_controllen = sizeof buf;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  if (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) throw_errno("send the pty to sbx");
+}
+
+/// PATH search as execvp, but with the sandbox's PATH. Returns "" (errno set)
+/// when not found.
+std::string find_executable(const std::string& cmd, const std::vector<std::string>& env) {
+  if (cmd.find('/') != std::string::npos) return cmd;
+  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (const auto& e : env)
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  int err = ENOENT;
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string full = (dir.empty() ? "." : dir) + "/" + cmd;
+    struct stat st {};
+    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (::access(full.c_str(), X_OK) == 0) return full;
+      err = EACCES;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  errno = err;
+  return {};
+}
+
+struct ChildCtx {
+  const SandboxSpec* spec;
+  const Cgroup* cgroup;
+  std::string state_dir;
+  std::string hostname;
+  int sock;
+  sigset_t caller_mask;
+};
+
+/// The workload: credentials, limits, privileges, seccomp, exec. Runs in the
+/// sandbox after the init has built its file system. Never returns.
+[[noreturn]] void workload_main(const ChildCtx& c, const ResolvedUser& user, const std::vector<int>& caps,
+                                int pty_slave) noexcept {
+  const SandboxSpec& spec = *c.spec;
+  const Process& p = spec.process;
+  int code = kExitSbxFailed;
+  try {
+    // Signals: back to the caller's mask; dispositions reset at exec except
+    // "ignored", so un-ignore the ones a shell may have ignored.
+    for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &c.caller_mask, nullptr);
+    // Session and stdio: the pty slave becomes the controlling terminal.
+    ::setsid();
+    if (pty_slave >= 0) {
+      if (::ioctl(pty_slave, TIOCSCTTY, 0) < 0) throw_errno("make the pty the controlling terminal");
+      for (int fd = 0; fd < 3; ++fd)
+        if (::dup2(pty_slave, fd) < 0) throw_errno("dup2 the pty");
+      if (pty_slave > 2) ::close(pty_slave);
+    } else if (!spec.stdin_open) {
+      int fd = ::open("/dev/null", O_RDONLY);
+      if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
+      if (fd > 2) ::close(fd);
+    }
+    // Nothing of sbx's but stdio reaches the command.
+    ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+
+    apply_rlimits(p.rlimits);
+    // Bounding set first: dropping needs CAP_SETPCAP, which setuid may take away.
+    drop_bounding(caps);
+    std::vector<gid_t> groups(user.groups.begin(), user.groups.end());
+    for (auto g : p.additional_gids) groups.push_back(g);
+    if (::setgroups(groups.size(), groups.data()) < 0) throw_errno("setgroups");
+    if (::setresgid(user.gid, user.gid, user.gid) < 0) throw_errno("setgid " + std::to_string(user.gid));
+    if (::setresuid(user.uid, user.uid, user.uid) < 0) throw_errno("setuid " + std::to_string(user.uid));
+    // Seccomp must come after setuid/capset (it may deny what they need) and
+    // needs no_new_privs unless we still hold CAP_SYS_ADMIN; see runc's
+    // standard_init_linux.go.
+    if (!p.no_new_privileges) install_default_seccomp();
+    apply_capabilities(caps, user.uid == 0);
+    if (::chdir(p.cwd.c_str()) < 0) throw_errno("chdir to the working directory " + p.cwd);
+
+    std::vector<std::string> env = p.env;
+    bool has_home = false;
+    for (const auto& e : env) has_home |= e.rfind("HOME=", 0) == 0;
+    if (!has_home) env.push_back("HOME=" + user.home);
+    std::string exe = find_executable(p.args[0], env);
+    if (exe.empty()) {
+      code = errno == EACCES ? kExitCannotExec : kExitNotFound;
+      throw Error("exec: \"" + p.args[0] + "\": " +
+                  (errno == EACCES ? "permission denied" : "executable file not found in $PATH"));
+    }
+    std::vector<char*> argv, envp;
+    for (const auto& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+
+    if (p.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
+    if (p.no_new_privileges) install_default_seccomp();  // last: nothing but execve after it
+    ::execve(exe.c_str(), argv.data(), envp.data());
+    int e = errno;
+    code = (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitCannotExec;
+    throw_errno("exec " + exe, e);
+  } catch (const std::exception& e) {
+    send_error(c.sock, code, e.what());
+  }
+  ::_exit(code);
+}
+
+/// The sandbox's init: the ordered list of setup steps, then the pid-1 loop.
+[[noreturn]] void init_main(const ChildCtx& c) noexcept {
+  const SandboxSpec& spec = *c.spec;
+  try {
+    // Die with sbx: a SIGKILLed `sbx run` takes the whole pid namespace down.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct pollfd pfd {c.sock, 0, 0};
+    if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(kExitSbxFailed);  // sbx already gone
+
+    // 1. cgroup: join before anything allocates, then make it our cgroup ns root.
+    const char* failed = nullptr;
+    if (int e = c.cgroup->join_self(&failed)) throw_errno(std::string("join cgroup ") + failed, e);
+    enter_cgroup_namespace();
+
+    // 2. file system, inside our own mount namespace (nothing on the host).
+    make_mounts_private();
+    std::string root = mount_rootfs(spec, c.state_dir);
+    std::vector<BindSource> binds = open_bind_sources(spec);  // host paths: before pivot_root
+    pivot_into(root);
+    mount_system(spec);
+    mount_user(spec, binds);
+    mask_and_readonly_paths();
+
+    // 3. identity and network.
+    if (::sethostname(c.hostname.data(), c.hostname.size()) < 0) throw_errno("sethostname " + c.hostname);
+    if (spec.network == NetworkMode::None) bring_up_loopback();
+
+    // 4. user (from the image's /etc/passwd) and working directory (created
+    //    as docker does), before / may become read-only.
+    ResolvedUser user;
+    if (!spec.process.user.empty()) {
+      user = resolve_user(spec.process.user, "/");
+    } else {
+      user.uid = spec.process.uid;
+      user.gid = spec.process.gid;
+      user.home = user.uid == 0 ? "/root" : "/";
+    }
+    struct stat st {};
+    if (::stat(spec.process.cwd.c_str(), &st) < 0) fs::mkdir_p(spec.process.cwd);
+    finish_rootfs(spec);
+
+    // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
+    int slave = -1;
+    if (spec.process.terminal) {
+      int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (master < 0) throw_errno("open /dev/ptmx");
+      if (::unlockpt(master) < 0) throw_errno("unlock the pty");
+      slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+      if (slave < 0) throw_errno("open the pty's slave side");
+      send_fd(c.sock, master);
+      ::close(master);
+    }
+
+    std::vector<int> caps = parse_capabilities(spec.process.capabilities);
+    if (cgroup_mode() == CgroupMode::Unified) {
+      // No device cgroup without BPF: never let the sandbox create device nodes.
+      std::erase(caps, CAP_MKNOD);
+    }
+
+    // 6. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
+    pid_t pid = ::fork();
+    if (pid < 0) throw_errno("fork the workload");
+    if (pid == 0) workload_main(c, user, caps, slave);
+    if (slave >= 0) ::close(slave);
+    ::close(c.sock);
+    // Processes in the sandbox may not read or trace the init's memory.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    run_init(pid);
+  } catch (const std::exception& e) {
+    send_error(c.sock, kExitSbxFailed, e.what());
+  }
+  ::_exit(kExitSbxFailed);
+}
+
+int reap(Sandbox& sb, bool block) {
+  if (sb.exit_status >= 0 || sb.pid <= 0) return sb.exit_status;
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = ::waitid(P_PIDFD, static_cast<id_t>(sb.pidfd), &info, WEXITED | (block ? 0 : WNOHANG));
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0 || info.si_pid == 0) return -1;
+  sb.exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
+  return sb.exit_status;
+}
+
+int64_t now_ms() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace
+
+std::string new_sandbox_id() {
+  unsigned char b[32];
+  if (::getrandom(b, sizeof b, 0) != sizeof b) throw_errno("getrandom");
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (unsigned char c : b) {
+    id += hex[c >> 4];
+    id += hex[c & 15];
+  }
+  return id;
+}
+
+Sandbox::Sandbox(Sandbox&& o) noexcept { *this = std::move(o); }
+
+Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
+  if (this != &o) {
+    destroy();
+    id = std::move(o.id);
+    pid = std::exchange(o.pid, -1);
+    pidfd = std::exchange(o.pidfd, -1);
+    pty_master = std::exchange(o.pty_master, -1);
+    cgroup = std::move(o.cgroup);
+    state_dir = std::move(o.state_dir);
+    started = o.started;
+    exit_status = o.exit_status;
+    saved_mask = o.saved_mask;
+    o.state_dir.clear();
+  }
+  return *this;
+}
+
+Sandbox::~Sandbox() { destroy(); }
+
+void Sandbox::signal(int sig) noexcept {
+  if (pidfd >= 0 && exit_status < 0) ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0);
+}
+
+void Sandbox::destroy() noexcept {
+  if (pid > 0) {
+    if (exit_status < 0) {
+      signal(SIGKILL);
+      reap(*this, true);
+    }
+    pid = -1;
+    // Swallow forwarded signals that arrived after the last wait, then give
+    // the caller its signal mask back.
+    struct timespec zero {};
+    sigset_t set = forwarded_signals();
+    sigaddset(&set, SIGCHLD);
+    while (::sigtimedwait(&set, nullptr, &zero) > 0) {
+    }
+    ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
+  }
+  if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
+  if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
+  cgroup.destroy();
+  if (!state_dir.empty()) {
+    ::unlink((state_dir + "/state.json").c_str());
+    if (::rmdir(state_dir.c_str()) < 0 && errno != ENOENT)
+      log::warn("cannot remove " + state_dir + ": " + std::strerror(errno) + "; 'sbx gc' will retry");
+    state_dir.clear();
+  }
+}
+
+Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
+  if (spec.process.args.empty())
+    throw Error("no command to run: give one after the image, or use an image with an Entrypoint or Cmd");
+  Sandbox sb;
+  sb.id = spec.id.empty() ? new_sandbox_id() : spec.id;
+  sb.started = std::chrono::steady_clock::now();
+  if (::mkdir(opts.run_root.c_str(), 0700) < 0 && errno != EEXIST) fs::mkdir_p(opts.run_root, 0700);
+  std::string dir = opts.run_root + "/" + sb.id;
+  if (::mkdir(dir.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + dir);
+  sb.state_dir = dir;
+  sb.cgroup = Cgroup::create(sb.id, spec.resources);
+
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
+  ChildCtx ctx{&spec, &sb.cgroup, dir, spec.hostname.empty() ? sb.id.substr(0, 12) : spec.hostname, sv[1], {}};
+
+  sigset_t block = forwarded_signals();
+  sigaddset(&block, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &block, &sb.saved_mask);
+  ctx.caller_mask = sb.saved_mask;
+  pid_t pid;
+  try {
+    pid = clone_sandbox(clone_namespace_flags(spec), &sb.pidfd);
+  } catch (...) {
+    ::sigprocmask(SIG_SETMASK, &sb.saved_mask, nullptr);
+    ::close(sv[0]);
+    ::close(sv[1]);
+    throw;
+  }
+  if (pid == 0) {
+    ::close(sv[0]);
+    init_main(ctx);
+  }
+  sb.pid = pid;
+  ::close(sv[1]);
+
+  int sock = sv[0];
+  try {
+    if (opts.write_state) {
+      // While the sandbox sets itself up.
+      SandboxState st;
+      st.id = sb.id;
+      st.name = spec.name;
+      st.image_id = spec.image_id;
+      st.image_ref = spec.image_ref;
+      st.runtime = spec.runtime;
+      st.pid = pid;
+      st.pid_start = process_start_time(pid);
+      st.created_ms = now_ms();
+      st.cgroups = sb.cgroup.paths();
+      write_state(dir, st);
+    }
+    std::string error;
+    int error_code = 0;
+    for (;;) {
+      char buf[4096];
+      struct iovec iov {buf, sizeof buf};
+      alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+      struct msghdr msg {};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = cbuf;
+      msg.msg_controllen = sizeof cbuf;
+      ssize_t n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw_errno("read the sandbox's setup status");
+      if (n == 0) break;  // EOF: the command was exec'd (or setup died)
+      if (buf[0] == 'P') {
+        struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        if (c && c->cmsg_type == SCM_RIGHTS) std::memcpy(&sb.pty_master, CMSG_DATA(c), sizeof(int));
+      } else if (buf[0] == 'E' && n >= 2) {
+        error_code = static_cast<unsigned char>(buf[1]);
+        error.assign(buf + 2, static_cast<size_t>(n - 2));
+      }
+    }
+    ::close(sock);
+    sock = -1;
+    if (!error.empty()) {
+      reap(sb, true);
+      throw Error(error, 0, error_code ? error_code : kExitSbxFailed);
+    }
+  } catch (...) {
+    if (sock >= 0) ::close(sock);
+    sb.destroy();
+    throw;
+  }
+  return sb;
+}
+
+namespace {
+
+/// Puts the caller's terminal in raw mode for the pty relay; restores on scope exit.
+struct RawTerminal {
+  int fd = -1;
+  struct termios saved {};
+  explicit RawTerminal(int f) {
+    if (::isatty(f) && ::tcgetattr(f, &saved) == 0) {
+      struct termios raw = saved;
+      ::cfmakeraw(&raw);
+      if (::tcsetattr(f, TCSANOW, &raw) == 0) fd = f;
+    }
+  }
+  ~RawTerminal() {
+    if (fd >= 0) ::tcsetattr(fd, TCSANOW, &saved);
+  }
+};
+
+void copy_winsize(int from, int to) {
+  struct winsize ws {};
+  if (::ioctl(from, TIOCGWINSZ, &ws) == 0) ::ioctl(to, TIOCSWINSZ, &ws);
+}
+
+bool write_all(int fd, const char* p, size_t n) {
+  while (n) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {
+  ExitStatus out;
+  using clock = std::chrono::steady_clock;
+  sigset_t set = forwarded_signals();
+  int sfd = opts.forward_signals ? ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
+  std::optional<clock::time_point> deadline, kill_at;
+  if (opts.timeout.count() > 0) deadline = sb.started + opts.timeout;
+
+  std::optional<RawTerminal> raw;
+  bool stdin_open = sb.pty_master >= 0;
+  if (sb.pty_master >= 0) {
+    raw.emplace(opts.stdin_fd);
+    copy_winsize(opts.stdin_fd, sb.pty_master);
+  }
+  int interrupts = 0;
+  bool exited = false, master_open = sb.pty_master >= 0;
+  while (!exited || master_open) {
+    struct pollfd fds[4];
+    int n = 0;
+    fds[n++] = {sb.pidfd, exited ? short(0) : short(POLLIN), 0};
+    fds[n++] = {sfd, POLLIN, 0};
+    int i_master = -1, i_stdin = -1;
+    if (master_open) {
+      i_master = n;
+      fds[n++] = {sb.pty_master, POLLIN, 0};
+    }
+    if (stdin_open && !exited) {
+      i_stdin = n;
+      fds[n++] = {opts.stdin_fd, POLLIN, 0};
+    }
+    int timeout_ms = -1;
+    auto now = clock::now();
+    for (auto& t : {deadline, kill_at})
+      if (t) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*t - now).count() + 1;
+        if (timeout_ms < 0 || left < timeout_ms) timeout_ms = static_cast<int>(std::max<int64_t>(left, 0));
+      }
+    if (exited) timeout_ms = 200;  // only draining the pty now
+    int r = ::poll(fds, static_cast<nfds_t>(n), timeout_ms);
+    if (r < 0 && errno != EINTR) throw_errno("poll");
+    now = clock::now();
+    if (r == 0 && exited) break;
+    if (deadline && now >= *deadline && !exited && !out.timed_out) {
+      out.timed_out = true;
+      sb.signal(SIGKILL);
+      deadline.reset();
+    }
+    if (kill_at && now >= *kill_at && !exited) {
+      sb.signal(SIGKILL);
+      kill_at.reset();
+    }
+    if (r <= 0) continue;
+    if (fds[0].revents & POLLIN) exited = true;
+    if (sfd >= 0 && (fds[1].revents & POLLIN)) {
+      struct signalfd_siginfo si;
+      while (::read(sfd, &si, sizeof si) == sizeof si) {
+        int sig = static_cast<int>(si.ssi_signo);
+        if (sig == SIGWINCH) {
+          if (sb.pty_master >= 0) copy_winsize(opts.stdin_fd, sb.pty_master);
+          continue;
+        }
+        out.forwarded_signal = sig;
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+          if (++interrupts >= 2) {
+            sb.signal(SIGKILL);
+            continue;
+          }
+          kill_at = now + opts.kill_grace;
+        }
+        sb.signal(sig);
+      }
+    }
+    if (i_master >= 0 && (fds[i_master].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char buf[16384];
+      ssize_t got = ::read(sb.pty_master, buf, sizeof buf);
+      if (got > 0)
+        write_all(opts.stdout_fd, buf, static_cast<size_t>(got));
+      else if (got == 0 || (errno != EINTR && errno != EAGAIN))
+        master_open = false;  // EIO: every slave end is closed
+    }
+    if (i_stdin >= 0 && (fds[i_stdin].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char buf[16384];
+      ssize_t got = ::read(opts.stdin_fd, buf, sizeof buf);
+      if (got > 0) {
+        write_all(sb.pty_master, buf, static_cast<size_t>(got));
+      } else if (got == 0 || errno != EINTR) {
+        stdin_open = false;
+        char eof = 4;  // ^D: end of input for the program on the pty
+        struct termios t {};
+        if (::tcgetattr(sb.pty_master, &t) == 0) eof = static_cast<char>(t.c_cc[VEOF]);
+        write_all(sb.pty_master, &eof, 1);
+      }
+    }
+  }
+  if (sfd >= 0) ::close(sfd);
+  int status = reap(sb, true);
+  if (status < 0) throw_errno("wait for the sandbox");
+  if (WIFEXITED(status)) {
+    out.exit_code = WEXITSTATUS(status);
+  } else {
+    out.exit_code = 128 + WTERMSIG(status);
+  }
+  if (out.exit_code > 128 && out.exit_code < 128 + 65) out.signal = out.exit_code - 128;
+  out.oom_kills = sb.cgroup.oom_kills();
+  out.pids_max_hits = sb.cgroup.pids_max_hits();
+  out.oom_killed = !out.timed_out && out.oom_kills > 0 && out.signal == SIGKILL;
+  return out;
+}
+
+}  // namespace sbx::runtime

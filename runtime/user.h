@@ -1,0 +1,23 @@
+// -u / image User: "name", "uid", "name:group", "uid:gid" resolved against the
+// sandbox's own /etc/passwd and /etc/group (as docker/runc: the image's files,
+// not the host's).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sbx::runtime {
+
+struct ResolvedUser {
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  std::vector<uint32_t> groups;  ///< supplementary groups from /etc/group
+  std::string home = "/";        ///< from /etc/passwd ("/" when unknown)
+};
+
+/// Resolves `user` using ROOT/etc/passwd and ROOT/etc/group. An empty text is
+/// root. A numeric uid not in passwd gets gid 0 (as docker). Throws
+/// sbx::Error ("unable to find user bob: no matching entries in passwd file").
+ResolvedUser resolve_user(const std::string& user, const std::string& root = "/");
+
+}  // namespace sbx::runtime

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Verifies `sbx run --gpus` on a host with a real NVIDIA GPU and driver (the
+# unit tests cover the same code on a fake device tree; this is the check that
+# needs real hardware). Run as root from the repository root:
+#
+#   SBX=build-static/sbx IMAGE=tests/images/out/python-oci tests/gpu/verify_on_gpu_host.sh
+#
+# SBX    the sbx binary (default: build-static/sbx, else build/sbx, else sbx on PATH)
+# IMAGE  a glibc image to import: OCI layout dir, oci-archive or docker-archive
+#        (default: tests/images/out/python-oci, the Debian bookworm + python3
+#        image tests/images/build.sh makes; it needs glibc for nvidia-smi, and
+#        python3 for the nvcc-free CUDA check)
+# RUNS   runs per timing sample (default 20)
+# OUT    if set, a copy of the report is written to $OUT/gpu-report.txt
+#
+# Checks (each prints PASS/FAIL/SKIP; the exit code is the number of FAILs):
+#   1. `sbx info` lists the host's GPUs
+#   2. `sbx run --gpus all IMAGE -- nvidia-smi -L` lists exactly the host's GPUs
+#   3. `--gpus 0` (and `--gpus 1`, `--gpus <UUID>` when there are 2+ GPUs)
+#      lists exactly the selected GPU; CUDA_VISIBLE_DEVICES is its UUID
+#   4. without --gpus: no /dev/nvidia*, no nvidia-smi, CUDA finds no device
+#   5. a CUDA program runs and its result is checked: tests/gpu/vector_add.cu
+#      built with nvcc on this host when nvcc exists; always also the driver-API
+#      check tests/gpu/cuda_driver_check.py (PTX JIT through libcuda, no nvcc)
+#   6. `--device nvidia.com/gpu=all` (CDI), when a spec exists or nvidia-ctk can
+#      generate one into a temporary /var/run/cdi file (removed afterwards)
+#   7. timing: `sbx run IMAGE -- true` vs `sbx run --gpus all IMAGE -- true`
+#      (hyperfine when installed, else a loop), reported in ms
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+src=$PWD
+
+if [ "$(id -u)" -ne 0 ]; then echo "verify_on_gpu_host.sh: run as root" >&2; exit 2; fi
+SBX=${SBX:-}
+if [ -z "$SBX" ]; then
+  for c in build-static/sbx build/sbx "$(command -v sbx || true)"; do [ -n "$c" ] && [ -x "$c" ] && { SBX=$c; break; }; done
+fi
+[ -n "$SBX" ] && [ -x "$SBX" ] || { echo "verify_on_gpu_host.sh: no sbx binary; set SBX=" >&2; exit 2; }
+SBX=$(readlink -f "$SBX")
+IMAGE=${IMAGE:-tests/images/out/python-oci}
+[ -e "$IMAGE" ] || { echo "verify_on_gpu_host.sh: image $IMAGE not found; set IMAGE= (build it with tests/images/build.sh python)" >&2; exit 2; }
+RUNS=${RUNS:-20}
+export PATH=$PATH:/usr/local/nvidia/bin:/usr/local/cuda/bin
+
+work=$(mktemp -d /tmp/sbx-gpu-verify.XXXXXX)
+root=$work/root
+runroot=$work/run
+cdi_created=""
+report=$work/report.txt
+cleanup() {
+  [ -n "$cdi_created" ] && rm -f "$cdi_created"
+  # Nothing of ours may stay mounted.
+  findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+  [ -n "${OUT:-}" ] && [ -f "$report" ] && cp "$report" "$OUT/gpu-report.txt"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$root" "$runroot"
+sbx() { "$SBX" --root "$root" --run-root "$runroot" "$@"; }
+
+fails=0
+log() { echo "$*" | tee -a "$report"; }
+pass() { log "PASS: $*"; }
+fail() { log "FAIL: $*"; fails=$((fails + 1)); }
+skip() { log "SKIP: $*"; }
+
+log "sbx: $SBX ($("$SBX" --version 2>&1))"
+log "host: $(uname -r), $(grep -m1 'NVRM version' /proc/driver/nvidia/version 2>/dev/null || echo 'no /proc/driver/nvidia/version')"
+if ! command -v nvidia-smi >/dev/null; then fail "nvidia-smi is not on this host (PATH=$PATH)"; exit 1; fi
+host_list=$(nvidia-smi -L)
+ngpu=$(printf '%s\n' "$host_list" | grep -c '^GPU ')
+mapfile -t uuids < <(nvidia-smi --query-gpu=uuid --format=csv,noheader)
+log "host GPUs ($ngpu):"; log "$host_list"
+
+if ! sbx import "$IMAGE" gpu-test:latest >"$work/import.log" 2>&1; then
+  fail "import $IMAGE: $(cat "$work/import.log")"; exit 1
+fi
+img=gpu-test:latest
+
+# 1. sbx info
+info=$(sbx info 2>&1)
+if printf '%s\n' "$info" | grep -q "${uuids[0]}"; then pass "sbx info lists GPU 0 (${uuids[0]})"; else fail "sbx info does not list ${uuids[0]}:"$'\n'"$info"; fi
+log "$(printf '%s\n' "$info" | sed -n '/^gpus:/,$p')"
+
+# 2. --gpus all
+out=$(sbx run --gpus all "$img" -- nvidia-smi -L 2>&1); rc=$?
+if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep '^GPU ' | sed 's/^GPU [0-9]*: //')" = "$(printf '%s\n' "$host_list" | sed 's/^GPU [0-9]*: //')" ]; then
+  pass "--gpus all: nvidia-smi -L in the sandbox lists the host's $ngpu GPU(s)"
+else
+  fail "--gpus all: rc=$rc, output:"$'\n'"$out"
+fi
+log "$out"
+
+# 3. one GPU at a time
+sel_check() {  # SELECTOR EXPECTED_UUID
+  local out rc n env
+  out=$(sbx run --gpus "$1" "$img" -- sh -c 'nvidia-smi -L; echo "CVD=$CUDA_VISIBLE_DEVICES"; ls /dev/nvidia[0-9]*' 2>&1); rc=$?
+  n=$(printf '%s\n' "$out" | grep -c '^GPU ')
+  if [ $rc -eq 0 ] && [ "$n" -eq 1 ] && printf '%s\n' "$out" | grep -q "^GPU 0: .*$2" &&
+     printf '%s\n' "$out" | grep -qx "CVD=$2" && [ "$(printf '%s\n' "$out" | grep -c '^/dev/nvidia[0-9]')" -eq 1 ]; then
+    pass "--gpus $1: exactly GPU $2 is visible (one /dev/nvidiaN, CUDA_VISIBLE_DEVICES=$2)"
+  else
+    fail "--gpus $1: expected only $2; rc=$rc, output:"$'\n'"$out"
+  fi
+}
+sel_check 0 "${uuids[0]}"
+if [ "$ngpu" -ge 2 ]; then
+  sel_check 1 "${uuids[1]}"
+  sel_check "${uuids[1]}" "${uuids[1]}"
+else
+  skip "--gpus 1: this host has one GPU"
+fi
+out=$(sbx run --gpus "$ngpu" "$img" -- true 2>&1); rc=$?
+if [ $rc -eq 125 ] && printf '%s\n' "$out" | grep -q "out of range"; then pass "--gpus $ngpu: clear error: $out"; else fail "--gpus $ngpu: expected exit 125 'out of range', got rc=$rc: $out"; fi
+
+# 4. no --gpus: nothing visible
+out=$(sbx run "$img" -- sh -c 'ls /dev/nvidia* 2>/dev/null; command -v nvidia-smi; python3 -c "import ctypes; ctypes.CDLL(\"libcuda.so.1\")" 2>&1 | tail -1' 2>&1); rc=$?
+if ! printf '%s\n' "$out" | grep -q '/dev/nvidia' && ! printf '%s\n' "$out" | grep -q 'bin/nvidia-smi' && printf '%s\n' "$out" | grep -q 'OSError'; then
+  pass "without --gpus: no /dev/nvidia*, no nvidia-smi, libcuda.so.1 not loadable"
+else
+  fail "without --gpus something GPU-related is visible: rc=$rc:"$'\n'"$out"
+fi
+
+# 5. CUDA programs
+mkdir -p "$work/bin"
+cp tests/gpu/cuda_driver_check.py "$work/bin/"
+out=$(sbx run --gpus 0 -v "$work/bin:/gpu:ro" "$img" -- python3 /gpu/cuda_driver_check.py 2>&1); rc=$?
+if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^cuda_driver_check: OK devices=1 '; then pass "CUDA driver API + PTX JIT kernel on GPU 0: $out"; else fail "cuda_driver_check: rc=$rc:"$'\n'"$out"; fi
+if command -v nvcc >/dev/null; then
+  # libstdc++/libgcc static: the binary must run on the image's older glibc userland.
+  if nvcc -O2 -o "$work/bin/vector_add" tests/gpu/vector_add.cu -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc >"$work/nvcc.log" 2>&1; then
+    host_out=$("$work/bin/vector_add" 2>&1)
+    log "on the host: $host_out"
+    out=$(sbx run --gpus all -v "$work/bin:/gpu:ro" "$img" -- /gpu/vector_add 2>&1); rc=$?
+    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^vector_add: OK n=1048576 '; then pass "nvcc-built vector_add in the sandbox: $out"; else fail "vector_add in the sandbox: rc=$rc:"$'\n'"$out"; fi
+  else
+    fail "nvcc failed: $(tail -5 "$work/nvcc.log")"
+  fi
+else
+  skip "nvcc not found: vector_add.cu not built (the driver-API check above still ran a kernel)"
+fi
+
+# 6. CDI
+if ls /etc/cdi/*.{json,yaml} /var/run/cdi/*.{json,yaml} 2>/dev/null | grep -q .; then :; elif command -v nvidia-ctk >/dev/null; then
+  mkdir -p /var/run/cdi && cdi_created=/var/run/cdi/sbx-verify-nvidia.yaml
+  nvidia-ctk cdi generate --output="$cdi_created" >"$work/ctk.log" 2>&1 || { cdi_created=""; log "nvidia-ctk cdi generate failed: $(tail -3 "$work/ctk.log")"; }
+fi
+if sbx info 2>/dev/null | grep -q 'nvidia.com/gpu=all'; then
+  out=$(sbx run --device nvidia.com/gpu=all "$img" -- nvidia-smi -L 2>&1); rc=$?
+  if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^GPU ')" -eq "$ngpu" ]; then pass "--device nvidia.com/gpu=all (CDI): $ngpu GPU(s)"; else fail "--device nvidia.com/gpu=all: rc=$rc:"$'\n'"$out"; fi
+else
+  skip "CDI: no nvidia.com/gpu spec in /etc/cdi or /var/run/cdi and no nvidia-ctk to generate one"
+fi
+
+# 7. timing
+sbx run "$img" -- true >/dev/null 2>&1; sbx run --gpus all "$img" -- true >/dev/null 2>&1  # warm caches
+if command -v hyperfine >/dev/null; then
+  hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$work/hf.json" \
+    "$SBX --root $root --run-root $runroot run $img -- true" \
+    "$SBX --root $root --run-root $runroot run --gpus all $img -- true" >"$work/hf.txt" 2>&1
+  read -r base gpus < <(python3 -c "import json;r=json.load(open('$work/hf.json'))['results'];print(*[round(x['mean']*1000,1) for x in r])")
+else
+  t() { local s e; s=$(date +%s%N); for _ in $(seq "$RUNS"); do sbx run "$@" -- true >/dev/null 2>&1; done; e=$(date +%s%N); echo $(( (e - s) / RUNS / 1000 )); }
+  base=$(awk "BEGIN{print $(t "$img")/1000}"); gpus=$(awk "BEGIN{print $(t --gpus all "$img")/1000}")
+fi
+log "timing ($RUNS runs): sbx run: ${base} ms; sbx run --gpus all: ${gpus} ms; added by --gpus all: $(awk "BEGIN{print $gpus-$base}") ms"
+
+# Nothing left behind by sbx: no mounts under our dirs, no sandbox state dirs.
+left=$(findmnt -rn -o TARGET | grep -F "$work/")
+if [ -z "$left" ]; then pass "no mounts left behind"; else fail "mounts left behind:"$'\n'"$left"; fi
+log "run root after the runs: $(ls -A "$runroot" | tr '\n' ' ')"
+
+log "result: $fails failure(s)"
+exit "$fails"
