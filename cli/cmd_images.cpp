@@ -198,18 +198,6 @@ void register_image_commands(CLI::App& app, Globals& g, Action& action) {
       };
     });
   }
-  // sbx gc
-  {
-    auto* cmd = app.add_subcommand("gc", "Remove unreferenced blobs and layers and temp dirs of crashed imports");
-    cmd->callback([&] {
-      action = [&] {
-        oci::GcResult r = oci::Store(g.root).gc(g.run_root);
-        std::cout << "Removed " << r.blobs << " blobs (" << human_size(r.bytes) << "), " << r.layers << " layers, "
-                  << r.temps << " temp dirs, " << r.images << " hidden images\n";
-        return 0;
-      };
-    });
-  }
 }
 
 }  // namespace sbx::cli

@@ -221,14 +221,6 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
     for (auto& r : run_cmd->remaining()) f->positional.push_back(r);
     action = [f, &g] { return run(g, *f); };
   });
-
-  CLI::App* gc_cmd = app.add_subcommand("gc", "Remove what killed sandboxes left behind (state dirs, empty cgroups)");
-  gc_cmd->callback([&g, &action] {
-    action = [&g] {
-      for (const auto& p : runtime::gc(g.run_root)) std::cout << "removed " << p << "\n";
-      return 0;
-    };
-  });
 }
 
 }  // namespace sbx::cli

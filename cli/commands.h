@@ -28,5 +28,6 @@ using Action = std::function<int()>;
 void register_image_commands(CLI::App& app, Globals& g, Action& action);
 void register_run_command(CLI::App& app, Globals& g, Action& action);
 void register_info_command(CLI::App& app, Globals& g, Action& action);
+void register_gc_command(CLI::App& app, Globals& g, Action& action);
 
 }  // namespace sbx::cli
