@@ -145,7 +145,13 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
   std::string dir = sandbox_dir(run_root, id);
   std::string sid = id.substr(0, 12);
   if (!fs::exists(dir)) return;  // removed meanwhile
-  fs::FileLock lock(dir + "/lock");
+  std::optional<fs::FileLock> lock;
+  try {
+    lock.emplace(dir + "/lock");
+  } catch (const Error& e) {
+    if (e.err() == ENOENT) return;  // renamed away by another rm
+    throw;
+  }
   if (!fs::exists(dir + "/state.json") && !fs::exists(dir)) return;  // removed while we waited
   SandboxState st;
   bool have_state = true;
@@ -169,12 +175,15 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
       wait_pidfd(fd, 10000);
       ::close(fd);
     }
+    crash_point("rm-killed");
     if (int e = destroy_cgroup_dirs(st.cgroups))
       throw_errno("remove the cgroups of sandbox " + sid + " (" + (st.cgroups.empty() ? "" : st.cgroups[0]) + ")", e);
   }
+  crash_point("rm-cgroups");
   // Out of sight first: a crash from here on leaves only RUN_ROOT/.trash-<id>.
   std::string trash = run_root + "/.trash-" + id;
   if (::rename(dir.c_str(), trash.c_str()) < 0 && errno != ENOENT) throw_errno("rename " + dir + " to " + trash);
+  crash_point("rm-renamed");
   if (have_state) release_name(run_root, st.name, id);
   if (int e = remove_tree(trash)) throw_errno("remove " + trash + "; 'sbx gc' will retry", e);
 }

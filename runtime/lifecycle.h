@@ -27,6 +27,12 @@ namespace sbx::runtime {
 /// leaves nothing behind on a throw.
 std::string create_sandbox(SandboxSpec spec, const std::string& run_root);
 
+/// Test-only: when the environment variable SBX_TEST_CRASH_AT equals `step`,
+/// sbx SIGKILLs itself right there (crash-injection tests). Steps: create-dir,
+/// create-name, create-state, create-started, create-done, exec-joined,
+/// rm-killed, rm-cgroups, rm-renamed.
+void crash_point(const char* step) noexcept;
+
 /// Sends `sig` to the sandbox's init (which forwards it to the first process;
 /// with none, a terminating signal ends the sandbox). SIGKILL ends it at once
 /// and is recorded as "killed". Throws sbx::Error when it is not running.
