@@ -31,15 +31,16 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
   const std::string id = spec.id;
   fs::mkdir_p(run_root, 0700);
   const std::string dir = sandbox_dir(run_root, id);
-  if (::mkdir(dir.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + dir);
-  crash_point("create-dir");
+  // The dir appears under its id only with a state.json in it: it is built as
+  // RUN_ROOT/.new-<id> and renamed (a crash before that leaves only a .new-
+  // dir, which `gc` removes once its creator is dead).
+  const std::string fresh = run_root + "/.new-" + id;
+  if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
+  SandboxState st;
   try {
-    // Claimed before anything starts: two creates with one name cannot both win.
-    if (!spec.name.empty()) claim_name(run_root, spec.name, id);
-    crash_point("create-name");
     // Writes land on disk, in the state dir, where snapshots can read them.
     spec.upper_dir = dir + "/fs";
-    fs::mkdir_p(spec.upper_dir, 0700);
+    fs::mkdir_p(fresh + "/fs", 0700);
     oci::RuntimeConfigOptions rc;
     rc.rootfs_path = dir + "/fs/upper";
     if (spec.process.args.empty()) {
@@ -48,12 +49,10 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
       SandboxSpec shown = spec;
       shown.process.args = {"sbx-holder"};
       shown.annotations["org.sbx.hold-only"] = "true";
-      fs::write_file_atomic(dir + "/config.json", oci::to_runtime_config(shown, rc), 0600);
+      fs::write_file_atomic(fresh + "/config.json", oci::to_runtime_config(shown, rc), 0600);
     } else {
-      fs::write_file_atomic(dir + "/config.json", oci::to_runtime_config(spec, rc), 0600);
+      fs::write_file_atomic(fresh + "/config.json", oci::to_runtime_config(spec, rc), 0600);
     }
-
-    SandboxState st;
     st.id = id;
     st.name = spec.name;
     st.image_id = spec.image_id;
@@ -67,8 +66,18 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
     st.idle_timeout_ms = spec.idle_timeout.count();
     st.creator_pid = ::getpid();
     st.creator_start = process_start_time(::getpid());
-    write_state(dir, st);
-    crash_point("create-state");
+    write_state(fresh, st);
+    crash_point("create-dir");
+    if (::rename(fresh.c_str(), dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + dir);
+  } catch (...) {
+    remove_tree(fresh);
+    throw;
+  }
+  crash_point("create-state");
+  try {
+    // Claimed before anything starts: two creates with one name cannot both win.
+    if (!spec.name.empty()) claim_name(run_root, spec.name, id);
+    crash_point("create-name");
 
     StartOptions so;
     so.run_root = run_root;

@@ -212,8 +212,22 @@ std::vector<std::string> gc(const std::string& run_root) {
   // Half-removed sandboxes and dangling names.
   if (DIR* d = ::opendir(run_root.c_str())) {
     while (struct dirent* e = ::readdir(d)) {
-      if (std::strncmp(e->d_name, ".trash-", 7) != 0) continue;
+      bool trash = std::strncmp(e->d_name, ".trash-", 7) == 0;
+      bool fresh = std::strncmp(e->d_name, ".new-", 5) == 0;
+      if (!trash && !fresh) continue;
       std::string path = run_root + "/" + e->d_name;
+      if (fresh) {
+        // A create that died before its dir got its id: only once its creator is gone.
+        bool creator_alive;
+        try {
+          auto st = read_state(path);
+          creator_alive = process_start_time(st.creator_pid) == st.creator_start;
+        } catch (const Error&) {
+          struct stat sb {};
+          creator_alive = ::stat(path.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime <= 10;
+        }
+        if (creator_alive) continue;
+      }
       try {
         destroy_cgroup_dirs(read_state(path).cgroups);
       } catch (const Error&) {
