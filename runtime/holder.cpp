@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace sbx::runtime {
 
@@ -127,6 +129,20 @@ void run_holder(const HolderConfig& cfg) {
   h.started_real = clock_ms(CLOCK_REALTIME);
   // Not dumpable: /proc/1/{fd,exe,mem,environ} stay closed to the sandbox.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // Keep nothing of sbx's caller but the state dir and the log pipe: an
+  // inherited pipe held for the sandbox's lifetime would hang whoever waits
+  // for its EOF (a CI runner, a `$(sbx create …)`).
+  {
+    int keep[2] = {cfg.state_dirfd, cfg.log_fd};
+    if (keep[0] > keep[1]) std::swap(keep[0], keep[1]);
+    unsigned from = 3;
+    for (int k : keep) {
+      if (k < 0 || static_cast<unsigned>(k) < from) continue;
+      if (static_cast<unsigned>(k) > from) ::syscall(SYS_close_range, from, static_cast<unsigned>(k) - 1, 0U);
+      from = static_cast<unsigned>(k) + 1;
+    }
+    ::syscall(SYS_close_range, from, ~0U, 0U);
+  }
   ::fcntl(cfg.state_dirfd, F_SETFD, FD_CLOEXEC);
 
   sigset_t all;

@@ -262,8 +262,10 @@ struct ChildCtx {
       ::prctl(PR_SET_PDEATHSIG, 0);
       ::close(c.sock);
       // Let go of sbx's stdio (a `$(sbx create …)` must see EOF).
-      if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0)
+      if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
         for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+        if (null > 2) ::close(null);
+      }
       HolderConfig h;
       h.state_dirfd = c.state_dirfd;
       h.workload = pid;
