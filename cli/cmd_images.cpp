@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -53,6 +54,8 @@ std::string human_age(const std::string& rfc3339) {
 struct ProgressLine {
   bool tty = ::isatty(2);
   std::string last;
+  int last_layer = -1;
+  std::chrono::steady_clock::time_point last_time{};
   void operator()(const oci::ImportProgress& p) {
     if (!tty) return;
     std::string s;
@@ -62,8 +65,12 @@ struct ProgressLine {
     else
       s = (p.phase == "reading" ? "Reading archive: " : "Copying blobs: ") + human_size(p.bytes) +
           (p.total ? " / " + human_size(p.total) : "");
-    if (s == last) return;
+    // At most ~10 updates a second, but always when the layer changes.
+    auto now = std::chrono::steady_clock::now();
+    if (s == last || (p.layer == last_layer && now - last_time < std::chrono::milliseconds(100))) return;
     last = s;
+    last_layer = p.layer;
+    last_time = now;
     std::fprintf(stderr, "\r\033[K%s", s.c_str());
     std::fflush(stderr);
   }

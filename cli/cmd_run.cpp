@@ -1,12 +1,15 @@
 // sbx run: start a throw-away sandbox, wait for it, clean up (runtime/).
-// sbx gc: remove what killed runs left behind (state dirs, empty cgroups).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
 
 #include "cli/commands.h"
 #include "cli/run_options.h"
+#include "cli/gpu_options.h"
+#include "oci/store.h"
+#include "runtime/gvisor_backend.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "runtime/image_config.h"
@@ -20,13 +23,19 @@ namespace {
 
 struct RunFlags {
   std::string first;                    ///< the first positional
+  std::string unknown;                  ///< an unknown option before IMAGE
+  size_t nargs = 0;                     ///< words after "run" on the command line
+  bool exact = false;                   ///< positional came from split_command_line
   std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS…
   std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint;
+  std::string userns = "auto";
   std::optional<double> cpus;
   int64_t pids_limit = 1024;
   bool interactive = false, tty = false, rm = false, read_only = false, entrypoint_set = false;
   bool workdir_set = false, user_set = false;
+  std::string runtime = "native", runsc;
+  GpuOptions gpu;
 };
 
 const char* kExitCodes =
@@ -104,14 +113,12 @@ Mount parse_tmpfs(const std::string& text) {
 namespace {
 
 int run(const Globals& g, RunFlags& f) {
+  if (!f.unknown.empty()) throw Error("sbx run: unknown option " + f.unknown + "; see 'sbx run --help'");
   SandboxSpec spec;
   spec.id = runtime::new_sandbox_id();
   spec.name = f.name;
-  // CLI11 gives "IMAGE -- CMD…" and "-- IMAGE CMD…" alike as [IMAGE, --, CMD…];
-  // with --rootfs the first word is the command's: drop a "--" after it.
   std::vector<std::string> args = f.positional;
-  if (!args.empty() && args[0] == "--") args.erase(args.begin());
-  if (!f.rootfs.empty() && args.size() >= 2 && args[1] == "--") args.erase(args.begin() + 1);
+  if (!f.exact && !args.empty() && args[0] == "--") args.erase(args.begin());
   oci::ImageConfig image;
   if (!f.rootfs.empty()) {
     char* real = ::realpath(f.rootfs.c_str(), nullptr);
@@ -123,9 +130,13 @@ int run(const Globals& g, RunFlags& f) {
     if (args.empty()) throw Error("sbx run needs an IMAGE (or --rootfs DIR); see 'sbx run --help'");
     spec.image_ref = args[0];
     args.erase(args.begin());
-    throw Error("image '" + spec.image_ref + "': the image store is not available in this build; use --rootfs DIR");
+    if (!args.empty() && args[0] == "--") args.erase(args.begin());
+    oci::Store store(g.root);
+    oci::ImageRecord rec = store.resolve(spec.image_ref);
+    spec.image_id = rec.id;
+    spec.layer_dirs = store.layer_dirs(rec);
+    image = rec.config;
   }
-  if (!args.empty() && args[0] == "--") args.erase(args.begin());
 
   spec.hostname = f.hostname.empty() ? spec.id.substr(0, 12) : f.hostname;
   runtime::ProcessOverrides o;
@@ -161,13 +172,33 @@ int run(const Globals& g, RunFlags& f) {
   for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) log::warn(w);
   if (!f.timeout.empty()) spec.timeout = units::parse_duration(f.timeout, "--timeout");
 
-  runtime::StartOptions so;
-  so.run_root = g.run_root;
-  runtime::Sandbox sb = runtime::start(spec, so);
-  runtime::WaitOptions wo;
-  wo.timeout = spec.timeout;
-  runtime::ExitStatus st = runtime::wait(sb, wo);
-  sb.destroy();
+  if (f.runtime != "native" && f.runtime != "gvisor")
+    throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
+  spec.runtime = f.runtime;
+  apply_gpu_options(f.gpu, spec);
+  if (f.userns != "auto" && f.userns != "host") throw Error("invalid --userns '" + f.userns + "': use auto or host");
+  runtime::ExitStatus st;
+  if (spec.runtime == "gvisor") {
+    // gVisor's own kernel is the boundary; runsc runs the sandbox's processes
+    // as an unprivileged user of its own.
+    runtime::GvisorOptions go;
+    go.run_root = g.run_root;
+    go.runsc = f.runsc;
+    st = runtime::run_gvisor(spec, go);
+  } else {
+    runtime::StartOptions so;
+    so.run_root = g.run_root;
+    // Root inside is not root on the host: a user namespace by default. The
+    // host network namespace is owned by the host's user namespace, so a
+    // sandbox sharing it could not mount its own /sys: --network host implies
+    // --userns host (as podman's sysfs needs).
+    so.userns = f.userns == "auto" && spec.network == NetworkMode::None;
+    runtime::Sandbox sb = runtime::start(spec, so);
+    runtime::WaitOptions wo;
+    wo.timeout = spec.timeout;
+    st = runtime::wait(sb, wo);
+    sb.destroy();
+  }
   if (st.timed_out) {
     std::cerr << "sbx: sandbox killed: timeout after " << f.timeout << "\n";
     return kExitTimeout;
@@ -184,11 +215,71 @@ int run(const Globals& g, RunFlags& f) {
   return st.exit_code;
 }
 
+/// The sandbox's part of the command line, exactly as typed. CLI11 (2.1)
+/// with prefix_command() cannot tell "--bad IMAGE" from "IMAGE --bad" nor
+/// "-- CMD" from "CMD --", so sbx finds where its own options end itself,
+/// from the last `n` words of /proc/self/cmdline and the options' metadata.
+/// Sets f.unknown on an unknown option before IMAGE.
+void split_command_line(CLI::App& run_cmd, size_t n, RunFlags& f) {
+  std::string raw = fs::read_file("/proc/self/cmdline");
+  std::vector<std::string> argv;
+  for (size_t i = 0; i < raw.size();) {
+    size_t end = raw.find('\0', i);
+    if (end == std::string::npos) end = raw.size();
+    argv.push_back(raw.substr(i, end - i));
+    i = end + 1;
+  }
+  if (n > argv.size()) return;
+  std::vector<std::string> args(argv.end() - static_cast<long>(n), argv.end());
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.size() < 2 || a[0] != '-') break;  // IMAGE (or, with --rootfs, the command)
+    if (a[1] == '-') {
+      std::string name = a.substr(0, a.find('='));
+      const CLI::Option* o = run_cmd.get_option_no_throw(name);
+      if (!o) {
+        if (name == "--help") continue;
+        f.unknown = a;
+        return;
+      }
+      if (o->get_expected_max() > 0 && a.find('=') == std::string::npos) ++i;
+      continue;
+    }
+    // -abc: flags, the last may take a value (-e KEY=VAL, -eKEY=VAL).
+    for (size_t k = 1; k < a.size(); ++k) {
+      const CLI::Option* o = run_cmd.get_option_no_throw(std::string("-") + a[k]);
+      if (!o) {
+        if (a[k] == 'h') continue;
+        f.unknown = std::string("-") + a[k];
+        return;
+      }
+      if (o->get_expected_max() > 0) {
+        if (k + 1 == a.size()) ++i;
+        break;
+      }
+    }
+  }
+  f.positional.assign(args.begin() + static_cast<long>(std::min(i, args.size())), args.end());
+  f.exact = true;
+}
+
+/// Legal access to CLI::App's protected list of unparsed words (a pointer to
+/// member taken through a derived class).
+struct MissingAccess : CLI::App {
+  static auto ptr() { return &MissingAccess::missing_; }
+};
+
 }  // namespace
 
 void register_run_command(CLI::App& app, Globals& g, Action& action) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* run_cmd = app.add_subcommand("run", "Run a command in a new, throw-away sandbox");
+  run_cmd->preparse_callback([f](size_t n) { f->nargs = n; });
   run_cmd->footer(std::string("Usage: sbx run [OPTIONS] IMAGE [--] [COMMAND [ARG...]]\n"
                               "       sbx run [OPTIONS] --rootfs DIR [--] COMMAND [ARG...]\n\n") + kExitCodes);
   run_cmd->prefix_command();
@@ -196,23 +287,39 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->fallthrough(false);  // everything from IMAGE on belongs to the sandbox
   // IMAGE (with --rootfs: the command's first word); the rest is taken
   // verbatim by prefix_command(). A positional is needed for a leading "--".
-  run_cmd->add_option("IMAGE", f->first, "Image to run (name[:tag], id) — or, with --rootfs, the command");
-  run_cmd->add_option("-e,--env", f->env, "Set an environment variable (KEY=VAL, or KEY to copy it)")->take_first();
-  run_cmd->add_option("--env-file", f->env_files, "Read environment variables from a file");
+  run_cmd->add_option("IMAGE", f->first, "Image to run (name[:tag], id) — or, with --rootfs, the command")
+      ->each([f, run_cmd, &app](const std::string&) {
+        // Runs before CLI11 checks the main app's extras: for "IMAGE -- CMD"
+        // CLI11 hands the words after "--" to the main app; they are ours.
+        split_command_line(*run_cmd, f->nargs, *f);
+        if (!f->exact) return;
+        auto& extras = app.*MissingAccess::ptr();
+        bool ours = true;
+        for (const auto& [cls, word] : extras)
+          ours &= cls != CLI::detail::Classifier::SUBCOMMAND &&
+                  std::find(f->positional.begin(), f->positional.end(), word) != f->positional.end();
+        if (ours) extras.clear();
+      });
+  run_cmd->add_option("-e,--env", f->env, "Set an environment variable (KEY=VAL, or KEY to copy it)")
+      ->allow_extra_args(false);
+  run_cmd->add_option("--env-file", f->env_files, "Read environment variables from a file")->allow_extra_args(false);
   run_cmd->add_option("-w,--workdir", f->workdir, "Working directory inside the sandbox")
       ->each([f](const std::string&) { f->workdir_set = true; });
   run_cmd->add_option("-u,--user", f->user, "User: NAME|UID[:GROUP|GID], resolved in the image's /etc/passwd")
       ->each([f](const std::string&) { f->user_set = true; });
-  run_cmd->add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]");
-  run_cmd->add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]");
+  run_cmd->add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]")->allow_extra_args(false);
+  run_cmd->add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]")->allow_extra_args(false);
   run_cmd->add_flag("--read-only", f->read_only, "Mount the root file system read-only");
   run_cmd->add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
   run_cmd->add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
+  run_cmd->add_option("--userns", f->userns,
+                      "auto: uid 0..65535 inside are a per-sandbox unprivileged host range (default); host: the host's ids")
+      ->capture_default_str();
   run_cmd->add_option("-m,--memory", f->memory, "Memory limit (e.g. 256m); an OOM kill exits 137");
   run_cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
   run_cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
       ->capture_default_str();
-  run_cmd->add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048");
+  run_cmd->add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048")->allow_extra_args(false);
   run_cmd->add_option("--timeout", f->timeout, "Kill the sandbox after this long (10s, 1m30s); exits 124");
   run_cmd->add_option("--rootfs", f->rootfs, "Use DIR as the (read-only, overlaid) root instead of an image");
   run_cmd->add_option("--entrypoint", f->entrypoint, "Override the image's Entrypoint")
@@ -220,11 +327,19 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_option("--name", f->name, "A name for the sandbox");
   run_cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open (otherwise it is /dev/null)");
   run_cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
+  run_cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc); default from $SBX_RUNTIME")
+      ->envname("SBX_RUNTIME")
+      ->capture_default_str();
+  run_cmd->add_option("--runsc", f->runsc, "Path to runsc for --runtime gvisor (default: from $PATH)");
+  add_gpu_options(*run_cmd, f->gpu);
   run_cmd->add_flag("--rm", f->rm, "Accepted for docker compatibility (sandboxes of sbx run are always removed)");
-  run_cmd->callback([f, run_cmd, &g, &action] {
-    f->positional.clear();
-    if (!f->first.empty()) f->positional.push_back(f->first);
-    for (auto& r : run_cmd->remaining()) f->positional.push_back(r);
+  run_cmd->callback([f, run_cmd, &app, &g, &action] {
+    if (!f->exact) {
+      f->positional.clear();
+      if (!f->first.empty()) f->positional.push_back(f->first);
+      for (auto& r : run_cmd->remaining()) f->positional.push_back(r);
+      split_command_line(*run_cmd, f->nargs, *f);
+    }
     action = [f, &g] { return run(g, *f); };
   });
 }

@@ -33,5 +33,7 @@ void register_gc_command(CLI::App& app, Globals& g, Action& action);
 void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action);
 /// sbx create (cli/cmd_create.cpp).
 void register_create_command(CLI::App& app, Globals& g, Action& action);
+/// snapshot, snapshot-dir, snapshots (rm, extract, prune), export, checkpoint, restore.
+void register_snapshot_commands(CLI::App& app, Globals& g, Action& action);
 
 }  // namespace sbx::cli

@@ -2,6 +2,7 @@
 #include "cli/gpu_options.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <ostream>
 
 #include "common/error.h"
@@ -11,6 +12,11 @@
 #include "runtime/spec.h"
 
 namespace sbx::cli {
+
+std::string GpuOptions::default_host_root() {
+  const char* e = std::getenv("SBX_GPU_HOST_ROOT");
+  return e && *e ? e : "/";
+}
 
 void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
   cmd.add_option("--gpus", o.gpus,
@@ -26,15 +32,18 @@ void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec) {
   if (o.gpus.empty() && o.devices.empty()) return;
   gpu::HostRoot root{o.host_root};
   SandboxSpec out = spec;  // all-or-nothing
-  if (!o.gpus.empty()) {
-    if (out.runtime == "gvisor") {
-      gpu::require_nvproxy();
-      out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
-    }
+  if (o.gpus == "none" || o.gpus == "void") {
+    gpu::apply_gpus({}, {}, root, out);  // docker's "no GPUs": needs no driver
+  } else if (!o.gpus.empty()) {
     gpu::DiscoverOptions d;
     d.root = root;
     auto host = gpu::discover_nvidia(d);
-    gpu::apply_gpus(host, gpu::select_gpus(host, o.gpus), root, out);
+    auto selected = gpu::select_gpus(host, o.gpus);
+    if (out.runtime == "gvisor" && !selected.empty()) {
+      gpu::require_nvproxy();
+      out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
+    }
+    gpu::apply_gpus(host, selected, root, out);
   }
   std::vector<std::string> cdi;
   for (const auto& dev : o.devices) {
@@ -50,13 +59,15 @@ void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec) {
 }
 
 void print_gpu_info(std::ostream& out) {
-  gpu::HostRoot root;
+  gpu::HostRoot root{GpuOptions::default_host_root()};
   out << "gpus:";
   try {
     if (!gpu::nvidia_present(root)) {
       out << " none (no NVIDIA driver: /proc/driver/nvidia/version is missing)\n";
     } else {
-      auto h = gpu::discover_nvidia();
+      gpu::DiscoverOptions d;
+      d.root = root;
+      auto h = gpu::discover_nvidia(d);
       out << "\n  driver: " << h.driver_version << "\n";
       for (const auto& g : h.gpus)
         out << "  " << g.index << ": " << g.model << " (" << (g.uuid.empty() ? "no uuid" : g.uuid) << ", "

@@ -19,7 +19,10 @@ namespace sbx::cli {
 struct GpuOptions {
   std::string gpus;                  ///< --gpus value ("" when not given)
   std::vector<std::string> devices;  ///< --device values, CDI names or host device paths
-  std::string host_root = "/";       ///< where the host's /dev, /proc, /etc are (tests: a fake tree)
+  /// Where the host's /dev, /proc, /etc are: "/", or $SBX_GPU_HOST_ROOT when
+  /// set (tests point it at a fake device tree; see tests/gpu/fake_host_e2e.sh).
+  std::string host_root = default_host_root();
+  static std::string default_host_root();
 };
 
 /// Adds `--gpus` and `--device` (repeatable) to `cmd`, storing into `o`.

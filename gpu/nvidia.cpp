@@ -177,6 +177,8 @@ NvidiaHost discover_nvidia(const DiscoverOptions& o) {
   // driver's own directories.
   std::vector<LdCacheEntry> cache;
   if (path_exists(root.join(o.ldcache))) cache = native_entries(parse_ldcache(fs::read_file(root.join(o.ldcache)), o.ldcache));
+  std::vector<std::pair<std::string, std::vector<std::string>>> driver_dirs;  // listed once, not per library
+  for (const auto& d : o.driver_lib_dirs) driver_dirs.emplace_back(d, list_dir(root.join(d)));
   std::set<std::string> dirs_seen;
   for (size_t li = 0; li < kDriverLibraries.size(); ++li) {
     const std::string& stem = kDriverLibraries[li];
@@ -191,8 +193,8 @@ NvidiaHost discover_nvidia(const DiscoverOptions& o) {
     };
     for (const auto& e : cache)
       if (e.soname == stem || e.soname.rfind(prefix, 0) == 0) consider(e.path, o.ldcache);
-    for (const auto& d : o.driver_lib_dirs)
-      for (const auto& n : list_dir(root.join(d)))
+    for (const auto& [d, names] : driver_dirs)
+      for (const auto& n : names)
         if (n.rfind(prefix, 0) == 0) consider(d + "/" + n, d);
     auto exact = std::find_if(cands.begin(), cands.end(), [&](const Candidate& c) { return c.version == h.driver_version; });
     if (exact != cands.end()) {
@@ -221,6 +223,7 @@ NvidiaHost discover_nvidia(const DiscoverOptions& o) {
 
   for (const auto& name : kDriverBinaries)
     for (const auto& d : o.bin_dirs) {
+      if (!path_exists(root.join(d + "/" + name))) continue;  // one lstat before the full walk
       std::string real = root.resolve(d + "/" + name);
       if (!real.empty() && is_regular(root, real)) {
         h.binaries.push_back({real, "/usr/bin/" + name});

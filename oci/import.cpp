@@ -35,6 +35,7 @@ using json = nlohmann::json;
 constexpr uint64_t kMaxJson = 4 << 20;  // manifests, configs, indexes (podman's limit too)
 constexpr size_t kMaxLayers = 500;
 constexpr size_t kMaxMembers = 1 << 20;
+constexpr uint64_t kMaxArchiveBytes = 64ull << 30;  // unpacked members of one archive (bombs)
 constexpr size_t kBuf = 256 * 1024;
 
 const char* kOciManifest = "application/vnd.oci.image.manifest.v1+json";
@@ -152,6 +153,10 @@ class Source {
   // Moves a verified temp file into blobs/ (no replace: first writer wins).
   void commit_blob(const std::string& tmpfile, const std::string& hex) {
     std::string dst = store_.root() + "/blobs/sha256/" + hex;
+    {  // durable before it has its final name
+      Fd f(::open(tmpfile.c_str(), O_RDONLY | O_CLOEXEC));
+      if (f.fd < 0 || ::fsync(f.fd) < 0) throw_errno("fsync " + tmpfile);
+    }
     if (::renameat2(AT_FDCWD, tmpfile.c_str(), AT_FDCWD, dst.c_str(), RENAME_NOREPLACE) < 0) {
       if (errno == EEXIST) {
         ::unlink(tmpfile.c_str());
@@ -237,7 +242,6 @@ class DirSource : public Source {
     }
     std::string got = h.hex();
     if (got != hex || (size >= 0 && h.size() != static_cast<uint64_t>(size))) mismatch(src, hex, got, size, h.size());
-    if (::fsync(out.fd) < 0) throw_errno("fsync " + tmp);
     commit_blob(tmp, hex);
   }
 
@@ -260,6 +264,7 @@ class TarSource : public Source {
     if (archive_read_open_filename(a.get(), path.c_str(), kBuf) != ARCHIVE_OK)
       fail(a.get(), "open");
     std::unique_ptr<char[]> buf(new char[kBuf]);
+    uint64_t all = 0;
     for (size_t n = 0;; ++n) {
       archive_entry* e;
       int r = archive_read_next_header(a.get(), &e);
@@ -276,6 +281,14 @@ class TarSource : public Source {
         std::string target = t ? t : "";
         std::string dir = name.find('/') == std::string::npos ? "" : name.substr(0, name.rfind('/') + 1);
         m.link = norm(((target.size() && target[0] == '/') ? target : dir + target).c_str());
+      } else if (archive_entry_filetype(e) == AE_IFREG && name.rfind("blobs/sha256/", 0) == 0 &&
+                 is_sha256_hex(name.substr(13)) && stored(name.substr(13))) {
+        // Already in the store (verified when it was written): skip its bytes.
+        m.hex = name.substr(13);
+        m.tmp = store_.root() + "/blobs/sha256/" + m.hex;
+        struct stat bst;
+        m.size = ::stat(m.tmp.c_str(), &bst) == 0 ? static_cast<uint64_t>(bst.st_size) : 0;
+        if (archive_read_data_skip(a.get()) != ARCHIVE_OK) fail(a.get(), "read member " + name + " of");
       } else if (archive_entry_filetype(e) == AE_IFREG) {
         m.tmp = tmp_ + "/m" + std::to_string(n);
         Fd out(::open(m.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444));
@@ -286,10 +299,11 @@ class TarSource : public Source {
           if (k < 0) fail(a.get(), "read member " + name + " of");
           if (k == 0) break;
           h.update(buf.get(), static_cast<size_t>(k));
+          if ((all += static_cast<uint64_t>(k)) > kMaxArchiveBytes)
+            throw Error("archive " + path_ + " unpacks to more than 64 GiB; refusing it");
           write_all(out.fd, buf.get(), static_cast<size_t>(k), m.tmp);
           progress("reading", static_cast<uint64_t>(archive_filter_bytes(a.get(), -1)), total);
         }
-        if (::fsync(out.fd) < 0) throw_errno("fsync " + m.tmp);
         m.size = h.size();
         m.hex = h.hex();
       } else {
@@ -611,21 +625,27 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
       rec.size += static_cast<uint64_t>(p.layers[i].size);
     }
 
-    // Put every layer blob in the store (verified), then unpack the missing layers.
+    // Every layer blob into the store (verified) before anything is unpacked.
     int n = static_cast<int>(p.layers.size());
+    for (const auto& d : p.layers) {
+      std::string hex = digest_hex(d.digest);
+      // (docker-archive layers are stored already, under their own digest)
+      if (!fs::exists(blob_path(d.digest))) src->put_blob("blobs/sha256/" + hex, hex, d.size);
+    }
     std::vector<ImageRecord> known = [&] {
       fs::FileLock l(root_ + "/store.lock", fs::FileLock::Shared);
       return read_index(root_);
     }();
+    // Unpack the missing layers into temp dirs; they move into layers/ only
+    // when all of them are complete and verified.
+    std::vector<std::pair<std::string, std::string>> staged;  // temp dir, final dir
+    std::vector<std::string> dirs;                           // where layer k is now, bottom first
     for (int i = 0; i < n; ++i) {
       const Descriptor& d = p.layers[i];
-      std::string hex = digest_hex(d.digest);
-      // (docker-archive layers are stored already, under their own digest)
-      if (!fs::exists(blob_path(d.digest))) src->put_blob("blobs/sha256/" + hex, hex, d.size);
-      std::string chain = digest_hex(rec.chain_ids[i]);
-      std::string final_dir = root_ + "/layers/" + chain;
+      std::string final_dir = root_ + "/layers/" + digest_hex(rec.chain_ids[i]);
       uint64_t unpacked = 0;
       if (fs::exists(final_dir)) {
+        dirs.push_back(final_dir);
         for (const auto& k : known)
           for (size_t j = 0; j < k.chain_ids.size() && j < k.layer_unpacked_sizes.size(); ++j)
             if (k.chain_ids[j] == rec.chain_ids[i]) unpacked = k.layer_unpacked_sizes[j];
@@ -635,21 +655,28 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
         if (::chmod(dir.c_str(), 0755) < 0) throw_errno("chmod " + dir);
         uint64_t total = static_cast<uint64_t>(d.size);
         report({"unpacking", i + 1, n, 0, total});
-        UnpackResult r = unpack_layer(blob_path(d.digest), dir, [&](uint64_t b) { report({"unpacking", i + 1, n, b, total}); });
+        std::vector<std::string> lowers(dirs.rbegin(), dirs.rend());
+        UnpackResult r = unpack_layer(
+            blob_path(d.digest), dir, [&](uint64_t b) { report({"unpacking", i + 1, n, b, total}); }, lowers);
         if ("sha256:" + r.diff_id_hex != rec.diff_ids[i])
           throw Error("layer " + std::to_string(i + 1) + " (" + d.digest + ") unpacks to diff id sha256:" +
                       r.diff_id_hex + " but the config says " + rec.diff_ids[i] +
                       "; the image is corrupt or was tampered with");
         unpacked = r.bytes;
-        Fd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        if (dfd.fd >= 0) ::syncfs(dfd.fd);  // the layer is complete on disk before it is visible
-        if (::renameat2(AT_FDCWD, dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) < 0 &&
-            errno != EEXIST && errno != ENOTEMPTY)
-          throw_errno("move layer into place at " + final_dir);
+        staged.emplace_back(dir, final_dir);
+        dirs.push_back(dir);
       }
       rec.layer_unpacked_sizes.push_back(unpacked);
       rec.unpacked_size += unpacked;
     }
+    if (!staged.empty()) {
+      Fd dfd(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (dfd.fd >= 0) ::syncfs(dfd.fd);  // layers are complete on disk before they are visible
+    }
+    for (const auto& [dir, final_dir] : staged)
+      if (::renameat2(AT_FDCWD, dir.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) < 0 &&
+          errno != EEXIST && errno != ENOTEMPTY)
+        throw_errno("move layer into place at " + final_dir);
 
     std::string name = want_name;
     if (name.empty()) {

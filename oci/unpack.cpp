@@ -120,7 +120,8 @@ struct PendingDir {
 
 class Unpacker {
  public:
-  Unpacker(std::string blob, int root, const UnpackLimits& lim) : blob_(std::move(blob)), root_(root), lim_(lim) {}
+  Unpacker(std::string blob, int root, const UnpackLimits& lim, const std::vector<int>& lowers)
+      : blob_(std::move(blob)), root_(root), lim_(lim), lowers_(lowers) {}
 
   void entry(archive* a, archive_entry* e, UnpackResult& res);
   void finish();
@@ -140,6 +141,7 @@ class Unpacker {
   void remove_existing(int pfd, const std::string& base, bool keep_dir, bool* was_dir);
   void apply_meta(int fd, int pfd, const std::string& base, archive_entry* e, bool is_link);
   void apply_xattrs(int fd, archive_entry* e);
+  void inherit_from_lowers(int pfd, const std::string& base, const std::string& path);
   void check_symlink(const std::vector<std::string>& comps, const char* target) const;
 
   std::string blob_;
@@ -149,6 +151,7 @@ class Unpacker {
   std::string cached_parent_ = "\x01";
   Fd cached_fd_;
   std::vector<PendingDir> dirs_;
+  const std::vector<int>& lowers_;
   bool root_user_ = ::geteuid() == 0;
 };
 
@@ -198,7 +201,11 @@ int Unpacker::parent_fd(const std::vector<std::string>& comps) {
       if (errno != ENOENT) break;
       Fd up(open_beneath(root_, join(comps, n - 1), O_PATH | O_DIRECTORY));
       if (up.fd < 0) break;
-      if (::mkdirat(up.fd, comps[n - 1].c_str(), 0755) < 0 && errno != EEXIST) fail_errno("create parent " + sub);
+      if (::mkdirat(up.fd, comps[n - 1].c_str(), 0755) < 0) {
+        if (errno == EEXIST) continue;
+        fail_errno("create parent " + sub);
+      }
+      inherit_from_lowers(up.fd, comps[n - 1], sub);
     }
     fd = open_beneath(root_, ppath, O_PATH | O_DIRECTORY);
   }
@@ -213,6 +220,21 @@ int Unpacker::parent_fd(const std::vector<std::string>& comps) {
   return fd;
 }
 
+// A directory the tar implies but does not list looks as it does below.
+void Unpacker::inherit_from_lowers(int pfd, const std::string& base, const std::string& path) {
+  for (int lfd : lowers_) {
+    struct stat st;
+    Fd l(open_beneath(lfd, path, O_PATH | O_NOFOLLOW));
+    if (l.fd < 0 || ::fstat(l.fd, &st) < 0) continue;
+    if (!S_ISDIR(st.st_mode)) return;  // a file or whiteout hides what is further down
+    if (::fchownat(pfd, base.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 && root_user_)
+      fail_errno("chown parent " + path);
+    if (::fchmodat(pfd, base.c_str(), st.st_mode & 07777, 0) < 0) fail_errno("chmod parent " + path);
+    dirs_.push_back({path, st.st_mtim});
+    return;
+  }
+}
+
 void Unpacker::remove_existing(int pfd, const std::string& base, bool keep_dir, bool* was_dir) {
   struct stat st;
   *was_dir = false;
@@ -224,10 +246,8 @@ void Unpacker::remove_existing(int pfd, const std::string& base, bool keep_dir, 
     *was_dir = true;
     return;
   }
-  // A later entry replaces an earlier one (tar semantics); a replaced directory
-  // may be the cached parent, so forget it.
-  cached_fd_.reset();
-  cached_parent_ = "\x01";
+  // A later entry replaces an earlier one (tar semantics). `pfd` is the cached
+  // parent itself, so the cache never points into what is removed here.
   remove_tree_at(pfd, base, "layer entry " + cur_);
 }
 
@@ -446,7 +466,8 @@ void Unpacker::finish() {
 }  // namespace
 
 UnpackResult unpack_layer(const std::string& blob_path, const std::string& dest,
-                          const std::function<void(uint64_t)>& progress, const UnpackLimits& limits) {
+                          const std::function<void(uint64_t)>& progress, const std::vector<std::string>& lowers,
+                          const UnpackLimits& limits) {
   Fd blob(::open(blob_path.c_str(), O_RDONLY | O_CLOEXEC));
   if (blob.fd < 0) throw_errno("open layer " + blob_path);
   Fd root(::open(dest.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -477,8 +498,15 @@ UnpackResult unpack_layer(const std::string& blob_path, const std::string& dest,
     const char* m = archive_error_string(tar.get());
     throw Error("layer " + blob_path + ": not a tar archive: " + (m ? m : "unknown error"));
   }
+  std::vector<Fd> lower_fds;
+  std::vector<int> lfds;
+  for (const auto& l : lowers) {
+    lower_fds.emplace_back(::open(l.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (lower_fds.back().fd < 0) throw_errno("open lower layer " + l);
+    lfds.push_back(lower_fds.back().fd);
+  }
   UnpackResult res;
-  Unpacker u(blob_path, root.fd, limits);
+  Unpacker u(blob_path, root.fd, limits, lfds);
   for (;;) {
     archive_entry* e;
     int r = archive_read_next_header(tar.get(), &e);

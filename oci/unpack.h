@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace sbx::oci {
 
@@ -35,11 +36,15 @@ struct UnpackResult {
 
 /// Unpacks the layer in file `blob_path` into `dest`, an existing empty
 /// directory. `progress(compressed_bytes_read)` is called now and then.
+/// `lowers` are the unpacked layers below this one, top first: a parent dir
+/// the tar does not list takes its owner, mode and mtime from them (as if the
+/// layer had been applied on top of its parents, as containerd does), else
+/// root:root 0755.
 /// Throws sbx::Error ("layer <blob_path>: entry 'x': ...") on hostile or broken
 /// input (truncated, corrupt, unsupported compression, over `limits`); the
 /// caller then removes `dest`, which may be partly filled.
 UnpackResult unpack_layer(const std::string& blob_path, const std::string& dest,
                           const std::function<void(uint64_t)>& progress = {},
-                          const UnpackLimits& limits = {});
+                          const std::vector<std::string>& lowers = {}, const UnpackLimits& limits = {});
 
 }  // namespace sbx::oci

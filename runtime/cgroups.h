@@ -40,11 +40,12 @@ class Cgroup {
   Cgroup& operator=(const Cgroup&) = delete;
   ~Cgroup();
 
-  /// Moves the calling process into the cgroup (writes "0" to every
-  /// cgroup.procs). Async-signal-safe: it is called in the sandbox's init
-  /// before it forks the workload. Returns 0 or an errno; on failure
-  /// `*failed_path` points at the file that failed.
-  int join_self(const char** failed_path) const noexcept;
+  /// Moves process `pid` (0: the caller) into the cgroup (writes it to every
+  /// cgroup.procs). Throws sbx::Error naming the file.
+  /// Cost: the first write takes the global cgroup_threadgroup_rwsem for
+  /// writing, i.e. waits for an RCU grace period (milliseconds); sbx does it
+  /// from the parent while the sandbox builds its file system, in parallel.
+  void add(pid_t pid) const;
 
   /// Kills every process in the cgroup: cgroup.kill on v2; on v1 freeze
   /// (freezer), SIGKILL each pid in cgroup.procs, thaw. Best effort, no throw.
@@ -82,8 +83,9 @@ class Cgroup {
 
 /// Removes stale sandbox cgroups: "sbx-*" children of sbx's own cgroup (in
 /// every hierarchy) that hold no process and are older than `min_age_s`
-/// seconds (so a sandbox being started right now is never touched). Returns
+/// seconds (a sandbox being started holds its empty cgroup for about a
+/// millisecond, between mkdir and moving its init in). Returns
 /// the paths removed. Never throws.
-std::vector<std::string> gc_stale_cgroups(int min_age_s = 10) noexcept;
+std::vector<std::string> gc_stale_cgroups(int min_age_s = 2) noexcept;
 
 }  // namespace sbx::runtime

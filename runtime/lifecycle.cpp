@@ -16,6 +16,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/cgroups.h"
+#include "runtime/userns.h"
 
 namespace sbx::runtime {
 
@@ -189,15 +190,24 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
 }
 
 std::vector<std::string> gc(const std::string& run_root) {
+  // Runs on every `sbx run` start too (StartOptions::gc_stale): cheap checks
+  // only, and never a sandbox someone may still want: a created sandbox (it
+  // has a creator_pid) is removed only when its create died half-way ("dead");
+  // an ended one keeps its end record and log until `sbx rm`.
   std::vector<std::string> removed;
   for (const auto& id : list_ids(run_root)) {
     std::string dir = sandbox_dir(run_root, id);
     bool remove = false;
     try {
-      std::string status = inspect_dir(dir).status;
-      remove = status == "exited" || status == "dead";
+      SandboxState st = read_state(dir);
+      if (state_alive(st)) continue;
+      if (st.creator_pid == 0) {
+        remove = true;  // a `sbx run` sandbox whose sbx was killed
+      } else if (st.status == "creating") {
+        remove = process_start_time(st.creator_pid) != st.creator_start;
+      }
     } catch (const Error&) {
-      // No state.json: a create in progress, or one killed before writing it.
+      // No state.json: a start in progress, or one killed before it wrote it.
       struct stat sb {};
       remove = ::stat(dir.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime > 10;
     }
@@ -251,6 +261,8 @@ std::vector<std::string> gc(const std::string& run_root) {
   // sbx-* cgroups no sandbox dir names any more (a create killed before it
   // recorded them, or a `sbx run` killed with SIGKILL).
   for (auto& c : gc_stale_cgroups()) removed.push_back(c);
+  // User-namespace ranges (runtime/userns.h) of sandboxes whose state dir is gone.
+  for (auto& r : gc_id_ranges(run_root)) removed.push_back(r);
   return removed;
 }
 

@@ -43,8 +43,26 @@ void write_state(const std::string& dir, const SandboxState& st) {
                       {"idle_timeout_ms", st.idle_timeout_ms},
                       {"creator_pid", st.creator_pid},
                       {"creator_start", st.creator_start}};
-  // /run is often tmpfs, where fsync is free; on disk it keeps the file whole.
-  fs::write_file_atomic(dir + "/state.json", j.dump(2) + "\n", 0600);
+  // Temp file + rename (readers never see half a file) but no fsync: the run
+  // root is volatile state (tmpfs /run), and an fsync on a disk-backed run
+  // root costs milliseconds on every sandbox start. The temp name is per
+  // process: several sbx may write one sandbox's state (under its lock).
+  std::string data = j.dump(2) + "\n", path = dir + "/state.json";
+  std::string tmp = dir + "/.state.json.tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw_errno("create " + tmp);
+  ssize_t n = ::write(fd, data.data(), data.size());
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(data.size())) {
+    ::unlink(tmp.c_str());
+    throw_errno("write " + tmp, n < 0 ? e : EIO);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) < 0) {
+    e = errno;
+    ::unlink(tmp.c_str());
+    throw_errno("rename " + tmp + " to " + path, e);
+  }
 }
 
 SandboxState read_state(const std::string& dir) {

@@ -72,10 +72,28 @@ ngpu=$(printf '%s\n' "$host_list" | grep -c '^GPU ')
 mapfile -t uuids < <(nvidia-smi --query-gpu=uuid --format=csv,noheader)
 log "host GPUs ($ngpu):"; log "$host_list"
 
-if ! sbx import "$IMAGE" gpu-test:latest >"$work/import.log" 2>&1; then
+# The image: `sbx import` into the temporary store; if this sbx build cannot
+# import (or run images) yet, unpack the OCI layout's layers with tar and use
+# `sbx run --rootfs` (fine for single-layer images such as python-oci).
+if sbx import "$IMAGE" gpu-test:latest >"$work/import.log" 2>&1 && sbx run gpu-test:latest -- true >>"$work/import.log" 2>&1; then
+  img=(gpu-test:latest)
+elif [ -f "$IMAGE/index.json" ]; then
+  log "sbx import/run IMAGE unavailable ($(tail -1 "$work/import.log")); unpacking $IMAGE for --rootfs"
+  mkdir -p "$work/rootfs"
+  python3 - "$IMAGE" "$work/rootfs" <<'PY' || { fail "cannot unpack $IMAGE"; exit 1; }
+import json, subprocess, sys
+lay, dst = sys.argv[1], sys.argv[2]
+blob = lambda d: "%s/blobs/%s" % (lay, d.replace(":", "/"))
+m = json.load(open(blob(json.load(open(lay + "/index.json"))["manifests"][0]["digest"])))
+for l in m["layers"]:
+    subprocess.run(["tar", "-xzf" if l["mediaType"].endswith("gzip") else "-xf", blob(l["digest"]), "-C", dst,
+                    "--exclude=.wh.*", "--numeric-owner"], check=True, stderr=subprocess.DEVNULL)
+PY
+  img=(--rootfs "$work/rootfs")
+else
   fail "import $IMAGE: $(cat "$work/import.log")"; exit 1
 fi
-img=gpu-test:latest
+log "image: ${img[*]}"
 
 # 1. sbx info
 info=$(sbx info 2>&1)
@@ -83,7 +101,7 @@ if printf '%s\n' "$info" | grep -q "${uuids[0]}"; then pass "sbx info lists GPU 
 log "$(printf '%s\n' "$info" | sed -n '/^gpus:/,$p')"
 
 # 2. --gpus all
-out=$(sbx run --gpus all "$img" -- nvidia-smi -L 2>&1); rc=$?
+out=$(sbx run --gpus all "${img[@]}" -- nvidia-smi -L 2>&1); rc=$?
 if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep '^GPU ' | sed 's/^GPU [0-9]*: //')" = "$(printf '%s\n' "$host_list" | sed 's/^GPU [0-9]*: //')" ]; then
   pass "--gpus all: nvidia-smi -L in the sandbox lists the host's $ngpu GPU(s)"
 else
@@ -94,7 +112,7 @@ log "$out"
 # 3. one GPU at a time
 sel_check() {  # SELECTOR EXPECTED_UUID
   local out rc n env
-  out=$(sbx run --gpus "$1" "$img" -- sh -c 'nvidia-smi -L; echo "CVD=$CUDA_VISIBLE_DEVICES"; ls /dev/nvidia[0-9]*' 2>&1); rc=$?
+  out=$(sbx run --gpus "$1" "${img[@]}" -- sh -c 'nvidia-smi -L; echo "CVD=$CUDA_VISIBLE_DEVICES"; ls /dev/nvidia[0-9]*' 2>&1); rc=$?
   n=$(printf '%s\n' "$out" | grep -c '^GPU ')
   if [ $rc -eq 0 ] && [ "$n" -eq 1 ] && printf '%s\n' "$out" | grep -q "^GPU 0: .*$2" &&
      printf '%s\n' "$out" | grep -qx "CVD=$2" && [ "$(printf '%s\n' "$out" | grep -c '^/dev/nvidia[0-9]')" -eq 1 ]; then
@@ -110,11 +128,11 @@ if [ "$ngpu" -ge 2 ]; then
 else
   skip "--gpus 1: this host has one GPU"
 fi
-out=$(sbx run --gpus "$ngpu" "$img" -- true 2>&1); rc=$?
+out=$(sbx run --gpus "$ngpu" "${img[@]}" -- true 2>&1); rc=$?
 if [ $rc -eq 125 ] && printf '%s\n' "$out" | grep -q "out of range"; then pass "--gpus $ngpu: clear error: $out"; else fail "--gpus $ngpu: expected exit 125 'out of range', got rc=$rc: $out"; fi
 
 # 4. no --gpus: nothing visible
-out=$(sbx run "$img" -- sh -c 'ls /dev/nvidia* 2>/dev/null; command -v nvidia-smi; python3 -c "import ctypes; ctypes.CDLL(\"libcuda.so.1\")" 2>&1 | tail -1' 2>&1); rc=$?
+out=$(sbx run "${img[@]}" -- sh -c 'ls /dev/nvidia* 2>/dev/null; command -v nvidia-smi; python3 -c "import ctypes; ctypes.CDLL(\"libcuda.so.1\")" 2>&1 | tail -1' 2>&1); rc=$?
 if ! printf '%s\n' "$out" | grep -q '/dev/nvidia' && ! printf '%s\n' "$out" | grep -q 'bin/nvidia-smi' && printf '%s\n' "$out" | grep -q 'OSError'; then
   pass "without --gpus: no /dev/nvidia*, no nvidia-smi, libcuda.so.1 not loadable"
 else
@@ -124,14 +142,14 @@ fi
 # 5. CUDA programs
 mkdir -p "$work/bin"
 cp tests/gpu/cuda_driver_check.py "$work/bin/"
-out=$(sbx run --gpus 0 -v "$work/bin:/gpu:ro" "$img" -- python3 /gpu/cuda_driver_check.py 2>&1); rc=$?
+out=$(sbx run --gpus 0 -v "$work/bin:/gpu:ro" "${img[@]}" -- python3 /gpu/cuda_driver_check.py 2>&1); rc=$?
 if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^cuda_driver_check: OK devices=1 '; then pass "CUDA driver API + PTX JIT kernel on GPU 0: $out"; else fail "cuda_driver_check: rc=$rc:"$'\n'"$out"; fi
 if command -v nvcc >/dev/null; then
   # libstdc++/libgcc static: the binary must run on the image's older glibc userland.
   if nvcc -O2 -o "$work/bin/vector_add" tests/gpu/vector_add.cu -Xcompiler -static-libstdc++ -Xcompiler -static-libgcc >"$work/nvcc.log" 2>&1; then
     host_out=$("$work/bin/vector_add" 2>&1)
     log "on the host: $host_out"
-    out=$(sbx run --gpus all -v "$work/bin:/gpu:ro" "$img" -- /gpu/vector_add 2>&1); rc=$?
+    out=$(sbx run --gpus all -v "$work/bin:/gpu:ro" "${img[@]}" -- /gpu/vector_add 2>&1); rc=$?
     if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^vector_add: OK n=1048576 '; then pass "nvcc-built vector_add in the sandbox: $out"; else fail "vector_add in the sandbox: rc=$rc:"$'\n'"$out"; fi
   else
     fail "nvcc failed: $(tail -5 "$work/nvcc.log")"
@@ -146,22 +164,22 @@ if ls /etc/cdi/*.{json,yaml} /var/run/cdi/*.{json,yaml} 2>/dev/null | grep -q .;
   nvidia-ctk cdi generate --output="$cdi_created" >"$work/ctk.log" 2>&1 || { cdi_created=""; log "nvidia-ctk cdi generate failed: $(tail -3 "$work/ctk.log")"; }
 fi
 if sbx info 2>/dev/null | grep -q 'nvidia.com/gpu=all'; then
-  out=$(sbx run --device nvidia.com/gpu=all "$img" -- nvidia-smi -L 2>&1); rc=$?
+  out=$(sbx run --device nvidia.com/gpu=all "${img[@]}" -- nvidia-smi -L 2>&1); rc=$?
   if [ $rc -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^GPU ')" -eq "$ngpu" ]; then pass "--device nvidia.com/gpu=all (CDI): $ngpu GPU(s)"; else fail "--device nvidia.com/gpu=all: rc=$rc:"$'\n'"$out"; fi
 else
   skip "CDI: no nvidia.com/gpu spec in /etc/cdi or /var/run/cdi and no nvidia-ctk to generate one"
 fi
 
 # 7. timing
-sbx run "$img" -- true >/dev/null 2>&1; sbx run --gpus all "$img" -- true >/dev/null 2>&1  # warm caches
+sbx run "${img[@]}" -- true >/dev/null 2>&1; sbx run --gpus all "${img[@]}" -- true >/dev/null 2>&1  # warm caches
 if command -v hyperfine >/dev/null; then
   hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$work/hf.json" \
-    "$SBX --root $root --run-root $runroot run $img -- true" \
-    "$SBX --root $root --run-root $runroot run --gpus all $img -- true" >"$work/hf.txt" 2>&1
+    "$SBX --root $root --run-root $runroot run ${img[*]} -- true" \
+    "$SBX --root $root --run-root $runroot run --gpus all ${img[*]} -- true" >"$work/hf.txt" 2>&1
   read -r base gpus < <(python3 -c "import json;r=json.load(open('$work/hf.json'))['results'];print(*[round(x['mean']*1000,1) for x in r])")
 else
   t() { local s e; s=$(date +%s%N); for _ in $(seq "$RUNS"); do sbx run "$@" -- true >/dev/null 2>&1; done; e=$(date +%s%N); echo $(( (e - s) / RUNS / 1000 )); }
-  base=$(awk "BEGIN{print $(t "$img")/1000}"); gpus=$(awk "BEGIN{print $(t --gpus all "$img")/1000}")
+  base=$(awk "BEGIN{print $(t "${img[@]}")/1000}"); gpus=$(awk "BEGIN{print $(t --gpus all "${img[@]}")/1000}")
 fi
 log "timing ($RUNS runs): sbx run: ${base} ms; sbx run --gpus all: ${gpus} ms; added by --gpus all: $(awk "BEGIN{print $gpus-$base}") ms"
 

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# sbx run: containment of misbehaving programs (timeout, OOM, fork bomb,
+# rlimits) and clean-up when sbx itself is signalled or SIGKILLed.
+source "$(dirname "$0")/../sandbox_lib.sh"
+run() { $SBX run "$@"; }
+
+# --- timeout --------------------------------------------------------------------
+start=$(date +%s%N)
+expect_rc "infinite loop is killed at --timeout (124)" 124 run --timeout 1s $BB sh -c 'while :; do :; done' 2>"$T/err"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check "timeout fired on time ($ms ms)" test "$ms" -lt 4000
+check "timeout says so on stderr" grep -q 'sbx: sandbox killed: timeout after 1s' "$T/err"
+expect_rc "timeout kills the whole sandbox, children too" 124 run --timeout 500ms $BB sh -c 'sleep 100 & sleep 100 & wait'
+
+# --- memory -------------------------------------------------------------------
+expect_rc "memory hog is OOM-killed under --memory (137)" 137 run --memory 32m $BB sh -c 'tail /dev/zero' 2>"$T/err"
+check "OOM says so on stderr" grep -q 'sbx: sandbox killed: out of memory' "$T/err"
+expect_rc "a small program fits under --memory" 0 run --memory 32m $BB sh -c 'head -c 1000000 /dev/zero | wc -c >/dev/null'
+
+# --- pids -------------------------------------------------------------------------
+start=$(date +%s%N)
+run --pids-limit 64 --timeout 3s $BB sh -c 'b() { b | b & }; b; wait' 2>"$T/err"
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check "fork bomb is over within the timeout ($ms ms)" test "$ms" -lt 6000
+check "the fork bomb hit the pids limit, reported" grep -q 'failed at the pids limit (64)' "$T/err"
+expect_rc "the host is fine afterwards" 0 run $BB true
+# busybox sh stops at the first failed fork; each line is one started process.
+out=$(run --pids-limit 20 $BB sh -c 'i=0; while [ $i -lt 40 ]; do sleep 5 & echo started; i=$((i + 1)); done' 2>/dev/null | grep -c started)
+check "--pids-limit 20 caps the process count (started $out of 40)" bash -c "[ $out -ge 10 ] && [ $out -lt 20 ]"
+
+# --- rlimits, cpus -----------------------------------------------------------------
+out=$(run --ulimit nofile=100:200 $BB sh -c 'ulimit -n; ulimit -Hn')
+check "--ulimit nofile=100:200" test "$out" = "$(printf '100\n200')"
+hard=$(ulimit -Hn)
+out=$(run --ulimit nofile=64:$((hard + 1000)) $BB sh -c 'ulimit -Hn' 2>"$T/err")
+check "--ulimit above the host's hard limit is clamped ($out)" test "$out" = "$hard"
+check "... with a warning" grep -q 'CAP_SYS_RESOURCE' "$T/err"
+expect_rc "--cpus 0.5 runs" 0 run --cpus 0.5 $BB true
+expect_rc "bad --ulimit is 125" 125 run --ulimit nofile=abc $BB true
+
+# --- sbx itself signalled -------------------------------------------------------
+wait_for_state() {  # waits until a sandbox's state.json exists; prints its dir
+  local d
+  for _ in $(seq 200); do
+    d=$(ls -d "$SBX_RUN_ROOT"/*/ 2>/dev/null | head -1)
+    [ -n "$d" ] && [ -f "$d/state.json" ] && { echo "${d%/}"; return 0; }
+    sleep 0.05
+  done
+  return 1
+}
+state_pid() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$1/state.json"; }
+
+$SBX run $BB sleep 100 &
+sbxpid=$!
+dir=$(wait_for_state)
+kill -TERM $sbxpid
+wait $sbxpid
+rc=$?
+check "SIGTERM to sbx run is forwarded: the command dies of it (143, got $rc)" test "$rc" -eq 143
+check "SIGTERM: state dir removed" test ! -e "$dir"
+
+$SBX run $BB sh -c 'trap "" TERM; sleep 100' &
+sbxpid=$!
+dir=$(wait_for_state)
+sleep 0.2
+kill -TERM $sbxpid; sleep 0.2; kill -TERM $sbxpid
+wait $sbxpid
+rc=$?
+check "a second SIGTERM kills a sandbox that ignores the first (137, got $rc)" test "$rc" -eq 137
+
+$SBX run $BB sleep 100 &
+sbxpid=$!
+dir=$(wait_for_state)
+init=$(state_pid "$dir")
+kill -KILL $sbxpid
+wait $sbxpid 2>/dev/null
+for _ in $(seq 100); do kill -0 "$init" 2>/dev/null || break; sleep 0.05; done
+check "SIGKILL of sbx run takes the sandbox down (init $init gone)" bash -c "! kill -0 $init 2>/dev/null"
+check "SIGKILL of sbx run leaves its state dir (for the next run / gc)" test -d "$dir"
+sleep 2.2  # stale cgroups younger than 2 s are never touched (a start may be in flight)
+expect_rc "the next sbx run works" 0 run $BB true
+check "... and removed the stale state dir" test ! -e "$dir"
+
+finish

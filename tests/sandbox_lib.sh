@@ -1,0 +1,144 @@
+# Shared by tests/integration/test_run*.sh and test_humaneval.sh (sourced).
+#
+# Gives each test its own temp --root/--run-root and its own cgroup
+# ("sbxtest-PID", a child of the cgroup the test runs in, in every hierarchy),
+# so that sandboxes it starts get their "sbx-*" cgroups under it and the leak
+# check at the end sees only this test's (other tests may run beside it).
+# Provides: $T, $BB and $PY (image or --rootfs arguments), check, expect_rc,
+# finish (leak check + summary; the test's exit status).
+set -uo pipefail
+: "${SBX:?set SBX to the sbx binary}"
+SBX_TEST_SRC=${SBX_TEST_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+SBX_IMAGES=${SBX_IMAGES:-$SBX_TEST_SRC/tests/images/out}
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, mounts, cgroups)"; exit 77; fi
+
+T=$(mktemp -d /tmp/sbx-test.XXXXXX)
+export SBX_ROOT=$T/root SBX_RUN_ROOT=$T/run
+fails=0
+passes=0
+
+check() {  # DESCRIPTION COMMAND... : passes when COMMAND succeeds
+  local desc=$1
+  shift
+  if "$@"; then
+    passes=$((passes + 1)); echo "ok   $desc"
+  else
+    fails=$((fails + 1)); echo "FAIL $desc"
+  fi
+}
+
+not_grep() {  # PATTERN TEXT : true when TEXT does not contain PATTERN
+  ! grep -q -- "$1" <<<"$2"
+}
+
+expect_rc() {  # DESCRIPTION WANT COMMAND... : passes when COMMAND exits WANT
+  local desc=$1 want=$2 rc
+  shift 2
+  "$@"
+  rc=$?
+  if [ "$rc" -eq "$want" ]; then
+    passes=$((passes + 1)); echo "ok   $desc (exit $rc)"
+  else
+    fails=$((fails + 1)); echo "FAIL $desc: exit $rc, want $want"
+  fi
+}
+
+# --- this test's own cgroups ------------------------------------------------
+TEST_CGROUPS=()
+enter_test_cgroup() {
+  local line ctrls path dir lines
+  mapfile -t lines </proc/self/cgroup  # read it all before moving (it changes)
+  for line in "${lines[@]}"; do
+    ctrls=${line#*:}; path=${ctrls#*:}; ctrls=${ctrls%%:*}
+    case $ctrls in name=*) continue ;; esac
+    if [ -z "$ctrls" ]; then
+      [ -d /sys/fs/cgroup/unified ] && dir=/sys/fs/cgroup/unified || dir=/sys/fs/cgroup
+    else
+      dir=/sys/fs/cgroup/${ctrls%%,*}
+    fi
+    dir=$dir${path%/}/sbxtest-$$
+    [ -d "${dir%/*}" ] || continue
+    mkdir "$dir" 2>/dev/null || continue
+    # (cpuset refuses tasks until cpus/mems are set: skip it, sbx does not use it)
+    if ! echo $$ 2>/dev/null >"$dir/cgroup.procs"; then rmdir "$dir"; continue; fi
+    TEST_CGROUPS+=("$dir")
+  done
+}
+leave_test_cgroup() {
+  local dir
+  for dir in "${TEST_CGROUPS[@]}"; do
+    echo $$ >"${dir%/*}/cgroup.procs" 2>/dev/null
+  done
+  for dir in "${TEST_CGROUPS[@]}"; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$dir" 2>/dev/null && break; sleep 0.1; done
+    [ -d "$dir" ] && { echo "warning: could not remove test cgroup $dir:"; ps -o pid,ppid,stat,args -p "$(paste -sd, "$dir/cgroup.procs")"; }
+  done
+}
+enter_test_cgroup
+
+# --- images -----------------------------------------------------------------
+# The real test images (tests/images/build.sh) imported into $SBX_ROOT when
+# this sbx has an image store; otherwise root file systems for --rootfs.
+BB="" PY=""
+if $SBX import --help >/dev/null 2>&1 && [ -d "$SBX_IMAGES/busybox-oci" ]; then
+  $SBX import -q "$SBX_IMAGES/busybox-oci" busybox:latest >/dev/null || { echo "FAIL import busybox"; exit 1; }
+  BB=busybox
+  if [ -d "$SBX_IMAGES/python-oci" ]; then
+    $SBX import -q "$SBX_IMAGES/python-oci" python:latest >/dev/null || { echo "FAIL import python"; exit 1; }
+    PY=python
+  fi
+else
+  bb=$(command -v busybox)
+  mkdir -p "$T/bbroot/bin" "$T/bbroot/etc" "$T/bbroot/tmp" "$T/bbroot/root"
+  cp "$bb" "$T/bbroot/bin/busybox"
+  for a in $("$bb" --list); do [ -e "$T/bbroot/bin/$a" ] || ln -s busybox "$T/bbroot/bin/$a"; done
+  printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$T/bbroot/etc/passwd"
+  printf 'root:x:0:\nnogroup:x:65534:\n' >"$T/bbroot/etc/group"
+  chmod 1777 "$T/bbroot/tmp"
+  BB="--rootfs $T/bbroot"
+  [ -n "${SBX_TEST_PYROOT:-}" ] && PY="--rootfs $SBX_TEST_PYROOT"
+fi
+
+# --- the leak check -----------------------------------------------------------
+leak_check() {
+  local dir leaked
+  if grep -F -e "$T" -e "$SBX_RUN_ROOT" /proc/self/mountinfo >/dev/null; then
+    fails=$((fails + 1)); echo "FAIL leak: mounts left:"; grep -F "$T" /proc/self/mountinfo
+  else
+    passes=$((passes + 1)); echo "ok   leak: no mounts left"
+  fi
+  leaked=""
+  for dir in "${TEST_CGROUPS[@]}"; do
+    leaked+=$(find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*' 2>/dev/null)
+  done
+  if [ -n "$leaked" ]; then
+    fails=$((fails + 1)); echo "FAIL leak: cgroups left: $leaked"
+  else
+    passes=$((passes + 1)); echo "ok   leak: no sbx-* cgroups left"
+  fi
+  # Every process of this test's cgroup but the test shell itself is a leak.
+  leaked=""
+  for dir in "${TEST_CGROUPS[@]}"; do
+    while read -r p; do [ "$p" = $$ ] || leaked+=" $p"; done <"$dir/cgroup.procs"
+    break
+  done
+  if [ -n "$leaked" ]; then
+    fails=$((fails + 1)); echo "FAIL leak: processes left:$leaked"; ps -o pid,args -p ${leaked// /,} || true
+  else
+    passes=$((passes + 1)); echo "ok   leak: no processes left"
+  fi
+  if [ -d "$SBX_RUN_ROOT" ] && [ -n "$(ls -A "$SBX_RUN_ROOT")" ]; then
+    fails=$((fails + 1)); echo "FAIL leak: run root not empty: $(ls -A "$SBX_RUN_ROOT")"
+  else
+    passes=$((passes + 1)); echo "ok   leak: run root empty"
+  fi
+}
+
+finish() {
+  leak_check
+  leave_test_cgroup
+  rm -rf "$T"
+  echo "$passes passed, $fails failed"
+  [ "$fails" -eq 0 ]
+  exit $?
+}
