@@ -35,11 +35,12 @@ podman load -i "$IMAGES/busybox.docker.tar" >/dev/null 2>&1 || true
 PIMG=$(podman images --format '{{.Id}}' | head -1)
 podman run -d --name bench-podman --runtime runc --cgroup-manager=cgroupfs --ulimit nofile=1024:1024 \
   --ulimit nproc=1024:1024 --network none "$PIMG" sleep 100000 >/dev/null 2>&1 || echo "podman run failed"
-hyperfine -N --warmup 5 --runs 50 --export-markdown "$T/exec.md" \
+hyperfine -N --warmup 5 --runs 100 --export-markdown "$T/exec.md" --export-json "$T/exec.json" \
   -n "sbx exec" "$SBX --root $T/root --run-root $T/run exec $ID -- true" \
   -n "runc exec" "runc --root $T/runc exec bench-runc true" \
   -n "podman exec" "podman exec bench-podman true" 2>&1 | grep -vE '^\s*$'
 cat "$T/exec.md"
+python3 -c 'import json,sys; [print("median %-12s %.1f ms  (min %.1f)" % (r["command"], 1000*r["median"], 1000*r["min"])) for r in json.load(open(sys.argv[1]))["results"]]' "$T/exec.json"
 
 # Memory: N idle (hold-only) sandboxes.
 for id in $(S ps -aq --no-trunc); do S rm -f "$id" >/dev/null; done
