@@ -15,8 +15,14 @@
 //   activity     its mtime is the last exec activity (idle timeout).
 //   log, log.1   stdout+stderr of the first process, bounded (runtime/holder.h).
 //   fs/upper, fs/work  the overlay's disk-backed upper dir (snapshots read it).
+//   mnt/         where the sandbox's mount namespace stages its rootfs (a
+//                tmpfs there is visible only inside the sandbox).
 // RUN_ROOT/.names/<name> is a symlink to the id: creating it with symlink(2)
 // makes name uniqueness atomic across concurrent creates.
+// RUN_ROOT/.new-<id> is a create before its state.json exists (renamed to
+// <id> once it does); RUN_ROOT/.trash-<id> is an `rm` half-way. `gc` removes
+// both once nobody works on them. A sandbox with creator_pid != 0 was made by
+// `sbx create`; one with 0 by `sbx run` (gc removes it as soon as it is dead).
 //
 // Nothing in these files is trusted blindly: `ps`/`inspect` check that the
 // recorded pid is still the same process (pid + start time from /proc/PID/stat).
