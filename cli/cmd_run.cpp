@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/run_options.h"
 #include "cli/gpu_options.h"
 #include "oci/store.h"
 #include "runtime/gvisor_backend.h"
@@ -70,6 +71,9 @@ const char* kExitCodes =
     "  128+N    the command was killed by signal N\n"
     "  137      also: the OOM killer killed the command (\"sbx: sandbox killed: out of memory …\")\n";
 
+}  // namespace
+
+// Shared with sbx create (cli/run_options.h).
 Mount parse_volume(const std::string& text) {
   // HOST:CTR[:OPTS], OPTS a comma list of ro, rw, nosuid, nodev, noexec.
   auto parts = std::vector<std::string>{};
@@ -128,6 +132,8 @@ Mount parse_tmpfs(const std::string& text) {
   }
   return m;
 }
+
+namespace {
 
 int run(const Globals& g, RunFlags& f) {
   if (!f.unknown.empty()) throw Error("sbx run: unknown option " + f.unknown + "; see 'sbx run --help'");

@@ -29,6 +29,10 @@ void register_image_commands(CLI::App& app, Globals& g, Action& action);
 void register_run_command(CLI::App& app, Globals& g, Action& action);
 void register_info_command(CLI::App& app, Globals& g, Action& action);
 void register_gc_command(CLI::App& app, Globals& g, Action& action);
+/// Long-lived sandboxes: exec, ps, inspect, wait, stop, kill, rm, logs, cp.
+void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action);
+/// sbx create (cli/cmd_create.cpp).
+void register_create_command(CLI::App& app, Globals& g, Action& action);
 /// snapshot, snapshot-dir, snapshots (rm, extract, prune), export, checkpoint, restore.
 void register_snapshot_commands(CLI::App& app, Globals& g, Action& action);
 

@@ -60,6 +60,17 @@ class Cgroup {
   /// (a directory that cannot be removed is logged and left for `sbx gc`).
   void destroy() noexcept;
 
+  /// Forgets the directories without removing them (a detached sandbox keeps
+  /// its cgroup; `sbx rm` removes it by the paths in state.json). No throw.
+  void release() noexcept {
+    dirs_.clear();
+    procs_.clear();
+    memory_.clear();
+    pids_.clear();
+    freezer_.clear();
+    unified_.clear();
+  }
+
   /// The directories, one per hierarchy (for state.json and tests).
   const std::vector<std::string>& paths() const { return dirs_; }
   bool empty() const { return dirs_.empty(); }

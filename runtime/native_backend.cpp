@@ -26,6 +26,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/capabilities.h"
+#include "runtime/holder.h"
 #include "runtime/init.h"
 #include "runtime/mounts.h"
 #include "runtime/namespaces.h"
@@ -113,6 +114,10 @@ struct ChildCtx {
   bool userns = false;
   std::vector<int> idmapped_layers;
   std::vector<BindSource> binds;
+  // Detached (sbx create) only: the holder's state dir fd and the log pipe.
+  bool detached = false;
+  int state_dirfd = -1;
+  int log_r = -1, log_w = -1;
 };
 
 /// Reads one sync byte from sbx; exits quietly when sbx failed or went away
@@ -145,11 +150,12 @@ void wait_for(int sock, char want) {
       for (int fd = 0; fd < 3; ++fd)
         if (::dup2(pty_slave, fd) < 0) throw_errno("dup2 the pty");
       if (pty_slave > 2) ::close(pty_slave);
-    } else if (!spec.stdin_open) {
+    } else if (!spec.stdin_open || c.detached) {
       int fd = ::open("/dev/null", O_RDONLY);
       if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
       if (fd > 2) ::close(fd);
     }
+    if (c.detached && (::dup2(c.log_w, 1) < 0 || ::dup2(c.log_w, 2) < 0)) throw_errno("redirect output to the log");
     // Nothing of sbx's but stdio reaches the command.
     ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
 
@@ -284,7 +290,9 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     int staging_fd = c.userns ? mount_staging_at(state_fd) : -1;
     std::string root = c.userns
                            ? mount_rootfs(spec, "/proc/self/fd/" + std::to_string(staging_fd), c.idmapped_layers, true)
-                           : mount_rootfs(spec, c.state_dir);
+                           // Detached: stage below the state dir, so that a disk-backed upper
+                           // dir in it (spec.upper_dir, for snapshots) is not hidden by the tmpfs.
+                           : mount_rootfs(spec, c.detached ? c.state_dir + "/mnt" : c.state_dir);
     std::vector<BindSource> binds;
     UsernsSystem usys;
     if (c.userns) {
@@ -347,13 +355,37 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     enter_cgroup_namespace();
 
     // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
-    pid_t pid = ::fork();
-    if (pid < 0) throw_errno("fork the workload");
-    if (pid == 0) workload_main(c, user, caps, slave);
+    pid_t pid = -1;
+    if (!spec.process.args.empty()) {
+      pid = ::fork();
+      if (pid < 0) throw_errno("fork the workload");
+      if (pid == 0) workload_main(c, user, caps, slave);
+    }
     if (slave >= 0) ::close(slave);
-    ::close(c.sock);
     // Processes in the sandbox may not read or trace the init's memory.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (c.detached) {
+      // Outlive sbx only once sbx has recorded us in state.json (it sends 'G'
+      // then); if it dies before, EOF here and PDEATHSIG end the sandbox.
+      ::close(c.log_w);
+      char go = 0;
+      if (::recv(c.sock, &go, 1, 0) != 1 || go != 'G') ::_exit(kExitSbxFailed);
+      ::prctl(PR_SET_PDEATHSIG, 0);
+      ::close(c.sock);
+      // Let go of sbx's stdio (a `$(sbx create …)` must see EOF).
+      if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
+        for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+        if (null > 2) ::close(null);
+      }
+      HolderConfig h;
+      h.state_dirfd = c.state_dirfd;
+      h.workload = pid;
+      h.log_fd = c.log_r;
+      h.timeout_ms = spec.timeout.count();
+      h.idle_timeout_ms = spec.idle_timeout.count();
+      run_holder(h);
+    }
+    ::close(c.sock);
     run_init(pid);
   } catch (const std::exception& e) {
     send_error(c.sock, kExitSbxFailed, e.what());
@@ -371,12 +403,6 @@ int reap(Sandbox& sb, bool block) {
   if (rc < 0 || info.si_pid == 0) return -1;
   sb.exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
   return sb.exit_status;
-}
-
-int64_t now_ms() {
-  struct timespec ts {};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
 }
 
 }  // namespace
@@ -451,21 +477,54 @@ void Sandbox::destroy() noexcept {
   }
 }
 
+void Sandbox::release() noexcept {
+  if (pid > 0) ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
+  pid = -1;
+  if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
+  if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
+  cgroup.release();
+  state_dir.clear();
+}
+
 Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
-  if (spec.process.args.empty())
+  if (opts.detached && spec.process.terminal)
+    throw Error("a detached sandbox has no terminal to attach (-t): use 'sbx exec -it' to get one");
+  if (spec.process.args.empty() && !opts.detached)
     throw Error("no command to run: give one after the image, or use an image with an Entrypoint or Cmd");
   Sandbox sb;
   sb.id = spec.id.empty() ? new_sandbox_id() : spec.id;
   sb.started = std::chrono::steady_clock::now();
   if (::mkdir(opts.run_root.c_str(), 0700) < 0 && errno != EEXIST) fs::mkdir_p(opts.run_root, 0700);
   std::string dir = opts.run_root + "/" + sb.id;
-  if (::mkdir(dir.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + dir);
+  if (::mkdir(dir.c_str(), 0700) < 0 && !(opts.detached && errno == EEXIST))
+    throw_errno("create the sandbox state directory " + dir);
   sb.state_dir = dir;
   sb.cgroup = Cgroup::create(sb.id, spec.resources);
 
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
   ChildCtx ctx{&spec, &sb.cgroup, dir, spec.hostname.empty() ? sb.id.substr(0, 12) : spec.hostname, sv[1], {}, false, {}, {}};
+  struct CloseFds {
+    int* fds[3];
+    ~CloseFds() {
+      for (int* f : fds)
+        if (*f >= 0) ::close(std::exchange(*f, -1));
+    }
+  } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w}};
+  if (opts.detached) {
+    ctx.detached = true;
+    if (::mkdir((dir + "/mnt").c_str(), 0700) < 0 && errno != EEXIST) throw_errno("create " + dir + "/mnt");
+    ctx.state_dirfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int lp[2];
+    if (ctx.state_dirfd < 0 || ::pipe2(lp, O_CLOEXEC) < 0) {
+      int e = errno;
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw_errno("open the state directory " + dir, e);
+    }
+    ctx.log_r = lp[0];
+    ctx.log_w = lp[1];
+  }
   // User namespace: a host id range, and the layers and volumes opened as
   // detached trees now, so that the child inherits the same fds (runtime/userns.h).
   struct Trees {
@@ -551,7 +610,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
     if (opts.write_state) {
       // While the sandbox sets itself up.
-      SandboxState st;
+      SandboxState st = opts.state_template ? *opts.state_template : SandboxState{};
       st.id = sb.id;
       st.name = spec.name;
       st.image_id = spec.image_id;
@@ -559,10 +618,13 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       st.runtime = spec.runtime;
       st.pid = pid;
       st.pid_start = process_start_time(pid);
-      st.created_ms = now_ms();
+      if (!st.created_ms) st.created_ms = now_ms();
       st.cgroups = sb.cgroup.paths();
       write_state(dir, st);
     }
+    // A detached init may now outlive us: it is on record.
+    // (A failed send means the init already died: its error or EOF follows.)
+    if (opts.detached) (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
     // The sandbox is busy building its file system: use the time to remove
     // what an earlier, SIGKILLed sbx left behind (runtime/state.h gc()).
     if (opts.gc_stale) gc(opts.run_root);

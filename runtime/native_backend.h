@@ -20,6 +20,7 @@
 #include "runtime/cgroups.h"
 #include "runtime/exit_status.h"
 #include "runtime/spec.h"
+#include "runtime/state.h"
 #include "runtime/userns.h"
 
 namespace sbx::runtime {
@@ -28,6 +29,16 @@ struct StartOptions {
   std::string run_root = "/run/sbx";  ///< state dirs live in RUN_ROOT/<id>
   /// Write RUN_ROOT/<id>/state.json (what `sbx rmi`/`sbx ps`/gc read).
   bool write_state = true;
+  /// sbx create (runtime/lifecycle.h): the sandbox outlives sbx. The init
+  /// becomes runtime/holder.h's holder (spec.timeout / spec.idle_timeout, the
+  /// log, the end record) and stops dying with sbx once state.json names it;
+  /// the first process's stdout and stderr go to STATE_DIR/log and its stdin is
+  /// /dev/null; an empty spec.process.args runs no first process (hold only);
+  /// the state dir may already exist. Not with spec.process.terminal.
+  bool detached = false;
+  /// Fields of state.json start() does not know (labels, command, status, …);
+  /// start() fills in pid, pid_start, cgroups and the spec's ids.
+  const SandboxState* state_template = nullptr;
   /// While the sandbox sets itself up, remove state dirs and cgroups of dead
   /// sandboxes (runtime/state.h gc()); costs no wall time.
   bool gc_stale = true;
@@ -64,6 +75,9 @@ class Sandbox {
   /// Sends `sig` to the sandbox's init (which forwards it to the workload;
   /// SIGKILL kills the whole sandbox). No throw.
   void signal(int sig) noexcept;
+  /// Forgets the sandbox without touching it (a detached one lives on), and
+  /// restores the caller's signal mask. No throw.
+  void release() noexcept;
   /// Kills everything, reaps the init, removes the cgroup and the state dir,
   /// restores the caller's signal mask. Idempotent, no throw.
   void destroy() noexcept;

@@ -1,37 +1,68 @@
 #include "runtime/state.h"
-#include "runtime/userns.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "runtime/cgroups.h"
 
 namespace sbx::runtime {
 
+int64_t now_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string sandbox_dir(const std::string& run_root, const std::string& id) { return run_root + "/" + id; }
+
 void write_state(const std::string& dir, const SandboxState& st) {
-  nlohmann::json j = {{"id", st.id},           {"name", st.name},       {"image_id", st.image_id},
-                      {"image_ref", st.image_ref}, {"runtime", st.runtime}, {"status", st.status},
-                      {"pid", st.pid},         {"pid_start", st.pid_start}, {"created_ms", st.created_ms},
-                      {"cgroups", st.cgroups}};
+  nlohmann::json j = {{"version", 1},
+                      {"id", st.id},
+                      {"name", st.name},
+                      {"image_id", st.image_id},
+                      {"image_ref", st.image_ref},
+                      {"runtime", st.runtime},
+                      {"status", st.status},
+                      {"pid", st.pid},
+                      {"pid_start", st.pid_start},
+                      {"created_ms", st.created_ms},
+                      {"started_ms", st.started_ms},
+                      {"cgroups", st.cgroups},
+                      {"labels", st.labels},
+                      {"command", st.command},
+                      {"timeout_ms", st.timeout_ms},
+                      {"idle_timeout_ms", st.idle_timeout_ms},
+                      {"creator_pid", st.creator_pid},
+                      {"creator_start", st.creator_start}};
   // Temp file + rename (readers never see half a file) but no fsync: the run
   // root is volatile state (tmpfs /run), and an fsync on a disk-backed run
-  // root costs milliseconds on every sandbox start.
-  std::string data = j.dump(2) + "\n", tmp = dir + "/.state.json.tmp", path = dir + "/state.json";
+  // root costs milliseconds on every sandbox start. The temp name is per
+  // process: several sbx may write one sandbox's state (under its lock).
+  std::string data = j.dump(2) + "\n", path = dir + "/state.json";
+  std::string tmp = dir + "/.state.json.tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) throw_errno("create " + tmp);
   ssize_t n = ::write(fd, data.data(), data.size());
   int e = errno;
   ::close(fd);
-  if (n != static_cast<ssize_t>(data.size())) throw_errno("write " + tmp, n < 0 ? e : EIO);
-  if (::rename(tmp.c_str(), path.c_str()) < 0) throw_errno("rename " + tmp + " to " + path);
+  if (n != static_cast<ssize_t>(data.size())) {
+    ::unlink(tmp.c_str());
+    throw_errno("write " + tmp, n < 0 ? e : EIO);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) < 0) {
+    e = errno;
+    ::unlink(tmp.c_str());
+    throw_errno("rename " + tmp + " to " + path, e);
+  }
 }
 
 SandboxState read_state(const std::string& dir) {
@@ -48,24 +79,36 @@ SandboxState read_state(const std::string& dir) {
     st.pid = j.value("pid", 0);
     st.pid_start = j.value("pid_start", uint64_t{0});
     st.created_ms = j.value("created_ms", int64_t{0});
+    st.started_ms = j.value("started_ms", int64_t{0});
     st.cgroups = j.value("cgroups", std::vector<std::string>{});
+    st.labels = j.value("labels", std::map<std::string, std::string>{});
+    st.command = j.value("command", std::vector<std::string>{});
+    st.timeout_ms = j.value("timeout_ms", int64_t{0});
+    st.idle_timeout_ms = j.value("idle_timeout_ms", int64_t{0});
+    st.creator_pid = j.value("creator_pid", 0);
+    st.creator_start = j.value("creator_start", uint64_t{0});
     return st;
   } catch (const nlohmann::json::exception& e) {
-    throw Error("malformed " + dir + "/state.json: " + e.what());
+    throw Error("malformed " + dir + "/state.json: " + e.what() + "; remove the sandbox with 'sbx rm -f' or 'sbx gc'");
   }
 }
 
 uint64_t process_start_time(pid_t pid) {
-  std::string text;
-  try {
-    text = fs::read_file("/proc/" + std::to_string(pid) + "/stat");
-  } catch (const Error&) {
-    return 0;
-  }
+  if (pid <= 0) return 0;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
   // Field 2 (comm) may hold spaces and ')': fields resume after the last ')'.
-  auto close = text.rfind(')');
-  if (close == std::string::npos) return 0;
-  const char* p = text.c_str() + close + 2;
+  char* close = std::strrchr(buf, ')');
+  if (!close || close[1] != ' ') return 0;
+  const char* p = close + 2;
+  if (*p == 'Z' || *p == 'X') return 0;  // field 3: state; a zombie is dead
   for (int field = 3; field < 22 && *p; ++field) {
     p = std::strchr(p, ' ');
     if (!p) return 0;
@@ -80,32 +123,211 @@ bool state_alive(const SandboxState& st) {
   return t != 0 && (st.pid_start == 0 || t == st.pid_start);
 }
 
-std::vector<std::string> gc(const std::string& run_root) {
-  std::vector<std::string> removed;
-  if (DIR* d = ::opendir(run_root.c_str())) {
-    time_t now = ::time(nullptr);
-    while (struct dirent* e = ::readdir(d)) {
-      if (e->d_name[0] == '.' || std::strlen(e->d_name) != 64) continue;
-      std::string dir = run_root + "/" + e->d_name;
-      bool dead;
-      try {
-        dead = !state_alive(read_state(dir));
-      } catch (const Error&) {
-        // No state.json: a start in progress, or one killed before it wrote it.
-        struct stat st {};
-        dead = ::stat(dir.c_str(), &st) == 0 && now - st.st_ctime > 10;
-      }
-      if (!dead) continue;
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      if (!ec) removed.push_back(dir);
-    }
-    ::closedir(d);
+std::optional<EndRecord> read_end(const std::string& dir) {
+  std::string text;
+  try {
+    text = fs::read_file(dir + "/end");
+  } catch (const Error&) {
+    return std::nullopt;
   }
-  for (auto& c : gc_stale_cgroups(2)) removed.push_back(c);
-  // User-namespace ranges (runtime/userns.h) of sandboxes whose state dir is gone.
-  for (auto& r : gc_id_ranges(run_root)) removed.push_back(r);
-  return removed;
+  EndRecord r;
+  char reason[32] = {0};
+  long long ms = 0;
+  if (std::sscanf(text.c_str(), "%31s %d %d %lld", reason, &r.exit_code, &r.signal, &ms) < 1) return std::nullopt;
+  r.reason = reason;
+  r.ended_ms = ms;
+  return r;
+}
+
+bool write_end_if_absent(const std::string& dir, const EndRecord& end) {
+  std::string tmp = dir + "/end.tmp." + std::to_string(::getpid());
+  std::string text = end.reason + " " + std::to_string(end.exit_code) + " " + std::to_string(end.signal) + " " +
+                     std::to_string(end.ended_ms ? end.ended_ms : now_ms()) + "\n";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  // link(2) fails with EEXIST when a record is there: the first one wins, atomically.
+  ok = ok && ::link(tmp.c_str(), (dir + "/end").c_str()) == 0;
+  ::unlink(tmp.c_str());
+  return ok;
+}
+
+static bool is_id(const char* s) {
+  if (std::strlen(s) != 64) return false;
+  for (const char* p = s; *p; ++p)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  return true;
+}
+
+std::vector<std::string> list_ids(const std::string& run_root) {
+  std::vector<std::string> ids;
+  DIR* d = ::opendir(run_root.c_str());
+  if (!d) return ids;
+  while (struct dirent* e = ::readdir(d))
+    if (is_id(e->d_name)) ids.emplace_back(e->d_name);
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+SandboxInfo inspect_dir(const std::string& dir) {
+  SandboxInfo info;
+  info.dir = dir;
+  info.state = read_state(dir);
+  info.end = read_end(dir);
+  const auto& st = info.state;
+  bool alive = state_alive(st);
+  if (info.end && !alive) {
+    info.status = "exited";
+  } else if (st.status == "creating") {
+    bool creator = st.creator_pid > 0 && process_start_time(st.creator_pid) == st.creator_start;
+    info.status = creator ? "creating" : "dead";
+  } else if (st.status == "running") {
+    info.status = alive ? "running" : "exited";
+    if (!alive && !info.end) {
+      // The init vanished without a record: killed from outside (kill -9,
+      // host OOM killer) — it could not write why.
+      info.end = EndRecord{"killed", 137, 9, 0};
+    }
+  } else {
+    info.status = alive ? "running" : "exited";
+  }
+  for (const auto& cg : st.cgroups) {
+    // v1: memory.oom_control "oom_kill N"; v2: memory.events "oom_kill N".
+    for (const char* f : {"/memory.oom_control", "/memory.events"}) {
+      try {
+        std::string text = fs::read_file(cg + f);
+        auto pos = text.find("oom_kill ");
+        if (pos != std::string::npos) info.oom_kills += std::strtoull(text.c_str() + pos + 9, nullptr, 10);
+      } catch (const Error&) {
+      }
+    }
+  }
+  if (info.end && info.end->reason == "signal" && info.end->signal == 9 && info.oom_kills > 0) info.end->reason = "oom";
+  return info;
+}
+
+std::string resolve_id(const std::string& run_root, const std::string& ref) {
+  if (ref.empty()) throw Error("empty sandbox id or name");
+  if (is_id(ref.c_str()) && fs::exists(sandbox_dir(run_root, ref))) return ref;
+  // A name?
+  char target[128];
+  ssize_t n = ::readlink((run_root + "/.names/" + ref).c_str(), target, sizeof target - 1);
+  if (n > 0) {
+    target[n] = 0;
+    if (is_id(target) && fs::exists(sandbox_dir(run_root, target))) return target;
+  }
+  std::string found;
+  bool hex = std::all_of(ref.begin(), ref.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (hex) {
+    for (const auto& id : list_ids(run_root)) {
+      if (id.compare(0, ref.size(), ref) != 0) continue;
+      if (!found.empty())
+        throw Error("sandbox id prefix '" + ref + "' is ambiguous; give more characters or the full id");
+      found = id;
+    }
+  }
+  if (found.empty()) throw Error("no such sandbox '" + ref + "' (in " + run_root + "); see 'sbx ps -a'");
+  return found;
+}
+
+static bool valid_name(const std::string& name) {
+  if (name.empty() || name.size() > 128) return false;
+  if (!std::isalnum(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+void claim_name(const std::string& run_root, const std::string& name, const std::string& id) {
+  if (!valid_name(name))
+    throw Error("invalid sandbox name '" + name + "': use letters, digits, '_', '.', '-' (starting with a letter or digit)");
+  std::string dir = run_root + "/.names";
+  fs::mkdir_p(dir, 0700);
+  std::string link = dir + "/" + name;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (::symlink(id.c_str(), link.c_str()) == 0) return;
+    if (errno != EEXIST) throw_errno("create name link " + link);
+    char target[128];
+    ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = 0;
+      if (fs::exists(sandbox_dir(run_root, target)))
+        throw Error("the name '" + name + "' is already used by sandbox " + std::string(target).substr(0, 12) +
+                    "; remove it ('sbx rm -f " + name + "') or pick another name");
+    }
+    // Stale: its sandbox is gone. Remove and retry once (a racing claimer
+    // either wins the symlink or sees ours).
+    ::unlink(link.c_str());
+  }
+  throw Error("could not claim the name '" + name + "' (another sbx is creating a sandbox with it)");
+}
+
+void release_name(const std::string& run_root, const std::string& name, const std::string& id) {
+  if (name.empty()) return;
+  std::string link = run_root + "/.names/" + name;
+  char target[128];
+  ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 0) return;
+  target[n] = 0;
+  if (id == target) ::unlink(link.c_str());
+}
+
+// Removes the entries of the directory `dfd` (closed on return).
+static int remove_contents(int dfd, dev_t dev) noexcept {
+  int first = 0;
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return errno;
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+    struct stat st;
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      if (st.st_dev != dev) {
+        // A mount point (it should not exist; never descend into another fs).
+        char path[64];
+        std::snprintf(path, sizeof path, "/proc/self/fd/%d/%s", dfd, "");
+        std::string p = std::string(path) + e->d_name;
+        ::umount2(p.c_str(), MNT_DETACH);
+        if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev) {
+          if (!first) first = EBUSY;
+          continue;
+        }
+      }
+      int sub = ::openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sub >= 0) {
+        int r = remove_contents(sub, dev);
+        if (r && !first) first = r;
+      }
+      if (::unlinkat(dfd, e->d_name, AT_REMOVEDIR) < 0 && !first) first = errno;
+    } else if (::unlinkat(dfd, e->d_name, 0) < 0 && !first) {
+      first = errno;
+    }
+  }
+  ::closedir(d);
+  return first;
+}
+
+int remove_tree(const std::string& path) noexcept {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return 0;
+    if (errno == ENOTDIR || errno == ELOOP) return ::unlink(path.c_str()) < 0 ? errno : 0;
+    return errno;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) < 0) {
+    int e = errno;
+    ::close(fd);
+    return e;
+  }
+  int r = remove_contents(fd, st.st_dev);
+  if (::rmdir(path.c_str()) < 0 && !r) r = errno;
+  return r;
 }
 
 }  // namespace sbx::runtime

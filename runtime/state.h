@@ -1,28 +1,68 @@
-// Per-sandbox state under the run root (default /run/sbx):
-//   RUN_ROOT/<id>/state.json   {"id","name","image_id","image_ref","pid","pid_start",
-//                               "created","runtime","status","cgroups":[...]}
-// written atomically. Other commands read it: `sbx rmi` refuses to remove an
-// image a live sandbox uses; `sbx gc` removes the dirs of dead sandboxes.
+// Per-sandbox state under the run root (default /run/sbx, --run-root).
+//
+// One directory per sandbox, RUN_ROOT/<id>/ (id: 64 hex chars):
+//   state.json   what sbx knows: {"id","name","image_id","image_ref","runtime",
+//                "status","pid","pid_start","created_ms","started_ms","cgroups",
+//                "labels","command","timeout_ms","idle_timeout_ms","creator_pid",
+//                "creator_start"}; written atomically (temp + rename) under `lock`.
+//   config.json  the sandbox's SandboxSpec as an OCI runtime-spec config.json
+//                (oci/runtime_config.h): what it was started with (inspect, exec).
+//   lock         flock(2): exclusive while state.json is changed or the sandbox
+//                is removed; nothing holds it while a sandbox merely runs.
+//   end          written by the sandbox's own init (runtime/holder.h) when the
+//                sandbox ends: "<reason> <exit_code> <signal> <unix ms>\n", reason
+//                one of exit, signal, timeout, idle, killed. Atomic (temp+rename).
+//   activity     its mtime is the last exec activity (idle timeout).
+//   log, log.1   stdout+stderr of the first process, bounded (runtime/holder.h).
+//   fs/upper, fs/work  the overlay's disk-backed upper dir (snapshots read it).
+//   mnt/         where the sandbox's mount namespace stages its rootfs (a
+//                tmpfs there is visible only inside the sandbox).
+// RUN_ROOT/.names/<name> is a symlink to the id: creating it with symlink(2)
+// makes name uniqueness atomic across concurrent creates.
+// RUN_ROOT/.new-<id> is a create before its state.json exists (renamed to
+// <id> once it does); RUN_ROOT/.trash-<id> is an `rm` half-way. `gc` removes
+// both once nobody works on them. A sandbox with creator_pid != 0 was made by
+// `sbx create`; one with 0 by `sbx run` (gc removes it as soon as it is dead).
+//
+// Nothing in these files is trusted blindly: `ps`/`inspect` check that the
+// recorded pid is still the same process (pid + start time from /proc/PID/stat).
 #pragma once
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace sbx::runtime {
+
+/// How a sandbox ended, as its init (or `sbx rm -f`/`kill`) recorded it.
+struct EndRecord {
+  std::string reason;   ///< "exit", "signal", "timeout", "idle", "killed", "oom", "failed"
+  int exit_code = -1;   ///< the first process's code (128+N for signal N); -1 unknown
+  int signal = 0;       ///< N when a signal ended it
+  int64_t ended_ms = 0; ///< unix time in ms
+};
 
 struct SandboxState {
   std::string id;
   std::string name;
   std::string image_id;
   std::string image_ref;
-  std::string runtime = "native";
-  std::string status = "running";
+  std::string runtime = "native";  ///< "native" or "gvisor": commands dispatch on it
+  std::string status = "running";  ///< as written: "creating", "running", "stopped"
   pid_t pid = 0;             ///< host pid of the sandbox's init
   uint64_t pid_start = 0;    ///< its start time (/proc/PID/stat field 22), against pid reuse
   int64_t created_ms = 0;    ///< unix time in ms
-  std::vector<std::string> cgroups;
+  int64_t started_ms = 0;    ///< unix time in ms, 0 until running
+  std::vector<std::string> cgroups;  ///< absolute cgroup dirs, one per hierarchy
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> command;  ///< the first process's argv (empty: holder only)
+  int64_t timeout_ms = 0;
+  int64_t idle_timeout_ms = 0;
+  pid_t creator_pid = 0;        ///< the `sbx create` that is building it (status "creating")
+  uint64_t creator_start = 0;
 };
 
 /// Writes DIR/state.json atomically. Throws sbx::Error.
@@ -31,14 +71,67 @@ void write_state(const std::string& dir, const SandboxState& st);
 /// Reads DIR/state.json. Throws sbx::Error when missing or malformed.
 SandboxState read_state(const std::string& dir);
 
-/// Start time of a process (clock ticks since boot), 0 when it does not exist.
+/// Start time of a process (clock ticks since boot), 0 when it does not exist
+/// or is a zombie (a zombie is dead for every purpose of sbx).
 uint64_t process_start_time(pid_t pid);
 
 /// True when the state's init process still exists (same pid and start time).
 bool state_alive(const SandboxState& st);
 
-/// Removes RUN_ROOT/<id> dirs whose sandbox is gone (no live init), and stale
-/// sandbox cgroups (runtime/cgroups.h). Returns the removed paths. No throw.
+/// Reads DIR/end, the init's record of how the sandbox ended; nullopt when absent.
+std::optional<EndRecord> read_end(const std::string& dir);
+
+/// Writes DIR/end atomically unless it exists already (the first record wins:
+/// the init's own reason beats a later "killed"). No throw; returns false when
+/// it was not written.
+bool write_end_if_absent(const std::string& dir, const EndRecord& end);
+
+/// A sandbox's state as `ps`/`inspect` report it, derived from the files and
+/// the kernel (never the file alone).
+struct SandboxInfo {
+  SandboxState state;
+  std::string dir;
+  /// "creating" (a live sbx is building it), "running", "exited" (ended; `end`
+  /// says how), "dead" (its builder or init vanished without a record: only
+  /// `rm` / `gc` are left to do).
+  std::string status;
+  std::optional<EndRecord> end;
+  uint64_t oom_kills = 0;  ///< from the sandbox's memory cgroup, when it still exists
+};
+
+/// Derives the truth about the sandbox in DIR. Throws sbx::Error when DIR holds
+/// no readable state.json.
+SandboxInfo inspect_dir(const std::string& dir);
+
+/// Paths of one run root.
+std::string sandbox_dir(const std::string& run_root, const std::string& id);
+
+/// Ids of every sandbox directory under `run_root` (64-hex names), sorted.
+std::vector<std::string> list_ids(const std::string& run_root);
+
+/// Finds a sandbox by full id, name or unique id prefix (as podman). Throws
+/// sbx::Error (exit code 125) "no such sandbox 'x'" or "'x' is ambiguous".
+std::string resolve_id(const std::string& run_root, const std::string& ref);
+
+/// Claims `name` for `id` (RUN_ROOT/.names/<name> -> id), atomically. A name
+/// whose sandbox dir is gone is reclaimed. Throws sbx::Error when taken or
+/// invalid ([a-zA-Z0-9][a-zA-Z0-9_.-]*, as docker).
+void claim_name(const std::string& run_root, const std::string& name, const std::string& id);
+
+/// Drops the name link if it still points at `id`. No throw.
+void release_name(const std::string& run_root, const std::string& name, const std::string& id);
+
+/// Removes a directory tree without following symlinks and without crossing
+/// into other mounts (a mount point inside is detached first, MNT_DETACH).
+/// No throw: returns 0 or the first errno.
+int remove_tree(const std::string& path) noexcept;
+
+/// Unix time in ms.
+int64_t now_ms();
+
+/// Removes RUN_ROOT/<id> dirs whose sandbox is gone (no live init, no live
+/// creator), with their cgroups, and stale sandbox cgroups (runtime/cgroups.h).
+/// Returns the removed paths. No throw.
 std::vector<std::string> gc(const std::string& run_root);
 
 }  // namespace sbx::runtime

@@ -1,0 +1,478 @@
+// Long-lived sandboxes: sbx exec, ps, inspect, wait, stop, kill, rm, logs, cp
+// (sbx create is in cmd_create.cpp: it shares sbx run's options). Thin: parse,
+// resolve the id, call runtime/lifecycle.h, exec.h, copy.h; print.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/images.h"
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/units.h"
+#include "oci/runtime_config.h"
+#include "runtime/copy.h"
+#include "runtime/exec.h"
+#include "runtime/lifecycle.h"
+#include "runtime/state.h"
+
+namespace sbx::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::string rfc3339(int64_t ms) {
+  if (ms <= 0) return "";
+  time_t s = static_cast<time_t>(ms / 1000);
+  struct tm tm;
+  ::gmtime_r(&s, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+std::string ago(int64_t ms) {
+  if (ms <= 0) return "";
+  int64_t s = (runtime::now_ms() - ms) / 1000;
+  if (s < 60) return std::to_string(s) + " seconds ago";
+  if (s < 3600) return std::to_string(s / 60) + " minutes ago";
+  if (s < 86400) return std::to_string(s / 3600) + " hours ago";
+  return std::to_string(s / 86400) + " days ago";
+}
+
+std::string status_text(const runtime::SandboxInfo& i) {
+  if (i.status == "running") return "Up " + ago(i.state.started_ms ? i.state.started_ms : i.state.created_ms);
+  if (i.status == "exited" && i.end) {
+    std::string s = "Exited (" + std::to_string(i.end->exit_code) + ")";
+    if (i.end->reason != "exit") s += " " + i.end->reason;
+    if (i.end->ended_ms) s += " " + ago(i.end->ended_ms);
+    return s;
+  }
+  if (i.status == "dead") return "Dead (create did not finish; sbx rm -f)";
+  return i.status;
+}
+
+json info_json(const runtime::SandboxInfo& i, bool full) {
+  const auto& st = i.state;
+  json state = {{"Status", i.status},
+                {"Running", i.status == "running"},
+                {"Pid", i.status == "running" ? st.pid : 0},
+                {"StartedAt", rfc3339(st.started_ms)},
+                {"OOMKilled", i.end && i.end->reason == "oom"},
+                {"OomKills", i.oom_kills}};
+  if (i.end) {
+    state["ExitCode"] = i.end->exit_code;
+    state["Reason"] = i.end->reason;
+    state["Signal"] = i.end->signal;
+    state["FinishedAt"] = rfc3339(i.end->ended_ms);
+  }
+  json j = {{"Id", st.id},
+            {"Name", st.name},
+            {"Image", st.image_ref},
+            {"ImageId", st.image_id},
+            {"Runtime", st.runtime},
+            {"Command", st.command},
+            {"Created", rfc3339(st.created_ms)},
+            {"Labels", st.labels},
+            {"Timeout", st.timeout_ms / 1000.0},
+            {"IdleTimeout", st.idle_timeout_ms / 1000.0},
+            {"State", state}};
+  if (full) {
+    j["StateDir"] = i.dir;
+    j["Cgroups"] = st.cgroups;
+    try {
+      j["Config"] = json::parse(fs::read_file(i.dir + "/config.json"));
+    } catch (const std::exception&) {
+      j["Config"] = nullptr;
+    }
+  }
+  return j;
+}
+
+// --filter label=k[=v] | name=N | status=S | id=PREFIX
+bool matches(const runtime::SandboxInfo& i, const std::vector<std::string>& filters) {
+  for (const auto& f : filters) {
+    auto eq = f.find('=');
+    if (eq == std::string::npos) throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
+    std::string key = f.substr(0, eq), val = f.substr(eq + 1);
+    if (key == "label") {
+      auto eq2 = val.find('=');
+      auto it = i.state.labels.find(val.substr(0, eq2));
+      if (it == i.state.labels.end()) return false;
+      if (eq2 != std::string::npos && it->second != val.substr(eq2 + 1)) return false;
+    } else if (key == "name") {
+      if (i.state.name != val) return false;
+    } else if (key == "status") {
+      if (i.status != val) return false;
+    } else if (key == "id") {
+      if (i.state.id.rfind(val, 0) != 0) return false;
+    } else {
+      throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
+    }
+  }
+  return true;
+}
+
+std::vector<runtime::SandboxInfo> list(const Globals& g, bool all, const std::vector<std::string>& filters) {
+  std::vector<runtime::SandboxInfo> out;
+  for (const auto& id : runtime::list_ids(g.run_root)) {
+    try {
+      auto info = runtime::inspect_dir(runtime::sandbox_dir(g.run_root, id));
+      if (!all && info.status != "running" && info.status != "creating") continue;
+      if (matches(info, filters)) out.push_back(std::move(info));
+    } catch (const Error&) {
+      // Removed meanwhile, or created so recently that state.json is not there yet.
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.state.created_ms > b.state.created_ms; });
+  return out;
+}
+
+int parse_signal(const std::string& text) {
+  if (text.empty()) throw Error("empty signal name");
+  if (std::isdigit(static_cast<unsigned char>(text[0]))) {
+    int n = std::atoi(text.c_str());
+    if (n <= 0 || n >= 65) throw Error("invalid signal '" + text + "'");
+    return n;
+  }
+  std::string name = text;
+  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  for (int n = 1; n < 32; ++n) {
+    const char* abbrev = ::sigabbrev_np(n);
+    if (abbrev && name == abbrev) return n;
+  }
+  throw Error("invalid signal '" + text + "' (use a name like TERM, KILL, HUP, or a number)");
+}
+
+// "ID:PATH" (a sandbox path) or a host path; a host path with ':' can be given as ./a:b.
+bool split_sandbox_path(const std::string& arg, std::string& ref, std::string& path) {
+  auto colon = arg.find(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  if (arg.find('/') < colon) return false;
+  ref = arg.substr(0, colon);
+  path = arg.substr(colon + 1);
+  if (path.empty() || path[0] != '/') path = "/" + path;
+  return true;
+}
+
+std::vector<std::string> resolve_all(const Globals& g, const std::vector<std::string>& refs) {
+  std::vector<std::string> ids;
+  for (const auto& r : refs) ids.push_back(runtime::resolve_id(g.run_root, r));
+  return ids;
+}
+
+}  // namespace
+
+void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
+  // ---- exec ----------------------------------------------------------------
+  {
+    struct ExecFlags {
+      std::string id;
+      std::vector<std::string> env;
+      std::string workdir, user, timeout;
+      bool interactive = false, tty = false;
+      std::vector<std::string> args;
+      std::vector<std::string> words;
+    };
+    auto f = std::make_shared<ExecFlags>();
+    CLI::App* cmd = app.add_subcommand("exec", "Run a command in a running sandbox");
+    cmd->footer(
+        "Usage: sbx exec [OPTIONS] SANDBOX [--] COMMAND [ARG...]\n\n"
+        "The command joins the sandbox's namespaces and cgroup, with the same capabilities,\n"
+        "no_new_privs and seccomp profile as its first process. Exit status as 'sbx run':\n"
+        "the command's code, 124 on --timeout, 125 sbx failed, 126 cannot execute, 127 not found,\n"
+        "128+N killed by signal N.");
+    cmd->prefix_command();
+    cmd->allow_extras();
+    cmd->fallthrough(false);
+    // One vector positional: after "--" CLI11 hands every word to it.
+    // No positionals: SANDBOX and COMMAND come in order from remaining()
+    // (with a positional, CLI11 rejects "SANDBOX -- CMD -x" or reorders "-x").
+    cmd->add_option("-e,--env", f->env, "Set an environment variable KEY=VALUE")->allow_extra_args(false);
+    cmd->add_option("-w,--workdir", f->workdir, "Working directory inside the sandbox");
+    cmd->add_option("-u,--user", f->user, "User: NAME|UID[:GROUP|GID]");
+    cmd->add_option("--timeout", f->timeout, "Kill the command after this long (exit status 124)");
+    cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open");
+    cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
+    cmd->callback([f, cmd, &g, &action] {
+      std::vector<std::string> all;
+      if (!f->id.empty()) all.push_back(f->id);
+      for (auto& w : f->words) all.push_back(w);
+      for (auto& r : cmd->remaining()) all.push_back(r);
+      f->id.clear();
+      f->args.clear();
+      if (!all.empty()) {
+        f->id = all[0];
+        f->args.assign(all.begin() + 1, all.end());
+      }
+      if (!f->args.empty() && f->args[0] == "--") f->args.erase(f->args.begin());
+      action = [f, &g] {
+        if (f->id.empty()) throw Error("sbx exec: give a SANDBOX and a COMMAND; see 'sbx exec --help'");
+        std::string id = runtime::resolve_id(g.run_root, f->id);
+        std::string dir = runtime::sandbox_dir(g.run_root, id);
+        auto st = runtime::read_state(dir);
+        if (st.runtime != "native")
+          throw Error("sbx exec: sandbox " + id.substr(0, 12) + " uses runtime '" + st.runtime + "', not supported yet");
+        SandboxSpec spec = oci::from_runtime_config(fs::read_file(dir + "/config.json"));
+        runtime::ExecRequest req;
+        req.args = f->args;
+        for (const auto& e : f->env) {
+          if (e.find('=') != std::string::npos) {
+            req.env.push_back(e);
+          } else if (const char* v = std::getenv(e.c_str())) {
+            req.env.push_back(e + "=" + v);  // "-e KEY": from sbx's environment, as docker
+          }
+        }
+        req.cwd = f->workdir;
+        req.user = f->user;
+        req.interactive = f->interactive;
+        req.tty = f->tty;
+        if (!f->timeout.empty()) req.timeout = units::parse_duration(f->timeout, "--timeout");
+        int code = runtime::exec_in_sandbox(dir, st, spec, req);
+        if (code == kExitTimeout && req.timeout.count() > 0)
+          std::cerr << "sbx: exec killed: timeout after " << f->timeout << "\n";
+        return code;
+      };
+    });
+  }
+
+  // ---- ps ------------------------------------------------------------------
+  {
+    struct PsFlags {
+      bool all = false, quiet = false, json = false, no_trunc = false;
+      std::vector<std::string> filters;
+    };
+    auto f = std::make_shared<PsFlags>();
+    CLI::App* cmd = app.add_subcommand("ps", "List sandboxes (running ones; -a for all)");
+    cmd->alias("list");
+    cmd->add_flag("-a,--all", f->all, "Show every sandbox, not only running ones");
+    cmd->add_flag("-q,--quiet", f->quiet, "Print ids only");
+    cmd->add_flag("--json", f->json, "Print JSON");
+    cmd->add_flag("--no-trunc", f->no_trunc, "Print full ids");
+    cmd->add_option("-f,--filter", f->filters, "label=KEY[=VALUE], name=NAME, status=STATUS, id=PREFIX")->allow_extra_args(false);
+    cmd->callback([f, &g, &action] {
+      action = [f, &g] {
+        auto infos = list(g, f->all, f->filters);
+        if (f->json) {
+          json arr = json::array();
+          for (const auto& i : infos) arr.push_back(info_json(i, false));
+          std::cout << arr.dump(2) << "\n";
+          return 0;
+        }
+        if (f->quiet) {
+          for (const auto& i : infos) std::cout << (f->no_trunc ? i.state.id : i.state.id.substr(0, 12)) << "\n";
+          return 0;
+        }
+        std::printf("%-12s  %-24s  %-20s  %-16s  %-28s  %s\n", "SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS",
+                    "NAMES");
+        for (const auto& i : infos) {
+          std::string cmdline;
+          for (const auto& a : i.state.command) cmdline += (cmdline.empty() ? "" : " ") + a;
+          if (cmdline.size() > 20) cmdline = cmdline.substr(0, 17) + "...";
+          std::string image = i.state.image_ref.size() > 24 ? i.state.image_ref.substr(0, 21) + "..." : i.state.image_ref;
+          std::printf("%-12s  %-24s  %-20s  %-16s  %-28s  %s\n",
+                      (f->no_trunc ? i.state.id : i.state.id.substr(0, 12)).c_str(), image.c_str(), cmdline.c_str(),
+                      ago(i.state.created_ms).c_str(), status_text(i).c_str(), i.state.name.c_str());
+        }
+        return 0;
+      };
+    });
+  }
+
+  // ---- inspect ---------------------------------------------------------------
+  // One `inspect` for sandboxes and images, as podman's: a sandbox id, prefix
+  // or name first, else an image (cli/images.h). Replaces the image-only one.
+  {
+    for (CLI::App* old : app.get_subcommands([](CLI::App* a) { return a->get_name() == "inspect"; }))
+      app.remove_subcommand(old);
+    auto refs = std::make_shared<std::vector<std::string>>();
+    auto fmt_json = std::make_shared<bool>(false);
+    CLI::App* cmd = app.add_subcommand("inspect", "Show everything about sandboxes or images (JSON)");
+    cmd->add_option("NAME", *refs, "Sandbox ids, id prefixes or names; or an image")->required();
+    cmd->add_flag("--json", *fmt_json, "Print JSON (the default and only format)");
+    cmd->callback([refs, &g, &action] {
+      action = [refs, &g] {
+        std::vector<std::string> ids;
+        for (const auto& r : *refs) {
+          try {
+            ids.push_back(runtime::resolve_id(g.run_root, r));
+          } catch (const Error&) {
+            if (refs->size() == 1) return inspect_image(g, r);
+            throw;
+          }
+        }
+        json arr = json::array();
+        for (const auto& id : ids)
+          arr.push_back(info_json(runtime::inspect_dir(runtime::sandbox_dir(g.run_root, id)), true));
+        std::cout << arr.dump(2) << "\n";
+        return 0;
+      };
+    });
+  }
+
+  // ---- wait ------------------------------------------------------------------
+  {
+    auto refs = std::make_shared<std::vector<std::string>>();
+    CLI::App* cmd = app.add_subcommand("wait", "Wait for sandboxes to end; print each one's exit code");
+    cmd->add_option("SANDBOX", *refs, "Sandbox ids, id prefixes or names")->required();
+    cmd->callback([refs, &g, &action] {
+      action = [refs, &g] {
+        for (const auto& id : resolve_all(g, *refs)) {
+          auto end = runtime::wait_sandbox(runtime::sandbox_dir(g.run_root, id));
+          std::cout << (end ? end->exit_code : -1) << std::endl;
+        }
+        return 0;
+      };
+    });
+  }
+
+  // ---- stop / kill -----------------------------------------------------------
+  {
+    auto refs = std::make_shared<std::vector<std::string>>();
+    auto time_s = std::make_shared<double>(10);
+    CLI::App* cmd = app.add_subcommand("stop", "Stop sandboxes: SIGTERM, then SIGKILL after --time");
+    cmd->add_option("SANDBOX", *refs, "Sandbox ids, id prefixes or names")->required();
+    cmd->add_option("-t,--time", *time_s, "Seconds to wait before SIGKILL")->capture_default_str();
+    cmd->callback([refs, time_s, &g, &action] {
+      action = [refs, time_s, &g] {
+        for (const auto& id : resolve_all(g, *refs)) {
+          runtime::stop_sandbox(runtime::sandbox_dir(g.run_root, id),
+                                std::chrono::milliseconds(static_cast<int64_t>(*time_s * 1000)));
+          std::cout << id << "\n";
+        }
+        return 0;
+      };
+    });
+  }
+  {
+    auto refs = std::make_shared<std::vector<std::string>>();
+    auto sig = std::make_shared<std::string>("KILL");
+    CLI::App* cmd = app.add_subcommand("kill", "Send a signal to sandboxes (default SIGKILL)");
+    cmd->add_option("SANDBOX", *refs, "Sandbox ids, id prefixes or names")->required();
+    cmd->add_option("-s,--signal", *sig, "Signal name or number")->capture_default_str();
+    cmd->callback([refs, sig, &g, &action] {
+      action = [refs, sig, &g] {
+        int n = parse_signal(*sig);
+        for (const auto& id : resolve_all(g, *refs)) {
+          runtime::kill_sandbox(runtime::sandbox_dir(g.run_root, id), n);
+          std::cout << id << "\n";
+        }
+        return 0;
+      };
+    });
+  }
+
+  // ---- rm --------------------------------------------------------------------
+  {
+    struct RmFlags {
+      std::vector<std::string> refs, filters;
+      bool force = false, all = false;
+    };
+    auto f = std::make_shared<RmFlags>();
+    CLI::App* cmd = app.add_subcommand("rm", "Remove sandboxes (-f: also running ones)");
+    cmd->add_option("SANDBOX", f->refs, "Sandbox ids, id prefixes or names");
+    cmd->add_flag("-f,--force", f->force, "Kill running sandboxes first");
+    cmd->add_flag("-a,--all", f->all, "Remove every sandbox (with --filter: every matching one)");
+    cmd->add_option("--filter", f->filters, "label=KEY[=VALUE], name=, status=, id=")->allow_extra_args(false);
+    cmd->callback([f, &g, &action] {
+      action = [f, &g] {
+        std::vector<std::string> ids;
+        if (f->all || !f->filters.empty()) {
+          for (const auto& i : list(g, true, f->filters)) ids.push_back(i.state.id);
+        } else if (f->refs.empty()) {
+          throw Error("sbx rm: give sandbox ids or names, --all, or --filter");
+        }
+        int rc = 0;
+        for (const auto& r : f->refs) {
+          try {
+            ids.push_back(runtime::resolve_id(g.run_root, r));
+          } catch (const Error& e) {
+            std::cerr << "sbx: error: " << e.what() << "\n";
+            rc = e.exit_code();
+          }
+        }
+        for (const auto& id : ids) {
+          try {
+            runtime::remove_sandbox(g.run_root, id, f->force);
+            std::cout << id << "\n";
+          } catch (const Error& e) {
+            std::cerr << "sbx: error: " << e.what() << "\n";
+            rc = e.exit_code();
+          }
+        }
+        return rc;
+      };
+    });
+  }
+
+  // ---- logs ------------------------------------------------------------------
+  {
+    auto ref = std::make_shared<std::string>();
+    auto follow = std::make_shared<bool>(false);
+    CLI::App* cmd = app.add_subcommand("logs", "Print the output of a sandbox's first process");
+    cmd->add_option("SANDBOX", *ref, "Sandbox id, id prefix or name")->required();
+    cmd->add_flag("-f,--follow", *follow, "Keep printing until the sandbox ends");
+    cmd->callback([ref, follow, &g, &action] {
+      action = [ref, follow, &g] {
+        std::string id = runtime::resolve_id(g.run_root, *ref);
+        runtime::read_logs(runtime::sandbox_dir(g.run_root, id), *follow, [](const char* p, size_t n) {
+          std::fwrite(p, 1, n, stdout);
+          std::fflush(stdout);
+        });
+        return 0;
+      };
+    });
+  }
+
+  // ---- cp --------------------------------------------------------------------
+  {
+    auto src = std::make_shared<std::string>(), dst = std::make_shared<std::string>();
+    CLI::App* cmd = app.add_subcommand("cp", "Copy files between a running sandbox and the host");
+    cmd->footer(
+        "Usage: sbx cp SANDBOX:SRC HOST-DEST\n"
+        "       sbx cp HOST-SRC SANDBOX:DEST\n\n"
+        "Modes and mtimes are kept; symlinks are copied as symlinks and never followed out of\n"
+        "the sandbox. A destination that is an existing directory receives the source under its name.");
+    cmd->add_option("SRC", *src, "Source")->required();
+    cmd->add_option("DEST", *dst, "Destination")->required();
+    cmd->callback([src, dst, &g, &action] {
+      action = [src, dst, &g] {
+        std::string ref, path;
+        if (split_sandbox_path(*src, ref, path)) {
+          std::string other_ref, other_path;
+          if (split_sandbox_path(*dst, other_ref, other_path))
+            throw Error("sbx cp: copying between two sandboxes is not supported; copy through the host");
+          std::string id = runtime::resolve_id(g.run_root, ref);
+          runtime::copy_from_sandbox(runtime::read_state(runtime::sandbox_dir(g.run_root, id)), path, *dst);
+        } else if (split_sandbox_path(*dst, ref, path)) {
+          std::string id = runtime::resolve_id(g.run_root, ref);
+          std::string dir = runtime::sandbox_dir(g.run_root, id);
+          uint32_t uid = 0, gid = 0;
+          try {
+            // Files are owned by the sandbox's root: the host ids it maps to.
+            SandboxSpec spec = oci::from_runtime_config(fs::read_file(dir + "/config.json"));
+            for (const auto& m : spec.uid_mappings)
+              if (m.container_id == 0) uid = m.host_id;
+            for (const auto& m : spec.gid_mappings)
+              if (m.container_id == 0) gid = m.host_id;
+          } catch (const Error&) {
+          }
+          runtime::copy_into_sandbox(runtime::read_state(dir), *src, path, uid, gid);
+        } else {
+          throw Error("sbx cp: one of SRC and DEST must be SANDBOX:PATH");
+        }
+        return 0;
+      };
+    });
+  }
+}
+
+}  // namespace sbx::cli

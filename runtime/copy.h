@@ -1,0 +1,36 @@
+// `sbx cp`: copies files between the host and a running sandbox.
+//
+// Paths inside the sandbox are resolved by the kernel, never by string
+// concatenation: openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) relative to
+// /proc/<init pid>/root, so ".." and symlinks (absolute ones included) stay
+// inside the sandbox's root and its mounts. Below the resolved path every step
+// is an *at() call on a directory fd with O_NOFOLLOW: a symlink is copied as a
+// symlink, never followed. Regular files, directories and symlinks are copied
+// with their permission bits and mtimes; other file types are skipped.
+// Semantics as `docker cp`: if the destination is an existing directory the
+// source is copied into it under its own name, else it is created.
+#pragma once
+#include <string>
+
+#include "runtime/state.h"
+
+namespace sbx::runtime {
+
+struct CopyResult {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+};
+
+/// Copies SANDBOX_PATH (absolute, inside the sandbox) to HOST_PATH. Files
+/// created on the host are owned by the caller. Throws sbx::Error when the
+/// sandbox is not running, the path does not exist, or a write fails.
+CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_path, const std::string& host_path);
+
+/// Copies HOST_PATH into the sandbox at SANDBOX_PATH. Entries are owned by the
+/// sandbox's root (uid/gid `owner_uid`/`owner_gid` on the host, as mapped), and
+/// replace existing files by rename(2) so a symlink at the destination is
+/// replaced, not written through. Throws sbx::Error.
+CopyResult copy_into_sandbox(const SandboxState& st, const std::string& host_path, const std::string& sandbox_path,
+                             uint32_t owner_uid = 0, uint32_t owner_gid = 0);
+
+}  // namespace sbx::runtime

@@ -1,0 +1,106 @@
+// create_sandbox (runtime/lifecycle.h): the detached start path.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "oci/runtime_config.h"
+#include "runtime/lifecycle.h"
+#include "runtime/native_backend.h"
+
+namespace sbx::runtime {
+
+void crash_point(const char* step) noexcept {
+  // Test-only (tests/integration/test_lifecycle_crash.sh): SBX_TEST_CRASH_AT=<step>
+  // makes sbx SIGKILL itself at that step, to prove that every exit path leaves
+  // state that `ps` reports truthfully and `rm -f`/`gc` clean up.
+  static const char* at = std::getenv("SBX_TEST_CRASH_AT");
+  if (at && std::strcmp(at, step) == 0) ::raise(SIGKILL);
+}
+
+std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
+  if (spec.runtime != "native")
+    throw Error("sbx create --runtime " + spec.runtime + ": long-lived sandboxes run on the native runtime only (for now)");
+  if (spec.id.empty()) spec.id = new_sandbox_id();
+  const std::string id = spec.id;
+  fs::mkdir_p(run_root, 0700);
+  const std::string dir = sandbox_dir(run_root, id);
+  // The dir appears under its id only with a state.json in it: it is built as
+  // RUN_ROOT/.new-<id> and renamed (a crash before that leaves only a .new-
+  // dir, which `gc` removes once its creator is dead).
+  const std::string fresh = run_root + "/.new-" + id;
+  if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
+  SandboxState st;
+  try {
+    // Writes land on disk, in the state dir, where snapshots can read them.
+    spec.upper_dir = dir + "/fs";
+    fs::mkdir_p(fresh + "/fs", 0700);
+    oci::RuntimeConfigOptions rc;
+    rc.rootfs_path = dir + "/fs/upper";
+    if (spec.process.args.empty()) {
+      // Hold only: config.json must name a process; this one says what runs
+      // (the holder, no first process) and is never exec'd.
+      SandboxSpec shown = spec;
+      shown.process.args = {"sbx-holder"};
+      shown.annotations["org.sbx.hold-only"] = "true";
+      fs::write_file_atomic(fresh + "/config.json", oci::to_runtime_config(shown, rc), 0600);
+    } else {
+      fs::write_file_atomic(fresh + "/config.json", oci::to_runtime_config(spec, rc), 0600);
+    }
+    st.id = id;
+    st.name = spec.name;
+    st.image_id = spec.image_id;
+    st.image_ref = spec.image_ref;
+    st.runtime = spec.runtime;
+    st.status = "creating";
+    st.created_ms = now_ms();
+    st.labels = spec.labels;
+    st.command = spec.process.args;
+    st.timeout_ms = spec.timeout.count();
+    st.idle_timeout_ms = spec.idle_timeout.count();
+    st.creator_pid = ::getpid();
+    st.creator_start = process_start_time(::getpid());
+    write_state(fresh, st);
+    crash_point("create-dir");
+    if (::rename(fresh.c_str(), dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + dir);
+  } catch (...) {
+    remove_tree(fresh);
+    throw;
+  }
+  crash_point("create-state");
+  try {
+    // Claimed before anything starts: two creates with one name cannot both win.
+    if (!spec.name.empty()) claim_name(run_root, spec.name, id);
+    crash_point("create-name");
+
+    StartOptions so;
+    so.run_root = run_root;
+    so.detached = true;
+    so.state_template = &st;
+    Sandbox sb = start(spec, so);  // state.json now names its init and cgroups
+    crash_point("create-started");
+    sb.release();
+
+    st = read_state(dir);
+    st.status = "running";
+    st.started_ms = now_ms();
+    write_state(dir, st);
+    crash_point("create-done");
+  } catch (...) {
+    try {
+      remove_sandbox(run_root, id, true);
+    } catch (const Error& e) {
+      log::warn("cleaning up after a failed create: " + std::string(e.what()) + "; 'sbx gc' will retry");
+    }
+    throw;
+  }
+  return id;
+}
+
+}  // namespace sbx::runtime

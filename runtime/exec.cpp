@@ -1,0 +1,471 @@
+#include "runtime/exec.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "common/error.h"
+#include "runtime/capabilities.h"
+#include "runtime/cgroups.h"
+#include "runtime/holder.h"
+#include "runtime/lifecycle.h"
+#include "runtime/rlimits.h"
+#include "runtime/seccomp.h"
+#include "runtime/user.h"
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+
+namespace sbx::runtime {
+
+namespace {
+
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      if (fd >= 0) ::close(fd);
+      fd = std::exchange(o.fd, -1);
+    }
+    return *this;
+  }
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The channel from the exec'd process to sbx: SOCK_SEQPACKET, close-on-exec.
+//   'E' <exit code byte> <message>   a setup or exec failure
+//   'P' + SCM_RIGHTS fd              the pty master (with -t)
+// EOF (execve closed the child's end) means the command is running.
+void send_error(int sock, int code, const std::string& msg) noexcept {
+  std::string m = "E";
+  m += static_cast<char>(code);
+  m += msg;
+  (void)!::send(sock, m.data(), m.size(), MSG_NOSIGNAL);
+}
+
+void send_fd(int sock, int fd) {
+  char tag = 'P';
+  struct iovec iov {&tag, 1};
+  alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = buf;
+  msg.msg_controllen = sizeof buf;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  if (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) throw_errno("send the pty to sbx");
+}
+
+const sigset_t& relayed_signals() {
+  static const sigset_t set = [] {
+    sigset_t s;
+    sigemptyset(&s);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM, SIGCHLD})
+      sigaddset(&s, sig);
+    return s;
+  }();
+  return set;
+}
+
+void set_env(std::vector<std::string>& env, const std::string& kv) {
+  auto eq = kv.find('=');
+  std::string key = kv.substr(0, eq == std::string::npos ? kv.size() : eq + 1);
+  if (eq == std::string::npos) key += '=';
+  for (auto& e : env)
+    if (e.rfind(key, 0) == 0) {
+      e = kv;
+      return;
+    }
+  env.push_back(kv);
+}
+
+/// PATH search as execvp, with the sandbox's PATH. Returns "" (errno set) when
+/// not found.
+std::string find_executable(const std::string& cmd, const std::vector<std::string>& env) {
+  if (cmd.find('/') != std::string::npos) return cmd;
+  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (const auto& e : env)
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  int err = ENOENT;
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string full = (dir.empty() ? "." : dir) + "/" + cmd;
+    struct stat st {};
+    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (::access(full.c_str(), X_OK) == 0) return full;
+      err = EACCES;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  errno = err;
+  return {};
+}
+
+/// The exec'd process, inside every namespace of the sandbox. Never returns.
+[[noreturn]] void exec_child(const SandboxSpec& spec, const ExecRequest& req, int sock,
+                             const sigset_t& caller_mask) noexcept {
+  const Process& p = spec.process;
+  int code = kExitSbxFailed;
+  try {
+    for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &caller_mask, nullptr);
+    // Its own session: a pty becomes its controlling terminal, and a timeout
+    // kills the whole process group.
+    ::setsid();
+    if (req.tty) {
+      int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (master < 0) throw_errno("open /dev/ptmx in the sandbox");
+      if (::unlockpt(master) < 0) throw_errno("unlock the pty");
+      int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+      if (slave < 0) throw_errno("open the pty's slave side");
+      send_fd(sock, master);
+      ::close(master);
+      if (::ioctl(slave, TIOCSCTTY, 0) < 0) throw_errno("make the pty the controlling terminal");
+      for (int fd = 0; fd < 3; ++fd)
+        if (::dup2(slave, fd) < 0) throw_errno("dup2 the pty");
+      if (slave > 2) ::close(slave);
+    } else if (!req.interactive) {
+      int fd = ::open("/dev/null", O_RDONLY);
+      if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
+      if (fd > 2) ::close(fd);
+    }
+    ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+
+    // Identity from the sandbox's own /etc/passwd: / is the sandbox's root now.
+    ResolvedUser user;
+    std::string who = !req.user.empty() ? req.user : p.user;
+    if (!who.empty()) {
+      user = resolve_user(who, "/");
+    } else {
+      user.uid = p.uid;
+      user.gid = p.gid;
+      user.home = user.uid == 0 ? "/root" : "/";
+    }
+    std::vector<int> caps = parse_capabilities(p.capabilities);
+    if (cgroup_mode() == CgroupMode::Unified) std::erase(caps, CAP_MKNOD);  // as the first process
+
+    // The first process's order (runtime/native_backend.cpp workload_main).
+    apply_rlimits(p.rlimits);
+    drop_bounding(caps);
+    std::vector<gid_t> groups(user.groups.begin(), user.groups.end());
+    if (req.user.empty())
+      for (auto g : p.additional_gids) groups.push_back(g);
+    if (::setgroups(groups.size(), groups.data()) < 0) throw_errno("setgroups");
+    if (::setresgid(user.gid, user.gid, user.gid) < 0) throw_errno("setgid " + std::to_string(user.gid));
+    if (::setresuid(user.uid, user.uid, user.uid) < 0) throw_errno("setuid " + std::to_string(user.uid));
+    if (!p.no_new_privileges) install_default_seccomp();
+    apply_capabilities(caps, user.uid == 0);
+    std::string cwd = req.cwd.empty() ? p.cwd : req.cwd;
+    if (::chdir(cwd.c_str()) < 0) throw_errno("chdir to the working directory " + cwd);
+
+    std::vector<std::string> env = p.env;
+    for (const auto& e : req.env) set_env(env, e);
+    if (req.tty) set_env(env, "TERM=xterm");
+    bool has_home = std::any_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("HOME=", 0) == 0; });
+    if (!has_home || !req.user.empty()) set_env(env, "HOME=" + user.home);
+    std::string exe = find_executable(req.args[0], env);
+    if (exe.empty()) {
+      code = errno == EACCES ? kExitCannotExec : kExitNotFound;
+      throw Error("exec: \"" + req.args[0] + "\": " +
+                  (errno == EACCES ? "permission denied" : "executable file not found in $PATH"));
+    }
+    std::vector<char*> argv, envp;
+    for (const auto& a : req.args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+
+    if (p.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
+    if (p.no_new_privileges) install_default_seccomp();  // last: nothing but execve after it
+    ::execve(exe.c_str(), argv.data(), envp.data());
+    int e = errno;
+    code = (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitCannotExec;
+    throw_errno("exec " + exe, e);
+  } catch (const std::exception& e) {
+    send_error(sock, code, e.what());
+  }
+  ::_exit(code);
+}
+
+int64_t mono_ms() {
+  struct timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+// Namespaces of `pid` that differ from ours (setns into our own user ns fails).
+int namespace_flags(pid_t pid) {
+  static const struct {
+    const char* name;
+    int flag;
+  } kNs[] = {{"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS},  {"pid", CLONE_NEWPID},     {"ipc", CLONE_NEWIPC},
+             {"uts", CLONE_NEWUTS},   {"net", CLONE_NEWNET}, {"cgroup", CLONE_NEWCGROUP}};
+  int flags = 0;
+  for (const auto& ns : kNs) {
+    struct stat a, b;
+    std::string theirs = "/proc/" + std::to_string(pid) + "/ns/" + ns.name;
+    std::string ours = std::string("/proc/self/ns/") + ns.name;
+    if (::stat(theirs.c_str(), &a) < 0) {
+      if (errno == ENOENT) continue;  // kernel without this namespace type
+      throw_errno("read the namespaces of sandbox pid " + std::to_string(pid));
+    }
+    if (::stat(ours.c_str(), &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev) flags |= ns.flag;
+  }
+  return flags;
+}
+
+struct TermiosGuard {
+  int fd = -1;
+  struct termios saved {};
+  void raw(int f) {
+    if (!::isatty(f) || ::tcgetattr(f, &saved) < 0) return;
+    struct termios t = saved;
+    ::cfmakeraw(&t);
+    if (::tcsetattr(f, TCSANOW, &t) == 0) fd = f;
+  }
+  ~TermiosGuard() {
+    if (fd >= 0) ::tcsetattr(fd, TCSANOW, &saved);
+  }
+};
+
+}  // namespace
+
+int exec_in_sandbox(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req) {
+  if (req.args.empty()) throw Error("sbx exec: no command given (sbx exec ID -- CMD ARGS...)");
+  const std::string short_id = st.id.substr(0, 12);
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0)));
+  // The pidfd pins the process; check that it is still the sandbox's init.
+  if (pidfd.fd < 0 || process_start_time(st.pid) != st.pid_start || read_end(dir))
+    throw Error("sandbox " + short_id + " is not running; see 'sbx inspect " + short_id + "'");
+  int ns_flags = namespace_flags(st.pid);
+
+  std::vector<Fd> procs;
+  for (const auto& cg : st.cgroups) {
+    int fd = ::open((cg + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw_errno("open " + cg + "/cgroup.procs of sandbox " + short_id);
+    procs.emplace_back(fd);
+  }
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
+  Fd sock(sv[0]), child_sock(sv[1]);
+  int pp[2];
+  if (::pipe2(pp, O_CLOEXEC) < 0) throw_errno("pipe");
+  Fd pid_r(pp[0]), pid_w(pp[1]);
+
+  touch_activity(dir.c_str());
+  sigset_t caller_mask;
+  ::sigprocmask(SIG_BLOCK, &relayed_signals(), &caller_mask);
+  struct MaskGuard {
+    sigset_t m;
+    ~MaskGuard() {
+      struct timespec zero {};
+      while (::sigtimedwait(&relayed_signals(), nullptr, &zero) > 0) {
+      }
+      ::sigprocmask(SIG_SETMASK, &m, nullptr);
+    }
+  } mask_guard{caller_mask};
+
+  pid_t helper = ::fork();
+  if (helper < 0) throw_errno("fork");
+  if (helper == 0) {
+    // The helper: join the cgroups (host paths: before setns), then every
+    // namespace at once, then fork the process that ends up inside the pid
+    // namespace, as a child of sbx itself (CLONE_PARENT).
+    int err = 0;
+    for (auto& fd : procs)
+      if (::write(fd.fd, "0", 1) < 0) err = errno;
+    if (err) {
+      send_error(child_sock.fd, kExitSbxFailed, "join the cgroup of sandbox " + short_id + ": " + std::strerror(err));
+      ::_exit(kExitSbxFailed);
+    }
+    if (::setns(pidfd.fd, ns_flags) < 0) {
+      int e = errno;
+      send_error(child_sock.fd, kExitSbxFailed,
+                 "join the namespaces of sandbox " + short_id + " (setns): " + std::strerror(e) +
+                     (e == ESRCH || e == EINVAL ? "; it has probably just ended" : ""));
+      ::_exit(kExitSbxFailed);
+    }
+    pid_t child = static_cast<pid_t>(::syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0));
+    if (child == 0) {
+      ::close(sock.fd);
+      exec_child(spec, req, child_sock.fd, caller_mask);
+    }
+    if (child < 0) {
+      int e = errno;
+      send_error(child_sock.fd, kExitSbxFailed, "fork into sandbox " + short_id + ": " + std::strerror(e));
+      ::_exit(kExitSbxFailed);
+    }
+    (void)!::write(pid_w.fd, &child, sizeof child);
+    ::_exit(0);
+  }
+  child_sock = Fd();
+  pid_w = Fd();
+  pid_t child = -1;
+  if (::read(pid_r.fd, &child, sizeof child) != sizeof child) child = -1;
+  crash_point("exec-joined");
+  int hs;
+  while (::waitpid(helper, &hs, 0) < 0 && errno == EINTR) {
+  }
+
+  // Wait for exec (EOF), an error, or the pty master.
+  Fd master;
+  std::string error;
+  int error_code = 0;
+  for (;;) {
+    char buf[4096];
+    struct iovec iov {buf, sizeof buf};
+    alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+    struct msghdr msg {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    ssize_t n = ::recvmsg(sock.fd, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (buf[0] == 'E' && n >= 2) {
+      error_code = static_cast<unsigned char>(buf[1]);
+      error.assign(buf + 2, static_cast<size_t>(n - 2));
+    } else if (buf[0] == 'P') {
+      struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      if (c && c->cmsg_type == SCM_RIGHTS) std::memcpy(&master.fd, CMSG_DATA(c), sizeof(int));
+    }
+  }
+  if (!error.empty() || child <= 0) {
+    if (child > 0)
+      while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    touch_activity(dir.c_str());
+    throw Error(error.empty() ? "could not start the process in sandbox " + short_id : error, 0,
+                error_code ? error_code : kExitSbxFailed);
+  }
+
+  // Relay: signals to the process, pty both ways, activity for the idle timer.
+  TermiosGuard term;
+  int sfd = ::signalfd(-1, &relayed_signals(), SFD_CLOEXEC | SFD_NONBLOCK);
+  Fd sigfd(sfd);
+  bool stdin_open = master.fd >= 0 && req.interactive;
+  if (master.fd >= 0) {
+    term.raw(0);
+    struct winsize ws;
+    if (::ioctl(0, TIOCGWINSZ, &ws) == 0) ::ioctl(master.fd, TIOCSWINSZ, &ws);
+  }
+  const int64_t start = mono_ms();
+  int64_t last_touch = start;
+  // Often enough that a running exec never looks idle (1/3 of the idle time, at most 10 s).
+  const int64_t touch_every = st.idle_timeout_ms > 0 ? std::clamp<int64_t>(st.idle_timeout_ms / 3, 50, 10000) : 0;
+  int status = -1;
+  bool timed_out = false;
+  for (;;) {
+    int wait_ms = -1;
+    int64_t now = mono_ms();
+    if (req.timeout.count() > 0) {
+      int64_t left = start + req.timeout.count() - now;
+      if (left <= 0 && !timed_out) {
+        timed_out = true;
+        ::kill(-child, SIGKILL);
+        ::kill(child, SIGKILL);
+        left = 1000;
+      }
+      wait_ms = static_cast<int>(std::max<int64_t>(left, 1));
+    }
+    if (touch_every > 0) {
+      if (now - last_touch >= touch_every) {
+        touch_activity(dir.c_str());
+        last_touch = now;
+      }
+      int t = static_cast<int>(last_touch + touch_every - now);
+      if (wait_ms < 0 || t < wait_ms) wait_ms = std::max(t, 1);
+    }
+    struct pollfd pfd[3] = {{sigfd.fd, POLLIN, 0},
+                            {master.fd, POLLIN, 0},
+                            {stdin_open ? 0 : -1, POLLIN, 0}};
+    int r = ::poll(pfd, 3, wait_ms);
+    if (r < 0 && errno != EINTR) break;
+    if (master.fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char buf[8192];
+      ssize_t n = ::read(master.fd, buf, sizeof buf);
+      if (n > 0) {
+        (void)!::write(1, buf, static_cast<size_t>(n));
+      } else if (n < 0 && errno != EINTR && errno != EAGAIN) {
+        master = Fd();  // EIO: every slave fd is closed
+      }
+    }
+    if (stdin_open && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char buf[8192];
+      ssize_t n = ::read(0, buf, sizeof buf);
+      if (n > 0) {
+        (void)!::write(master.fd, buf, static_cast<size_t>(n));
+      } else if (n == 0) {
+        stdin_open = false;
+        char eot = 4;  // ^D: end of input on the pty
+        (void)!::write(master.fd, &eot, 1);
+      }
+    }
+    if (pfd[0].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      while (::read(sigfd.fd, &si, sizeof si) == sizeof si) {
+        int sig = static_cast<int>(si.ssi_signo);
+        if (sig == SIGCHLD) continue;
+        if (sig == SIGWINCH && master.fd >= 0) {
+          struct winsize ws;
+          if (::ioctl(0, TIOCGWINSZ, &ws) == 0) ::ioctl(master.fd, TIOCSWINSZ, &ws);
+          continue;
+        }
+        ::kill(child, sig);
+      }
+    }
+    int ws;
+    pid_t w = ::waitpid(child, &ws, WNOHANG);
+    if (w == child) {
+      status = ws;
+      break;
+    }
+  }
+  if (master.fd >= 0) {
+    // Drain what the process wrote last.
+    char buf[8192];
+    ::fcntl(master.fd, F_SETFL, O_NONBLOCK);
+    for (ssize_t n; (n = ::read(master.fd, buf, sizeof buf)) > 0;) (void)!::write(1, buf, static_cast<size_t>(n));
+  }
+  touch_activity(dir.c_str());
+  if (timed_out) return kExitTimeout;
+  if (status < 0) throw Error("lost the process in sandbox " + short_id);
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + WTERMSIG(status);
+}
+
+}  // namespace sbx::runtime

@@ -1,0 +1,45 @@
+// The holder: pid 1 of a long-lived (created) sandbox. It is what keeps the
+// sandbox alive — there is no daemon and no other per-sandbox host process —
+// and it enforces the sandbox's own limits, so they fire even when every sbx
+// process that touched the sandbox is gone:
+//   - reaps every process re-parented to it (orphaned execs included);
+//   - forwards stop/kill signals to the first process (or, with none, ends);
+//   - --timeout: a hard lifetime; --idle-timeout: no exec activity (the mtime
+//     of STATE_DIR/activity, which `sbx exec` touches) for that long;
+//   - copies the first process's stdout/stderr into STATE_DIR/log (bounded:
+//     log + log.1, each at most kLogRotateBytes);
+//   - records why the sandbox ended in STATE_DIR/end (runtime/state.h) and
+//     then kills every process in the pid namespace (kill(-1, SIGKILL)).
+// It reaches the state dir only through a directory fd opened before
+// pivot_root. That fd is O_CLOEXEC and the holder is made non-dumpable, so
+// sandbox processes cannot reach it through /proc/1/fd (CVE-2024-21626).
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace sbx::runtime {
+
+/// Size at which STATE_DIR/log is rotated to log.1 (bytes).
+inline constexpr int64_t kLogRotateBytes = 512 * 1024;
+
+struct HolderConfig {
+  int state_dirfd = -1;        ///< the sandbox's state dir (O_DIRECTORY|O_CLOEXEC)
+  pid_t workload = -1;         ///< the first process (its pid inside), or -1: hold only
+  int log_fd = -1;             ///< read end of the first process's stdout/stderr pipe, or -1
+  int64_t timeout_ms = 0;      ///< 0: none; counted from the holder's start
+  int64_t idle_timeout_ms = 0; ///< 0: none
+};
+
+/// The holder's loop; never returns. Must run as pid 1 of the sandbox's pid
+/// namespace, after pivot_root. Blocks all catchable signals itself. Exits
+/// with the first process's status (code, or 128+N), 124 on a timeout/idle
+/// timeout, 128+N when signal N ended a holder without a first process.
+/// Uses only system calls (safe after fork of a multi-threaded parent).
+[[noreturn]] void run_holder(const HolderConfig& cfg);
+
+/// Touches STATE_DIR/activity (utimensat, creating it): marks exec activity for
+/// the idle timeout. No throw.
+void touch_activity(const char* state_dir) noexcept;
+
+}  // namespace sbx::runtime

@@ -1,0 +1,310 @@
+#include "runtime/lifecycle.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "runtime/cgroups.h"
+#include "runtime/userns.h"
+
+namespace sbx::runtime {
+
+namespace {
+
+std::string short_id(const std::string& dir) {
+  auto slash = dir.rfind('/');
+  return dir.substr(slash == std::string::npos ? 0 : slash + 1, 12);
+}
+
+void require_native(const SandboxState& st) {
+  if (st.runtime != "native")
+    throw Error("sandbox " + st.id.substr(0, 12) + " uses runtime '" + st.runtime +
+                "', which this sbx cannot manage as a long-lived sandbox yet");
+}
+
+// A pidfd for the state's init, or -1 when it is not (any more) that process.
+int open_init(const SandboxState& st) {
+  if (st.pid <= 0) return -1;
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
+  if (fd < 0) return -1;
+  // Opened first, checked second: the pidfd then pins the process we checked.
+  if (process_start_time(st.pid) != st.pid_start) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Waits up to `ms` (<0: forever) for the pidfd's process to exit.
+bool wait_pidfd(int pidfd, int ms) {
+  struct pollfd p {pidfd, POLLIN, 0};
+  for (;;) {
+    int r = ::poll(&p, 1, ms);
+    if (r < 0 && errno == EINTR) continue;
+    return r > 0;
+  }
+}
+
+}  // namespace
+
+void kill_sandbox(const std::string& dir, int sig) {
+  SandboxState st = read_state(dir);
+  require_native(st);
+  int fd = open_init(st);
+  if (fd < 0) throw Error("sandbox " + short_id(dir) + " is not running; see 'sbx ps -a'");
+  // The init cannot record a SIGKILL itself: record it first (the init's own
+  // record, if it is ending right now anyway, wins the link(2) race).
+  if (sig == SIGKILL) write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
+  int r = static_cast<int>(::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0));
+  int e = errno;
+  if (r == 0 && sig == SIGKILL) wait_pidfd(fd, 5000);
+  ::close(fd);
+  if (r < 0 && e != ESRCH) throw_errno("send signal " + std::to_string(sig) + " to sandbox " + short_id(dir), e);
+}
+
+void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int sig) {
+  SandboxState st = read_state(dir);
+  require_native(st);
+  int fd = open_init(st);
+  if (fd < 0) return;  // already ended
+  ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0);
+  if (!wait_pidfd(fd, static_cast<int>(grace.count()))) {
+    write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
+    ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+    wait_pidfd(fd, 10000);
+  }
+  ::close(fd);
+}
+
+std::optional<EndRecord> wait_sandbox(const std::string& dir, std::chrono::milliseconds timeout) {
+  SandboxState st = read_state(dir);
+  int fd = open_init(st);
+  if (fd >= 0) {
+    bool ended = wait_pidfd(fd, timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1);
+    ::close(fd);
+    if (!ended) return std::nullopt;
+  } else if (st.status == "creating") {
+    // Not started yet (or its creator died): poll the state.
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      SandboxInfo info = inspect_dir(dir);
+      if (info.status != "creating") return info.status == "running" ? wait_sandbox(dir, timeout) : info.end;
+      if (timeout.count() > 0 && std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return inspect_dir(dir).end;
+}
+
+int destroy_cgroup_dirs(const std::vector<std::string>& dirs) noexcept {
+  int first = 0;
+  for (const auto& d : dirs) {
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      std::string procs;
+      try {
+        procs = fs::read_file(d + "/cgroup.procs");
+      } catch (const Error& e) {
+        if (e.err() == ENOENT) break;  // already gone
+      }
+      bool any = false;
+      for (const char* p = procs.c_str(); *p;) {
+        char* end;
+        long pid = std::strtol(p, &end, 10);
+        if (end == p) break;
+        if (pid > 0) {
+          ::kill(static_cast<pid_t>(pid), SIGKILL);
+          any = true;
+        }
+        p = end;
+        while (*p == '\n') ++p;
+      }
+      if (::rmdir(d.c_str()) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY) {
+        if (!first) first = errno;
+        break;
+      }
+      // EBUSY: the killed processes are still exiting.
+      std::this_thread::sleep_for(std::chrono::milliseconds(any ? 5 : 10));
+      if (attempt == 199 && !first) first = EBUSY;
+    }
+  }
+  return first;
+}
+
+void remove_sandbox(const std::string& run_root, const std::string& id, bool force) {
+  std::string dir = sandbox_dir(run_root, id);
+  std::string sid = id.substr(0, 12);
+  if (!fs::exists(dir)) return;  // removed meanwhile
+  std::optional<fs::FileLock> lock;
+  try {
+    lock.emplace(dir + "/lock");
+  } catch (const Error& e) {
+    if (e.err() == ENOENT) return;  // renamed away by another rm
+    throw;
+  }
+  if (!fs::exists(dir + "/state.json") && !fs::exists(dir)) return;  // removed while we waited
+  SandboxState st;
+  bool have_state = true;
+  try {
+    st = read_state(dir);
+  } catch (const Error&) {
+    have_state = false;  // killed before it wrote one: just the directory
+  }
+  if (have_state) {
+    SandboxInfo info = inspect_dir(dir);
+    if ((info.status == "running" || info.status == "creating") && !force)
+      throw Error("sandbox " + sid + " is " + info.status + "; stop it first ('sbx stop " + sid +
+                  "') or remove it with 'sbx rm -f " + sid + "'");
+    if (info.status == "creating" && st.creator_pid > 0) {
+      // Its creator is alive: it would go on building. Kill it too.
+      ::kill(st.creator_pid, SIGKILL);
+    }
+    if (int fd = open_init(st); fd >= 0) {
+      write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
+      ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+      wait_pidfd(fd, 10000);
+      ::close(fd);
+    }
+    crash_point("rm-killed");
+    if (int e = destroy_cgroup_dirs(st.cgroups))
+      throw_errno("remove the cgroups of sandbox " + sid + " (" + (st.cgroups.empty() ? "" : st.cgroups[0]) + ")", e);
+  }
+  crash_point("rm-cgroups");
+  // Out of sight first: a crash from here on leaves only RUN_ROOT/.trash-<id>.
+  std::string trash = run_root + "/.trash-" + id;
+  if (::rename(dir.c_str(), trash.c_str()) < 0 && errno != ENOENT) throw_errno("rename " + dir + " to " + trash);
+  crash_point("rm-renamed");
+  if (have_state) release_name(run_root, st.name, id);
+  if (int e = remove_tree(trash)) throw_errno("remove " + trash + "; 'sbx gc' will retry", e);
+}
+
+std::vector<std::string> gc(const std::string& run_root) {
+  // Runs on every `sbx run` start too (StartOptions::gc_stale): cheap checks
+  // only, and never a sandbox someone may still want: a created sandbox (it
+  // has a creator_pid) is removed only when its create died half-way ("dead");
+  // an ended one keeps its end record and log until `sbx rm`.
+  std::vector<std::string> removed;
+  for (const auto& id : list_ids(run_root)) {
+    std::string dir = sandbox_dir(run_root, id);
+    bool remove = false;
+    try {
+      SandboxState st = read_state(dir);
+      if (state_alive(st)) continue;
+      if (st.creator_pid == 0) {
+        remove = true;  // a `sbx run` sandbox whose sbx was killed
+      } else if (st.status == "creating") {
+        remove = process_start_time(st.creator_pid) != st.creator_start;
+      }
+    } catch (const Error&) {
+      // No state.json: a start in progress, or one killed before it wrote it.
+      struct stat sb {};
+      remove = ::stat(dir.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime > 10;
+    }
+    if (!remove) continue;
+    try {
+      remove_sandbox(run_root, id, true);
+      removed.push_back(dir);
+    } catch (const Error& e) {
+      log::warn("gc: " + std::string(e.what()));
+    }
+  }
+  // Half-removed sandboxes and dangling names.
+  if (DIR* d = ::opendir(run_root.c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      bool trash = std::strncmp(e->d_name, ".trash-", 7) == 0;
+      bool fresh = std::strncmp(e->d_name, ".new-", 5) == 0;
+      if (!trash && !fresh) continue;
+      std::string path = run_root + "/" + e->d_name;
+      if (fresh) {
+        // A create that died before its dir got its id: only once its creator is gone.
+        bool creator_alive;
+        try {
+          auto st = read_state(path);
+          creator_alive = process_start_time(st.creator_pid) == st.creator_start;
+        } catch (const Error&) {
+          struct stat sb {};
+          creator_alive = ::stat(path.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime <= 10;
+        }
+        if (creator_alive) continue;
+      }
+      try {
+        destroy_cgroup_dirs(read_state(path).cgroups);
+      } catch (const Error&) {
+      }
+      if (remove_tree(path) == 0) removed.push_back(path);
+    }
+    ::closedir(d);
+  }
+  if (DIR* d = ::opendir((run_root + "/.names").c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::string link = run_root + "/.names/" + e->d_name;
+      char target[128];
+      ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = 0;
+      if (!fs::exists(sandbox_dir(run_root, target))) ::unlink(link.c_str());
+    }
+    ::closedir(d);
+  }
+  // sbx-* cgroups no sandbox dir names any more (a create killed before it
+  // recorded them, or a `sbx run` killed with SIGKILL).
+  for (auto& c : gc_stale_cgroups()) removed.push_back(c);
+  // User-namespace ranges (runtime/userns.h) of sandboxes whose state dir is gone.
+  for (auto& r : gc_id_ranges(run_root)) removed.push_back(r);
+  return removed;
+}
+
+void read_logs(const std::string& dir, bool follow, const std::function<void(const char*, size_t)>& out) {
+  auto dump = [&](int fd) {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out(buf, static_cast<size_t>(n));
+  };
+  if (int fd = ::open((dir + "/log.1").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); fd >= 0) {
+    dump(fd);
+    ::close(fd);
+  }
+  int fd = ::open((dir + "/log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0) dump(fd);
+  if (!follow) {
+    if (fd >= 0) ::close(fd);
+    return;
+  }
+  SandboxState st = read_state(dir);
+  int pidfd = open_init(st);
+  for (;;) {
+    bool alive = pidfd >= 0 && !wait_pidfd(pidfd, 100);
+    if (fd >= 0) dump(fd);
+    // Rotated (log -> log.1)? Finish the old file, continue with the new one.
+    struct stat a {}, b {};
+    bool rotated = fd >= 0 && ::fstat(fd, &a) == 0 &&
+                   (::stat((dir + "/log").c_str(), &b) < 0 || a.st_ino != b.st_ino);
+    if (fd < 0 || rotated) {
+      int nfd = ::open((dir + "/log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (nfd >= 0) {
+        if (fd >= 0) {
+          dump(fd);
+          ::close(fd);
+        }
+        fd = nfd;
+        dump(fd);
+      }
+    }
+    if (!alive) break;
+  }
+  if (fd >= 0) ::close(fd);
+  if (pidfd >= 0) ::close(pidfd);
+}
+
+}  // namespace sbx::runtime

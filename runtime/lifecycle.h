@@ -1,0 +1,63 @@
+// Long-lived sandboxes without a daemon: create, signal, stop, wait, remove,
+// gc and logs, acting only on the state dir (runtime/state.h), the kernel
+// (pidfds, cgroups) and the sandbox's own init (runtime/holder.h).
+//
+// Every function may run in any number of sbx processes at once: changes to a
+// sandbox's state dir happen under its flock; readers never need the lock
+// (state.json is replaced atomically, `end` is created with link(2)).
+// Every function dispatches on SandboxState::runtime ("native"; "gvisor"
+// throws a clear error until runtime/gvisor_lifecycle exists).
+#pragma once
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/spec.h"
+#include "runtime/state.h"
+
+namespace sbx::runtime {
+
+/// Creates and starts a detached sandbox from `spec` (spec.id is filled when
+/// empty; an empty spec.process.args means "hold only": the sandbox runs just
+/// its init). Returns the id once the first process has exec'd. The state dir
+/// is RUN_ROOT/<id>; the spec is kept as its config.json. Throws sbx::Error
+/// (125, or 126/127 when the command cannot be executed / is not found) and
+/// leaves nothing behind on a throw.
+std::string create_sandbox(SandboxSpec spec, const std::string& run_root);
+
+/// Test-only: when the environment variable SBX_TEST_CRASH_AT equals `step`,
+/// sbx SIGKILLs itself right there (crash-injection tests). Steps: create-dir,
+/// create-name, create-state, create-started, create-done, exec-joined,
+/// rm-killed, rm-cgroups, rm-renamed.
+void crash_point(const char* step) noexcept;
+
+/// Sends `sig` to the sandbox's init (which forwards it to the first process;
+/// with none, a terminating signal ends the sandbox). SIGKILL ends it at once
+/// and is recorded as "killed". Throws sbx::Error when it is not running.
+void kill_sandbox(const std::string& dir, int sig);
+
+/// SIGTERM (or `sig`), then SIGKILL after `grace`; returns once it has ended.
+/// Stopping an ended sandbox is not an error (as podman). Throws sbx::Error.
+void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int sig = 15);
+
+/// Blocks until the sandbox has ended (or `timeout` passed: nullopt) and
+/// returns how it ended. timeout 0: wait forever. Throws sbx::Error.
+std::optional<EndRecord> wait_sandbox(const std::string& dir, std::chrono::milliseconds timeout = {});
+
+/// Removes the sandbox: refuses a running one unless `force` (then kills it,
+/// recorded as "killed"), then removes its cgroups, its name and its state dir
+/// (renamed to RUN_ROOT/.trash-<id> first, so a crash half-way leaves nothing
+/// `ps` shows and `gc` finishes it). Idempotent. Throws sbx::Error.
+void remove_sandbox(const std::string& run_root, const std::string& id, bool force);
+
+/// Kills every process in the cgroup dirs and removes them (v1 and v2; a dir
+/// that is already gone is fine). Returns the first errno (0 on success).
+int destroy_cgroup_dirs(const std::vector<std::string>& dirs) noexcept;
+
+/// Prints (through `out`) the log of the first process: log.1 then log. With
+/// `follow`, keeps reading until the sandbox has ended. Throws sbx::Error.
+void read_logs(const std::string& dir, bool follow, const std::function<void(const char*, size_t)>& out);
+
+}  // namespace sbx::runtime

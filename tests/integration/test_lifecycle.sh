@@ -1,0 +1,132 @@
+#!/bin/bash
+# Long-lived sandboxes on the real busybox/python images: create, exec (100 in
+# sequence, 10 in parallel), files kept between execs, cp in/out (modes kept,
+# symlink escape refused), logs, timeout and idle timeout with their reasons,
+# stop/kill/rm, names/labels/filters; then a leak check (no mounts, no sbx-*
+# cgroups of ours, no processes, empty run root).
+set -u
+SBX=${SBX:?set SBX to the sbx binary}
+IMAGES=${SBX_IMAGES:?set SBX_IMAGES to tests/images/out}
+T=$(mktemp -d /tmp/sbx-test-life.XXXXXX)
+ROOT=$T/root RUN=$T/run
+S() { "$SBX" --root "$ROOT" --run-root "$RUN" "$@"; }
+FAILS=0
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+ok() { echo "ok: $*"; }
+expect_eq() { if [ "$1" == "$2" ]; then ok "$3"; else fail "$3: expected '$2', got '$1'"; fi; }
+cleanup() {
+  for id in $(S ps -aq --no-trunc 2>/dev/null); do S rm -f "$id" >/dev/null 2>&1; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+S import "$IMAGES/busybox-oci" busybox >/dev/null || { echo "FAIL: import busybox"; exit 1; }
+S import "$IMAGES/python-oci" python >/dev/null || { echo "FAIL: import python"; exit 1; }
+
+# --- create, exec, files between execs ---------------------------------------
+ID=$(S create --name box --label team=a --label run=1 busybox) || fail "create"
+expect_eq "${#ID}" 64 "create prints a 64-hex id"
+expect_eq "$(S ps -q)" "${ID:0:12}" "ps lists it"
+expect_eq "$(S exec box cat /etc/hostname 2>/dev/null || S exec box hostname)" "${ID:0:12}" "hostname is the short id"
+expect_eq "$(S exec "${ID:0:8}" -- sh -c 'echo one > /tmp/f; echo two >> /tmp/f; echo done')" "done" "exec by id prefix, with --"
+expect_eq "$(S exec box cat /tmp/f | tr '\n' ' ')" "one two " "a file written by one exec is seen by the next"
+S exec box sh -c 'exit 7'; expect_eq "$?" 7 "exit code passes through"
+S exec box nosuchcmd 2>/dev/null; expect_eq "$?" 127 "missing command: 127"
+S exec box sh -c 'kill -TERM $$'; expect_eq "$?" 143 "killed by signal N: 128+N"
+expect_eq "$(S exec -e A=1 -e B=two -w /tmp box sh -c 'echo $A-$B-$(pwd)')" "1-two-/tmp" "-e and -w"
+expect_eq "$(S exec -u nobody box id -u)" "65534" "-u nobody"
+expect_eq "$(echo piped | S exec -i box cat)" "piped" "-i passes stdin"
+expect_eq "$(echo piped | S exec box cat)" "" "without -i stdin is /dev/null"
+S exec --timeout 300ms box sleep 5 2>/dev/null; expect_eq "$?" 124 "exec --timeout: 124"
+# Same confinement as the first process.
+STATUS=$(S exec box cat /proc/self/status)
+echo "$STATUS" | grep -q '^NoNewPrivs:[[:space:]]*1' && ok "exec: no_new_privs" || fail "exec: no_new_privs"
+echo "$STATUS" | grep -q '^Seccomp:[[:space:]]*2' && ok "exec: seccomp filter" || fail "exec: seccomp"
+echo "$STATUS" | grep -q '^CapEff:[[:space:]]*00000000a80425fb' && ok "exec: default capabilities" || fail "exec: caps $(echo "$STATUS" | grep CapEff)"
+expect_eq "$(S exec box sh -c 'n=0; readlink /proc/1/exe >/dev/null 2>&1 || n=$((n+1)); readlink /proc/1/fd/0 >/dev/null 2>&1 || n=$((n+1)); cat /proc/1/environ >/dev/null 2>&1 || n=$((n+1)); echo $n')" "3" "pid 1 (the holder) is not dumpable: its exe, fds and environ are closed"
+[ "$(S exec box sh -c 'readlink /proc/self/ns/pid')" != "$(readlink /proc/self/ns/pid)" ] && ok "exec is in the sandbox's pid ns" || fail "pid ns"
+
+# 100 execs in sequence, 10 in parallel.
+n=0; for i in $(seq 100); do [ "$(S exec box echo $i)" == "$i" ] && n=$((n + 1)); done
+expect_eq "$n" 100 "100 execs in sequence"
+for i in $(seq 10); do (S exec box sh -c "echo $i > /tmp/par.$i; sleep 0.2; cat /tmp/par.$i" > "$T/par.$i") & done; wait
+n=0; for i in $(seq 10); do [ "$(cat "$T/par.$i")" == "$i" ] && n=$((n + 1)); done
+expect_eq "$n" 10 "10 execs in parallel"
+
+# --- cp ------------------------------------------------------------------------
+mkdir -p "$T/in/sub"; echo secret > "$T/in/sub/a.sh"; chmod 750 "$T/in/sub/a.sh"; ln -s a.sh "$T/in/sub/link"
+S cp "$T/in" box:/work || fail "cp in"
+expect_eq "$(S exec box stat -c '%a %U' /work/sub/a.sh)" "750 root" "cp in keeps the mode, owned by the sandbox's root"
+expect_eq "$(S exec box readlink /work/sub/link)" "a.sh" "cp in copies a symlink as a symlink"
+S exec box sh -c 'mkdir -p /out; echo result > /out/r.txt; chmod 604 /out/r.txt; ln -s /etc/passwd /out/abs; ln -s / /escape'
+S cp box:/out "$T/out" || fail "cp out"
+expect_eq "$(cat "$T/out/r.txt")" "result" "cp out"
+expect_eq "$(stat -c %a "$T/out/r.txt")" "604" "cp out keeps the mode"
+[ -L "$T/out/abs" ] && ok "cp out: symlink copied, not followed" || fail "cp out followed a symlink"
+# A symlink to / resolves inside the sandbox, never to the host root.
+echo hostonly > "$T/hostonly"
+S cp "box:/escape$T/hostonly" "$T/stolen" 2>/dev/null
+[ ! -e "$T/stolen" ] && ok "cp out: /escape -> / stays in the sandbox" || fail "cp out escaped to the host: $(cat "$T/stolen")"
+S cp "$T/hostonly" "box:/escape/tmp/planted" && [ "$(S exec box cat /tmp/planted)" == "hostonly" ] && [ ! -e /tmp/planted ] \
+  && ok "cp in through a symlink to / lands in the sandbox" || fail "cp in through symlink"
+S exec box ln -s /etc/group /tmp/victim
+S cp "$T/hostonly" box:/tmp/victim && S exec box grep -q '^root:' /etc/group && [ "$(S exec box cat /tmp/victim)" == "hostonly" ] \
+  && ok "cp in replaces a symlink instead of writing through it" || fail "cp in wrote through a symlink"
+
+# --- inspect, names, labels ----------------------------------------------------
+J=$(S inspect box)
+echo "$J" | grep -q '"Status": "running"' && ok "inspect: running" || fail "inspect status"
+echo "$J" | grep -q '"team": "a"' && ok "inspect: labels" || fail "inspect labels"
+S create --name box busybox >/dev/null 2>&1 && fail "a second sandbox with the same name" || ok "names are unique"
+ID2=$(S create --label team=b busybox)
+expect_eq "$(S ps -q --filter label=team=b)" "${ID2:0:12}" "ps --filter label=k=v"
+S rm box 2>/dev/null && fail "rm of a running sandbox without -f" || ok "rm refuses a running sandbox"
+
+# --- first process: logs, exit ---------------------------------------------------
+ID3=$(S create busybox sh -c 'echo out; echo err >&2; exit 3')
+expect_eq "$(S wait "$ID3")" "3" "wait prints the exit code"
+expect_eq "$(S logs "$ID3" | sort | tr '\n' ' ')" "err out " "logs has stdout and stderr"
+S inspect "$ID3" | grep -q '"Reason": "exit"' && ok "inspect: reason exit" || fail "reason exit"
+S exec "$ID3" true 2>/dev/null; expect_eq "$?" 125 "exec in an ended sandbox: 125"
+ID4=$(S create python python3 -c 'import sys,time; print("py", flush=True); time.sleep(30)')
+sleep 1
+expect_eq "$(S logs "$ID4")" "py" "logs of a running python"
+expect_eq "$(S exec "$ID4" python3 -c 'print(6*7)')" "42" "exec python3 in the python image"
+
+# --- timeout, idle timeout, stop, kill -------------------------------------------
+ID5=$(S create --timeout 1s busybox)
+ID6=$(S create --idle-timeout 1500ms busybox)
+for i in 1 2 3 4; do S exec "$ID6" true; sleep 0.5; done  # 2 s of activity
+S inspect "$ID6" | grep -q '"Status": "running"' && ok "idle timeout waits while execs come" || fail "idle fired early"
+S exec "$ID6" sleep 2.5 || fail "a long exec keeps the sandbox busy"
+S inspect "$ID6" | grep -q '"Status": "running"' && ok "a running exec is activity" || fail "idle fired during an exec"
+sleep 2.5
+S inspect "$ID5" | grep -q '"Reason": "timeout"' && ok "--timeout fired: reason timeout" || fail "timeout: $(S inspect "$ID5" | grep -E 'Status|Reason')"
+S inspect "$ID6" | grep -q '"Reason": "idle"' && ok "--idle-timeout fired: reason idle" || fail "idle: $(S inspect "$ID6" | grep -E 'Status|Reason')"
+S stop -t 2 "$ID4" >/dev/null
+S inspect "$ID4" | grep -q '"Status": "exited"' && ok "stop" || fail "stop"
+S kill "$ID2" >/dev/null
+S inspect "$ID2" | grep -q '"Reason": "killed"' && ok "kill: reason killed" || fail "kill: $(S inspect "$ID2" | grep -E 'Status|Reason')"
+S kill -s TERM box >/dev/null
+sleep 0.3
+S inspect box | grep -q '"Signal": 15' && ok "kill -s TERM ends a holder-only sandbox" || fail "kill -s TERM"
+
+# --- rm and leak check ------------------------------------------------------------------
+ID7=$(S create busybox)
+PID7=$(S inspect "$ID7" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1)
+CG7=$(grep -h "sbx-${ID7:0:12}" /proc/$PID7/cgroup | head -1)
+S rm -f "$ID7" >/dev/null || fail "rm -f"
+# (Dead but not yet reaped by the host's pid 1 counts as dead.)
+grep -qE '^State:[[:space:]]+[^Z[:space:]]' /proc/$PID7/status 2>/dev/null && fail "rm -f left the init running" || ok "rm -f killed it"
+S rm --all >/dev/null 2>&1
+S rm -f $(S ps -aq --no-trunc) >/dev/null 2>&1
+expect_eq "$(ls -A "$RUN" | grep -v '^.names$')" "" "run root empty"
+expect_eq "$(ls -A "$RUN/.names" 2>/dev/null)" "" "no names left"
+expect_eq "$(grep -c "$T" /proc/self/mountinfo)" "0" "no mounts left"
+LEFT=$(find /sys/fs/cgroup -maxdepth 6 -type d \( -name "sbx-${ID:0:12}" -o -name "sbx-${ID2:0:12}" -o -name "sbx-${ID7:0:12}" \) 2>/dev/null)
+expect_eq "$LEFT" "" "no cgroups of ours left"
+PROCS=$(ps -eo pid,args | grep -F -- "--run-root $RUN" | grep -v grep)
+expect_eq "$PROCS" "" "no processes left"
+
+echo "$FAILS failure(s)"
+[ "$FAILS" -eq 0 ]
