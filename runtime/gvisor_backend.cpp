@@ -1,5 +1,6 @@
 #include "runtime/gvisor_backend.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mount.h>
@@ -19,6 +20,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/state.h"
 #include "runtime/user.h"
 
 namespace sbx::runtime {
@@ -111,6 +113,20 @@ void resolve_process_user(Process& p, const std::string& rootfs) {
   if (!has_home) p.env.push_back("HOME=" + u.home);
 }
 
+/// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
+/// every mounted hierarchy (v1 controllers, and the unified one).
+std::vector<std::string> runsc_cgroup_dirs(const std::string& name) {
+  std::vector<std::string> dirs = {"/sys/fs/cgroup/" + name};
+  if (DIR* d = ::opendir("/sys/fs/cgroup")) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
+      dirs.push_back(std::string("/sys/fs/cgroup/") + e->d_name + "/" + name);
+    }
+    ::closedir(d);
+  }
+  return dirs;
+}
+
 }  // namespace
 
 std::string find_runsc(const std::string& explicit_path) {
@@ -166,6 +182,9 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     throw Error("gvisor: -t (a pseudo-terminal) is not supported with --runtime gvisor yet (it needs runsc's console socket); use --runtime native, or drop -t");
   const std::string runsc = find_runsc(opts.runsc);
 
+  // What killed sandboxes left behind (as the native start does); runsc's own
+  // start takes far longer than this scan.
+  gc(opts.run_root);
   const std::string dir = opts.run_root + "/" + spec.id;
   const std::string bundle = dir + "/bundle";
   const std::string rootfs = bundle + "/rootfs";
@@ -241,6 +260,25 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     ::_exit(125);
   }
   ::close(errpipe[1]);
+  // state.json names the sandbox's holder (runsc) and cgroups, so that `sbx ps`,
+  // `sbx rmi` and, if sbx itself is killed, `sbx gc` / the next start see it
+  // and can remove everything (runtime/lifecycle.h remove_sandbox).
+  try {
+    SandboxState st;
+    st.id = spec.id;
+    st.name = spec.name;
+    st.image_id = spec.image_id;
+    st.image_ref = spec.image_ref;
+    st.runtime = "gvisor";
+    st.pid = child;
+    st.pid_start = process_start_time(child);
+    st.created_ms = st.started_ms = now_ms();
+    st.cgroups = runsc_cgroup_dirs(ro.cgroups_path.substr(1));
+    st.command = spec.process.args;
+    write_state(dir, st);
+  } catch (const Error& e) {
+    log::warn("gvisor: cannot write the state of sandbox " + spec.id.substr(0, 12) + ": " + e.what());
+  }
   std::string child_err;
   {
     char buf[1024];
@@ -253,6 +291,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + spec.timeout;
   bool timed_out = false;
+  int stop_signals = 0;
   int status = 0;
   for (;;) {
     pid_t r = ::waitpid(child, &status, WNOHANG);
@@ -273,8 +312,14 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     if (pr > 0) {
       struct signalfd_siginfo si;
       if (::read(sfd, &si, sizeof si) == sizeof si && si.ssi_signo != SIGCHLD) {
-        // Forward to the sandbox's processes, as the native backend does.
-        run_quiet({runsc, "--root", state, "kill", "--all", spec.id, std::to_string(si.ssi_signo)});
+        // Forward to the sandbox's processes, as the native backend does; a
+        // second SIGINT/SIGTERM kills the sandbox (the user means it).
+        bool stop = si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM;
+        if (stop && ++stop_signals >= 2) {
+          run_quiet({runsc, "--root", state, "kill", "--all", spec.id, "KILL"});
+        } else {
+          run_quiet({runsc, "--root", state, "kill", "--all", spec.id, std::to_string(si.ssi_signo)});
+        }
       }
     }
   }
