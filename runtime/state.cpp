@@ -1,5 +1,4 @@
 #include "runtime/state.h"
-#include "runtime/userns.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -92,8 +91,6 @@ std::vector<std::string> gc(const std::string& run_root) {
     ::closedir(d);
   }
   for (auto& c : gc_stale_cgroups(2)) removed.push_back(c);
-  // User-namespace ranges (runtime/userns.h) of sandboxes whose state dir is gone.
-  for (auto& r : gc_id_ranges(run_root)) removed.push_back(r);
   return removed;
 }
 
