@@ -4,6 +4,9 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/gpu_options.h"
+#include "oci/store.h"
+#include "runtime/gvisor_backend.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -30,6 +33,8 @@ struct RunFlags {
   int64_t pids_limit = 1024;
   bool interactive = false, tty = false, rm = false, read_only = false, entrypoint_set = false;
   bool workdir_set = false, user_set = false;
+  std::string runtime = "native", runsc;
+  GpuOptions gpu;
 };
 
 const char* kExitCodes =
@@ -120,7 +125,11 @@ int run(const Globals& g, RunFlags& f) {
     spec.image_ref = args[0];
     args.erase(args.begin());
     if (!args.empty() && args[0] == "--") args.erase(args.begin());
-    throw Error("image '" + spec.image_ref + "': the image store is not available in this build; use --rootfs DIR");
+    oci::Store store(g.root);
+    oci::ImageRecord rec = store.resolve(spec.image_ref);
+    spec.image_id = rec.id;
+    spec.layer_dirs = store.layer_dirs(rec);
+    image = rec.config;
   }
 
   spec.hostname = f.hostname.empty() ? spec.id.substr(0, 12) : f.hostname;
@@ -157,19 +166,33 @@ int run(const Globals& g, RunFlags& f) {
   for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) log::warn(w);
   if (!f.timeout.empty()) spec.timeout = units::parse_duration(f.timeout, "--timeout");
 
-  runtime::StartOptions so;
-  so.run_root = g.run_root;
-  // Root inside is not root on the host: a user namespace by default. The
-  // host network namespace is owned by the host's user namespace, so a
-  // sandbox sharing it could not mount its own /sys: --network host implies
-  // --userns host (as podman's sysfs needs).
+  if (f.runtime != "native" && f.runtime != "gvisor")
+    throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
+  spec.runtime = f.runtime;
+  apply_gpu_options(f.gpu, spec);
   if (f.userns != "auto" && f.userns != "host") throw Error("invalid --userns '" + f.userns + "': use auto or host");
-  so.userns = f.userns == "auto" && spec.network == NetworkMode::None;
-  runtime::Sandbox sb = runtime::start(spec, so);
-  runtime::WaitOptions wo;
-  wo.timeout = spec.timeout;
-  runtime::ExitStatus st = runtime::wait(sb, wo);
-  sb.destroy();
+  runtime::ExitStatus st;
+  if (spec.runtime == "gvisor") {
+    // gVisor's own kernel is the boundary; runsc runs the sandbox's processes
+    // as an unprivileged user of its own.
+    runtime::GvisorOptions go;
+    go.run_root = g.run_root;
+    go.runsc = f.runsc;
+    st = runtime::run_gvisor(spec, go);
+  } else {
+    runtime::StartOptions so;
+    so.run_root = g.run_root;
+    // Root inside is not root on the host: a user namespace by default. The
+    // host network namespace is owned by the host's user namespace, so a
+    // sandbox sharing it could not mount its own /sys: --network host implies
+    // --userns host (as podman's sysfs needs).
+    so.userns = f.userns == "auto" && spec.network == NetworkMode::None;
+    runtime::Sandbox sb = runtime::start(spec, so);
+    runtime::WaitOptions wo;
+    wo.timeout = spec.timeout;
+    st = runtime::wait(sb, wo);
+    sb.destroy();
+  }
   if (st.timed_out) {
     std::cerr << "sbx: sandbox killed: timeout after " << f.timeout << "\n";
     return kExitTimeout;
@@ -267,18 +290,19 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
         auto& extras = app.*MissingAccess::ptr();
         bool ours = true;
         for (const auto& [cls, word] : extras)
-          ours &= (cls == CLI::detail::Classifier::NONE || cls == CLI::detail::Classifier::POSITIONAL_MARK) &&
+          ours &= cls != CLI::detail::Classifier::SUBCOMMAND &&
                   std::find(f->positional.begin(), f->positional.end(), word) != f->positional.end();
         if (ours) extras.clear();
       });
-  run_cmd->add_option("-e,--env", f->env, "Set an environment variable (KEY=VAL, or KEY to copy it)")->take_first();
-  run_cmd->add_option("--env-file", f->env_files, "Read environment variables from a file");
+  run_cmd->add_option("-e,--env", f->env, "Set an environment variable (KEY=VAL, or KEY to copy it)")
+      ->allow_extra_args(false);
+  run_cmd->add_option("--env-file", f->env_files, "Read environment variables from a file")->allow_extra_args(false);
   run_cmd->add_option("-w,--workdir", f->workdir, "Working directory inside the sandbox")
       ->each([f](const std::string&) { f->workdir_set = true; });
   run_cmd->add_option("-u,--user", f->user, "User: NAME|UID[:GROUP|GID], resolved in the image's /etc/passwd")
       ->each([f](const std::string&) { f->user_set = true; });
-  run_cmd->add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]");
-  run_cmd->add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]");
+  run_cmd->add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]")->allow_extra_args(false);
+  run_cmd->add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]")->allow_extra_args(false);
   run_cmd->add_flag("--read-only", f->read_only, "Mount the root file system read-only");
   run_cmd->add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
   run_cmd->add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
@@ -289,7 +313,7 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
   run_cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
       ->capture_default_str();
-  run_cmd->add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048");
+  run_cmd->add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048")->allow_extra_args(false);
   run_cmd->add_option("--timeout", f->timeout, "Kill the sandbox after this long (10s, 1m30s); exits 124");
   run_cmd->add_option("--rootfs", f->rootfs, "Use DIR as the (read-only, overlaid) root instead of an image");
   run_cmd->add_option("--entrypoint", f->entrypoint, "Override the image's Entrypoint")
@@ -297,6 +321,11 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_option("--name", f->name, "A name for the sandbox");
   run_cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open (otherwise it is /dev/null)");
   run_cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
+  run_cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc); default from $SBX_RUNTIME")
+      ->envname("SBX_RUNTIME")
+      ->capture_default_str();
+  run_cmd->add_option("--runsc", f->runsc, "Path to runsc for --runtime gvisor (default: from $PATH)");
+  add_gpu_options(*run_cmd, f->gpu);
   run_cmd->add_flag("--rm", f->rm, "Accepted for docker compatibility (sandboxes of sbx run are always removed)");
   run_cmd->callback([f, run_cmd, &app, &g, &action] {
     if (!f->exact) {

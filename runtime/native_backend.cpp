@@ -204,6 +204,54 @@ void wait_for(int sock, char want) {
   ::_exit(code);
 }
 
+/// Runs the image's ldconfig on spec.ldconfig_dirs (GPU driver libraries,
+/// see spec.h) inside the sandbox, with the workload's privileges (it is the
+/// image's code): bounding set, capabilities, no_new_privs, seccomp. Its
+/// failure is a warning, as the NVIDIA toolkit's update-ldcache hook.
+void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
+  std::string ldconfig;
+  for (const char* p : {"/sbin/ldconfig", "/usr/sbin/ldconfig"}) {
+    struct stat st {};
+    if (::stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+      ldconfig = p;
+      break;
+    }
+  }
+  if (ldconfig.empty()) {
+    log::debug("no ldconfig in the image; the GPU library dirs are not added to its ld.so.cache");
+    return;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork ldconfig");
+  if (pid == 0) {
+    try {
+      int null = ::open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+      }
+      ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+      drop_bounding(caps);
+      if (::setgroups(0, nullptr) < 0) throw_errno("setgroups");
+      apply_capabilities(caps, true);
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
+      install_default_seccomp();
+      std::vector<char*> argv{const_cast<char*>(ldconfig.c_str())};
+      for (const auto& d : spec.ldconfig_dirs) argv.push_back(const_cast<char*>(d.c_str()));
+      argv.push_back(nullptr);
+      char* envp[] = {const_cast<char*>("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nullptr};
+      ::execve(ldconfig.c_str(), argv.data(), envp);
+    } catch (...) {
+    }
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    log::warn(ldconfig + " for the GPU libraries failed; programs may not find libcuda");
+}
+
 /// The sandbox's init: the ordered list of setup steps, then the pid-1 loop.
 [[noreturn]] void init_main(const ChildCtx& c) noexcept {
   const SandboxSpec& spec = *c.spec;
@@ -272,6 +320,12 @@ void wait_for(int sock, char want) {
     }
     struct stat st {};
     if (::stat(spec.process.cwd.c_str(), &st) < 0) fs::mkdir_p(spec.process.cwd);
+    std::vector<int> caps = parse_capabilities(spec.process.capabilities);
+    if (cgroup_mode() == CgroupMode::Unified) {
+      // No device cgroup without BPF: never let the sandbox create device nodes.
+      std::erase(caps, CAP_MKNOD);
+    }
+    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps);
     finish_rootfs(spec);
 
     // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
@@ -284,12 +338,6 @@ void wait_for(int sock, char want) {
       if (slave < 0) throw_errno("open the pty's slave side");
       send_fd(c.sock, master);
       ::close(master);
-    }
-
-    std::vector<int> caps = parse_capabilities(spec.process.capabilities);
-    if (cgroup_mode() == CgroupMode::Unified) {
-      // No device cgroup without BPF: never let the sandbox create device nodes.
-      std::erase(caps, CAP_MKNOD);
     }
 
     // 6. cgroup: sbx moves us into the sandbox's cgroup while we build the

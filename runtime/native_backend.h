@@ -18,6 +18,7 @@
 #include <string>
 
 #include "runtime/cgroups.h"
+#include "runtime/exit_status.h"
 #include "runtime/spec.h"
 #include "runtime/userns.h"
 
@@ -82,15 +83,6 @@ struct WaitOptions {
   int stdin_fd = 0, stdout_fd = 1;               ///< pty relay ends (with a pty)
 };
 
-struct ExitStatus {
-  int exit_code = 0;        ///< the workload's code, 128+N for signal N
-  int signal = 0;           ///< N when the workload was killed by a signal
-  bool timed_out = false;   ///< the timeout fired (the sandbox was killed)
-  bool oom_killed = false;  ///< the workload died of the cgroup's OOM killer
-  uint64_t oom_kills = 0;   ///< OOM kills in the sandbox (any process)
-  uint64_t pids_max_hits = 0;  ///< forks refused at the pids limit
-  int forwarded_signal = 0;    ///< last signal sbx received and forwarded
-};
 
 /// Waits for the sandbox's workload to end (or the timeout), relaying the pty
 /// and forwarding signals. On a timeout or a second INT/TERM it kills the

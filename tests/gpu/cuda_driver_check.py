@@ -58,7 +58,11 @@ def main():
         fail("cannot load libcuda.so.1: %s" % e)
 
     def check(name, *args):
-        rc = getattr(cu, name)(*args)
+        try:
+            fn = getattr(cu, name)
+        except AttributeError:
+            fail("libcuda.so.1 has no %s (not the NVIDIA driver's libcuda?)" % name)
+        rc = fn(*args)
         if rc != 0:
             s = ctypes.c_char_p()
             cu.cuGetErrorString(rc, ctypes.byref(s))

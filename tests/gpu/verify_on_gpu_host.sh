@@ -87,7 +87,7 @@ blob = lambda d: "%s/blobs/%s" % (lay, d.replace(":", "/"))
 m = json.load(open(blob(json.load(open(lay + "/index.json"))["manifests"][0]["digest"])))
 for l in m["layers"]:
     subprocess.run(["tar", "-xzf" if l["mediaType"].endswith("gzip") else "-xf", blob(l["digest"]), "-C", dst,
-                    "--exclude=.wh.*", "--numeric-owner"], check=True)
+                    "--exclude=.wh.*", "--numeric-owner"], check=True, stderr=subprocess.DEVNULL)
 PY
   img=(--rootfs "$work/rootfs")
 else

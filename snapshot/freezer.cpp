@@ -1,0 +1,91 @@
+#include "snapshot/freezer.h"
+
+#include <unistd.h>
+
+#include <thread>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+
+namespace sbx::snapshot {
+
+namespace {
+
+enum class Kind { V1, V2 };
+
+Kind kind_of(const std::string& cg) {
+  if (fs::exists(cg + "/cgroup.freeze")) return Kind::V2;
+  if (fs::exists(cg + "/freezer.state")) return Kind::V1;
+  throw Error("cannot freeze cgroup " + cg + ": it has neither cgroup.freeze (v2) nor freezer.state (v1 freezer)");
+}
+
+void request(const std::string& cg, bool freeze) {
+  if (kind_of(cg) == Kind::V2)
+    fs::write_existing(cg + "/cgroup.freeze", freeze ? "1" : "0");
+  else
+    fs::write_existing(cg + "/freezer.state", freeze ? "FROZEN" : "THAWED");
+}
+
+}  // namespace
+
+bool cgroup_frozen(const std::string& cg) {
+  if (kind_of(cg) == Kind::V2) {
+    // cgroup.events has a "frozen 0|1" line once the freeze has completed.
+    std::string ev = fs::read_file(cg + "/cgroup.events");
+    return ev.find("frozen 1") != std::string::npos;
+  }
+  // v1 reports FREEZING until every task has stopped.
+  std::string st = fs::read_file(cg + "/freezer.state");
+  return st.rfind("FROZEN", 0) == 0;
+}
+
+CgroupFreeze::CgroupFreeze(std::vector<std::string> cgroups, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  try {
+    for (const auto& cg : cgroups) {
+      request(cg, true);
+      frozen_.push_back(cg);
+    }
+    for (const auto& cg : cgroups) {
+      auto delay = std::chrono::microseconds(100);
+      while (!cgroup_frozen(cg)) {
+        if (std::chrono::steady_clock::now() > deadline)
+          throw Error("cgroup " + cg + " did not freeze within " + std::to_string(timeout.count()) +
+                      " ms (a process may be stuck in uninterruptible I/O); retry, or stop the sandbox first");
+        std::this_thread::sleep_for(delay);
+        if (delay < std::chrono::milliseconds(10)) delay *= 2;
+      }
+    }
+  } catch (...) {
+    try {
+      thaw();
+    } catch (const Error& e) {
+      log::warn(std::string("thaw after a failed freeze: ") + e.what());
+    }
+    throw;
+  }
+}
+
+void CgroupFreeze::thaw() {
+  std::string failed;
+  for (const auto& cg : frozen_) {
+    try {
+      request(cg, false);
+    } catch (const Error& e) {
+      failed += std::string(failed.empty() ? "" : "; ") + e.what();
+    }
+  }
+  frozen_.clear();
+  if (!failed.empty()) throw Error("thaw sandbox cgroups: " + failed);
+}
+
+CgroupFreeze::~CgroupFreeze() {
+  try {
+    thaw();
+  } catch (const Error& e) {
+    log::warn(e.what());
+  }
+}
+
+}  // namespace sbx::snapshot

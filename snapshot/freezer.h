@@ -1,0 +1,38 @@
+// Freezing a sandbox's processes while its state is read, so a snapshot is
+// consistent (no file half-written between two reads). Uses the cgroup
+// freezer: v1 freezer.state (Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst)
+// or v2 cgroup.freeze / cgroup.events (Documentation/admin-guide/cgroup-v2.rst).
+#pragma once
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace sbx::snapshot {
+
+/// Freezes every process in the given cgroups for its lifetime and thaws them
+/// when destroyed (also on exceptions). Each path is a cgroup directory: a v1
+/// freezer cgroup (has freezer.state) or a v2 cgroup (has cgroup.freeze).
+/// Only pass cgroups sbx created for the sandbox.
+class CgroupFreeze {
+ public:
+  /// Freezes and waits (up to `timeout`) until the kernel reports every cgroup
+  /// frozen. Throws sbx::Error naming the cgroup when it is neither v1 nor v2,
+  /// a write fails, or the freeze does not complete in time (the cgroups
+  /// frozen so far are thawed first).
+  explicit CgroupFreeze(std::vector<std::string> cgroups,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+  ~CgroupFreeze();
+  CgroupFreeze(const CgroupFreeze&) = delete;
+  CgroupFreeze& operator=(const CgroupFreeze&) = delete;
+
+  /// Thaws now (idempotent). Throws sbx::Error when a thaw write fails.
+  void thaw();
+
+ private:
+  std::vector<std::string> frozen_;
+};
+
+/// True when the cgroup (v1 freezer or v2) reports its processes frozen.
+bool cgroup_frozen(const std::string& cgroup);
+
+}  // namespace sbx::snapshot

@@ -1,0 +1,288 @@
+// Memory snapshots on real runsc: a counting process is checkpointed, three
+// copies are restored, each continues from the checkpointed count, and they
+// are independent afterwards. Native (CRIU) fails fast with a clear message.
+#include <doctest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "oci/store.h"
+#include "oci/runtime_config.h"
+#include "runtime/gvisor_backend.h"
+#include "runtime/state.h"
+#include "snapshot/catalog.h"
+#include "snapshot/checkpoint.h"
+
+using namespace sbx;
+namespace stdfs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream f(path);
+  std::vector<std::string> out;
+  std::string l;
+  while (std::getline(f, l))
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+long num(const std::string& line) { return std::stol(line.substr(0, line.find(' '))); }
+
+/// Waits until `path` has a line whose count is >= n; returns the lines.
+std::vector<std::string> wait_count(const std::string& path, long n, int ms = 20000) {
+  for (int i = 0; i < ms / 50; ++i) {
+    auto l = lines_of(path);
+    if (!l.empty() && num(l.back()) >= n) return l;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return lines_of(path);
+}
+
+struct Fixture {
+  std::string base, runsc;
+  std::vector<std::string> layers;
+  std::vector<snapshot::RestoredSandbox> live;
+  Fixture() {
+    char t[] = "/tmp/sbx-ckpt.XXXXXX";
+    base = ::mkdtemp(t);
+    std::string l1 = base + "/layer";
+    stdfs::create_directories(l1 + "/bin");
+    for (auto d : {"proc", "dev", "sys", "tmp", "etc"}) stdfs::create_directories(l1 + "/" + d);
+    stdfs::copy_file("/bin/busybox", l1 + "/bin/busybox");
+    for (auto a : {"sh", "sleep", "echo", "cat", "test", "["}) stdfs::create_symlink("busybox", l1 + "/bin/" + a);
+    layers = {l1};
+  }
+  ~Fixture() {
+    for (auto& s : live) snapshot::destroy_restored(runsc, s);
+    stdfs::remove_all(base);
+  }
+};
+
+const char* kLoop =
+    "i=0; while true; do i=$((i+1)); if [ -f /tmp/flag ]; then echo \"$i flag\"; else echo $i; fi; "
+    "echo $i > /tmp/count; sleep 0.1; done";
+
+}  // namespace
+
+TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the checkpoint and then diverge") {
+  Fixture fx;
+  try {
+    fx.runsc = runtime::find_runsc("");
+  } catch (const Error& e) {
+    MESSAGE("skipped: " << e.what());
+    return;
+  }
+  std::string root = fx.base + "/root", run_root = fx.base + "/run";
+  SandboxSpec spec;
+  spec.id = "ckpttest" + std::to_string(::getpid());
+  spec.process.args = {"sh", "-c", kLoop};
+  spec.process.env = {"PATH=/bin"};
+  spec.process.capabilities = default_capabilities();
+  spec.layer_dirs = fx.layers;
+  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
+
+  auto orig = snapshot::start_gvisor_detached(fx.runsc, run_root, spec.id, oci::to_runtime_config(spec), fx.layers, flags);
+  fx.live.push_back(orig);
+  CHECK(orig.pid > 0);
+  REQUIRE(num(wait_count(orig.output, 5).back()) >= 5);
+
+  snapshot::GvisorCheckpointRequest req;
+  req.runsc = fx.runsc;
+  req.runsc_root = orig.runsc_root;
+  req.container_id = orig.id;
+  req.bundle = orig.dir + "/bundle";
+  req.runsc_flags = flags;
+  req.layer_dirs = fx.layers;
+  req.name = "counter";
+  auto t0 = std::chrono::steady_clock::now();
+  auto rec = snapshot::checkpoint_gvisor(root, req);
+  MESSAGE("checkpoint: " << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()
+                         << " ms, " << rec.size << " bytes");
+  CHECK(rec.kind == "memory");
+  CHECK(rec.runtime == "gvisor");
+  CHECK(rec.size > 0);
+  // Without --leave-running the original stops: its count no longer grows.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  auto before = lines_of(orig.output);
+  REQUIRE_FALSE(before.empty());
+  const long at = num(before.back());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  CHECK(lines_of(orig.output).size() == before.size());
+  snapshot::destroy_restored(fx.runsc, orig);
+  fx.live.clear();
+
+  snapshot::RestoreOptions ro;
+  ro.runsc = fx.runsc;
+  ro.run_root = run_root;
+  ro.count = 3;
+  t0 = std::chrono::steady_clock::now();
+  auto copies = snapshot::restore_gvisor(root, "counter", ro);
+  MESSAGE("restore x3 (parallel): " << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms");
+  fx.live = copies;
+  REQUIRE(copies.size() == 3);
+  CHECK(copies[0].id != copies[1].id);
+  CHECK(copies[0].pid != copies[1].pid);
+  for (auto& c : copies) {
+    auto l = wait_count(c.output, at + 3);
+    REQUIRE(l.size() >= 3);
+    // Continues exactly where the checkpoint stopped, never from 1.
+    CHECK(num(l.front()) == at + 1);
+    auto st = runtime::read_state(c.dir);
+    CHECK(st.runtime == "gvisor");
+    CHECK(st.pid == c.pid);
+    CHECK(runtime::state_alive(st));
+  }
+  // Diverge: a file created in copy 1 only; copy 2 killed; copy 3 untouched.
+  std::string cmd = fx.runsc + " --root " + copies[0].runsc_root + " exec " + copies[0].id + " sh -c 'echo 1 > /tmp/flag'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  snapshot::destroy_restored(fx.runsc, copies[1]);
+  CHECK_FALSE(stdfs::exists(copies[1].dir));
+  long n3 = num(lines_of(copies[2].output).back());
+  auto l1 = wait_count(copies[0].output, n3 + 5);
+  auto l3 = wait_count(copies[2].output, n3 + 5);
+  CHECK(l1.back().find("flag") != std::string::npos);
+  CHECK(l3.back().find("flag") == std::string::npos);
+  CHECK(num(l3.back()) >= n3 + 5);  // copy 3 kept counting after copy 2 was killed
+  CHECK_FALSE(snapshot::find_record(root, "counter").last_used.empty());
+
+  for (auto& c : fx.live) snapshot::destroy_restored(fx.runsc, c);
+  fx.live.clear();
+  CHECK(stdfs::is_empty(run_root));
+  // The catalog entry and its content go with `snapshots rm`.
+  snapshot::remove_snapshot(root, run_root, "counter");
+  CHECK(stdfs::is_empty(root + "/snapshots/checkpoints"));
+}
+
+TEST_CASE("native memory snapshots fail fast and point to gvisor") {
+  CHECK_THROWS_WITH_AS(snapshot::fail_native_checkpoint(), doctest::Contains("--runtime gvisor"), Error);
+  try {
+    snapshot::fail_native_checkpoint();
+  } catch (const Error& e) {
+    MESSAGE(std::string(e.what()));
+  }
+}
+
+// A measurement, not a check of speed: skipped by default; run with
+//   SBX_FORK_N=50 build/sbx_unit_tests -tc='*fork*' --no-skip
+TEST_CASE("measure: fork N gvisor sandboxes from one memory snapshot" * doctest::skip(true)) {
+  Fixture fx;
+  fx.runsc = runtime::find_runsc("");
+  int n = std::getenv("SBX_FORK_N") ? std::atoi(std::getenv("SBX_FORK_N")) : 10;
+  std::string root = fx.base + "/root", run_root = fx.base + "/run";
+  SandboxSpec spec;
+  spec.id = "forkbench" + std::to_string(::getpid());
+  spec.process.args = {"sh", "-c", kLoop};
+  spec.process.env = {"PATH=/bin"};
+  spec.process.capabilities = default_capabilities();
+  spec.layer_dirs = fx.layers;
+  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
+  auto orig = snapshot::start_gvisor_detached(fx.runsc, run_root, spec.id, oci::to_runtime_config(spec), fx.layers, flags);
+  fx.live.push_back(orig);
+  wait_count(orig.output, 3);
+  snapshot::GvisorCheckpointRequest req{fx.runsc, orig.runsc_root, orig.id, orig.dir + "/bundle", flags, fx.layers, "f", "", "", false};
+  auto t0 = std::chrono::steady_clock::now();
+  snapshot::checkpoint_gvisor(root, req);
+  double ck = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  snapshot::RestoreOptions ro;
+  ro.runsc = fx.runsc;
+  ro.run_root = run_root;
+  ro.count = 1;
+  t0 = std::chrono::steady_clock::now();
+  auto one = snapshot::restore_gvisor(root, "f", ro);
+  double r1 = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& c : one) fx.live.push_back(c);
+  ro.count = n;
+  ro.name = "fork";
+  t0 = std::chrono::steady_clock::now();
+  auto many = snapshot::restore_gvisor(root, "f", ro);
+  double rn = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& c : many) fx.live.push_back(c);
+  int continuing = 0;
+  for (auto& c : many) continuing += wait_count(c.output, 4, 30000).size() > 0;
+  MESSAGE("checkpoint " << ck << " ms; restore 1: " << r1 << " ms; fork " << n << ": " << rn << " ms; running: " << continuing);
+  CHECK(continuing == n);
+}
+
+// The scenario on the real python image: a python process counting in
+// a loop is checkpointed; 3 restored copies continue from the checkpointed
+// count, draw the same "random" numbers (RNG state is duplicated, as the docs
+// say), and diverge once one of them is changed.
+TEST_CASE("gvisor memory snapshot of a python process on the python image") {
+  const char* src = std::getenv("SBX_TEST_SRC");
+  std::string imgs = std::string(src ? src : ".") + "/tests/images/out/python-oci";
+  std::string runsc;
+  try {
+    runsc = runtime::find_runsc("");
+  } catch (const Error& e) {
+    MESSAGE("skipped: " << e.what());
+    return;
+  }
+  if (!stdfs::exists(imgs + "/index.json")) {
+    MESSAGE("skipped: python test image not built");
+    return;
+  }
+  Fixture fx;
+  fx.runsc = runsc;
+  std::string root = fx.base + "/root", run_root = fx.base + "/run";
+  oci::Store store(root);
+  auto img = store.import(imgs, {"python:latest", {}});
+  auto layers = store.layer_dirs(img);
+  SandboxSpec spec;
+  spec.id = "pyckpt" + std::to_string(::getpid());
+  spec.process.args = {"python3", "-c",
+                       "import random, time, os\n"
+                       "rng = random.Random(1234)\n"
+                       "i = 0\n"
+                       "while True:\n"
+                       "    i += 1\n"
+                       "    tag = ' flag' if os.path.exists('/tmp/flag') else ''\n"
+                       "    print(i, rng.randint(0, 10**9), tag, flush=True)\n"
+                       "    time.sleep(0.1)\n"};
+  spec.process.env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
+  spec.process.capabilities = default_capabilities();
+  spec.layer_dirs = layers;
+  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
+  auto orig = snapshot::start_gvisor_detached(runsc, run_root, spec.id, oci::to_runtime_config(spec), layers, flags, img.id);
+  fx.live.push_back(orig);
+  REQUIRE(num(wait_count(orig.output, 5).back()) >= 5);
+  auto req = snapshot::GvisorCheckpointRequest{runsc, orig.runsc_root, orig.id, orig.dir + "/bundle", flags, layers, "py", "", img.id, false};
+  snapshot::checkpoint_gvisor(root, req);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long at = num(lines_of(orig.output).back());
+  snapshot::destroy_restored(runsc, orig);
+  fx.live.clear();
+
+  snapshot::RestoreOptions ro;
+  ro.runsc = runsc;
+  ro.run_root = run_root;
+  ro.count = 3;
+  auto copies = snapshot::restore_gvisor(root, "py", ro);
+  fx.live = copies;
+  std::vector<std::vector<std::string>> out;
+  for (auto& c : copies) {
+    auto l = wait_count(c.output, at + 3);
+    REQUIRE(l.size() >= 3);
+    CHECK(num(l.front()) == at + 1);
+    out.push_back(l);
+  }
+  // Same RNG state in every copy: the same numbers after the restore.
+  CHECK(out[0][0] == out[1][0]);
+  CHECK(out[1][0] == out[2][0]);
+  std::string cmd = runsc + " --root " + copies[2].runsc_root + " exec " + copies[2].id + " sh -c 'echo > /tmp/flag'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  long n = num(lines_of(copies[2].output).back());
+  auto l0 = wait_count(copies[0].output, n + 3);
+  auto l2 = wait_count(copies[2].output, n + 3);
+  CHECK(l2.back().find("flag") != std::string::npos);
+  CHECK(l0.back().find("flag") == std::string::npos);
+  for (auto& c : fx.live) snapshot::destroy_restored(runsc, c);
+  fx.live.clear();
+  CHECK(stdfs::is_empty(run_root));
+}
