@@ -97,7 +97,9 @@ json parse_json(const std::string& text, const std::string& what) {
     json j = json::parse(text);
     if (!j.is_object() && !j.is_array()) throw Error(what + " is not a JSON object");
     return j;
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number such as 1e400 throws out_of_range
+    // (found by tests/fuzz/fuzz_image_json).
     throw Error(what + " is not valid JSON (" + e.what() + "); the image is corrupt");
   }
 }

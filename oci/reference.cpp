@@ -156,6 +156,10 @@ Reference parse_reference(std::string_view text) {
   }
   check_repository(text, rest);
   r.repository = normalize_repository(rest);
+  // "sha256:<hex>" means an image id: a repository of that name would print
+  // as an id reference (found by tests/fuzz/fuzz_reference with
+  // "index.docker.io/library/sha256:f1aea65783").
+  if (r.repository == "sha256") bad(text, "the repository name 'sha256' is reserved for image ids");
   if (r.kind == Reference::Kind::Name) {
     r.tag = tag;
     r.maybe_id = is_hex(text);

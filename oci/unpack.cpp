@@ -260,7 +260,9 @@ void Unpacker::apply_xattrs(int fd, archive_entry* e) {
     std::string_view n(name ? name : "");
     // Only xattrs a rootfs legitimately carries. trusted.overlay.* in particular
     // must never come from an image: it would forge whiteouts or redirects.
-    if (n.substr(0, 5) != "user." && n != "security.capability") {
+    // user.overlay.* neither: overlayfs in a user namespace (mount option
+    // userxattr, runtime/mounts.cpp) reads its whiteouts and opaque marks there.
+    if ((n.substr(0, 5) != "user." && n != "security.capability") || n.substr(0, 13) == "user.overlay.") {
       log::debug("layer " + blob_ + ": entry '" + cur_ + "': ignoring xattr " + std::string(n));
       continue;
     }
@@ -346,6 +348,10 @@ void Unpacker::entry(archive* a, archive_entry* e, UnpackResult& res) {
       if (d.fd < 0) fail_errno("open opaque directory");
       if (::fsetxattr(d.fd, "trusted.overlay.opaque", "y", 1, 0) < 0)
         fail_errno("mark directory opaque (xattr trusted.overlay.opaque)");
+      // The same mark for overlayfs mounted in a sandbox's user namespace
+      // (option userxattr: trusted.* is out of its reach there).
+      if (::fsetxattr(d.fd, "user.overlay.opaque", "y", 1, 0) < 0 && errno != ENOTSUP)
+        fail_errno("mark directory opaque (xattr user.overlay.opaque)");
       return;
     }
     if (base.rfind(".wh..wh.", 0) == 0) return;  // other aufs metadata (e.g. .wh..wh.plnk): not content

@@ -261,8 +261,8 @@ std::vector<std::string> gc(const std::string& run_root) {
   // sbx-* cgroups no sandbox dir names any more (a create killed before it
   // recorded them, or a `sbx run` killed with SIGKILL).
   for (auto& c : gc_stale_cgroups()) removed.push_back(c);
-  // User-namespace ranges (runtime/userns.h) of sandboxes whose state dir is gone.
-  for (auto& r : gc_id_ranges(run_root)) removed.push_back(r);
+  // (User-namespace ranges live in each sandbox's state dir: removing the
+  // dir frees the range; see runtime/userns.h.)
   return removed;
 }
 

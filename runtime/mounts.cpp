@@ -38,7 +38,7 @@ std::string fs_context_log(int fsfd) {
 }
 
 bool overlay_new_api(const std::vector<std::string>& lowers_top_first, const std::string& upper,
-                     const std::string& work, const std::string& target) {
+                     const std::string& work, const std::string& target, bool userxattr) {
   int fsfd = ::fsopen("overlay", FSOPEN_CLOEXEC);
   if (fsfd < 0) {
     if (errno == ENOSYS) return false;
@@ -61,6 +61,9 @@ bool overlay_new_api(const std::vector<std::string>& lowers_top_first, const std
       fail("lower dir " + lowers_top_first[i]);
     }
   }
+  // In a user namespace overlayfs cannot use trusted.overlay.*: whiteouts and
+  // opaque dirs are read from user.overlay.* (oci/unpack writes both).
+  if (userxattr && ::fsconfig(fsfd, FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) < 0) fail("userxattr");
   if (::fsconfig(fsfd, FSCONFIG_SET_STRING, "upperdir", upper.c_str(), 0) < 0) fail("upper dir " + upper);
   if (::fsconfig(fsfd, FSCONFIG_SET_STRING, "workdir", work.c_str(), 0) < 0) fail("work dir " + work);
   if (::fsconfig(fsfd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0) fail("create");
@@ -199,10 +202,11 @@ std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging, co
   std::string root = staging + "/root";
   mkdir_in(root);
   std::vector<std::string> lowers(layer_paths.rbegin(), layer_paths.rend());  // top first
-  if (!overlay_new_api(lowers, upper, work, root)) {
+  if (!overlay_new_api(lowers, upper, work, root, staging_mounted)) {
     std::string data = "lowerdir=";
     for (size_t i = 0; i < lowers.size(); ++i) data += (i ? ":" : "") + lowers[i];
     data += ",upperdir=" + upper + ",workdir=" + work;
+    if (staging_mounted) data += ",userxattr";
     if (data.size() >= 4096)
       throw Error("mount overlay on " + root + ": the image has too many layers for this kernel (" +
                   std::to_string(lowers.size()) + "); a kernel >= 6.8 has no such limit");

@@ -34,6 +34,9 @@ void make_mounts_private();
 std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging,
                          const std::vector<int>& idmapped_layers = {}, bool staging_mounted = false);
 
+/// `staging_mounted` means user-namespace mode: the staging tmpfs is already
+/// mounted (mount_staging_at) and the overlay uses the option userxattr.
+///
 /// User namespace: the sandbox's root (an unprivileged host uid) may not be
 /// able to walk to its state dir (e.g. a run root under a 0700 temp dir), so
 /// the init opens the dir (O_PATH) while it still has its host uid, and later

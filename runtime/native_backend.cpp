@@ -431,7 +431,6 @@ Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
     cgroup = std::move(o.cgroup);
     state_dir = std::move(o.state_dir);
     id_range = std::exchange(o.id_range, IdRange{});
-    id_range_root = std::move(o.id_range_root);
     started = o.started;
     exit_status = o.exit_status;
     saved_mask = o.saved_mask;
@@ -466,7 +465,7 @@ void Sandbox::destroy() noexcept {
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
   cgroup.destroy();
   if (id_range.slot >= 0) {
-    release_id_range(id_range_root, id_range);
+    release_id_range(id_range);
     id_range = {};
   }
   if (!state_dir.empty()) {
@@ -540,7 +539,6 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   }
   if (opts.userns) {
     sb.id_range = allocate_id_range(opts.run_root, sb.id, id_pool());
-    sb.id_range_root = opts.run_root;
     ctx.userns = true;
     for (const auto& l : spec.layer_dirs) {
       int fd = ::open_tree(AT_FDCWD, l.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);

@@ -70,7 +70,6 @@ class Sandbox {
   int exit_status = -1;  ///< set once the init has been reaped (raw wait status)
   sigset_t saved_mask{}; ///< signal mask of the caller before start()
   IdRange id_range;            ///< with StartOptions::userns: the host ids it holds
-  std::string id_range_root;   ///< the run root the range was taken from
 
   /// Sends `sig` to the sandbox's init (which forwards it to the workload;
   /// SIGKILL kills the whole sandbox). No throw.

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -39,21 +40,11 @@ bool sbx_entry(const std::string& path, IdPool& out) {
   return false;
 }
 
-std::string dir_of(const std::string& run_root) { return run_root + "/userns"; }
-
-bool state_dir_exists(const std::string& run_root, const std::string& id) {
-  struct stat st {};
-  return id.size() == 64 && ::stat((run_root + "/" + id).c_str(), &st) == 0;
-}
-
-std::string owner_of(const std::string& file) {
-  try {
-    std::string s = fs::read_file(file);
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-  } catch (const Error&) {
-    return {};
-  }
+bool is_sandbox_id(const char* name) {
+  if (std::strlen(name) != 64) return false;
+  for (const char* p = name; *p; ++p)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  return true;
 }
 
 void write_map(pid_t pid, const char* which, const std::vector<IdMapping>& maps) {
@@ -86,22 +77,38 @@ IdPool id_pool(const std::string& subuid, const std::string& subgid) {
 }
 
 IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool) {
-  std::string dir = dir_of(run_root);
-  if (::mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) fs::mkdir_p(dir, 0700);
-  fs::FileLock lock(dir + "/.lock");
   int slots = static_cast<int>(pool.count / kIdRangeSize);
-  for (int slot = 0; slot < slots; ++slot) {
-    std::string file = dir + "/" + std::to_string(slot);
-    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == EEXIST) {
-      // Taken, unless its sandbox is gone (a crashed sbx): then reclaim it.
-      std::string owner = owner_of(file);
-      if (owner.empty() || state_dir_exists(run_root, owner)) continue;
-      if (::unlink(file.c_str()) < 0) continue;
-      fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  // The run root's own flock: no extra file in it.
+  int lockfd = ::open(run_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lockfd < 0) throw_errno("open the run root " + run_root);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }  // closing drops the flock
+  } unlock{lockfd};
+  while (::flock(lockfd, LOCK_EX) < 0)
+    if (errno != EINTR) throw_errno("lock the run root " + run_root);
+  // Slots in use: those named by live (or not yet collected) state dirs.
+  std::vector<bool> used(static_cast<size_t>(slots), false);
+  if (DIR* d = ::opendir(run_root.c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (!is_sandbox_id(e->d_name)) continue;
+      int fd = ::openat(::dirfd(d), (std::string(e->d_name) + "/userns").c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      char buf[16] = {};
+      ssize_t n = ::read(fd, buf, sizeof buf - 1);
+      ::close(fd);
+      int slot = -1;
+      if (n > 0) std::from_chars(buf, buf + n, slot);
+      if (slot >= 0 && slot < slots) used[static_cast<size_t>(slot)] = true;
     }
-    if (fd < 0) throw_errno("create the user-namespace range file " + file);
-    std::string text = sandbox_id + "\n";
+    ::closedir(d);
+  }
+  for (int slot = 0; slot < slots; ++slot) {
+    if (used[static_cast<size_t>(slot)]) continue;
+    std::string file = run_root + "/" + sandbox_id + "/userns";
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throw_errno("record the user-namespace range in " + file);
+    std::string text = std::to_string(slot) + "\n";
     ssize_t n = ::write(fd, text.data(), text.size());
     int e = errno;
     ::close(fd);
@@ -109,36 +116,15 @@ IdRange allocate_id_range(const std::string& run_root, const std::string& sandbo
       ::unlink(file.c_str());
       throw_errno("write " + file, n < 0 ? e : EIO);
     }
-    return {pool.start + static_cast<uint32_t>(slot) * kIdRangeSize, slot};
+    return {pool.start + static_cast<uint32_t>(slot) * kIdRangeSize, slot, file};
   }
   throw Error("all " + std::to_string(slots) + " user-namespace ranges of " + std::to_string(kIdRangeSize) +
-                  " ids are in use (" + dir + "); run 'sbx gc', or pass --userns host",
+                  " ids are in use (sandboxes in " + run_root + "); run 'sbx gc', or pass --userns host",
               EBUSY);
 }
 
-void release_id_range(const std::string& run_root, const IdRange& r) noexcept {
-  if (r.slot < 0) return;
-  ::unlink((dir_of(run_root) + "/" + std::to_string(r.slot)).c_str());
-}
-
-std::vector<std::string> gc_id_ranges(const std::string& run_root) noexcept {
-  std::vector<std::string> removed;
-  std::string dir = dir_of(run_root);
-  try {
-    fs::FileLock lock(dir + "/.lock");
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) return removed;
-    while (struct dirent* e = ::readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::string file = dir + "/" + e->d_name;
-      std::string owner = owner_of(file);
-      if (!owner.empty() && state_dir_exists(run_root, owner)) continue;
-      if (::unlink(file.c_str()) == 0) removed.push_back(file);
-    }
-    ::closedir(d);
-  } catch (const Error&) {
-  }
-  return removed;
+void release_id_range(const IdRange& r) noexcept {
+  if (!r.file.empty()) ::unlink(r.file.c_str());
 }
 
 std::vector<IdMapping> id_maps(const IdRange& r) { return {{0, r.host_start, kIdRangeSize}}; }

