@@ -1,19 +1,47 @@
-// sbx info: what this host offers (version, store paths). Runtimes, cgroup
-// mode and CDI devices are added by their modules.
+// sbx info: what this host offers — which runtimes are usable here and why
+// not, the cgroup mode, the store paths, NVIDIA GPUs and CDI devices.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/gpu_options.h"
+#include "common/error.h"
+#include "runtime/host_support.h"
 
 namespace sbx::cli {
 
 void register_info_command(CLI::App& app, Globals& g, Action& action) {
-  auto* cmd = app.add_subcommand("info", "Show what this host offers: runtimes, cgroup mode, paths");
-  cmd->add_flag("--json", g.json, "Print JSON");
-  cmd->callback([&] {
-    action = [&] {
-      std::cout << "version: " << SBX_VERSION << "\nroot: " << g.root << "\nrun-root: " << g.run_root << "\n";
+  auto* cmd = app.add_subcommand("info", "Show what this host offers: runtimes, cgroup mode, paths, GPUs");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->callback([&, json] {
+    action = [&, json] {
+      auto runtimes = runtime::probe_runtimes();
+      if (*json) {
+        nlohmann::json j;
+        j["version"] = SBX_VERSION;
+        j["root"] = g.root;
+        j["run_root"] = g.run_root;
+        j["cgroup_mode"] = runtime::cgroup_mode_name();
+        for (auto& r : runtimes) {
+          j["runtimes"][r.name] = {{"usable", r.usable}, {"detail", r.detail}};
+        }
+        std::ostringstream gpu;
+        print_gpu_info(gpu);
+        j["gpus"] = gpu.str();
+        std::cout << j.dump(2) << "\n";
+        return 0;
+      }
+      std::cout << "version:     " << SBX_VERSION << "\n"
+                << "root:        " << g.root << "\n"
+                << "run-root:    " << g.run_root << "\n"
+                << "cgroups:     " << runtime::cgroup_mode_name() << "\n"
+                << "runtimes:\n";
+      for (auto& r : runtimes) {
+        std::cout << "  " << r.name << ": " << (r.usable ? "usable" : "NOT usable") << " (" << r.detail << ")\n";
+      }
       print_gpu_info(std::cout);
       return 0;
     };

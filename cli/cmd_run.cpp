@@ -28,6 +28,7 @@ struct RunFlags {
   std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS…
   std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint;
+  std::string userns = "auto";
   std::optional<double> cpus;
   int64_t pids_limit = 1024;
   bool interactive = false, tty = false, rm = false, read_only = false, entrypoint_set = false;
@@ -169,20 +170,29 @@ int run(const Globals& g, RunFlags& f) {
     throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
   spec.runtime = f.runtime;
   apply_gpu_options(f.gpu, spec);
+  if (f.userns != "auto" && f.userns != "host") throw Error("invalid --userns '" + f.userns + "': use auto or host");
+  runtime::ExitStatus st;
   if (spec.runtime == "gvisor") {
+    // gVisor's own kernel is the boundary; runsc runs the sandbox's processes
+    // as an unprivileged user of its own.
     runtime::GvisorOptions go;
     go.run_root = g.run_root;
     go.runsc = f.runsc;
-    return runtime::run_gvisor(spec, go);
+    st = runtime::run_gvisor(spec, go);
+  } else {
+    runtime::StartOptions so;
+    so.run_root = g.run_root;
+    // Root inside is not root on the host: a user namespace by default. The
+    // host network namespace is owned by the host's user namespace, so a
+    // sandbox sharing it could not mount its own /sys: --network host implies
+    // --userns host (as podman's sysfs needs).
+    so.userns = f.userns == "auto" && spec.network == NetworkMode::None;
+    runtime::Sandbox sb = runtime::start(spec, so);
+    runtime::WaitOptions wo;
+    wo.timeout = spec.timeout;
+    st = runtime::wait(sb, wo);
+    sb.destroy();
   }
-
-  runtime::StartOptions so;
-  so.run_root = g.run_root;
-  runtime::Sandbox sb = runtime::start(spec, so);
-  runtime::WaitOptions wo;
-  wo.timeout = spec.timeout;
-  runtime::ExitStatus st = runtime::wait(sb, wo);
-  sb.destroy();
   if (st.timed_out) {
     std::cerr << "sbx: sandbox killed: timeout after " << f.timeout << "\n";
     return kExitTimeout;
@@ -296,6 +306,9 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_flag("--read-only", f->read_only, "Mount the root file system read-only");
   run_cmd->add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
   run_cmd->add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
+  run_cmd->add_option("--userns", f->userns,
+                      "auto: uid 0..65535 inside are a per-sandbox unprivileged host range (default); host: the host's ids")
+      ->capture_default_str();
   run_cmd->add_option("-m,--memory", f->memory, "Memory limit (e.g. 256m); an OOM kill exits 137");
   run_cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
   run_cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
@@ -308,7 +321,8 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_option("--name", f->name, "A name for the sandbox");
   run_cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open (otherwise it is /dev/null)");
   run_cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
-  run_cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc)")
+  run_cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc); default from $SBX_RUNTIME")
+      ->envname("SBX_RUNTIME")
       ->capture_default_str();
   run_cmd->add_option("--runsc", f->runsc, "Path to runsc for --runtime gvisor (default: from $PATH)");
   add_gpu_options(*run_cmd, f->gpu);

@@ -29,5 +29,7 @@ void register_image_commands(CLI::App& app, Globals& g, Action& action);
 void register_run_command(CLI::App& app, Globals& g, Action& action);
 void register_info_command(CLI::App& app, Globals& g, Action& action);
 void register_gc_command(CLI::App& app, Globals& g, Action& action);
+/// snapshot, snapshot-dir, snapshots (rm, extract, prune), export, checkpoint, restore.
+void register_snapshot_commands(CLI::App& app, Globals& g, Action& action);
 
 }  // namespace sbx::cli

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   cli::register_run_command(app, g, action);
   cli::register_info_command(app, g, action);
   cli::register_gc_command(app, g, action);
+  cli::register_snapshot_commands(app, g, action);
 
   try {
     app.parse(argc, argv);

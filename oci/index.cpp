@@ -99,11 +99,48 @@ std::vector<ImageRecord> read_index(const std::string& root) {
   return out;
 }
 
+constexpr const char* kIndexHeader = "{\"version\":1,\"images\":[\n";
+
 void write_index(const std::string& root, const std::vector<ImageRecord>& images) {
-  json arr = json::array();
-  for (const auto& r : images) arr.push_back(to_json(r));
-  json j = {{"version", kIndexVersion}, {"images", arr}};
-  fs::write_file_atomic(root + "/images.json", j.dump(1) + "\n", 0644);
+  std::string out = kIndexHeader;
+  for (size_t i = 0; i < images.size(); ++i) {
+    out += to_json(images[i]).dump();  // one line: dump() escapes newlines inside strings
+    out += i + 1 < images.size() ? ",\n" : "\n";
+  }
+  out += "]}\n";
+  fs::write_file_atomic(root + "/images.json", out, 0644);
+}
+
+std::vector<ImageRecord> read_index_matching(const std::string& root, const std::vector<std::string>& needles) {
+  std::string path = root + "/images.json";
+  std::string text;
+  try {
+    text = fs::read_file(path);
+  } catch (const Error& e) {
+    if (e.err() == ENOENT) return {};
+    throw;
+  }
+  std::string_view t(text);
+  if (t.substr(0, std::char_traits<char>::length(kIndexHeader)) != kIndexHeader) return read_index(root);
+  std::vector<ImageRecord> out;
+  size_t pos = std::char_traits<char>::length(kIndexHeader);
+  while (pos < t.size()) {
+    size_t end = t.find('\n', pos);
+    if (end == std::string_view::npos) end = t.size();
+    std::string_view line = t.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || line[0] != '{') continue;  // the closing "]}"
+    bool hit = false;
+    for (const auto& n : needles) hit = hit || line.find(n) != std::string_view::npos;
+    if (!hit) continue;
+    if (line.back() == ',') line.remove_suffix(1);
+    try {
+      out.push_back(from_json(json::parse(line)));
+    } catch (const json::exception& e) {
+      throw Error("image index " + path + " is corrupt (" + e.what() + "); move it away and re-import the images");
+    }
+  }
+  return out;
 }
 
 std::string image_inspect_json(const ImageRecord& r, const std::vector<std::string>& layer_dirs) {

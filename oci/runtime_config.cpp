@@ -1,5 +1,9 @@
 #include "oci/runtime_config.h"
 
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -45,6 +49,52 @@ bool is_default_mount(const std::string& dest) {
   return false;
 }
 
+// Integers of config.json, range-checked into T. nlohmann's get<unsigned>()
+// of a negative or too large number is a plain cast (undefined behaviour for
+// floats, silent truncation otherwise: uid 4294967296 would become 0, root).
+// Found by tests/fuzz/fuzz_runtime_config. Throws json::type_error /
+// out_of_range, which from_runtime_config reports with the field name.
+template <class T>
+T integer(const json& v) {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+      throw json::out_of_range::create(406, "number " + std::to_string(u) + " is out of range", &v);
+    return static_cast<T>(u);
+  }
+  if (v.is_number_integer()) {
+    int64_t i = v.get<int64_t>();
+    if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        (i > 0 && static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max())))
+      throw json::out_of_range::create(406, "number " + std::to_string(i) + " is out of range", &v);
+    return static_cast<T>(i);
+  }
+  throw json::type_error::create(302, std::string("expected an integer, got ") + v.type_name(), &v);
+}
+
+/// obj[key] as an integer T, or `def` when absent.
+template <class T>
+T integer_or(const json& obj, const char* key, T def) {
+  auto it = obj.find(key);
+  return it == obj.end() ? def : integer<T>(*it);
+}
+
+std::vector<uint32_t> integers32(const json& a) {
+  if (!a.is_array()) throw json::type_error::create(302, std::string("expected an array, got ") + a.type_name(), &a);
+  std::vector<uint32_t> out;
+  for (auto& v : a) out.push_back(integer<uint32_t>(v));
+  return out;
+}
+
+/// Milliseconds from an org.sbx.*-ms annotation: decimal digits only.
+std::chrono::milliseconds annotation_ms(const std::string& key, const std::string& val) {
+  int64_t ms = 0;
+  auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), ms);
+  if (ec != std::errc() || ptr != val.data() + val.size() || ms < 0)
+    throw Error("config.json: annotation " + key + " must be a number of milliseconds, not '" + val + "'");
+  return std::chrono::milliseconds(ms);
+}
+
 json id_maps(const std::vector<IdMapping>& maps) {
   json a = json::array();
   for (auto& m : maps) a.push_back({{"containerID", m.container_id}, {"hostID", m.host_id}, {"size", m.size}});
@@ -53,11 +103,13 @@ json id_maps(const std::vector<IdMapping>& maps) {
 
 std::vector<IdMapping> parse_id_maps(const json& a) {
   std::vector<IdMapping> out;
-  for (auto& m : a) out.push_back({m.at("containerID").get<uint32_t>(), m.at("hostID").get<uint32_t>(), m.at("size").get<uint32_t>()});
+  for (auto& m : a) out.push_back({integer<uint32_t>(m.at("containerID")), integer<uint32_t>(m.at("hostID")), integer<uint32_t>(m.at("size"))});
   return out;
 }
 
 std::string device_type(char t) { return std::string(1, t); }
+
+
 
 }  // namespace
 
@@ -174,9 +226,9 @@ SandboxSpec from_runtime_config(std::string_view text) {
     field = "process.user";
     if (p.contains("user")) {
       const json& u = p["user"];
-      s.process.uid = u.value("uid", 0u);
-      s.process.gid = u.value("gid", 0u);
-      if (u.contains("additionalGids")) s.process.additional_gids = u["additionalGids"].get<std::vector<uint32_t>>();
+      s.process.uid = integer_or<uint32_t>(u, "uid", 0);
+      s.process.gid = integer_or<uint32_t>(u, "gid", 0);
+      if (u.contains("additionalGids")) s.process.additional_gids = integers32(u["additionalGids"]);
       s.process.user = u.value("username", "");
     }
     field = "process.capabilities";
@@ -189,7 +241,7 @@ SandboxSpec from_runtime_config(std::string_view text) {
     s.process.no_new_privileges = p.value("noNewPrivileges", false);
     field = "process.rlimits";
     if (p.contains("rlimits")) {
-      for (auto& r : p["rlimits"]) s.process.rlimits.push_back({r.at("type").get<std::string>(), r.at("soft").get<uint64_t>(), r.at("hard").get<uint64_t>()});
+      for (auto& r : p["rlimits"]) s.process.rlimits.push_back({r.at("type").get<std::string>(), integer<uint64_t>(r.at("soft")), integer<uint64_t>(r.at("hard"))});
     }
     field = "root";
     if (j.contains("root")) s.readonly_rootfs = j["root"].value("readonly", false);
@@ -211,7 +263,7 @@ SandboxSpec from_runtime_config(std::string_view text) {
         Hook hk{h.at("path").get<std::string>(), {}, {}, {}};
         if (h.contains("args")) hk.args = h["args"].get<std::vector<std::string>>();
         if (h.contains("env")) hk.env = h["env"].get<std::vector<std::string>>();
-        if (h.contains("timeout")) hk.timeout_s = h["timeout"].get<int>();
+        if (h.contains("timeout")) hk.timeout_s = integer<int>(h["timeout"]);
         s.create_container_hooks.push_back(std::move(hk));
       }
     }
@@ -232,11 +284,15 @@ SandboxSpec from_runtime_config(std::string_view text) {
       field = "linux.resources";
       if (l.contains("resources")) {
         const json& r = l["resources"];
-        if (r.contains("memory") && r["memory"].contains("limit")) s.resources.memory_bytes = r["memory"]["limit"].get<int64_t>();
+        if (r.contains("memory") && r["memory"].contains("limit")) s.resources.memory_bytes = integer<int64_t>(r["memory"]["limit"]);
         if (r.contains("cpu") && r["cpu"].contains("quota") && r["cpu"].contains("period")) {
-          s.resources.cpus = static_cast<double>(r["cpu"]["quota"].get<int64_t>()) / static_cast<double>(r["cpu"]["period"].get<int64_t>());
+          {
+            int64_t period = integer<int64_t>(r["cpu"]["period"]);
+            if (period <= 0) throw Error("config.json: linux.resources.cpu.period must be positive");
+            s.resources.cpus = static_cast<double>(integer<int64_t>(r["cpu"]["quota"])) / static_cast<double>(period);
+          }
         }
-        if (r.contains("pids") && r["pids"].contains("limit")) s.resources.pids_limit = r["pids"]["limit"].get<int64_t>();
+        if (r.contains("pids") && r["pids"].contains("limit")) s.resources.pids_limit = integer<int64_t>(r["pids"]["limit"]);
         if (r.contains("devices")) {
           bool first = true;
           for (auto& d : r["devices"]) {
@@ -244,8 +300,8 @@ SandboxSpec from_runtime_config(std::string_view text) {
             rule.allow = d.value("allow", false);
             std::string t = d.value("type", "a");
             rule.type = t.empty() ? 'a' : t[0];
-            rule.major = d.value("major", int64_t{-1});
-            rule.minor = d.value("minor", int64_t{-1});
+            rule.major = integer_or<int64_t>(d, "major", -1);
+            rule.minor = integer_or<int64_t>(d, "minor", -1);
             rule.access = d.value("access", "rwm");
             // The leading "deny all" is what to_runtime_config always writes.
             if (first && !rule.allow && rule.type == 'a' && rule.major < 0 && rule.minor < 0) {
@@ -264,11 +320,11 @@ SandboxSpec from_runtime_config(std::string_view text) {
           n.path = d.at("path").get<std::string>();
           std::string t = d.value("type", "c");
           n.type = t.empty() ? 'c' : t[0];
-          n.major = d.value("major", int64_t{0});
-          n.minor = d.value("minor", int64_t{0});
-          n.file_mode = d.value("fileMode", 0666u);
-          n.uid = d.value("uid", 0u);
-          n.gid = d.value("gid", 0u);
+          n.major = integer_or<int64_t>(d, "major", 0);
+          n.minor = integer_or<int64_t>(d, "minor", 0);
+          n.file_mode = integer_or<uint32_t>(d, "fileMode", 0666);
+          n.uid = integer_or<uint32_t>(d, "uid", 0);
+          n.gid = integer_or<uint32_t>(d, "gid", 0);
           s.devices.push_back(n);
         }
       }
@@ -287,8 +343,8 @@ SandboxSpec from_runtime_config(std::string_view text) {
         else if (key == "image-id") s.image_id = val;
         else if (key == "name") s.name = val;
         else if (key == "runtime") s.runtime = val;
-        else if (key == "timeout-ms") s.timeout = std::chrono::milliseconds(std::stoll(val));
-        else if (key == "idle-timeout-ms") s.idle_timeout = std::chrono::milliseconds(std::stoll(val));
+        else if (key == "timeout-ms") s.timeout = annotation_ms(k, val);
+        else if (key == "idle-timeout-ms") s.idle_timeout = annotation_ms(k, val);
         else if (key.rfind("label.", 0) == 0) s.labels[key.substr(6)] = val;
         else s.annotations[k] = val;
       }

@@ -111,8 +111,25 @@ std::string Store::blob_path(const std::string& digest) const {
 }
 
 ImageRecord Store::resolve(const std::string& ref) const {
+  // Only the records that can match are parsed (see read_index_matching);
+  // find_record then matches exactly among them.
+  Reference r = parse_reference(ref);
+  std::vector<std::string> needles;
+  switch (r.kind) {
+    case Reference::Kind::Name:
+      needles.push_back("\"" + r.str() + "\"");
+      if (r.maybe_id) needles.push_back("\"id\":\"" + ref);
+      break;
+    case Reference::Kind::NameDigest:
+      needles.push_back("\"" + r.digest + "\"");
+      needles.push_back("\"id\":\"" + r.digest.substr(7) + "\"");
+      break;
+    case Reference::Kind::Id:
+      needles.push_back("\"id\":\"" + r.id);
+      break;
+  }
   fs::FileLock lock(root_ + "/store.lock", fs::FileLock::Shared);
-  std::vector<ImageRecord> imgs = read_index(root_);
+  std::vector<ImageRecord> imgs = read_index_matching(root_, needles);
   return imgs[find_record(imgs, ref, kExitSbxFailed)];
 }
 

@@ -139,14 +139,14 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
     auto v1dir = [&](const std::string& ctrl) {
       return join(std::string(kRoot) + "/" + ctrl, self.v1_path(ctrl)) + "/" + name;
     };
-    if (self.has_v1("memory")) {
+    // A v1 memory cgroup is the most expensive one to create: only with a
+    // limit (the sandbox stays accounted to sbx's own memory cgroup otherwise).
+    if (self.has_v1("memory") && res.memory_bytes) {
       cg.memory_ = v1dir("memory");
       make(cg.memory_);
-      if (res.memory_bytes) {
-        write(cg.memory_ + "/memory.limit_in_bytes", std::to_string(*res.memory_bytes));
-        // No swap beyond the limit (exists only with swap accounting).
-        fs::try_write_existing(cg.memory_ + "/memory.memsw.limit_in_bytes", std::to_string(*res.memory_bytes));
-      }
+      write(cg.memory_ + "/memory.limit_in_bytes", std::to_string(*res.memory_bytes));
+      // No swap beyond the limit (exists only with swap accounting).
+      fs::try_write_existing(cg.memory_ + "/memory.memsw.limit_in_bytes", std::to_string(*res.memory_bytes));
     } else if (res.memory_bytes) {
       throw Error("--memory needs the memory cgroup controller, which this host does not have");
     }
@@ -179,11 +179,10 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
         write(dir + (d.allow ? "/devices.allow" : "/devices.deny"), rule);
       }
     }
-    if (mode == CgroupMode::Hybrid) {
-      // The (controller-less) cgroup2 tree still gives us cgroup.kill.
-      cg.unified_ = join(std::string(kRoot) + "/unified", self.v2) + "/" + name;
-      make(cg.unified_);
-    } else if (self.has_v1("freezer")) {
+    // Killing everything needs no cgroup: the sandbox is a pid namespace, and
+    // when its init dies the kernel kills the rest. The freezer is kept on
+    // pure v1 hosts only, for kill_all()'s fallback.
+    if (mode == CgroupMode::Legacy && self.has_v1("freezer")) {
       cg.freezer_ = v1dir("freezer");
       make(cg.freezer_);
     }

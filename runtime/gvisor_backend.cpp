@@ -67,7 +67,9 @@ std::string runsc_errors(const std::string& log) {
     pos += 7;
     if (line.find("\"level\":\"error\"") == std::string::npos) continue;
     size_t end = line.find("\",\"", 7);
-    out += line.substr(7, end == std::string::npos ? std::string::npos : end - 7) + "\n";
+    std::string msg = line.substr(7, end == std::string::npos ? std::string::npos : end - 7);
+    for (size_t q; (q = msg.find("\\\"")) != std::string::npos;) msg.erase(q, 1);  // JSON \" -> "
+    out += msg + "\n";
   }
   return out;
 }
@@ -138,10 +140,12 @@ std::string runsc_version(const std::string& runsc) {
   return out.substr(0, out.find('\n'));
 }
 
-int run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
+ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   if (spec.id.empty()) throw Error("gvisor: the sandbox has no id");
   if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
-  if (!spec.devices.empty())
+  auto nv = spec.annotations.find("dev.sbx.gvisor.nvproxy");
+  const bool nvproxy = nv != spec.annotations.end() && nv->second == "true";
+  if (!spec.devices.empty() && !nvproxy)
     throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy, which this runsc does not support; use --runtime native");
   const std::string runsc = find_runsc(opts.runsc);
 
@@ -175,6 +179,7 @@ int run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // Writes go to a memory-backed overlay inside the sandbox: the image
   // layers stay untouched and nothing is left on the host's disk.
   if (!spec.readonly_rootfs) argv.push_back("--overlay2=root:memory");
+  if (nvproxy) argv.push_back("--nvproxy");
   argv.insert(argv.end(), {"run", "--bundle", bundle, spec.id});
 
   // Signals to sbx are handled through a signalfd so that they can be forwarded.
@@ -262,28 +267,33 @@ int run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   cleanup();
 
   if (!child_err.empty()) throw Error("gvisor: " + child_err);
+  ExitStatus st;
   if (timed_out) {
-    std::fprintf(stderr, "sbx: sandbox killed: timeout after %lld ms\n", static_cast<long long>(spec.timeout.count()));
-    return kExitTimeout;
+    st.timed_out = true;
+    st.exit_code = kExitTimeout;
+    return st;
   }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  int code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    st.signal = WTERMSIG(status);
+    st.exit_code = 128 + st.signal;
+    return st;
+  }
+  st.exit_code = WEXITSTATUS(status);
   std::string errors = runsc_errors(log);
-  if (code == 128 && !errors.empty()) {
+  if (st.exit_code == 128 && !errors.empty()) {
     // runsc failed before or while starting the command.
-    if (errors.find("failed to load") != std::string::npos) {
-      if (errors.find("no such file or directory") != std::string::npos) {
-        std::fprintf(stderr, "sbx: %s: command not found in the sandbox\n", spec.process.args[0].c_str());
-        return kExitNotFound;
-      }
-      if (errors.find("permission denied") != std::string::npos) {
-        std::fprintf(stderr, "sbx: %s: permission denied\n", spec.process.args[0].c_str());
-        return kExitCannotExec;
-      }
+    const std::string& cmd = spec.process.args[0];
+    if (errors.find("failed to load") != std::string::npos ||
+        errors.find("error finding executable") != std::string::npos) {
+      if (errors.find("no such file or directory") != std::string::npos)
+        throw Error(cmd + ": command not found in the sandbox", ENOENT, kExitNotFound);
+      if (errors.find("permission denied") != std::string::npos)
+        throw Error(cmd + ": permission denied: not an executable file", EACCES, kExitCannotExec);
     }
     throw Error("runsc failed to start the sandbox:\n" + errors);
   }
-  return code;
+  if (st.exit_code > 128) st.signal = st.exit_code - 128;  // runsc reports 128+N for signal N
+  return st;
 }
 
 }  // namespace sbx::runtime

@@ -7,6 +7,7 @@
 #pragma once
 #include <string>
 
+#include "runtime/exit_status.h"
 #include "runtime/spec.h"
 
 namespace sbx::runtime {
@@ -25,12 +26,12 @@ std::string find_runsc(const std::string& explicit_path);
 /// throws sbx::Error when it cannot be executed.
 std::string runsc_version(const std::string& runsc);
 
-/// Runs `spec` to completion under runsc and returns the exit status as
-/// `sbx run` reports it: the command's own code, 128+N for signal N, 127/126
-/// when the command is missing / not executable, 124 on --timeout, 125 when
-/// runsc itself fails (its log is then part of the error message).
-/// Options gVisor cannot honour throw sbx::Error before anything starts.
+/// Runs `spec` to completion under runsc. Returns how the workload ended:
+/// its own code, 128+N for signal N, timed_out when spec.timeout fired.
+/// Throws sbx::Error with exit code 127/126 when the command is missing / not
+/// executable in the sandbox, 125 when runsc itself fails (its log is then part
+/// of the message), and before anything starts for options gVisor cannot honour.
 /// Everything it creates (bundle, runsc state, cgroups, mounts) is gone when it returns.
-int run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts);
+ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts);
 
 }  // namespace sbx::runtime

@@ -1,6 +1,7 @@
 #include "runtime/mounts.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -152,9 +153,37 @@ void make_mounts_private() {
   mnt(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "private propagation");
 }
 
-std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging) {
+int mount_staging_at(int state_dir_fd) {
+  int fsfd = ::fsopen("tmpfs", FSOPEN_CLOEXEC);
+  if (fsfd < 0) throw_errno("mount the staging tmpfs (fsopen)");
+  int mfd = -1;
+  if (::fsconfig(fsfd, FSCONFIG_SET_STRING, "mode", "0700", 0) == 0 &&
+      ::fsconfig(fsfd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0)
+    mfd = ::fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+  int e = errno;
+  std::string log = mfd < 0 ? fs_context_log(fsfd) : "";
+  ::close(fsfd);
+  if (mfd < 0) throw Error("mount the staging tmpfs: " + std::string(std::strerror(e)) + log, e);
+  if (::move_mount(mfd, "", state_dir_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+    e = errno;
+    ::close(mfd);
+    throw_errno("mount the staging tmpfs on the state dir", e);
+  }
+  return mfd;
+}
+
+std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging, const std::vector<int>& idmapped_layers,
+                         bool staging_mounted) {
   if (spec.layer_dirs.empty()) throw Error("the image has no layers to mount");
-  mnt("sbx", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700", "tmpfs");
+  if (!staging_mounted) mnt("sbx", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700", "tmpfs");
+  std::vector<std::string> layer_paths = spec.layer_dirs;
+  for (size_t i = 0; i < idmapped_layers.size() && i < layer_paths.size(); ++i) {
+    std::string at = staging + "/lower" + std::to_string(i);
+    mkdir_in(at, 0755);
+    if (::move_mount(idmapped_layers[i], "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) < 0)
+      throw_errno("attach the idmapped layer " + spec.layer_dirs[i] + " on " + at);
+    layer_paths[i] = at;
+  }
   std::string upper, work;
   if (spec.upper_dir.empty()) {
     upper = staging + "/upper";
@@ -169,7 +198,7 @@ std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging) {
   }
   std::string root = staging + "/root";
   mkdir_in(root);
-  std::vector<std::string> lowers(spec.layer_dirs.rbegin(), spec.layer_dirs.rend());  // top first
+  std::vector<std::string> lowers(layer_paths.rbegin(), layer_paths.rend());  // top first
   if (!overlay_new_api(lowers, upper, work, root)) {
     std::string data = "lowerdir=";
     for (size_t i = 0; i < lowers.size(); ++i) data += (i ? ":" : "") + lowers[i];
@@ -291,6 +320,89 @@ void mask_and_readonly_paths() {
     if (::mount_setattr(AT_FDCWD, p.c_str(), AT_RECURSIVE, &attr, sizeof attr) < 0)
       throw_errno("make " + p + " read-only");
   }
+}
+
+namespace {
+// A fresh file system of `type` mounted on `name` inside `rootfd`, never
+// following a symlink in the image.
+void mount_fresh_in(int rootfd, const char* name, const char* type, unsigned attrs, const std::string& root) {
+  if (::mkdirat(rootfd, name, 0555) < 0 && errno != EEXIST) throw_errno("create " + root + "/" + name);
+  struct open_how how {};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int target = static_cast<int>(::syscall(SYS_openat2, rootfd, name, &how, sizeof how));
+  if (target < 0) throw_errno(std::string("mount ") + type + " on /" + name + " (the image's /" + name + " must be a directory)");
+  int fsfd = ::fsopen(type, FSOPEN_CLOEXEC);
+  if (fsfd < 0) {
+    int e = errno;
+    ::close(target);
+    throw_errno(std::string("mount ") + type + " on /" + name + " (fsopen)", e);
+  }
+  int mfd = -1;
+  if (::fsconfig(fsfd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0) mfd = ::fsmount(fsfd, FSMOUNT_CLOEXEC, attrs);
+  int e = errno;
+  std::string log = mfd < 0 ? fs_context_log(fsfd) : "";
+  ::close(fsfd);
+  if (mfd < 0 || ::move_mount(mfd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+    if (mfd >= 0) e = errno;
+    if (mfd >= 0) ::close(mfd);
+    ::close(target);
+    throw Error(std::string("mount ") + type + " on /" + name + ": " + std::strerror(e) + log, e);
+  }
+  ::close(mfd);
+  ::close(target);
+}
+}  // namespace
+
+UsernsSystem prepare_system_in_userns(const SandboxSpec& spec, const std::string& root) {
+  int rootfd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) throw_errno("open " + root);
+  try {
+    mount_fresh_in(rootfd, "proc", "proc", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, root);
+    mount_fresh_in(rootfd, "sys", "sysfs", MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | MOUNT_ATTR_RDONLY, root);
+  } catch (...) {
+    ::close(rootfd);
+    throw;
+  }
+  ::close(rootfd);
+  UsernsSystem u;
+  auto add = [&u](const std::string& host, const std::string& in_sandbox) {
+    int fd = ::open_tree(AT_FDCWD, host.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (fd < 0) throw_errno("bind the host's " + host + " (open_tree)");
+    u.devices.emplace_back(in_sandbox, fd);
+  };
+  for (const char* d : {"null", "zero", "full", "random", "urandom", "tty"}) add(std::string("/dev/") + d, std::string("/dev/") + d);
+  for (const auto& d : spec.devices) add(d.path, d.path);
+  return u;
+}
+
+void mount_system_in_userns(const SandboxSpec& spec, UsernsSystem& u) {
+  (void)spec;
+  ::umask(0);
+  mkdir_in("/dev", 0755);
+  mnt("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k", "tmpfs");
+  for (auto& [path, fd] : u.devices) {
+    auto slash = path.rfind('/');
+    if (slash > 5) fs::mkdir_p(path.substr(0, slash));
+    int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (f < 0) throw_errno("create the mount point " + path);
+    ::close(f);
+    if (::move_mount(fd, "", AT_FDCWD, path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) < 0) throw_errno("bind the host's " + path);
+    ::close(fd);
+    fd = -1;
+  }
+  mkdir_in("/dev/pts");
+  mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5", "devpts");
+  symlink_in("pts/ptmx", "/dev/ptmx");
+  mkdir_in("/dev/shm", 01777);
+  mnt("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k", "tmpfs");
+  mkdir_in("/dev/mqueue");
+  mnt("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, "mqueue");
+  symlink_in("/proc/self/fd", "/dev/fd");
+  symlink_in("/proc/self/fd/0", "/dev/stdin");
+  symlink_in("/proc/self/fd/1", "/dev/stdout");
+  symlink_in("/proc/self/fd/2", "/dev/stderr");
+  ::umask(022);
 }
 
 void finish_rootfs(const SandboxSpec& spec) {

@@ -26,7 +26,23 @@ void make_mounts_private();
 /// returns. Uses fsopen/fsconfig "lowerdir+" (kernel >= 6.8, no option-length
 /// limit) and falls back to mount(2) with a lowerdir= list. Throws sbx::Error
 /// ("mount overlay on …: EINVAL") on failure.
-std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging);
+///
+/// `idmapped_layers` (user namespace only): detached, idmapped trees of
+/// spec.layer_dirs (bottom first, from runtime/userns.h open_idmapped_tree);
+/// they are attached on the tmpfs as `staging`/lower<N> and used instead of
+/// the paths, so the shared layers are seen with the sandbox's ids.
+std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging,
+                         const std::vector<int>& idmapped_layers = {}, bool staging_mounted = false);
+
+/// User namespace: the sandbox's root (an unprivileged host uid) may not be
+/// able to walk to its state dir (e.g. a run root under a 0700 temp dir), so
+/// the init opens the dir (O_PATH) while it still has its host uid, and later
+/// mounts the staging tmpfs on that fd with the new mount API. Returns an fd
+/// of the tmpfs's root; "/proc/self/fd/N" is the staging path for
+/// mount_rootfs(…, staging_mounted=true). The caller closes it right after
+/// pivot_root: no fd of a host directory may reach the workload
+/// (CVE-2024-21626). Throws sbx::Error.
+int mount_staging_at(int state_dir_fd);
 
 /// A host-side bind source, opened (open_tree(OPEN_TREE_CLONE)) while the host
 /// file system is still reachable; attached inside the rootfs after pivot_root.
@@ -48,6 +64,23 @@ void pivot_into(const std::string& new_root);
 /// random urandom tty, pts (devpts newinstance), shm, mqueue, fd/stdin/stdout/
 /// stderr links, plus spec.devices. Run after pivot_root.
 void mount_system(const SandboxSpec& spec);
+
+/// In a user namespace the kernel refuses mknod, and refuses a new proc or
+/// sysfs unless one is already fully visible in the mount namespace
+/// (mount_too_revealing): so /proc and /sys are mounted into `root` before
+/// pivot_root (resolved with openat2 RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS,
+/// a symlinked /proc or /sys in the image is refused), and the device nodes
+/// are bind mounts of the host's, opened before pivot_root too.
+struct UsernsSystem {
+  std::vector<std::pair<std::string, int>> devices;  ///< path in the sandbox, open_tree fd of the host node
+};
+/// Before pivot_root, in a user namespace: mounts proc and sysfs (read-only)
+/// in `root` and opens the host's /dev/null, zero, full, random, urandom, tty
+/// and spec.devices. Throws sbx::Error.
+UsernsSystem prepare_system_in_userns(const SandboxSpec& spec, const std::string& root);
+/// mount_system for a user namespace: /dev as in mount_system, with the nodes
+/// of `u` bind-mounted instead of created; /proc and /sys are already there.
+void mount_system_in_userns(const SandboxSpec& spec, UsernsSystem& u);
 
 /// Volumes (-v), --tmpfs and other spec.mounts, in order. Targets are created
 /// inside the new root (symlinks resolve inside it: the host root is gone).

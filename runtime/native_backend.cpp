@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -11,6 +12,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -32,6 +34,7 @@
 #include "runtime/seccomp.h"
 #include "runtime/state.h"
 #include "runtime/user.h"
+#include "runtime/userns.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
@@ -104,7 +107,24 @@ struct ChildCtx {
   std::string hostname;
   int sock;
   sigset_t caller_mask;
+  // User namespace (runtime/userns.h): detached trees opened by sbx before
+  // the clone, so the child has the same fds; sbx idmaps them after it has
+  // written the child's id maps, then sends 'U'.
+  bool userns = false;
+  std::vector<int> idmapped_layers;
+  std::vector<BindSource> binds;
 };
+
+/// Reads one sync byte from sbx; exits quietly when sbx failed or went away
+/// (sbx reports the error itself).
+void wait_for(int sock, char want) {
+  char go = 0;
+  ssize_t got;
+  do {
+    got = ::recv(sock, &go, 1, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1 || go != want) ::_exit(kExitSbxFailed);
+}
 
 /// The workload: credentials, limits, privileges, seccomp, exec. Runs in the
 /// sandbox after the init has built its file system. Never returns.
@@ -147,6 +167,14 @@ struct ChildCtx {
     if (!p.no_new_privileges) install_default_seccomp();
     apply_capabilities(caps, user.uid == 0);
     if (::chdir(p.cwd.c_str()) < 0) throw_errno("chdir to the working directory " + p.cwd);
+    // A working directory outside the sandbox's root (e.g. -w /proc/self/fd/N
+    // through an fd that leaked into the init: CVE-2024-21626) has no path
+    // from "/": getcwd fails with ENOENT. Refuse to run there.
+    {
+      char cwd[4096];
+      if (!::getcwd(cwd, sizeof cwd) || cwd[0] != '/')
+        throw Error("the working directory " + p.cwd + " is outside the sandbox's root file system", ENOENT);
+    }
 
     std::vector<std::string> env = p.env;
     bool has_home = false;
@@ -176,6 +204,54 @@ struct ChildCtx {
   ::_exit(code);
 }
 
+/// Runs the image's ldconfig on spec.ldconfig_dirs (GPU driver libraries,
+/// see spec.h) inside the sandbox, with the workload's privileges (it is the
+/// image's code): bounding set, capabilities, no_new_privs, seccomp. Its
+/// failure is a warning, as the NVIDIA toolkit's update-ldcache hook.
+void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
+  std::string ldconfig;
+  for (const char* p : {"/sbin/ldconfig", "/usr/sbin/ldconfig"}) {
+    struct stat st {};
+    if (::stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+      ldconfig = p;
+      break;
+    }
+  }
+  if (ldconfig.empty()) {
+    log::debug("no ldconfig in the image; the GPU library dirs are not added to its ld.so.cache");
+    return;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork ldconfig");
+  if (pid == 0) {
+    try {
+      int null = ::open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+      }
+      ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+      drop_bounding(caps);
+      if (::setgroups(0, nullptr) < 0) throw_errno("setgroups");
+      apply_capabilities(caps, true);
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
+      install_default_seccomp();
+      std::vector<char*> argv{const_cast<char*>(ldconfig.c_str())};
+      for (const auto& d : spec.ldconfig_dirs) argv.push_back(const_cast<char*>(d.c_str()));
+      argv.push_back(nullptr);
+      char* envp[] = {const_cast<char*>("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nullptr};
+      ::execve(ldconfig.c_str(), argv.data(), envp);
+    } catch (...) {
+    }
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    log::warn(ldconfig + " for the GPU libraries failed; programs may not find libcuda");
+}
+
 /// The sandbox's init: the ordered list of setup steps, then the pid-1 loop.
 [[noreturn]] void init_main(const ChildCtx& c) noexcept {
   const SandboxSpec& spec = *c.spec;
@@ -185,12 +261,46 @@ struct ChildCtx {
     struct pollfd pfd {c.sock, 0, 0};
     if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(kExitSbxFailed);  // sbx already gone
 
+    // 1. user namespace: wait until sbx has written our id maps and idmapped
+    //    the layers and volumes, then become the namespace's root (host uid =
+    //    the start of our range) before anything creates a file.
+    int state_fd = -1;
+    if (c.userns) {
+      wait_for(c.sock, 'U');
+      // Still our host uid: the way to the state dir may be closed to the new one.
+      state_fd = ::open(c.state_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (state_fd < 0) throw_errno("open the state dir " + c.state_dir);
+      if (::setresgid(0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
+      if (::setresuid(0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
+      // A change of euid clears the parent-death signal (prctl(2)): set it
+      // again, then make sure sbx did not die in between.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      struct pollfd again {c.sock, 0, 0};
+      if (::poll(&again, 1, 0) > 0 && (again.revents & POLLHUP)) ::_exit(kExitSbxFailed);
+    }
+
     // 2. file system, inside our own mount namespace (nothing on the host).
     make_mounts_private();
-    std::string root = mount_rootfs(spec, c.state_dir);
-    std::vector<BindSource> binds = open_bind_sources(spec);  // host paths: before pivot_root
+    int staging_fd = c.userns ? mount_staging_at(state_fd) : -1;
+    std::string root = c.userns
+                           ? mount_rootfs(spec, "/proc/self/fd/" + std::to_string(staging_fd), c.idmapped_layers, true)
+                           : mount_rootfs(spec, c.state_dir);
+    std::vector<BindSource> binds;
+    UsernsSystem usys;
+    if (c.userns) {
+      binds = c.binds;
+      usys = prepare_system_in_userns(spec, root);  // proc, sysfs, host device nodes: before pivot_root
+    } else {
+      binds = open_bind_sources(spec);  // host paths: before pivot_root
+    }
     pivot_into(root);
-    mount_system(spec);
+    // Nothing that points into the host may stay open (CVE-2024-21626).
+    if (staging_fd >= 0) ::close(staging_fd);
+    if (state_fd >= 0) ::close(state_fd);
+    if (c.userns)
+      mount_system_in_userns(spec, usys);
+    else
+      mount_system(spec);
     mount_user(spec, binds);
     mask_and_readonly_paths();
 
@@ -210,6 +320,12 @@ struct ChildCtx {
     }
     struct stat st {};
     if (::stat(spec.process.cwd.c_str(), &st) < 0) fs::mkdir_p(spec.process.cwd);
+    std::vector<int> caps = parse_capabilities(spec.process.capabilities);
+    if (cgroup_mode() == CgroupMode::Unified) {
+      // No device cgroup without BPF: never let the sandbox create device nodes.
+      std::erase(caps, CAP_MKNOD);
+    }
+    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps);
     finish_rootfs(spec);
 
     // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
@@ -224,21 +340,10 @@ struct ChildCtx {
       ::close(master);
     }
 
-    std::vector<int> caps = parse_capabilities(spec.process.capabilities);
-    if (cgroup_mode() == CgroupMode::Unified) {
-      // No device cgroup without BPF: never let the sandbox create device nodes.
-      std::erase(caps, CAP_MKNOD);
-    }
-
     // 6. cgroup: sbx moves us into the sandbox's cgroup while we build the
     //    file system (the move waits for an RCU grace period); wait for its
     //    go before anything runs, then make that cgroup our namespace's root.
-    char go = 0;
-    ssize_t got;
-    do {
-      got = ::recv(c.sock, &go, 1, 0);
-    } while (got < 0 && errno == EINTR);
-    if (got != 1 || go != 'G') ::_exit(kExitSbxFailed);  // sbx failed or went away
+    wait_for(c.sock, 'G');
     enter_cgroup_namespace();
 
     // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
@@ -299,6 +404,8 @@ Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
     pty_master = std::exchange(o.pty_master, -1);
     cgroup = std::move(o.cgroup);
     state_dir = std::move(o.state_dir);
+    id_range = std::exchange(o.id_range, IdRange{});
+    id_range_root = std::move(o.id_range_root);
     started = o.started;
     exit_status = o.exit_status;
     saved_mask = o.saved_mask;
@@ -332,6 +439,10 @@ void Sandbox::destroy() noexcept {
   if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
   cgroup.destroy();
+  if (id_range.slot >= 0) {
+    release_id_range(id_range_root, id_range);
+    id_range = {};
+  }
   if (!state_dir.empty()) {
     ::unlink((state_dir + "/state.json").c_str());
     if (::rmdir(state_dir.c_str()) < 0 && errno != ENOENT)
@@ -354,7 +465,43 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
 
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
-  ChildCtx ctx{&spec, &sb.cgroup, dir, spec.hostname.empty() ? sb.id.substr(0, 12) : spec.hostname, sv[1], {}};
+  ChildCtx ctx{&spec, &sb.cgroup, dir, spec.hostname.empty() ? sb.id.substr(0, 12) : spec.hostname, sv[1], {}, false, {}, {}};
+  // User namespace: a host id range, and the layers and volumes opened as
+  // detached trees now, so that the child inherits the same fds (runtime/userns.h).
+  struct Trees {
+    std::vector<int> fds;
+    ~Trees() {
+      for (int fd : fds) ::close(fd);
+    }
+  } trees;
+  if (opts.userns && !spec.upper_dir.empty()) {
+    ::close(sv[0]);
+    ::close(sv[1]);
+    throw Error("a user namespace cannot write a persistent upper dir (" + spec.upper_dir + ") yet; use --userns host");
+  }
+  if (opts.userns) {
+    sb.id_range = allocate_id_range(opts.run_root, sb.id, id_pool());
+    sb.id_range_root = opts.run_root;
+    ctx.userns = true;
+    for (const auto& l : spec.layer_dirs) {
+      int fd = ::open_tree(AT_FDCWD, l.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+      if (fd < 0) {
+        ::close(sv[0]);
+        ::close(sv[1]);
+        throw_errno("open the layer " + l + " (open_tree)");
+      }
+      trees.fds.push_back(fd);
+      ctx.idmapped_layers.push_back(fd);
+    }
+    try {
+      ctx.binds = open_bind_sources(spec);
+    } catch (...) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw;
+    }
+    for (const auto& b : ctx.binds) trees.fds.push_back(b.tree_fd);
+  }
 
   sigset_t block = forwarded_signals();
   sigaddset(&block, SIGCHLD);
@@ -362,7 +509,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   ctx.caller_mask = sb.saved_mask;
   pid_t pid;
   try {
-    pid = clone_sandbox(clone_namespace_flags(spec), &sb.pidfd);
+    pid = clone_sandbox(clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0), &sb.pidfd);
   } catch (...) {
     ::sigprocmask(SIG_SETMASK, &sb.saved_mask, nullptr);
     ::close(sv[0]);
@@ -378,6 +525,27 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
 
   int sock = sv[0];
   try {
+    if (ctx.userns) {
+      // The child waits for 'U': its id maps, then the idmapped trees.
+      auto maps = id_maps(sb.id_range);
+      write_id_maps(pid, maps, maps);
+      std::string ns = "/proc/" + std::to_string(pid) + "/ns/user";
+      int userns_fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+      if (userns_fd < 0) throw_errno("open " + ns);
+      try {
+        for (size_t i = 0; i < ctx.idmapped_layers.size(); ++i)
+          idmap_tree(ctx.idmapped_layers[i], userns_fd, false, true, spec.layer_dirs[i]);
+        for (const auto& b : ctx.binds)
+          idmap_tree(b.tree_fd, userns_fd, true, false, b.mount->source);
+      } catch (...) {
+        ::close(userns_fd);
+        throw;
+      }
+      ::close(userns_fd);
+      (void)!::send(sock, "U", 1, MSG_NOSIGNAL);
+      for (int fd : trees.fds) ::close(fd);
+      trees.fds.clear();
+    }
     sb.cgroup.add(pid);
     // (A failed send means the sandbox already failed: its message follows.)
     (void)!::send(sock, "G", 1, MSG_NOSIGNAL);

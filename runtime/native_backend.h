@@ -18,7 +18,9 @@
 #include <string>
 
 #include "runtime/cgroups.h"
+#include "runtime/exit_status.h"
 #include "runtime/spec.h"
+#include "runtime/userns.h"
 
 namespace sbx::runtime {
 
@@ -29,6 +31,11 @@ struct StartOptions {
   /// While the sandbox sets itself up, remove state dirs and cgroups of dead
   /// sandboxes (runtime/state.h gc()); costs no wall time.
   bool gc_stale = true;
+  /// Run the sandbox in its own user namespace (runtime/userns.h): uid/gid
+  /// 0..65535 inside are a per-sandbox range of unprivileged host ids, the
+  /// image layers and volumes are idmapped. `sbx run` sets it unless
+  /// --userns host (or an option that needs the host's ids).
+  bool userns = false;
 };
 
 /// A started sandbox: a handle on its init process and its resources.
@@ -51,6 +58,8 @@ class Sandbox {
   std::chrono::steady_clock::time_point started;
   int exit_status = -1;  ///< set once the init has been reaped (raw wait status)
   sigset_t saved_mask{}; ///< signal mask of the caller before start()
+  IdRange id_range;            ///< with StartOptions::userns: the host ids it holds
+  std::string id_range_root;   ///< the run root the range was taken from
 
   /// Sends `sig` to the sandbox's init (which forwards it to the workload;
   /// SIGKILL kills the whole sandbox). No throw.
@@ -75,15 +84,6 @@ struct WaitOptions {
   int stdin_fd = 0, stdout_fd = 1;               ///< pty relay ends (with a pty)
 };
 
-struct ExitStatus {
-  int exit_code = 0;        ///< the workload's code, 128+N for signal N
-  int signal = 0;           ///< N when the workload was killed by a signal
-  bool timed_out = false;   ///< the timeout fired (the sandbox was killed)
-  bool oom_killed = false;  ///< the workload died of the cgroup's OOM killer
-  uint64_t oom_kills = 0;   ///< OOM kills in the sandbox (any process)
-  uint64_t pids_max_hits = 0;  ///< forks refused at the pids limit
-  int forwarded_signal = 0;    ///< last signal sbx received and forwarded
-};
 
 /// Waits for the sandbox's workload to end (or the timeout), relaying the pty
 /// and forwarding signals. On a timeout or a second INT/TERM it kills the

@@ -1,6 +1,8 @@
 #include "runtime/state.h"
+#include "runtime/userns.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,7 +21,17 @@ void write_state(const std::string& dir, const SandboxState& st) {
                       {"image_ref", st.image_ref}, {"runtime", st.runtime}, {"status", st.status},
                       {"pid", st.pid},         {"pid_start", st.pid_start}, {"created_ms", st.created_ms},
                       {"cgroups", st.cgroups}};
-  fs::write_file_atomic(dir + "/state.json", j.dump(2) + "\n", 0600);
+  // Temp file + rename (readers never see half a file) but no fsync: the run
+  // root is volatile state (tmpfs /run), and an fsync on a disk-backed run
+  // root costs milliseconds on every sandbox start.
+  std::string data = j.dump(2) + "\n", tmp = dir + "/.state.json.tmp", path = dir + "/state.json";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw_errno("create " + tmp);
+  ssize_t n = ::write(fd, data.data(), data.size());
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(data.size())) throw_errno("write " + tmp, n < 0 ? e : EIO);
+  if (::rename(tmp.c_str(), path.c_str()) < 0) throw_errno("rename " + tmp + " to " + path);
 }
 
 SandboxState read_state(const std::string& dir) {
@@ -91,6 +103,8 @@ std::vector<std::string> gc(const std::string& run_root) {
     ::closedir(d);
   }
   for (auto& c : gc_stale_cgroups(2)) removed.push_back(c);
+  // User-namespace ranges (runtime/userns.h) of sandboxes whose state dir is gone.
+  for (auto& r : gc_id_ranges(run_root)) removed.push_back(r);
   return removed;
 }
 

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "oci/store.h"
 #include "oci/tree.h"
 
@@ -198,6 +199,16 @@ std::vector<SnapshotRecord> gc(const std::string& root, const std::string& run_r
     }
   }
   return removed;
+}
+
+int64_t parse_age_seconds(const std::string& text) {
+  if (!text.empty() && (text.back() == 'd' || text.back() == 'w')) {
+    std::string n = text.substr(0, text.size() - 1);
+    if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
+      throw Error("invalid age '" + text + "': expected e.g. 7d, 2w, 12h, 30m");
+    return std::stoll(n) * (text.back() == 'd' ? 86400 : 7 * 86400);
+  }
+  return std::chrono::duration_cast<std::chrono::seconds>(units::parse_duration(text, "age")).count();
 }
 
 }  // namespace sbx::snapshot

@@ -62,3 +62,9 @@ SnapshotRecord remove_snapshot(const std::string& root, const std::string& run_r
 std::vector<SnapshotRecord> gc(const std::string& root, const std::string& run_root, int64_t older_than_s);
 
 }  // namespace sbx::snapshot
+
+namespace sbx::snapshot {
+/// Parses a retention age: "7d", "2w", or anything common/units.h
+/// parse_duration takes ("12h", "30m", "90s"). Returns seconds. Throws sbx::Error.
+int64_t parse_age_seconds(const std::string& text);
+}  // namespace sbx::snapshot

@@ -18,3 +18,8 @@ cmake --build build -j"$(nproc)"
 # Real OCI test images (busybox, python), built with umoci/skopeo/debootstrap;
 # cached, so a second run is instant.
 tests/images/build.sh
+# The main job: import the python image into the default store and run python
+# in a sandbox (isolated: no network, a timeout and a memory limit).
+build/sbx import tests/images/out/python-oci python
+build/sbx run --network none --timeout 10s --memory 256m python -- \
+  python3 -c 'import platform, sys; print("hello from a sandbox: python", sys.version.split()[0], "on", platform.node())'

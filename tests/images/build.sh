@@ -68,7 +68,8 @@ publish() {  # NAME
 build_busybox() {
   local bb
   bb=$(dpkg -L busybox-static 2>/dev/null | grep -m1 '/bin/busybox$' || command -v busybox)
-  file -L "$bb" 2>/dev/null | grep -q 'statically linked' || { echo "build.sh: $bb is not static; install busybox-static" >&2; exit 1; }
+  # ldd fails on a static binary ("not a dynamic executable"); `file` may not be installed.
+  if ldd "$bb" >/dev/null 2>&1; then echo "build.sh: $bb is not static; install busybox-static" >&2; exit 1; fi
   work=$(mktemp -d "$out/.work-busybox.XXXXXX")
   local r=$work/rootfs
   mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,etc/sbx-test,tmp,root,home,dev,proc,sys,opt/opaque,var/tmp}

@@ -16,8 +16,11 @@ done
 
 T=$(mktemp -d /tmp/sbx-test.XXXXXX)
 cleanup() {
+  local rc=$?
+  set +e
   findmnt -rn -o TARGET | grep -F "$T/" | sort -r | while read -r m; do umount "$m" || umount -l "$m"; done
   rm -rf "$T"
+  exit $rc
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -40,8 +40,18 @@ out=$(run $BB sh -c 'test -t 1 && echo tty || echo notty')
 check "no -t: no terminal" test "$out" = notty
 
 # --- environment, workdir, user, hostname -----------------------------------
-out=$(FROMHOST=yes run -e A=1 -e 'B=two words' -e FROMHOST $BB sh -c 'echo "$A|$B|$FROMHOST|$PATH"')
-check "-e sets variables (and copies bare names)" test "$out" = "1|two words|yes|/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+out=$(FROMHOST=yes run -e A=1 -e 'B=two words' -e FROMHOST -e UNSET_ON_HOST_$$ $BB sh -c 'echo "$A|$B|$FROMHOST|${UNSET_ON_HOST_'$$'-unset}"')
+check "-e sets variables (and copies bare names)" test "$out" = "1|two words|yes|unset"
+out=$(run $BB sh -c 'echo $PATH')
+check "PATH is set (image Env or the default)" grep -q '/bin' <<<"$out"
+out=$(run -e PATH=/custom:/bin $BB sh -c 'echo $PATH')
+check "-e overrides the image's Env" test "$out" = /custom:/bin
+if [ "$BB" = busybox ]; then
+  out=$(run $BB sh -c 'ls /opt/opaque; test -e /etc/sbx-test/removed && echo whiteout-broken')
+  check "image layers: opaque dir and whiteout applied" test "$out" = new
+  out=$(run --entrypoint /bin/echo $BB hello)
+  check "--entrypoint replaces the image's Entrypoint" test "$out" = hello
+fi
 printf '# comment\nC=3\n\nD=four=4\n' >"$T/envfile"
 out=$(run --env-file "$T/envfile" -e C=override $BB sh -c 'echo "$C|$D"')
 check "--env-file, -e wins" test "$out" = "override|four=4"

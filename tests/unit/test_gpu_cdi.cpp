@@ -306,3 +306,19 @@ TEST_CASE("apply_host_device: docker's --device /dev/x[:/dev/y][:perms]") {
   CHECK(error_of([&] { apply_host_device("/dev/regular", root, s); }).find("is not a character or block device") !=
         std::string::npos);
 }
+
+TEST_CASE("parse_cdi_spec: every truncation of a JSON and a YAML spec parses or throws sbx::Error") {
+  for (auto [text, file] : {std::pair<std::string, std::string>{kNvidiaJson, "x.json"}, {kVendorYaml, "x.yaml"}}) {
+    size_t ok = 0, rejected = 0;
+    for (size_t n = 0; n <= text.size(); ++n) {
+      try {
+        parse_cdi_spec(text.substr(0, n), file);
+        ++ok;
+      } catch (const Error&) {
+        ++rejected;
+      }
+    }
+    CHECK(ok >= 1);  // the whole text
+    CHECK(rejected > 0);
+  }
+}

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -110,4 +111,32 @@ TEST_CASE("HostRoot joins and resolves links inside the root") {
   CHECK(r.resolve("/usr/../../../usr/lib/real.so.1") == "/usr/lib/real.so.1");
   CHECK(r.resolve("/usr/lib/missing") == "");
   CHECK(r.resolve("/usr/lib/loop") == "");
+}
+
+TEST_CASE("parse_ldcache never reads outside the data: every truncation and random byte flips") {
+  sbx::test::FakeNvidiaTree t;
+  t.library("/usr/lib", "libcuda.so", "1.0");
+  t.library("/usr/lib", "libnvidia-ml.so", "1.0");
+  for (const char* format : {"new", "compat"}) {
+    t.ldconfig({"/usr/lib"}, format);
+    const std::string data = fs::read_file(t.p("/etc/ld.so.cache"));
+    size_t ok = 0, rejected = 0;
+    auto attempt = [&](const std::string& d) {
+      try {
+        parse_ldcache(d, "x");
+        ++ok;
+      } catch (const Error&) {
+        ++rejected;
+      }
+    };
+    for (size_t n = 0; n <= data.size(); ++n) attempt(data.substr(0, n));
+    std::mt19937 rng(42);
+    for (int i = 0; i < 2000; ++i) {
+      std::string d = data;
+      for (int k = 0; k < 3; ++k) d[rng() % d.size()] = static_cast<char>(rng());
+      attempt(d);
+    }
+    CHECK(ok > 0);
+    CHECK(rejected > 0);
+  }
 }

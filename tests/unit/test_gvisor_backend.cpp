@@ -62,16 +62,26 @@ TEST_CASE("gvisor backend runs commands under real runsc and leaves nothing behi
   runtime::GvisorOptions o{runsc, run_root};
 
   // Exit codes pass through; the upper layer is visible; writes work and do not touch the layers.
-  CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "test \"$(cat /etc/marker)\" = top && echo x > /etc/new && test -f /etc/new"}), o) == 0);
+  CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "test \"$(cat /etc/marker)\" = top && echo x > /etc/new && test -f /etc/new"}), o).exit_code == 0);
   CHECK_FALSE(stdfs::exists(b.layers[1] + "/etc/new"));
-  CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "exit 7"}), o) == 7);
-  CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "kill -9 $$"}), o) == 137);
-  CHECK(runtime::run_gvisor(spec_for(b, {"/bin/no-such-command"}), o) == kExitNotFound);
+  CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "exit 7"}), o).exit_code == 7);
+  auto killed = runtime::run_gvisor(spec_for(b, {"sh", "-c", "kill -9 $$"}), o);
+  CHECK(killed.exit_code == 137);
+  CHECK(killed.signal == 9);
+  try {
+    runtime::run_gvisor(spec_for(b, {"/bin/no-such-command"}), o);
+    FAIL("a missing command must throw");
+  } catch (const Error& e) {
+    CHECK(e.exit_code() == kExitNotFound);
+    CHECK(std::string(e.what()).find("not found") != std::string::npos);
+  }
 
   auto t = spec_for(b, {"sleep", "30"});
   t.timeout = std::chrono::milliseconds(1500);
   auto start = std::chrono::steady_clock::now();
-  CHECK(runtime::run_gvisor(t, o) == kExitTimeout);
+  auto st = runtime::run_gvisor(t, o);
+  CHECK(st.timed_out);
+  CHECK(st.exit_code == kExitTimeout);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(15));
 
   // Nothing left: no state dir, no runsc containers.

@@ -320,3 +320,27 @@ TEST_CASE("store: concurrent processes importing, listing and removing keep it c
   }
   CHECK(ls(root + "/tmp").empty());
 }
+
+TEST_CASE("store: resolve parses only matching index lines, and still reads a pretty-printed index") {
+  TempDir t;
+  auto layers = two_layers();
+  make_oci_layout(t / "a", {layers[0]});
+  make_oci_layout(t / "b", layers);
+  oci::Store s(t / "store");
+  auto a = s.import(t / "a", {.name = "a"});
+  auto b = s.import(t / "b", {.name = "b"});
+  // One record per line: resolve sees just the candidates.
+  auto only_b = oci::read_index_matching(s.root(), {"\"b:latest\""});
+  REQUIRE(only_b.size() == 1);
+  CHECK(only_b[0].id == b.id);
+  CHECK(oci::read_index_matching(s.root(), {"\"nothing\""}).empty());
+  CHECK(s.resolve("a").id == a.id);
+  CHECK(s.resolve("b").id == b.id);
+  CHECK(s.resolve(b.id.substr(0, 10)).id == b.id);
+  // An index written by hand (pretty-printed) still resolves.
+  auto j = nlohmann::json::parse(fs::read_file(s.root() + "/images.json"));
+  fs::write_file_atomic(s.root() + "/images.json", j.dump(2));
+  CHECK(oci::read_index_matching(s.root(), {"\"b:latest\""}).size() == 2);  // fallback: all records
+  CHECK(s.resolve("a").id == a.id);
+  CHECK(s.resolve("sha256:" + b.id).id == b.id);
+}

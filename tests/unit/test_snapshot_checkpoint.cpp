@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "oci/store.h"
 #include "oci/runtime_config.h"
 #include "runtime/gvisor_backend.h"
 #include "runtime/state.h"
@@ -166,4 +167,122 @@ TEST_CASE("native memory snapshots fail fast and point to gvisor") {
   } catch (const Error& e) {
     MESSAGE(std::string(e.what()));
   }
+}
+
+// A measurement, not a check of speed: skipped by default; run with
+//   SBX_FORK_N=50 build/sbx_unit_tests -tc='*fork*' --no-skip
+TEST_CASE("measure: fork N gvisor sandboxes from one memory snapshot" * doctest::skip(true)) {
+  Fixture fx;
+  fx.runsc = runtime::find_runsc("");
+  int n = std::getenv("SBX_FORK_N") ? std::atoi(std::getenv("SBX_FORK_N")) : 10;
+  std::string root = fx.base + "/root", run_root = fx.base + "/run";
+  SandboxSpec spec;
+  spec.id = "forkbench" + std::to_string(::getpid());
+  spec.process.args = {"sh", "-c", kLoop};
+  spec.process.env = {"PATH=/bin"};
+  spec.process.capabilities = default_capabilities();
+  spec.layer_dirs = fx.layers;
+  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
+  auto orig = snapshot::start_gvisor_detached(fx.runsc, run_root, spec.id, oci::to_runtime_config(spec), fx.layers, flags);
+  fx.live.push_back(orig);
+  wait_count(orig.output, 3);
+  snapshot::GvisorCheckpointRequest req{fx.runsc, orig.runsc_root, orig.id, orig.dir + "/bundle", flags, fx.layers, "f", "", "", false};
+  auto t0 = std::chrono::steady_clock::now();
+  snapshot::checkpoint_gvisor(root, req);
+  double ck = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  snapshot::RestoreOptions ro;
+  ro.runsc = fx.runsc;
+  ro.run_root = run_root;
+  ro.count = 1;
+  t0 = std::chrono::steady_clock::now();
+  auto one = snapshot::restore_gvisor(root, "f", ro);
+  double r1 = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& c : one) fx.live.push_back(c);
+  ro.count = n;
+  ro.name = "fork";
+  t0 = std::chrono::steady_clock::now();
+  auto many = snapshot::restore_gvisor(root, "f", ro);
+  double rn = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (auto& c : many) fx.live.push_back(c);
+  int continuing = 0;
+  for (auto& c : many) continuing += wait_count(c.output, 4, 30000).size() > 0;
+  MESSAGE("checkpoint " << ck << " ms; restore 1: " << r1 << " ms; fork " << n << ": " << rn << " ms; running: " << continuing);
+  CHECK(continuing == n);
+}
+
+// The scenario on the real python image: a python process counting in
+// a loop is checkpointed; 3 restored copies continue from the checkpointed
+// count, draw the same "random" numbers (RNG state is duplicated, as the docs
+// say), and diverge once one of them is changed.
+TEST_CASE("gvisor memory snapshot of a python process on the python image") {
+  const char* src = std::getenv("SBX_TEST_SRC");
+  std::string imgs = std::string(src ? src : ".") + "/tests/images/out/python-oci";
+  std::string runsc;
+  try {
+    runsc = runtime::find_runsc("");
+  } catch (const Error& e) {
+    MESSAGE("skipped: " << e.what());
+    return;
+  }
+  if (!stdfs::exists(imgs + "/index.json")) {
+    MESSAGE("skipped: python test image not built");
+    return;
+  }
+  Fixture fx;
+  fx.runsc = runsc;
+  std::string root = fx.base + "/root", run_root = fx.base + "/run";
+  oci::Store store(root);
+  auto img = store.import(imgs, {"python:latest", {}});
+  auto layers = store.layer_dirs(img);
+  SandboxSpec spec;
+  spec.id = "pyckpt" + std::to_string(::getpid());
+  spec.process.args = {"python3", "-c",
+                       "import random, time, os\n"
+                       "rng = random.Random(1234)\n"
+                       "i = 0\n"
+                       "while True:\n"
+                       "    i += 1\n"
+                       "    tag = ' flag' if os.path.exists('/tmp/flag') else ''\n"
+                       "    print(i, rng.randint(0, 10**9), tag, flush=True)\n"
+                       "    time.sleep(0.1)\n"};
+  spec.process.env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
+  spec.process.capabilities = default_capabilities();
+  spec.layer_dirs = layers;
+  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
+  auto orig = snapshot::start_gvisor_detached(runsc, run_root, spec.id, oci::to_runtime_config(spec), layers, flags, img.id);
+  fx.live.push_back(orig);
+  REQUIRE(num(wait_count(orig.output, 5).back()) >= 5);
+  auto req = snapshot::GvisorCheckpointRequest{runsc, orig.runsc_root, orig.id, orig.dir + "/bundle", flags, layers, "py", "", img.id, false};
+  snapshot::checkpoint_gvisor(root, req);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long at = num(lines_of(orig.output).back());
+  snapshot::destroy_restored(runsc, orig);
+  fx.live.clear();
+
+  snapshot::RestoreOptions ro;
+  ro.runsc = runsc;
+  ro.run_root = run_root;
+  ro.count = 3;
+  auto copies = snapshot::restore_gvisor(root, "py", ro);
+  fx.live = copies;
+  std::vector<std::vector<std::string>> out;
+  for (auto& c : copies) {
+    auto l = wait_count(c.output, at + 3);
+    REQUIRE(l.size() >= 3);
+    CHECK(num(l.front()) == at + 1);
+    out.push_back(l);
+  }
+  // Same RNG state in every copy: the same numbers after the restore.
+  CHECK(out[0][0] == out[1][0]);
+  CHECK(out[1][0] == out[2][0]);
+  std::string cmd = runsc + " --root " + copies[2].runsc_root + " exec " + copies[2].id + " sh -c 'echo > /tmp/flag'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  long n = num(lines_of(copies[2].output).back());
+  auto l0 = wait_count(copies[0].output, n + 3);
+  auto l2 = wait_count(copies[2].output, n + 3);
+  CHECK(l2.back().find("flag") != std::string::npos);
+  CHECK(l0.back().find("flag") == std::string::npos);
+  for (auto& c : fx.live) snapshot::destroy_restored(runsc, c);
+  fx.live.clear();
+  CHECK(stdfs::is_empty(run_root));
 }

@@ -1,0 +1,100 @@
+#include "snapshot/sandbox_fs.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace sbx::snapshot {
+
+namespace {
+
+/// upperdir= of the overlay mounted at "/" in the process's mount namespace.
+std::string upper_from_mountinfo(pid_t pid) {
+  std::string info;
+  try {
+    info = fs::read_file("/proc/" + std::to_string(pid) + "/mountinfo");
+  } catch (const Error&) {
+    return "";
+  }
+  std::istringstream in(info);
+  std::string line;
+  while (std::getline(in, line)) {
+    // id parent maj:min root mountpoint opts [optional...] - fstype source superopts
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mp;
+    f >> id >> parent >> dev >> root >> mp;
+    if (mp != "/") continue;
+    size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype, source, opts;
+    tail >> fstype >> source >> opts;
+    if (fstype != "overlay") continue;
+    size_t p = opts.find("upperdir=");
+    if (p == std::string::npos) continue;
+    std::string up = opts.substr(p + 9, opts.find(',', p) - p - 9);
+    return up;  // the last "/" mount wins (the sandbox's root after pivot_root)
+  }
+  return "";
+}
+
+}  // namespace
+
+SandboxFs sandbox_fs(const std::string& run_root, const runtime::SandboxState& st) {
+  SandboxFs out;
+  bool alive = runtime::state_alive(st);
+  std::vector<std::string> cands;
+  if (alive) {
+    std::string up = upper_from_mountinfo(st.pid);
+    if (!up.empty()) cands.push_back(up);
+  }
+  std::string dir = run_root + "/" + st.id;
+  cands.push_back(dir + "/upper");
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_directory(ec) && std::filesystem::is_directory(e.path() / "upper", ec)) cands.push_back((e.path() / "upper").string());
+  for (const auto& c : cands)
+    if (std::filesystem::is_directory(c, ec)) {
+      out.upper_dir = c;
+      break;
+    }
+  if (out.upper_dir.empty())
+    throw Error("sandbox " + st.id + " has no disk-backed overlay upper dir (looked in " + dir +
+                "); file system snapshots need a sandbox made with 'sbx create' (sbx run keeps its writes on a private tmpfs)");
+  out.freeze_cgroups = freezable_cgroups(st);
+  return out;
+}
+
+std::vector<std::string> freezable_cgroups(const runtime::SandboxState& st) {
+  std::vector<std::string> out;
+  if (!runtime::state_alive(st)) return out;
+  for (const auto& cg : st.cgroups)
+    if (fs::exists(cg + "/cgroup.freeze") || fs::exists(cg + "/freezer.state")) out.push_back(cg);
+  return out;
+}
+
+GvisorCheckpointRequest gvisor_request(const std::string& run_root, const runtime::SandboxState& st) {
+  const std::string dir = run_root + "/" + st.id;
+  GvisorCheckpointRequest r;
+  r.runsc_root = dir + "/runsc";
+  r.bundle = dir + "/bundle";
+  r.container_id = st.id;
+  r.parent = st.id;
+  r.image = st.image_id.empty() ? st.image_ref : st.image_id;
+  if (!fs::exists(dir + "/meta.json") || !fs::exists(r.bundle + "/config.json"))
+    throw Error("sandbox " + st.id + " has no gvisor bundle and meta.json in " + dir + "; it was not started by a version of sbx that can checkpoint it");
+  try {
+    auto m = nlohmann::json::parse(fs::read_file(dir + "/meta.json"));
+    r.layer_dirs = m.value("layer_dirs", std::vector<std::string>{});
+    r.runsc_flags = m.value("runsc_flags", std::vector<std::string>{});
+    if (r.image.empty()) r.image = m.value("image", "");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(dir + "/meta.json is corrupt: " + e.what());
+  }
+  return r;
+}
+
+}  // namespace sbx::snapshot

@@ -1,0 +1,683 @@
+// sbx adversarial probe: one static binary (gcc -static) with one sub-command
+// per attack. tests/adversarial/run.sh copies it into a sandbox through a
+// read-only volume and runs it there; the HOST is checked by run.sh afterwards.
+//
+// Output, one line per attempt:
+//   ok      WHAT: why it failed (errno name)
+//   ESCAPE  WHAT: what the attack achieved
+//   info    WHAT: facts for the log (never decide a case)
+// Exit status: 0 when no attempt escaped, 3 when one did, 2 on a usage error.
+// run.sh treats a missing "done" line as "the probe did not finish" (e.g. it
+// was killed), which some cases expect (memory bomb) and others do not.
+//
+// The probe is written to be safe to run where the sandbox is broken: it
+// never writes bytes to /sys, /proc/sysrq-trigger or core_pattern (an open for
+// writing that succeeds is already the finding), it bounds every bomb, and it
+// only signals processes whose command line carries the test's marker.
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/bpf.h>
+#include <linux/keyctl.h>
+#include <linux/perf_event.h>
+#include <linux/reboot.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/swap.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int escapes = 0;
+
+static void ok(const char* what, int err) { printf("ok      %s: %s\n", what, strerrorname_np(err) ? strerrorname_np(err) : "?"); }
+static void escape(const char* what, const char* detail) {
+  printf("ESCAPE  %s: %s\n", what, detail);
+  escapes++;
+}
+static void info(const char* what, const char* detail) { printf("info    %s: %s\n", what, detail); }
+
+// A system call that must fail, with one of the listed errnos (0-terminated).
+static void expect_fail(const char* what, long rc, const int* allowed) {
+  int e = errno;
+  if (rc >= 0) {
+    char d[64];
+    snprintf(d, sizeof d, "succeeded (returned %ld)", rc);
+    escape(what, d);
+    return;
+  }
+  for (const int* a = allowed; *a; a++)
+    if (*a == e) return ok(what, e);
+  char d[96];
+  snprintf(d, sizeof d, "failed, but with %s, not EPERM/ENOSYS", strerrorname_np(e));
+  escape(what, d);
+}
+
+static const int EPERM_ENOSYS[] = {EPERM, ENOSYS, 0};
+static const int EPERM_ENOSYS_EACCES[] = {EPERM, ENOSYS, EACCES, 0};
+
+// ---- syscalls: privileged system calls must fail with EPERM/ENOSYS -------------
+static int cmd_syscalls(void) {
+  errno = 0;
+  expect_fail("mount tmpfs", mount("none", "/tmp", "tmpfs", 0, NULL), EPERM_ENOSYS_EACCES);
+  expect_fail("mount proc", mount("proc", "/mnt", "proc", 0, NULL), (const int[]){EPERM, ENOSYS, EACCES, ENOENT, 0});
+  expect_fail("umount /proc", umount2("/proc", MNT_DETACH), EPERM_ENOSYS);
+  expect_fail("unshare(CLONE_NEWNS)", unshare(CLONE_NEWNS), EPERM_ENOSYS);
+  expect_fail("unshare(CLONE_NEWUSER)", unshare(CLONE_NEWUSER), EPERM_ENOSYS);
+  expect_fail("unshare(CLONE_NEWNET)", unshare(CLONE_NEWNET), EPERM_ENOSYS);
+  int nsfd = open("/proc/self/ns/mnt", O_RDONLY);
+  if (nsfd >= 0) {
+    expect_fail("setns(own mnt ns)", setns(nsfd, CLONE_NEWNS), EPERM_ENOSYS);
+    close(nsfd);
+  } else {
+    info("setns", "cannot open /proc/self/ns/mnt");
+  }
+  nsfd = open("/proc/1/ns/pid", O_RDONLY);
+  if (nsfd >= 0) {
+    expect_fail("setns(pid 1's pid ns)", setns(nsfd, 0), (const int[]){EPERM, ENOSYS, EINVAL, 0});
+    close(nsfd);
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  expect_fail("ptrace(PTRACE_ATTACH child)", ptrace(PTRACE_ATTACH, child, 0, 0), EPERM_ENOSYS);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  union bpf_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.map_type = BPF_MAP_TYPE_ARRAY;
+  attr.key_size = 4;
+  attr.value_size = 4;
+  attr.max_entries = 1;
+  expect_fail("bpf(BPF_MAP_CREATE)", syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr), EPERM_ENOSYS);
+  struct perf_event_attr pe;
+  memset(&pe, 0, sizeof pe);
+  pe.type = PERF_TYPE_SOFTWARE;
+  pe.size = sizeof pe;
+  pe.config = PERF_COUNT_SW_CPU_CLOCK;
+  long pfd = syscall(SYS_perf_event_open, &pe, 0, -1, -1, 0);
+  expect_fail("perf_event_open(self)", pfd, EPERM_ENOSYS_EACCES);
+  if (pfd >= 0) close((int)pfd);
+  expect_fail("keyctl(JOIN_SESSION_KEYRING)", syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "sbx-adv"), EPERM_ENOSYS);
+  expect_fail("add_key", syscall(SYS_add_key, "user", "sbx-adv", "x", 1, KEY_SPEC_PROCESS_KEYRING), EPERM_ENOSYS);
+  expect_fail("kexec_load", syscall(SYS_kexec_load, 0, 0, NULL, 0), EPERM_ENOSYS);
+  expect_fail("kexec_file_load", syscall(SYS_kexec_file_load, -1, -1, 0, "", 0), (const int[]){EPERM, ENOSYS, EBADF, 0});
+  expect_fail("init_module", syscall(SYS_init_module, NULL, 0, ""), EPERM_ENOSYS);
+  expect_fail("finit_module", syscall(SYS_finit_module, 0, "", 0), EPERM_ENOSYS);
+  expect_fail("delete_module", syscall(SYS_delete_module, "sbx_none", O_NONBLOCK), EPERM_ENOSYS);
+  // CAD_ON is harmless where it succeeds (only the meaning of ctrl-alt-del).
+  expect_fail("reboot(CAD_ON)", syscall(SYS_reboot, LINUX_REBOOT_MAGIC1, LINUX_REBOOT_MAGIC2, LINUX_REBOOT_CMD_CAD_ON, NULL), EPERM_ENOSYS);
+  expect_fail("swapoff", swapoff("/dev/vda"), (const int[]){EPERM, ENOSYS, 0});
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  expect_fail("clock_settime", clock_settime(CLOCK_REALTIME, &now), EPERM_ENOSYS);
+  expect_fail("iopl(3)", syscall(SYS_iopl, 3), EPERM_ENOSYS);
+  expect_fail("ioperm", syscall(SYS_ioperm, 0x80, 1, 1), EPERM_ENOSYS);
+  expect_fail("acct", syscall(SYS_acct, "/tmp/acct"), (const int[]){EPERM, ENOSYS, 0});
+  // open_by_handle_at ("shocker", 2014): needs CAP_DAC_READ_SEARCH.
+  struct {
+    struct file_handle fh;
+    unsigned char bytes[8];
+  } h;
+  memset(&h, 0, sizeof h);
+  h.fh.handle_bytes = 8;
+  h.fh.handle_type = 1;
+  expect_fail("open_by_handle_at", syscall(SYS_open_by_handle_at, AT_FDCWD, &h.fh, O_RDONLY), (const int[]){EPERM, ENOSYS, 0});
+  return 0;
+}
+
+// ---- devices: /dev/mem, raw disks, mknod ---------------------------------------
+static void try_open_dev(const char* path) {
+  for (int mode = 0; mode < 2; mode++) {
+    int fd = open(path, mode ? O_RDWR : O_RDONLY);
+    char what[128];
+    snprintf(what, sizeof what, "open %s %s", path, mode ? "rw" : "ro");
+    if (fd >= 0) {
+      char b[16];
+      ssize_t n = read(fd, b, sizeof b);
+      char d[64];
+      snprintf(d, sizeof d, "opened; read returned %zd", n);
+      escape(what, d);
+      close(fd);
+    } else {
+      ok(what, errno);
+    }
+  }
+}
+
+static int cmd_devices(int argc, char** argv) {
+  // argv: list of "b:MAJ:MIN" or "c:MAJ:MIN" of host devices to recreate with mknod.
+  const char* fixed[] = {"/dev/mem", "/dev/kmem", "/dev/port", "/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/kmsg", "/dev/fuse", NULL};
+  for (const char** p = fixed; *p; p++) try_open_dev(*p);
+  for (int i = 0; i < argc; i++) {
+    char t;
+    unsigned maj, min;
+    if (sscanf(argv[i], "%c:%u:%u", &t, &maj, &min) != 3) return 2;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/sbx-adv-node-%d", i);
+    unlink(path);
+    char what[96];
+    snprintf(what, sizeof what, "mknod %c %u:%u", t, maj, min);
+    if (mknod(path, (t == 'b' ? S_IFBLK : S_IFCHR) | 0600, makedev(maj, min)) < 0) {
+      ok(what, errno);
+      continue;
+    }
+    info(what, "created (CAP_MKNOD): opening it must still fail");
+    try_open_dev(path);
+    unlink(path);
+  }
+  return 0;
+}
+
+// ---- writable scan of /proc/sys and /sys ---------------------------------------
+static long scanned, writable;
+static int scan_one(const char* path, const struct stat* st, int type, struct FTW* f) {
+  (void)f;
+  if (type != FTW_F || !S_ISREG(st->st_mode)) return 0;
+  scanned++;
+  // O_NONBLOCK: never block on an odd file. Opening for write does not change
+  // anything in procfs/sysfs; only write(2) would, and we never write.
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY);
+  if (fd >= 0) {
+    writable++;
+    escape("open for writing", path);
+    close(fd);
+  }
+  return 0;
+}
+
+static int cmd_scan(const char* root) {
+  scanned = writable = 0;
+  if (nftw(root, scan_one, 64, FTW_PHYS) < 0) {
+    char d[128];
+    snprintf(d, sizeof d, "cannot walk %s: %s", root, strerrorname_np(errno));
+    info("scan", d);
+  }
+  char d[128];
+  snprintf(d, sizeof d, "%s: %ld files, %ld writable", root, scanned, writable);
+  info("scan", d);
+  if (scanned == 0) escape("scan", "nothing scanned: the probe cannot tell");
+  return 0;
+}
+
+// ---- masked paths, core_pattern, sysrq-trigger ---------------------------------
+static int cmd_masked(void) {
+  const char* never_writable[] = {"/proc/sys/kernel/core_pattern", "/proc/sysrq-trigger", "/proc/sys/kernel/modprobe",
+                                  "/proc/sys/vm/drop_caches", "/proc/sys/kernel/hostname", "/proc/kcore", "/proc/keys",
+                                  "/proc/timer_list", "/proc/sched_debug", "/sys/kernel/uevent_helper",
+                                  "/sys/firmware", NULL};
+  for (const char** p = never_writable; *p; p++) {
+    char what[128];
+    snprintf(what, sizeof what, "open %s for writing", *p);
+    int fd = open(*p, O_WRONLY | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) {
+      info(what, "masked with /dev/null");  // what runc/podman do: writes go nowhere
+      close(fd);
+    } else if (fd >= 0) {
+      escape(what, "opened");
+      close(fd);
+    } else {
+      ok(what, errno);
+    }
+  }
+  // Reading these must give nothing (masked by an empty file or denied).
+  const char* never_readable[] = {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/kallsyms", NULL};
+  for (const char** p = never_readable; *p; p++) {
+    char what[128];
+    snprintf(what, sizeof what, "read %s", *p);
+    int fd = open(*p, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) {
+      ok(what, errno);
+      continue;
+    }
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n <= 0) {
+      ok(what, n < 0 ? errno : 0);
+      continue;
+    }
+    // kallsyms shows zeros as addresses without CAP_SYSLOG: only real
+    // addresses are a leak.
+    if (strcmp(*p, "/proc/kallsyms") == 0) {
+      buf[n - 1] = 0;
+      if (strncmp(buf, "0000000000000000", 16) == 0) {
+        ok(what, 0);
+        continue;
+      }
+    }
+    char d[64];
+    snprintf(d, sizeof d, "read %zd bytes", n);
+    escape(what, d);
+  }
+  return 0;
+}
+
+// ---- fds and cwd (CVE-2024-21626) ----------------------------------------------
+static int cmd_fds(void) {
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) {
+    char d[64];
+    snprintf(d, sizeof d, "getcwd failed: %s (cwd outside the root)", strerrorname_np(errno));
+    escape("cwd", d);
+  } else if (cwd[0] != '/') {
+    escape("cwd", cwd);
+  } else {
+    info("cwd", cwd);
+  }
+  char link[4096];
+  ssize_t n = readlink("/proc/self/cwd", link, sizeof link - 1);
+  if (n > 0) {
+    link[n] = 0;
+    if (strstr(link, "(unreachable)") || strstr(link, "/sys/fs/cgroup") || strstr(link, "/run/sbx"))
+      escape("/proc/self/cwd", link);
+    else
+      info("/proc/self/cwd", link);
+  }
+  // Every fd above 2 is a leak: the probe itself opens none before this point.
+  for (int fd = 3; fd < 4096; fd++) {
+    if (fcntl(fd, F_GETFD) < 0) continue;
+    char p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    n = readlink(p, link, sizeof link - 1);
+    link[n > 0 ? n : 0] = 0;
+    char d[4200];
+    snprintf(d, sizeof d, "fd %d -> %s", fd, link);
+    escape("leaked fd", d);
+  }
+  // The ls -l /proc/self/fd view, for the log.
+  DIR* d = opendir("/proc/self/fd");
+  if (d) {
+    struct dirent* e;
+    char list[512] = "";
+    while ((e = readdir(d)))
+      if (e->d_name[0] != '.') {
+        strncat(list, e->d_name, sizeof list - strlen(list) - 2);
+        strcat(list, " ");
+      }
+    closedir(d);
+    info("/proc/self/fd", list);
+  }
+  return 0;
+}
+
+// ---- reading a host file by every indirect path --------------------------------
+static int matches(const char* path, const char* secret) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  if (fd < 0) return 0;
+  char buf[256];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  return strstr(buf, secret) != NULL;
+}
+
+static void try_read(const char* path, const char* secret) {
+  if (matches(path, secret)) escape("read host file", path);
+}
+
+static int cmd_hostread(const char* hostpath, const char* secret) {
+  char p[4096];
+  try_read(hostpath, secret);
+  const char* prefixes[] = {"/proc/1/root", "/proc/self/root", "/proc/self/cwd", "/proc/1/cwd", "/proc/thread-self/root", NULL};
+  for (const char** pre = prefixes; *pre; pre++) {
+    snprintf(p, sizeof p, "%s%s", *pre, hostpath);
+    try_read(p, secret);
+  }
+  // Every visible process's root and cwd, and every fd of every process.
+  DIR* d = opendir("/proc");
+  struct dirent* e;
+  int procs = 0;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    procs++;
+    snprintf(p, sizeof p, "/proc/%s/root%s", e->d_name, hostpath);
+    try_read(p, secret);
+    snprintf(p, sizeof p, "/proc/%s/cwd%s", e->d_name, hostpath);
+    try_read(p, secret);
+    char fdd[300];
+    snprintf(fdd, sizeof fdd, "/proc/%s/fd", e->d_name);
+    DIR* fdir = opendir(fdd);
+    struct dirent* fe;
+    while (fdir && (fe = readdir(fdir))) {
+      if (fe->d_name[0] == '.') continue;
+      snprintf(p, sizeof p, "%s/%s%s", fdd, fe->d_name, hostpath);  // fd as a directory
+      try_read(p, secret);
+      snprintf(p, sizeof p, "%s/%s", fdd, fe->d_name);  // fd as the file itself
+      try_read(p, secret);
+    }
+    if (fdir) closedir(fdir);
+  }
+  if (d) closedir(d);
+  // sbx's own environment on the host (the test puts the secret there): the
+  // sandbox's init is a fork of sbx, so its /proc/1/environ must be closed.
+  d = opendir("/proc");
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(p, sizeof p, "/proc/%s/environ", e->d_name);
+    int fd = open(p, O_RDONLY);
+    if (fd < 0) continue;
+    static char env[1 << 16];
+    ssize_t n = read(fd, env, sizeof env - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i++)
+      if (!env[i]) env[i] = '\n';
+    if (n > 0) {
+      env[n] = 0;
+      if (strstr(env, secret)) escape("host environment of sbx readable", p);
+    }
+    snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
+    fd = open(p, O_RDONLY);
+    if (fd < 0) continue;
+    n = read(fd, env, sizeof env - 1);
+    close(fd);
+    for (ssize_t i = 0; i < n; i++)
+      if (!env[i]) env[i] = ' ';
+    if (n > 0) {
+      env[n] = 0;
+      if (strncmp(env, "/adv/probe", 10) && strstr(env, "--run-root")) {
+        char line[600];
+        snprintf(line, sizeof line, "%.300s shows sbx's host command line: %.200s", p, env);
+        info("hostread", line);
+      }
+    }
+  }
+  if (d) closedir(d);
+  // Climbing out with .. from the root and from /proc/self/cwd.
+  snprintf(p, sizeof p, "/../../../../../..%s", hostpath);
+  try_read(p, secret);
+  char info_line[64];
+  snprintf(info_line, sizeof info_line, "%d processes visible", procs);
+  info("hostread", info_line);
+  return 0;
+}
+
+// ---- network: reach the host with --network none -------------------------------
+static int cmd_connect(int argc, char** argv) {
+  // argv: "tcp:IP:PORT" or "unix:@NAME" (abstract) or "unix:/path"
+  for (int i = 0; i < argc; i++) {
+    char what[160];
+    snprintf(what, sizeof what, "connect %s", argv[i]);
+    if (strncmp(argv[i], "tcp:", 4) == 0) {
+      char ip[64];
+      int port;
+      if (sscanf(argv[i] + 4, "%63[^:]:%d", ip, &port) != 2) return 2;
+      int s = socket(AF_INET, SOCK_STREAM, 0);
+      if (s < 0) {
+        ok(what, errno);
+        continue;
+      }
+      struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+      inet_pton(AF_INET, ip, &a.sin_addr);
+      struct timeval tv = {2, 0};
+      setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      if (connect(s, (struct sockaddr*)&a, sizeof a) == 0) {
+        if (write(s, "sbx-adv-escape\n", 15) < 0) {}
+        escape(what, "connected");
+      } else {
+        ok(what, errno);
+      }
+      close(s);
+    } else if (strncmp(argv[i], "unix:", 5) == 0) {
+      int s = socket(AF_UNIX, SOCK_STREAM, 0);
+      struct sockaddr_un a = {.sun_family = AF_UNIX};
+      const char* name = argv[i] + 5;
+      socklen_t len;
+      if (name[0] == '@') {
+        strncpy(a.sun_path + 1, name + 1, sizeof a.sun_path - 2);
+        len = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name + 1);
+      } else {
+        strncpy(a.sun_path, name, sizeof a.sun_path - 1);
+        len = sizeof a;
+      }
+      if (connect(s, (struct sockaddr*)&a, len) == 0) {
+        if (write(s, "sbx-adv-escape\n", 15) < 0) {}
+        escape(what, "connected");
+      } else {
+        ok(what, errno);
+      }
+      close(s);
+    } else {
+      return 2;
+    }
+  }
+  return 0;
+}
+
+// ---- signal host processes ------------------------------------------------------
+static int cmd_kill(const char* pidtext, const char* marker) {
+  pid_t hostpid = atoi(pidtext);
+  // Only ever signal a process whose command line carries the test's marker.
+  DIR* d = opendir("/proc");
+  struct dirent* e;
+  int found = 0;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char p[300], cmd[512];
+    snprintf(p, sizeof p, "/proc/%s/cmdline", e->d_name);
+    int fd = open(p, O_RDONLY);
+    if (fd < 0) continue;
+    ssize_t n = read(fd, cmd, sizeof cmd - 1);
+    close(fd);
+    if (n <= 0) continue;
+    for (ssize_t i = 0; i < n; i++)
+      if (!cmd[i]) cmd[i] = ' ';
+    cmd[n] = 0;
+    char victim[300];
+    snprintf(victim, sizeof victim, "sbx-adv-victim-%s", marker);
+    if (strstr(cmd, victim) && atoi(e->d_name) != getpid()) {
+      found++;
+      if (kill(atoi(e->d_name), SIGKILL) == 0) escape("kill marked host process", e->d_name);
+    }
+  }
+  if (d) closedir(d);
+  if (!found) info("kill", "no marked process visible");
+  errno = 0;
+  long rc = kill(hostpid, 0);
+  if (rc == 0) {
+    // Visible under its host pid: it must be one of ours (then the marker
+    // check above covered it), else it is visible, which is itself a leak.
+    char p[64];
+    snprintf(p, sizeof p, "host pid %d exists in the sandbox", hostpid);
+    info("kill", p);
+  } else {
+    ok("kill(host pid, 0)", errno);
+  }
+  return 0;
+}
+
+// ---- bombs ------------------------------------------------------------------------
+static int cmd_forkbomb(int cap) {
+  pid_t* kids = calloc(cap, sizeof *kids);
+  int n = 0, err = 0;
+  for (; n < cap; n++) {
+    pid_t p = fork();
+    if (p == 0) {
+      pause();
+      _exit(0);
+    }
+    if (p < 0) {
+      err = errno;
+      break;
+    }
+    kids[n] = p;
+  }
+  printf("info    forkbomb: %d children, then %s\n", n, err ? strerrorname_np(err) : "cap reached");
+  fflush(stdout);
+  for (int i = 0; i < n; i++) kill(kids[i], SIGKILL);
+  for (int i = 0; i < n; i++) waitpid(kids[i], NULL, 0);
+  printf("result  forkbomb %d\n", n);
+  return 0;
+}
+
+static void* idle_thread(void* arg) {
+  (void)arg;
+  pause();
+  return NULL;
+}
+static int cmd_threads(int cap) {
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 64 * 1024);
+  int n = 0, err = 0;
+  for (; n < cap; n++) {
+    pthread_t t;
+    err = pthread_create(&t, &a, idle_thread, NULL);
+    if (err) break;
+  }
+  printf("info    threads: %d created, then %s\n", n, err ? strerrorname_np(err) : "cap reached");
+  printf("result  threads %d\n", n);
+  fflush(stdout);
+  _exit(0);  // kills all threads
+}
+
+static int cmd_mem(int max_mb) {
+  const size_t step = 8u << 20;
+  int mb = 0;
+  for (; mb < max_mb; mb += 8) {
+    char* p = mmap(NULL, step, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      printf("info    mem: mmap failed at %d MiB: %s\n", mb, strerrorname_np(errno));
+      break;
+    }
+    memset(p, 0xa5, step);  // touch every page
+    printf("result  mem %d\n", mb + 8);
+    fflush(stdout);
+  }
+  return 0;
+}
+
+static int cmd_disk(const char* path, int max_mb) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) {
+    printf("info    disk: open %s: %s\n", path, strerrorname_np(errno));
+    return 0;
+  }
+  static char buf[1 << 20];
+  memset(buf, 0x5a, sizeof buf);
+  int mb = 0, err = 0;
+  for (; mb < max_mb; mb++) {
+    ssize_t n = write(fd, buf, sizeof buf);
+    if (n != (ssize_t)sizeof buf) {
+      err = n < 0 ? errno : ENOSPC;
+      break;
+    }
+  }
+  if (!err && fsync(fd) < 0) err = errno;
+  close(fd);
+  printf("info    disk: wrote %d MiB, then %s\n", mb, err ? strerrorname_np(err) : "cap reached");
+  printf("result  disk %d %s\n", mb, err ? strerrorname_np(err) : "none");
+  unlink(path);
+  return 0;
+}
+
+static int cmd_spin(void) {
+  for (volatile unsigned long i = 0;; i++) {
+  }
+  return 0;
+}
+
+// ---- read-only binds ------------------------------------------------------------
+static int cmd_robind(const char* dir) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/sbx-adv-written", dir);
+  int fd = open(p, O_WRONLY | O_CREAT, 0644);
+  if (fd >= 0) {
+    escape("create file in read-only bind", p);
+    close(fd);
+  } else {
+    ok("create file in read-only bind", errno);
+  }
+  expect_fail("remount read-only bind rw", mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND, NULL), (const int[]){EPERM, ENOSYS, EACCES, 0});
+  expect_fail("remount read-only bind rw (no MS_BIND)", mount(NULL, dir, NULL, MS_REMOUNT, NULL), (const int[]){EPERM, ENOSYS, EACCES, 0});
+  expect_fail("bind it again rw", mount(dir, "/tmp", NULL, MS_BIND, NULL), (const int[]){EPERM, ENOSYS, EACCES, 0});
+  // A new mount API way: open_tree + mount_setattr clearing MOUNT_ATTR_RDONLY.
+  long t = syscall(SYS_open_tree, AT_FDCWD, dir, 1 /*OPEN_TREE_CLONE*/);
+  expect_fail("open_tree(OPEN_TREE_CLONE)", t, (const int[]){EPERM, ENOSYS, EACCES, 0});
+  if (t >= 0) close((int)t);
+  // After the attempts, writing must still fail.
+  fd = open(p, O_WRONLY | O_CREAT, 0644);
+  if (fd >= 0) {
+    escape("create file after remount attempts", p);
+    close(fd);
+  } else {
+    ok("create file after remount attempts", errno);
+  }
+  return 0;
+}
+
+// ---- facts for the log -------------------------------------------------------------
+static void cat_line(const char* what, const char* path, const char* prefix) {
+  FILE* f = fopen(path, "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    if (prefix && strncmp(line, prefix, strlen(prefix))) continue;
+    line[strcspn(line, "\n")] = 0;
+    info(what, line);
+  }
+  if (f) fclose(f);
+}
+static int cmd_info(void) {
+  cat_line("uid_map", "/proc/self/uid_map", NULL);
+  cat_line("gid_map", "/proc/self/gid_map", NULL);
+  cat_line("status", "/proc/self/status", "Cap");
+  cat_line("status", "/proc/self/status", "NoNewPrivs");
+  cat_line("status", "/proc/self/status", "Seccomp");
+  char h[256];
+  gethostname(h, sizeof h);
+  info("hostname", h);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc < 2) {
+    fprintf(stderr, "usage: probe COMMAND [ARGS]\n");
+    return 2;
+  }
+  const char* c = argv[1];
+  int rc = 2;
+  if (!strcmp(c, "syscalls")) rc = cmd_syscalls();
+  else if (!strcmp(c, "devices")) rc = cmd_devices(argc - 2, argv + 2);
+  else if (!strcmp(c, "scan") && argc == 3) rc = cmd_scan(argv[2]);
+  else if (!strcmp(c, "masked")) rc = cmd_masked();
+  else if (!strcmp(c, "fds")) rc = cmd_fds();
+  else if (!strcmp(c, "hostread") && argc == 4) rc = cmd_hostread(argv[2], argv[3]);
+  else if (!strcmp(c, "connect")) rc = cmd_connect(argc - 2, argv + 2);
+  else if (!strcmp(c, "kill") && argc == 4) rc = cmd_kill(argv[2], argv[3]);
+  else if (!strcmp(c, "forkbomb") && argc == 3) rc = cmd_forkbomb(atoi(argv[2]));
+  else if (!strcmp(c, "threads") && argc == 3) rc = cmd_threads(atoi(argv[2]));
+  else if (!strcmp(c, "mem") && argc == 3) rc = cmd_mem(atoi(argv[2]));
+  else if (!strcmp(c, "disk") && argc == 4) rc = cmd_disk(argv[2], atoi(argv[3]));
+  else if (!strcmp(c, "spin")) rc = cmd_spin();
+  else if (!strcmp(c, "robind") && argc == 3) rc = cmd_robind(argv[2]);
+  else if (!strcmp(c, "info")) rc = cmd_info();
+  if (rc == 2) {
+    fprintf(stderr, "probe: bad usage: %s\n", c);
+    return 2;
+  }
+  printf("done    %s escapes=%d\n", c, escapes);
+  return escapes ? 3 : 0;
+}

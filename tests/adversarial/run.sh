@@ -1,0 +1,568 @@
+#!/usr/bin/env bash
+# sbx adversarial suite: each case runs a small attack inside a sandbox (the
+# static C probe of probe.c, busybox sh, or a hostile rootfs), then checks the
+# HOST. A case passes only when the attack failed AND the host is intact.
+#
+#   tests/adversarial/run.sh [--runtime native|gvisor] [--userns host] [--loop N] [CASE...]
+#
+# Environment: SBX (the sbx binary; default build/sbx), SBX_IMAGES (the test
+# images, tests/images/build.sh), SBX_ADV_KEEP=1 keeps the temp dir.
+# Output: one line per case, "PASS name", "FAIL name: why", "UNSUPPORTED name:
+# why" (the feature the attack needs a defence from does not exist yet: never
+# counted as a pass), "N/A name: why" (does not apply to this runtime), and the
+# probe's own lines indented. Exit status 1 when any case failed or anything
+# leaked; 0 otherwise. UNSUPPORTED cases fail the run with SBX_ADV_STRICT=1.
+#
+# Safety: this runs on a shared machine. Bombs are bounded in the probe itself
+# (fork/thread/memory caps) and only run after a check that the limit they
+# test exists; the probe never writes to /sys, sysrq-trigger or core_pattern;
+# signals go only to processes carrying this run's marker.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+SBX=${SBX:-$src/build/sbx}
+SBX=$(readlink -f "$SBX")
+IMAGES=${SBX_IMAGES:-$src/tests/images/out}
+runtime=native
+userns_host=0
+loops=1000
+cases=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runtime) runtime=$2; shift 2 ;;
+    --loop) loops=$2; shift 2 ;;
+    --userns) [ "$2" = host ] && userns_host=1; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) cases+=("$1"); shift ;;
+  esac
+done
+[ "$(id -u)" = 0 ] || { echo "run.sh: needs root (sbx creates namespaces, mounts and cgroups)"; exit 1; }
+[ -x "$SBX" ] || { echo "run.sh: no sbx binary at $SBX (set SBX=)"; exit 1; }
+
+T=$(mktemp -d /tmp/sbx-adv.XXXXXX)
+chmod 755 "$T"
+R=$T/root
+RR=$T/run
+marker=sbxadv$$x$RANDOM
+npass=0 nfail=0 nunsup=0 nna=0
+failed=()
+unsupported=()
+log() { echo "$@"; }
+pass() { log "PASS $1${2:+: $2}"; npass=$((npass + 1)); }
+fail() { log "FAIL $1: $2"; nfail=$((nfail + 1)); failed+=("$1"); }
+unsupported() { log "UNSUPPORTED $1: $2"; nunsup=$((nunsup + 1)); unsupported+=("$1"); }
+na() { log "N/A $1: $2"; nna=$((nna + 1)); }
+indent() { sed 's/^/    | /'; }
+
+# ---------------------------------------------------------------- set-up ---
+help_run=$("$SBX" run --help 2>&1 || true)
+has_flag() { grep -q -- "$1" <<<"$help_run"; }
+rtflag=()
+if [ "$runtime" != native ]; then
+  if ! has_flag --runtime; then
+    echo "N/A all: this sbx has no 'run --runtime' flag; $runtime cases cannot run"
+    rm -rf "$T"
+    exit 0
+  fi
+  rtflag=(--runtime "$runtime")
+fi
+if [ $userns_host = 1 ]; then
+  has_flag --userns || { echo "N/A all: this sbx has no --userns flag"; rm -rf "$T"; exit 0; }
+  rtflag+=(--userns host)
+fi
+
+mkdir -p "$T/bin" "$T/vol" "$T/rovol" "$T/out"
+gcc -static -O2 -o "$T/bin/probe" "$here/probe.c" -lpthread || { echo "run.sh: cannot build probe.c (gcc -static)"; exit 1; }
+gcc -shared -fPIC -O2 -o "$T/exe_preload.so" "$here/exe_preload.c" || { echo "run.sh: cannot build exe_preload.c"; exit 1; }
+chmod 755 "$T/bin" "$T/bin/probe"
+# A plain copy of the busybox rootfs (for hostile --rootfs variants), made with
+# umoci, never with sbx.
+mkbusybox() {  # DIR
+  umoci raw unpack --image "$IMAGES/busybox-oci:latest" "$1" >/dev/null 2>&1
+}
+# The sandboxes run the imported busybox image; where this sbx cannot run an
+# image yet, the same busybox as a --rootfs directory.
+"$SBX" --root "$R" --run-root "$RR" import "$IMAGES/busybox-oci" busybox >/dev/null 2>&1
+IMG=(busybox)
+if ! "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" busybox -- /bin/true >/dev/null 2>&1; then
+  mkbusybox "$T/bb" || { echo "run.sh: cannot unpack $IMAGES/busybox-oci (tests/images/build.sh, umoci)"; exit 1; }
+  IMG=(--rootfs "$T/bb")
+  echo "note: 'sbx run busybox' does not work in this build; using --rootfs (umoci-unpacked busybox)"
+fi
+
+# Run the test's sandboxes in a cgroup of its own (in every hierarchy sbx
+# uses), so that the leak check sees exactly this run's sandbox cgroups.
+cg_dirs=()
+orig_cg=()
+cg_enter() {
+  local line ctrls path dir lines
+  # Read it whole first: it changes as we move between cgroups.
+  mapfile -t lines </proc/self/cgroup
+  for line in "${lines[@]}"; do
+    IFS=: read -r _ ctrls path <<<"$line"
+    if [ -z "$ctrls" ]; then dir=/sys/fs/cgroup/unified; [ -d "$dir" ] || dir=/sys/fs/cgroup
+    else dir=/sys/fs/cgroup/$ctrls; [ -d "$dir" ] || dir=/sys/fs/cgroup/${ctrls#name=}; fi
+    case $ctrls in cpuset|*cpuset*|rdma|misc|net_cls*|net_prio*|perf_event|hugetlb) continue ;; esac
+    [ -d "$dir$path" ] || continue
+    local mine="${dir}${path%/}/sbx-adv-$$"
+    [[ " ${cg_dirs[*]} " == *" $mine "* ]] && continue
+    mkdir -p "$mine" 2>/dev/null || continue
+    if echo $$ >"$mine/cgroup.procs" 2>/dev/null; then
+      cg_dirs+=("$mine"); orig_cg+=("$dir$path")
+    else
+      rmdir "$mine" 2>/dev/null
+    fi
+  done
+}
+cg_leave() {
+  local i
+  for i in "${!cg_dirs[@]}"; do
+    echo $$ >"${orig_cg[$i]}/cgroup.procs" 2>/dev/null
+    rmdir "${cg_dirs[$i]}" 2>/dev/null || log "leak: cgroup ${cg_dirs[$i]} not removable: $(ls "${cg_dirs[$i]}" | grep -c sbx) children"
+  done
+}
+cg_children() {  # prints leftover child cgroups of ours
+  local d
+  for d in "${cg_dirs[@]}"; do find "$d" -mindepth 1 -type d 2>/dev/null; done
+}
+
+victim=""
+listener=""
+cleanup() {
+  [ -n "$victim" ] && kill "$victim" 2>/dev/null
+  [ -n "$listener" ] && kill "$listener" 2>/dev/null
+  # Anything still mounted under our temp dir (only after a failure).
+  findmnt -rn -o TARGET | grep -F "$T" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
+  cg_leave
+  if [ "${SBX_ADV_KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+cg_enter
+
+# Host state that no case may change.
+sha_sbx=$(sha256sum "$SBX" | cut -d' ' -f1)
+host_hostname=$(hostname)
+snap_sysctl() {
+  # Every readable sysctl, minus counters and values the kernel changes by itself.
+  find /proc/sys -type f -readable 2>/dev/null | grep -Ev \
+    '/random/|dentry-state|file-nr|inode-nr|inode-state|ns_last_pid|/pty/nr|/fs/quota/|stat_interval|/net/|perf_event_max_sample_rate|tainted|/kernel/sched_domain/|overflowuid|/fs/binfmt_misc/|/fscache/|/kernel/keys/' |
+    sort | while read -r f; do printf '%s=%s\n' "$f" "$(head -c 200 "$f" 2>/dev/null | tr '\n' ' ')"; done
+}
+snap_sysctl >"$T/sysctl.before"
+mounts_before=$(grep -c . /proc/self/mountinfo)
+nsfs_before=$(grep -c ' nsfs ' /proc/self/mountinfo)
+
+sb() {  # [run flags...] -- uses busybox unless --rootfs is given; output in $T/out/last
+  "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" "$@" >"$T/out/last" 2>&1
+  local rc=$?
+  echo "$rc" >"$T/out/rc"
+  return $rc
+}
+probe_ok() {  # CASE: the last output finished and reported no escape
+  indent <"$T/out/last"
+  if grep -q '^ESCAPE' "$T/out/last"; then fail "$1" "$(grep '^ESCAPE' "$T/out/last" | head -3 | tr '\n' ';')"; return 1; fi
+  if ! grep -q '^done' "$T/out/last"; then fail "$1" "probe did not finish (rc=$(cat "$T/out/rc"))"; return 1; fi
+  return 0
+}
+P=(-v "$T/bin:/adv:ro")
+
+want() {  # CASE: whether CASE was asked for
+  [ ${#cases[@]} -eq 0 ] && return 0
+  local c
+  for c in "${cases[@]}"; do [ "$c" = "$1" ] && return 0; done
+  return 1
+}
+
+# ------------------------------------------------------------------ cases ---
+case_info() {
+  sb "${P[@]}" "${IMG[@]}" -- /adv/probe info
+  indent <"$T/out/last"
+  if [ "$runtime" = gvisor ]; then na rootless "gVisor: the sandbox's root is the sentry's, not the host kernel's"; return; fi
+  if [ $userns_host = 1 ]; then na rootless "--userns host asked for"; return; fi
+  local map
+  map=$(grep 'uid_map' "$T/out/last" | head -1 | awk '{print $3, $4, $5}')
+  if [ -z "$map" ]; then fail rootless "no uid_map line from the probe"; return; fi
+  if [ "$(awk '{print $2}' <<<"$map")" = 0 ]; then
+    if has_flag --userns; then fail rootless "uid 0 inside is uid 0 on the host ($map) although sbx has --userns"
+    else unsupported rootless "no user namespace yet: uid 0 inside is host root ($map)"; fi
+  else
+    pass rootless "uid_map $map"
+  fi
+}
+
+case_syscalls() { sb "${P[@]}" "${IMG[@]}" -- /adv/probe syscalls; probe_ok syscalls && pass syscalls; }
+
+case_devices() {
+  local vda
+  local maj min
+  read -r maj min < <(stat -c '%t %T' /dev/vda 2>/dev/null) && vda=$(printf 'b:%d:%d' "0x$maj" "0x$min")
+  sb "${P[@]}" "${IMG[@]}" -- /adv/probe devices ${vda:-b:254:0} c:1:1 c:1:2 b:7:0
+  probe_ok devices && pass devices
+}
+
+case_procsys() {
+  sb "${P[@]}" "${IMG[@]}" -- /adv/probe scan /proc/sys
+  probe_ok proc-sys-write && pass proc-sys-write
+  sb "${P[@]}" "${IMG[@]}" -- /adv/probe scan /sys
+  probe_ok sys-write && pass sys-write
+}
+
+case_masked() {
+  local cp
+  cp=$(cat /proc/sys/kernel/core_pattern)
+  sb "${P[@]}" "${IMG[@]}" -- /adv/probe masked
+  probe_ok masked-paths || return
+  [ "$(cat /proc/sys/kernel/core_pattern)" = "$cp" ] || { fail masked-paths "host core_pattern changed"; return; }
+  pass masked-paths
+}
+
+case_fds() {  # CVE-2024-21626
+  sb "${P[@]}" "${IMG[@]}" -- /adv/probe fds
+  probe_ok leaked-fds-cwd || return
+  # The runc exploit: a working directory of /proc/self/fd/N, N an fd leaked
+  # from the runtime. Either sbx refuses, or the cwd is inside the sandbox.
+  if ! has_flag --workdir; then pass leaked-fds-cwd "(no -w flag: workdir variant skipped)"; return; fi
+  local n
+  for n in 3 4 5 6 7 8 9 10; do
+    sb -w "/proc/self/fd/$n" "${P[@]}" "${IMG[@]}" -- /adv/probe fds
+    local rc=$?
+    if grep -q '^done' "$T/out/last"; then
+      if grep -q '^ESCAPE' "$T/out/last"; then indent <"$T/out/last"; fail leaked-fds-cwd "-w /proc/self/fd/$n: $(grep -m1 ESCAPE "$T/out/last")"; return; fi
+    elif [ $rc -lt 125 ] || [ $rc -gt 127 ]; then
+      indent <"$T/out/last"; fail leaked-fds-cwd "-w /proc/self/fd/$n: neither ran nor failed cleanly (rc=$rc)"; return
+    fi
+  done
+  pass leaked-fds-cwd "also -w /proc/self/fd/3..10"
+}
+
+case_hostread() {
+  local secret=secret-$marker
+  echo "$secret" >"$T/secret"
+  chmod 644 "$T/secret"
+  SBX_ADV_SECRET=$secret sb "${P[@]}" "${IMG[@]}" -- /adv/probe hostread "$T/secret" "$secret"
+  probe_ok host-files-via-proc && pass host-files-via-proc
+  # Symlinks planted in a volume must resolve inside the sandbox.
+  rm -rf "$T/vol"/*
+  ln -s /etc/shadow "$T/vol/shadow"
+  ln -s "$T/secret" "$T/vol/secret"
+  ln -s "../../../../../../../..$T/secret" "$T/vol/up"
+  sb -v "$T/vol:/vol" "${P[@]}" "${IMG[@]}" -- /bin/sh -c \
+    "/adv/probe hostread /vol/secret $secret; /adv/probe hostread /vol/up $secret; cat /vol/shadow 2>&1 | head -c 64; echo; ln -s / /vol/root-link-from-inside; echo planted"
+  indent <"$T/out/last"
+  if grep -q '^ESCAPE' "$T/out/last"; then fail volume-symlinks "$(grep -m1 ESCAPE "$T/out/last")"; return; fi
+  if grep -q "$(head -1 /etc/shadow | cut -d: -f1-2)" "$T/out/last" && [ -n "$(head -1 /etc/shadow | cut -d: -f2)" ]; then
+    fail volume-symlinks "host /etc/shadow readable through /vol/shadow"; return
+  fi
+  [ "$(grep -c '^done' "$T/out/last")" = 2 ] || { fail volume-symlinks "probe did not finish"; return; }
+  pass volume-symlinks
+}
+
+case_robind() {
+  echo keep >"$T/rovol/file"
+  sb -v "$T/rovol:/ro:ro" "${P[@]}" "${IMG[@]}" -- /adv/probe robind /ro
+  probe_ok ro-bind-escape || return
+  [ "$(ls "$T/rovol")" = file ] || { fail ro-bind-escape "host dir changed: $(ls "$T/rovol" | tr '\n' ' ')"; return; }
+  pass ro-bind-escape
+  sb --read-only "${P[@]}" "${IMG[@]}" -- /adv/probe robind /
+  probe_ok read-only-rootfs && pass read-only-rootfs
+}
+
+case_network() {
+  local hostip port=$((20000 + RANDOM % 20000))
+  hostip=$(ip -4 route get 1.1.1.1 2>/dev/null | awk '{for(i=1;i<=NF;i++) if($i=="src") print $(i+1)}')
+  python3 - "$port" "$hostip" "$marker" "$T/listener.log" <<'PY' &
+import socket, sys, select, os
+port, ip, marker, logf = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+socks = []
+for addr in ["127.0.0.1", ip] if ip else ["127.0.0.1"]:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, port)); s.listen(8); socks.append(s)
+u = socket.socket(socket.AF_UNIX); u.bind("\0sbx-adv-" + marker); u.listen(8); socks.append(u)
+open(logf, "w").close()
+print("ready", flush=True)
+while True:
+    r, _, _ = select.select(socks, [], [])
+    for s in r:
+        c, a = s.accept(); open(logf, "a").write("connection on %r from %r\n" % (s.getsockname(), a)); c.close()
+PY
+  listener=$!
+  for _ in $(seq 50); do [ -f "$T/listener.log" ] && break; sleep 0.1; done
+  local targets=("tcp:127.0.0.1:$port" "unix:@sbx-adv-$marker")
+  [ -n "$hostip" ] && targets+=("tcp:$hostip:$port")
+  # The listener really accepts (so the case can fail).
+  python3 -c "import socket;s=socket.create_connection(('127.0.0.1',$port));s.close()" && sleep 0.2
+  grep -q connection "$T/listener.log" || { fail network-none "the host listener does not work; cannot test"; kill $listener; listener=""; return; }
+  : >"$T/listener.log"
+  sb --network none "${P[@]}" "${IMG[@]}" -- /adv/probe connect "${targets[@]}"
+  sleep 0.3
+  kill $listener 2>/dev/null; wait $listener 2>/dev/null; listener=""
+  probe_ok network-none || return
+  [ -s "$T/listener.log" ] && { fail network-none "host listener got: $(cat "$T/listener.log")"; return; }
+  pass network-none
+}
+
+case_hostname() {
+  sb "${IMG[@]}" -- /bin/sh -c "hostname evil-$marker; echo 'evil-$marker' > /proc/sys/kernel/hostname 2>/dev/null; echo ran-$marker"
+  indent <"$T/out/last"
+  grep -q "^ran-$marker" "$T/out/last" || { fail hostname "the sandbox did not run the attack (rc=$(cat "$T/out/rc"))"; return; }
+  [ "$(hostname)" = "$host_hostname" ] && [ "$(cat /proc/sys/kernel/hostname)" = "$host_hostname" ] ||
+    { fail hostname "host hostname is now $(hostname)"; hostname "$host_hostname"; return; }
+  pass hostname
+}
+
+case_kill() {
+  bash -c "exec -a sbx-adv-victim-$marker sleep 1000" &
+  victim=$!
+  sleep 0.2
+  sb "${P[@]}" "${IMG[@]}" -- /adv/probe kill "$victim" "$marker"
+  probe_ok signal-host-process || { kill $victim 2>/dev/null; victim=""; return; }
+  if ! kill -0 "$victim" 2>/dev/null; then fail signal-host-process "the host process $victim died"; victim=""; return; fi
+  kill "$victim"; wait "$victim" 2>/dev/null; victim=""
+  pass signal-host-process
+}
+
+case_forkbomb() {
+  sb --pids-limit 64 --timeout 60s "${P[@]}" "${IMG[@]}" -- /adv/probe forkbomb 2000
+  indent <"$T/out/last"
+  local n
+  n=$(awk '/^result  forkbomb/{print $3}' "$T/out/last")
+  [ -n "$n" ] || { fail fork-bomb "no result (rc=$(cat "$T/out/rc"))"; return; }
+  [ "$n" -le 64 ] || { fail fork-bomb "$n processes with --pids-limit 64"; return; }
+  # Contained: now the real thing, a shell fork bomb, bounded by the timeout.
+  local t0=$SECONDS
+  sb --pids-limit 64 --timeout 5s "${IMG[@]}" -- /bin/sh -c 'b(){ b | b & }; b; sleep 100'
+  local rc=$? took=$((SECONDS - t0))
+  [ $took -le 30 ] || { fail fork-bomb "shell fork bomb ran ${took}s with --timeout 5s"; return; }
+  sleep 0.5
+  pgrep -f "$RR" >/dev/null && { fail fork-bomb "processes left: $(pgrep -af "$RR" | head -3)"; return; }
+  pass fork-bomb "probe stopped at $n children; shell bomb ended rc=$rc after ${took}s"
+}
+
+case_threads() {
+  sb --pids-limit 256 --timeout 60s "${P[@]}" "${IMG[@]}" -- /adv/probe threads 10000
+  indent <"$T/out/last"
+  local n
+  n=$(awk '/^result  threads/{print $3}' "$T/out/last")
+  [ -n "$n" ] || { fail threads "no result (rc=$(cat "$T/out/rc"))"; return; }
+  [ "$n" -le 256 ] || { fail threads "$n threads with --pids-limit 256"; return; }
+  pass threads "stopped at $n threads"
+}
+
+case_membomb() {
+  sb --memory 64m --timeout 60s "${P[@]}" "${IMG[@]}" -- /adv/probe mem 1024
+  local rc=$(cat "$T/out/rc")
+  tail -3 "$T/out/last" | indent
+  local mb
+  mb=$(awk '/^result  mem/{m=$3} END{print m+0}' "$T/out/last")
+  [ "$mb" -le 72 ] || { fail memory-bomb "touched $mb MiB with --memory 64m"; return; }
+  [ "$rc" = 137 ] || grep -q 'mmap failed' "$T/out/last" || { fail memory-bomb "rc=$rc, expected 137 (OOM kill)"; return; }
+  pass memory-bomb "stopped at $mb MiB, rc=$rc"
+}
+
+case_disk() {
+  if ! has_flag --disk; then
+    unsupported disk-filler "sbx run has no --disk limit on the writable layer yet (a disk filler fills the host's file system holding the run root)"
+    return
+  fi
+  sb --disk 32m --timeout 60s "${P[@]}" "${IMG[@]}" -- /adv/probe disk /fill 1024
+  indent <"$T/out/last"
+  grep -q '^result  disk [0-9]* ENOSPC' "$T/out/last" || { fail disk-filler "no ENOSPC"; return; }
+  local mb
+  mb=$(awk '/^result  disk/{print $3}' "$T/out/last")
+  [ "$mb" -le 40 ] || { fail disk-filler "wrote $mb MiB with --disk 32m"; return; }
+  pass disk-filler "ENOSPC after $mb MiB"
+}
+
+case_spin() {
+  local t0=$SECONDS
+  sb --timeout 2s "${P[@]}" "${IMG[@]}" -- /adv/probe spin
+  local rc=$? took=$((SECONDS - t0))
+  [ $rc = 124 ] || { indent <"$T/out/last"; fail infinite-loop "rc=$rc, expected 124"; return; }
+  [ $took -le 10 ] || { fail infinite-loop "took ${took}s with --timeout 2s"; return; }
+  pass infinite-loop "killed after ~${took}s, rc=124"
+}
+
+case_argv() {
+  # ~1.5 MiB of argv: near ARG_MAX (a quarter of the 8 MiB stack limit).
+  local args
+  mapfile -t args < <(seq -f "argument-%022g" 1 50000)
+  sb "${IMG[@]}" -- /bin/sh -c 'echo argc=$#' sh "${args[@]}"
+  local rc=$?
+  tail -2 "$T/out/last" | indent
+  if [ $rc = 0 ]; then
+    grep -q 'argc=50000' "$T/out/last" || { fail huge-argv "rc 0 but argc wrong: $(tail -1 "$T/out/last")"; return; }
+  elif [ $rc -lt 125 ] || [ $rc -gt 127 ] || ! grep -q 'sbx: error' "$T/out/last"; then
+    fail huge-argv "rc=$rc without a clear sbx error"; return
+  fi
+  # A huge environment: 20000 variables and one value over MAX_ARG_STRLEN.
+  if has_flag --env-file; then
+    { seq -f "SBXADV%g=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" 1 20000; printf 'SBXBIG=%0200000d\n' 0; } >"$T/env"
+    sb --env-file "$T/env" "${IMG[@]}" -- /bin/sh -c 'echo ok'
+    rc=$?
+    tail -2 "$T/out/last" | cut -c1-200 | indent
+    if [ $rc != 0 ] && { [ $rc -lt 125 ] || [ $rc -gt 127 ] || ! grep -q 'sbx: error' "$T/out/last"; }; then
+      fail huge-argv "huge env: rc=$rc without a clear sbx error"; return
+    fi
+  fi
+  pass huge-argv "argv rc=0 argc=50000; env rc=$rc"
+}
+
+# Hostile root file systems (--rootfs): busybox plus one trap each.
+case_hostile_rootfs() {  # CVE-2025-31133, CVE-2025-52565, CVE-2025-52881
+  if ! has_flag --rootfs; then unsupported dev-symlinks "no --rootfs flag"; return; fi
+  local cp mp base=$T/bb
+  cp=$(cat /proc/sys/kernel/core_pattern)
+  mp=$(cat /proc/sys/kernel/modprobe 2>/dev/null)
+  [ -d "$base" ] || mkbusybox "$base" || { fail dev-symlinks "cannot unpack busybox with umoci"; return; }
+  mkdir -p "$T/evil-target"
+  local variant ok=1
+  for variant in devnodes devdir procdir procsys; do
+    local rf=$T/rootfs-$variant
+    rm -rf "$rf"; cp -a "$base" "$rf"; mkdir -p "$rf/adv"
+    case $variant in
+      devnodes)  # /dev/null etc. are symlinks to host-sensitive files (runc masks with /dev/null)
+        rm -rf "$rf/dev"; mkdir -p "$rf/dev"
+        ln -s /proc/sys/kernel/core_pattern "$rf/dev/null"
+        ln -s /proc/sysrq-trigger "$rf/dev/console"
+        ln -s /proc/sys/kernel/modprobe "$rf/dev/full"
+        ln -s /proc/sys/kernel/core_pattern "$rf/dev/ptmx"
+        ln -s "$T/evil-target" "$rf/dev/pts" ;;
+      devdir) rm -rf "$rf/dev"; ln -s /proc/sys/kernel "$rf/dev" ;;
+      procdir) rm -rf "$rf/proc"; ln -s "$T/evil-target" "$rf/proc" ;;
+      procsys) rm -rf "$rf/proc"; ln -s "../../../../../../../../proc/sys/kernel" "$rf/proc" ;;
+    esac
+    sb --rootfs "$rf" "${P[@]}" -- /adv/probe masked
+    local rc=$?
+    log "    variant $variant: rc=$rc"
+    if grep -q '^ESCAPE' "$T/out/last"; then indent <"$T/out/last"; fail "dev-symlinks/$variant" "$(grep -m1 ESCAPE "$T/out/last")"; ok=0; continue; fi
+    if ! grep -q '^done' "$T/out/last"; then
+      # Refusing the hostile rootfs is a correct answer, if it is a clean error.
+      if [ $rc -lt 125 ] || [ $rc -gt 127 ]; then indent <"$T/out/last"; fail "dev-symlinks/$variant" "rc=$rc"; ok=0; continue; fi
+      log "    refused: $(grep -m1 'sbx: error' "$T/out/last")"
+    fi
+    if [ "$(cat /proc/sys/kernel/core_pattern)" != "$cp" ] || [ "$(cat /proc/sys/kernel/modprobe 2>/dev/null)" != "$mp" ]; then
+      fail "dev-symlinks/$variant" "host core_pattern/modprobe changed"; ok=0; continue
+    fi
+    if findmnt -rn -o TARGET | grep -qF "$T/evil-target"; then fail "dev-symlinks/$variant" "a mount appeared on the host at $T/evil-target"; ok=0; continue; fi
+    if [ -n "$(ls -A "$T/evil-target")" ]; then fail "dev-symlinks/$variant" "files appeared in host dir $T/evil-target"; ok=0; continue; fi
+  done
+  [ $ok = 1 ] && pass dev-symlinks "/dev/{null,console,full,ptmx,pts}, /dev and /proc as symlinks"
+}
+
+case_exe() {  # CVE-2019-5736
+  if ! has_flag --rootfs; then unsupported overwrite-sbx-binary "no --rootfs flag"; return; fi
+  local base=$T/bb rf=$T/rootfs-exe copy=$T/sbx-copy
+  [ -d "$base" ] || mkbusybox "$base" || { fail overwrite-sbx-binary "cannot unpack busybox"; return; }
+  rm -rf "$rf"; cp -a "$base" "$rf"; mkdir -p "$rf/adv"
+  # The attack targets the running sbx binary: run a copy, so a broken sandbox
+  # cannot damage the build.
+  cp "$SBX" "$copy"
+  local sha
+  sha=$(sha256sum "$copy" | cut -d' ' -f1)
+  local static=0
+  readelf -lW "$copy" | grep -q INTERP || static=1
+  # Everything sbx's dynamic loader needs, so that it runs inside the sandbox
+  # with the hostile /etc/ld.so.preload.
+  if [ $static = 0 ]; then
+    local lib
+    for lib in $(ldd "$copy" | grep -o '/[^ ]*'); do mkdir -p "$rf$(dirname "$lib")"; cp -L "$lib" "$rf$lib"; done
+    cp "$T/exe_preload.so" "$rf/evil.so"
+    echo /evil.so >"$rf/etc/ld.so.preload"
+  fi
+  local cmd ok=1
+  : >"$T/out/exe-all"
+  for cmd in /proc/self/exe /proc/1/exe; do
+    "$copy" --root "$R" --run-root "$RR" run "${rtflag[@]}" --rootfs "$rf" -- "$cmd" --version >"$T/out/last" 2>&1
+    local rc=$?
+    sleep 3.5  # the attacker's child retries for 1.5 s after the exec
+    log "    $cmd: rc=$rc"
+    indent <"$T/out/last"
+    cat "$T/out/last" >>"$T/out/exe-all"
+    grep -q '^ESCAPE' "$T/out/last" && { fail overwrite-sbx-binary "$cmd: $(grep -m1 ESCAPE "$T/out/last")"; ok=0; }
+  done
+  [ "$(sha256sum "$copy" | cut -d' ' -f1)" = "$sha" ] || { fail overwrite-sbx-binary "the sbx binary on the host changed"; ok=0; }
+  if [ $ok = 1 ]; then
+    if [ $static = 1 ]; then pass overwrite-sbx-binary "static sbx: no loader to hijack; binary unchanged"
+    else pass overwrite-sbx-binary "binary unchanged$(grep -q 'exe-preload: loaded' "$T/out/exe-all" && echo '; the hijacked loader ran inside and got ETXTBSY/EACCES' || echo '; the preload never ran')"; fi
+  fi
+}
+
+case_sbx_killed() {  # sbx itself SIGKILLed mid-run: the sandbox dies with it; gc removes the rest
+  "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" "${IMG[@]}" -- /bin/sh -c "sleep 100; : killed-$marker" >/dev/null 2>&1 &
+  local sbx_pid=$! i
+  for i in $(seq 100); do pgrep -f "killed-$marker" | grep -qv "^$sbx_pid\$" && break; sleep 0.05; done
+  kill -9 "$sbx_pid"; wait "$sbx_pid" 2>/dev/null
+  sleep 1
+  local left
+  left=$(pgrep -af "killed-$marker" || true)
+  if [ -n "$left" ]; then
+    fail sbx-killed "the sandbox outlived its SIGKILLed sbx: $(head -2 <<<"$left" | tr '\n' ';')"
+    pkill -9 -f "killed-$marker"
+    return
+  fi
+  sleep 10  # gc leaves state younger than 10 s alone (a start in progress)
+  "$SBX" --root "$R" --run-root "$RR" gc >/dev/null 2>&1
+  pass sbx-killed "no process left; gc ran"
+}
+
+# ----------------------------------------------------------- leak checks ---
+leaks() {  # WHEN: nothing of this run may be left on the host
+  local what=$1 bad=0 x
+  x=$(findmnt -rn -o TARGET,SOURCE | grep -F "$T" || true)
+  [ -n "$x" ] && { log "leak ($what): mounts: $(head -3 <<<"$x" | tr '\n' ';')"; bad=1; }
+  x=$(grep -c . /proc/self/mountinfo)
+  # Not scoped to this run (other users of the machine mount things too): for the log only.
+  [ "$x" -gt "$mounts_before" ] && log "note ($what): the host has $((x - mounts_before)) more mounts than at the start (none under $T)"
+  x=$(grep -c ' nsfs ' /proc/self/mountinfo)
+  [ "$x" -gt "$nsfs_before" ] && { log "leak ($what): $((x - nsfs_before)) more nsfs (namespace) mounts"; bad=1; }
+  x=$(cg_children)
+  [ -n "$x" ] && { log "leak ($what): cgroups: $(head -3 <<<"$x" | tr '\n' ' ')"; bad=1; }
+  x=$(pgrep -af "$marker|$RR" | grep -v "pgrep" || true)
+  [ -n "$x" ] && { log "leak ($what): processes: $(head -3 <<<"$x" | tr '\n' ';')"; bad=1; }
+  # State dirs: the run root may keep empty bookkeeping dirs, nothing else.
+  x=$(find "$RR" -mindepth 1 \( -type f -o -type l \) ! -name '*.lock' 2>/dev/null | head -5)
+  [ -n "$x" ] && { log "leak ($what): state files: $(tr '\n' ' ' <<<"$x")"; bad=1; }
+  x=$(find "$RR" -mindepth 1 -maxdepth 1 -type d -regextype egrep -regex '.*/[0-9a-f]{64}' 2>/dev/null | head -3)
+  [ -n "$x" ] && { log "leak ($what): sandbox state dirs: $(tr '\n' ' ' <<<"$x")"; bad=1; }
+  x=$(ip netns list 2>/dev/null | grep -F sbx || true)
+  [ -n "$x" ] && { log "leak ($what): named netns: $x"; bad=1; }
+  # User-namespace id ranges: any allocation file left under the run root.
+  x=$(find "$RR" -path '*userns*' -type f ! -name '*.lock' 2>/dev/null | head -3)
+  [ -n "$x" ] && { log "leak ($what): user-namespace ranges: $(tr '\n' ' ' <<<"$x")"; bad=1; }
+  if [ $bad = 0 ]; then pass "no-leaks-$what"; else fail "no-leaks-$what" "see the leak lines above"; fi
+}
+
+host_intact() {
+  local bad=0
+  [ "$(sha256sum "$SBX" | cut -d' ' -f1)" = "$sha_sbx" ] || { log "host: the sbx binary changed"; bad=1; }
+  [ "$(hostname)" = "$host_hostname" ] || { log "host: hostname is $(hostname)"; bad=1; }
+  snap_sysctl >"$T/sysctl.after"
+  local d
+  d=$(diff "$T/sysctl.before" "$T/sysctl.after" | grep '^[<>]' | head -10)
+  [ -n "$d" ] && { log "host: sysctls changed:"; echo "$d" | indent; bad=1; }
+  if [ $bad = 0 ]; then pass host-intact "sbx binary, hostname, all sysctls unchanged"; else fail host-intact "see above"; fi
+}
+
+# ------------------------------------------------------------------ main ---
+log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
+for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
+         forkbomb threads membomb disk spin argv hostile_rootfs exe sbx_killed; do
+  want "$c" || continue
+  "case_$c"
+done
+leaks suite
+if [ "$loops" -gt 0 ] && want loop; then
+  t0=$(date +%s.%N)
+  nbad=0
+  for ((i = 0; i < loops; i++)); do
+    "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" "${IMG[@]}" -- /bin/true >/dev/null 2>&1 || nbad=$((nbad + 1))
+  done
+  t1=$(date +%s.%N)
+  log "loop: $loops x 'sbx run ${IMG[*]} -- /bin/true' in $(echo "$t1 - $t0" | bc) s, $nbad failed"
+  [ $nbad = 0 ] && pass "loop-$loops" || fail "loop-$loops" "$nbad runs failed"
+  leaks "after-$loops-sandboxes"
+fi
+host_intact
+log "summary ($runtime${rtflag[*]:+ ${rtflag[*]}}): $npass passed, $nfail failed${failed[*]:+ (${failed[*]})}, $nunsup unsupported${unsupported[*]:+ (${unsupported[*]})}, $nna n/a"
+[ $nfail = 0 ] || exit 1
+[ "${SBX_ADV_STRICT:-0}" = 1 ] && [ $nunsup -gt 0 ] && exit 1
+exit 0

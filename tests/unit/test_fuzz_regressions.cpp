@@ -1,0 +1,72 @@
+// Every input that made a fuzzer (tests/fuzz/) crash, hang or trip a
+// sanitizer, reduced to a unit test next to the fix. The test names say which
+// fuzzer found it.
+#include <doctest.h>
+
+#include <string>
+
+#include "common/error.h"
+#include "oci/reference.h"
+#include "oci/runtime_config.h"
+
+using namespace sbx;
+
+namespace {
+// A minimal valid config.json with one field replaced by `field_json`.
+std::string config_with(const std::string& process_user, const std::string& linux_extra = "",
+                        const std::string& annotations = "{}") {
+  return R"({"ociVersion":"1.0.2","process":{"args":["/bin/true"],"cwd":"/","user":)" + process_user +
+         R"(},"root":{"path":"rootfs"},"annotations":)" + annotations + R"(,"linux":{)" + linux_extra + "}}";
+}
+}  // namespace
+
+TEST_CASE("fuzz_runtime_config: a negative host id in gidMappings is an error, not undefined behaviour") {
+  // The fuzzer's input had "hostID":-10.000; nlohmann's get<uint32_t>() cast it.
+  std::string j = config_with(R"({"uid":0,"gid":0})",
+                              R"("gidMappings":[{"containerID":0,"hostID":-10.000,"size":65536}])");
+  CHECK_THROWS_AS(oci::from_runtime_config(j), Error);
+  j = config_with(R"({"uid":0,"gid":0})", R"("uidMappings":[{"containerID":0,"hostID":-10,"size":65536}])");
+  CHECK_THROWS_AS(oci::from_runtime_config(j), Error);
+}
+
+TEST_CASE("fuzz_runtime_config: uid 2^32 does not wrap to root") {
+  CHECK_THROWS_AS(oci::from_runtime_config(config_with(R"({"uid":4294967296,"gid":0})")), Error);
+  CHECK_THROWS_AS(oci::from_runtime_config(config_with(R"({"uid":0,"gid":-1})")), Error);
+  CHECK_THROWS_AS(oci::from_runtime_config(config_with(R"({"uid":1.5e300,"gid":0})")), Error);
+  CHECK_THROWS_AS(oci::from_runtime_config(config_with(R"({"uid":0,"gid":0,"additionalGids":[-5]})")), Error);
+  // In range still works.
+  SandboxSpec s = oci::from_runtime_config(config_with(R"({"uid":4294967295,"gid":1000,"additionalGids":[27]})"));
+  CHECK(s.process.uid == 4294967295u);
+  CHECK(s.process.gid == 1000u);
+  CHECK(s.process.additional_gids == std::vector<uint32_t>{27});
+}
+
+TEST_CASE("fuzz_runtime_config: negative rlimits, bad resources and bad timeouts are sbx errors") {
+  std::string j = R"({"process":{"args":["x"],"rlimits":[{"type":"RLIMIT_NOFILE","soft":-1,"hard":10}]}})";
+  CHECK_THROWS_AS(oci::from_runtime_config(j), Error);
+  CHECK_THROWS_AS(oci::from_runtime_config(config_with(R"({"uid":0,"gid":0})",
+                                                       R"("resources":{"cpu":{"quota":1000,"period":0}})")),
+                  Error);
+  CHECK_THROWS_AS(oci::from_runtime_config(config_with(R"({"uid":0,"gid":0})",
+                                                       R"("resources":{"memory":{"limit":1e300}})")),
+                  Error);
+  // std::stoll threw std::invalid_argument / out_of_range here, which no caller expects.
+  CHECK_THROWS_AS(oci::from_runtime_config(config_with(R"({"uid":0,"gid":0})", "",
+                                                       R"({"org.sbx.timeout-ms":"soon"})")),
+                  Error);
+  CHECK_THROWS_AS(oci::from_runtime_config(config_with(R"({"uid":0,"gid":0})", "",
+                                                       R"({"org.sbx.timeout-ms":"99999999999999999999999"})")),
+                  Error);
+  SandboxSpec s = oci::from_runtime_config(config_with(R"({"uid":0,"gid":0})", "", R"({"org.sbx.timeout-ms":"1500"})"));
+  CHECK(s.timeout.count() == 1500);
+}
+
+TEST_CASE("fuzz_reference: a normalised name is its own normal form") {
+  // Found: "docker.io/library/docker.io/library/bbsuay00o" normalised to
+  // "docker.io/library/bbsuay00o:latest", which normalises to "bbsuay00o:latest".
+  std::string n = oci::normalize_name("docker.io/library/docker.io/library/bbsuay00o");
+  CHECK(n == oci::normalize_name(n));
+  CHECK(n == "bbsuay00o:latest");
+  CHECK(oci::normalize_name("localhost/docker.io/library/x:1") == "x:1");
+  CHECK(oci::normalize_repository("docker.io/library/") == "docker.io/library/");
+}

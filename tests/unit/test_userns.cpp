@@ -1,0 +1,205 @@
+// runtime/userns.h: id-range allocation (real files under a temp run root) and,
+// on the real kernel, the mechanism the native backend needs for user
+// namespaces: an idmapped detached mount of an image layer, attached inside a
+// new user+mount namespace and used as an overlay lower dir by the
+// namespace's root.
+#include <doctest.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "runtime/userns.h"
+
+using namespace sbx;
+using namespace sbx::runtime;
+
+namespace {
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char t[] = "/tmp/sbx-userns-test.XXXXXX";
+    REQUIRE(::mkdtemp(t));
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+std::string fake_id(char c) { return std::string(64, c); }
+}  // namespace
+
+TEST_CASE("id_pool: default range above 2^31, or the sbx entries of subuid/subgid") {
+  TempDir t;
+  IdPool p = id_pool(t.path + "/none", t.path + "/none");
+  CHECK(p.start == (1u << 31));
+  CHECK(uint64_t{p.start} + p.count <= (uint64_t{1} << 32) - kIdRangeSize);
+  fs::write_file_atomic(t.path + "/subuid", "alice:100000:65536\nsbx:200000:131072\n");
+  fs::write_file_atomic(t.path + "/subgid", "sbx:200000:131072\n");
+  p = id_pool(t.path + "/subuid", t.path + "/subgid");
+  CHECK(p.start == 200000u);
+  CHECK(p.count == 131072u);
+  fs::write_file_atomic(t.path + "/subgid2", "sbx:300000:131072\n");
+  CHECK_THROWS_AS(id_pool(t.path + "/subuid", t.path + "/subgid2"), Error);
+  fs::write_file_atomic(t.path + "/small", "sbx:300000:1000\n");
+  CHECK_THROWS_AS(id_pool(t.path + "/small", t.path + "/small"), Error);
+}
+
+TEST_CASE("allocate_id_range: distinct ranges, release, exhaustion, reclaim after a crash") {
+  TempDir t;
+  IdPool pool{500000, 2 * kIdRangeSize};
+  for (char c : {'a', 'b', 'c'}) fs::mkdir_p(t.path + "/" + fake_id(c));
+  IdRange a = allocate_id_range(t.path, fake_id('a'), pool);
+  IdRange b = allocate_id_range(t.path, fake_id('b'), pool);
+  CHECK(a.host_start == 500000u);
+  CHECK(b.host_start == 500000u + kIdRangeSize);
+  CHECK(fs::read_file(t.path + "/userns/0") == fake_id('a') + "\n");
+  // Pool exhausted: a clear error, nothing half-written.
+  CHECK_THROWS_AS(allocate_id_range(t.path, fake_id('c'), pool), Error);
+  CHECK_FALSE(std::filesystem::exists(t.path + "/userns/2"));
+  // Released: the slot is reused.
+  release_id_range(t.path, a);
+  IdRange c = allocate_id_range(t.path, fake_id('c'), pool);
+  CHECK(c.slot == 0);
+  // b's sbx was SIGKILLed and gc removed its state dir: its range is reclaimed.
+  std::filesystem::remove_all(t.path + "/" + fake_id('b'));
+  fs::mkdir_p(t.path + "/" + fake_id('d'));
+  IdRange d = allocate_id_range(t.path, fake_id('d'), pool);
+  CHECK(d.slot == 1);
+  CHECK(fs::read_file(t.path + "/userns/1") == fake_id('d') + "\n");
+  // gc: only ranges without a state dir go.
+  std::filesystem::remove_all(t.path + "/" + fake_id('c'));
+  auto removed = gc_id_ranges(t.path);
+  REQUIRE(removed.size() == 1);
+  CHECK(removed[0] == t.path + "/userns/0");
+  CHECK(std::filesystem::exists(t.path + "/userns/1"));
+  CHECK(id_maps(d).at(0).host_id == d.host_start);
+  CHECK(id_maps(d).at(0).size == kIdRangeSize);
+}
+
+namespace {
+// Child side of the kernel test; returns a step number on failure, 0 on success.
+int in_userns(int sock, const std::string& dir) {
+  char go;
+  if (::recv(sock, &go, 1, 0) != 1) return 10;
+  // The idmapped layer, made by the parent (root in the initial namespace).
+  int layer = -1;
+  {
+    char b;
+    struct iovec iov {&b, 1};
+    alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+    struct msghdr msg {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    if (::recvmsg(sock, &msg, 0) != 1) return 11;
+    std::memcpy(&layer, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+  }
+  // Become the namespace's root (host uid = range start).
+  if (::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) return 12;
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) return 13;
+  std::string st = dir + "/staging";
+  if (::mount("sbx", st.c_str(), "tmpfs", 0, "mode=0700") < 0) return 14;
+  for (const char* d : {"/lower", "/upper", "/work", "/root"})
+    if (::mkdir((st + d).c_str(), 0755) < 0) return 15;
+  if (::syscall(SYS_move_mount, layer, "", AT_FDCWD, (st + "/lower").c_str(), MOVE_MOUNT_F_EMPTY_PATH) < 0) return 16;
+  std::string data = "lowerdir=" + st + "/lower,upperdir=" + st + "/upper,workdir=" + st + "/work";
+  if (::mount("overlay", (st + "/root").c_str(), "overlay", 0, data.c_str()) < 0) return 17;
+  struct stat s {};
+  // Host uid 0 on disk is uid 0 here; host 1000 is 1000.
+  if (::stat((st + "/root/by-root").c_str(), &s) < 0 || s.st_uid != 0 || s.st_gid != 0) return 18;
+  if (::stat((st + "/root/by-1000").c_str(), &s) < 0 || s.st_uid != 1000) return 19;
+  // Root here may write the layer's root-owned file (copy-up) and create files.
+  int fd = ::open((st + "/root/by-root").c_str(), O_WRONLY | O_APPEND);
+  if (fd < 0 || ::write(fd, "x", 1) != 1) return 20;
+  ::close(fd);
+  fd = ::open((st + "/root/new").c_str(), O_WRONLY | O_CREAT, 0644);
+  if (fd < 0) return 21;
+  ::close(fd);
+  if (::stat((st + "/root/new").c_str(), &s) < 0 || s.st_uid != 0) return 22;
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("idmapped image layer as an overlay lower dir inside a user namespace (real kernel)") {
+  if (::geteuid() != 0) {
+    MESSAGE("not root: skipped");
+    return;
+  }
+  TempDir t;
+  ::chmod(t.path.c_str(), 0755);
+  std::string layer = t.path + "/layer";
+  fs::mkdir_p(layer);
+  fs::mkdir_p(t.path + "/staging");
+  fs::write_file_atomic(layer + "/by-root", "root\n");
+  fs::write_file_atomic(layer + "/by-1000", "user\n");
+  REQUIRE(::chown((layer + "/by-1000").c_str(), 1000, 1000) == 0);
+  ::chmod((layer + "/by-root").c_str(), 0644);
+
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(sv[0]);
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) ::_exit(9);
+    ::_exit(in_userns(sv[1], t.path));
+  }
+  ::close(sv[1]);
+  // Let the child unshare first: /proc/PID/ns/user must be its new namespace.
+  for (int i = 0; i < 200; ++i) {
+    char a[64], b[64];
+    ssize_t n1 = ::readlink(("/proc/" + std::to_string(child) + "/ns/user").c_str(), a, sizeof a);
+    ssize_t n2 = ::readlink("/proc/self/ns/user", b, sizeof b);
+    if (n1 > 0 && n2 > 0 && std::string(a, n1) != std::string(b, n2)) break;
+    ::usleep(5000);
+  }
+  IdRange r{(1u << 31) + 7 * kIdRangeSize, 7};
+  write_id_maps(child, id_maps(r), id_maps(r));
+  int userns = ::open(("/proc/" + std::to_string(child) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(userns >= 0);
+  int tree = open_idmapped_tree(layer, userns, true, true);
+  ::close(userns);
+  REQUIRE(::send(sv[0], "G", 1, 0) == 1);
+  {
+    char b = 'L';
+    struct iovec iov {&b, 1};
+    alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
+    struct msghdr msg {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &tree, sizeof(int));
+    REQUIRE(::sendmsg(sv[0], &msg, 0) == 1);
+  }
+  ::close(tree);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  ::close(sv[0]);
+  INFO("child exit status (step that failed, see in_userns): " << WEXITSTATUS(status));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  // The layer on disk is unchanged: the write went to the (gone) upper dir.
+  CHECK(fs::read_file(layer + "/by-root") == "root\n");
+  struct stat s {};
+  REQUIRE(::stat((layer + "/by-root").c_str(), &s) == 0);
+  CHECK(s.st_uid == 0);
+}
