@@ -565,11 +565,12 @@ class Sbx(Tool):
     def leaks(self):
         out = []
         if os.path.isdir(SBX_RUN_ROOT):
-            # A sandbox leaves a state dir with something in it; empty dirs (e.g. userns/) are sbx's
-            # own bookkeeping.
+            # A sandbox leaves a state dir with something in it; dirs holding only dotfiles
+            # (userns/.lock) are sbx's own bookkeeping.
             for e in os.listdir(SBX_RUN_ROOT):
                 path = os.path.join(SBX_RUN_ROOT, e)
-                if not e.startswith(".") and not (os.path.isdir(path) and not os.listdir(path)):
+                own = os.path.isdir(path) and all(x.startswith(".") for x in os.listdir(path))  # e.g. userns/.lock
+                if not e.startswith(".") and not own:
                     out.append(f"sbx state {path}")
             if not out:
                 shutil.rmtree(SBX_RUN_ROOT, ignore_errors=True)
