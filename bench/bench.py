@@ -565,9 +565,15 @@ class Sbx(Tool):
     def leaks(self):
         out = []
         if os.path.isdir(SBX_RUN_ROOT):
-            out += [f"sbx state {SBX_RUN_ROOT}/{e}" for e in os.listdir(SBX_RUN_ROOT) if not e.startswith(".")]
+            # A sandbox leaves a state dir with something in it; dirs holding only dotfiles
+            # (userns/.lock) are sbx's own bookkeeping.
+            for e in os.listdir(SBX_RUN_ROOT):
+                path = os.path.join(SBX_RUN_ROOT, e)
+                own = os.path.isdir(path) and all(x.startswith(".") for x in os.listdir(path))  # e.g. userns/.lock
+                if not e.startswith(".") and not own:
+                    out.append(f"sbx state {path}")
             if not out:
-                shutil.rmtree(SBX_RUN_ROOT, ignore_errors=True)  # only sbx's own empty bookkeeping left
+                shutil.rmtree(SBX_RUN_ROOT, ignore_errors=True)
         return out
 
 
@@ -1435,8 +1441,11 @@ def leak_check(tools):
         if top.count("/") >= 7:
             dirs[:] = []
             continue
-        leaks += [f"cgroup {top}/{d}" for d in dirs if d.startswith("bench-") or d.startswith("libpod-")
-                  and PODMAN_CIDS.intersection({d[7:].split(".")[0]})]
+        # Only ours: other people on this host may name their cgroups bench-* too.
+        leaks += [f"cgroup {top}/{d}" for d in dirs
+                  if any(d.startswith(f"bench-{t.name}-{t.ctx.tag}-") for t in tools)
+                  or d.startswith(f"bench-cgtest-{os.getpid()}-")
+                  or d.startswith("libpod-") and PODMAN_CIDS.intersection({d[7:].split(".")[0]})]
     return leaks
 
 
