@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -125,6 +126,29 @@ std::vector<std::string> runsc_cgroup_dirs(const std::string& name) {
     ::closedir(d);
   }
   return dirs;
+}
+
+/// --pids-limit inside gVisor: runsc applies linux.resources.pids to the
+/// sentry's host threads, not to the sandbox's tasks, so the limit is also
+/// given to gVisor's own kernel as RLIMIT_NPROC (which it enforces for every
+/// user, root included, since the sandbox has no CAP_SYS_RESOURCE): a fork
+/// bomb or a thread flood stops at the limit with EAGAIN, as on the native
+/// backend. An explicit lower --ulimit nproc wins. The host cgroup keeps a
+/// larger pids limit as a backstop.
+void apply_pids_limit_as_nproc(SandboxSpec& s) {
+  if (!s.resources.pids_limit || *s.resources.pids_limit <= 0) return;
+  const uint64_t limit = static_cast<uint64_t>(*s.resources.pids_limit);
+  for (auto& r : s.process.rlimits) {
+    if (r.type != "RLIMIT_NPROC") continue;
+    r.soft = std::min(r.soft, limit);
+    r.hard = std::min(r.hard, limit);
+    return;
+  }
+  s.process.rlimits.push_back({"RLIMIT_NPROC", limit, limit});
+  // The host pids cgroup holds the sentry, the gofer and (ptrace platform) a
+  // host stub per guest task: at the guest's own limit it would kill the
+  // whole sandbox, so the host limit leaves head room for them.
+  s.resources.pids_limit = *s.resources.pids_limit * 3 + 256;
 }
 
 }  // namespace
@@ -247,6 +271,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       mount_rootfs(spec.layer_dirs, scratch, rootfs);
       SandboxSpec resolved = spec;
       resolve_process_user(resolved.process, rootfs);
+      apply_pids_limit_as_nproc(resolved);
       fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(resolved, ro), 0600);
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
