@@ -21,6 +21,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/lifecycle.h"
 #include "runtime/state.h"
 #include "runtime/user.h"
 
@@ -215,6 +216,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const std::string scratch = dir + "/scratch";
   const std::string state = dir + "/runsc";
   const std::string logfile = dir + "/runsc.log";
+  const std::string cgroup_name = "sbx-" + spec.id.substr(0, 12);
   fs::mkdir_p(rootfs, 0700);
   fs::mkdir_p(scratch, 0700);
   fs::mkdir_p(state, 0700);
@@ -222,6 +224,9 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // Removes everything this run created; safe to call more than once.
   auto cleanup = [&] {
     run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
+    // runsc leaves some of its cgroups behind (here: memory and name=systemd
+    // on a v1 host): remove every one it may have made.
+    destroy_cgroup_dirs(runsc_cgroup_dirs(cgroup_name));
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   };
@@ -230,7 +235,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // user (-u / the image's User) resolves in the image's own /etc/passwd.
   oci::RuntimeConfigOptions ro;
   ro.rootfs_path = rootfs;
-  ro.cgroups_path = "/sbx-" + spec.id.substr(0, 12);
+  ro.cgroups_path = "/" + cgroup_name;
 
   std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile,
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
@@ -298,7 +303,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     st.pid = child;
     st.pid_start = process_start_time(child);
     st.created_ms = st.started_ms = now_ms();
-    st.cgroups = runsc_cgroup_dirs(ro.cgroups_path.substr(1));
+    st.cgroups = runsc_cgroup_dirs(cgroup_name);
     st.command = spec.process.args;
     write_state(dir, st);
   } catch (const Error& e) {
