@@ -19,7 +19,9 @@ expect_rc "a small program fits under --memory" 0 run --memory 32m $BB sh -c 'he
 
 # --- pids -------------------------------------------------------------------------
 start=$(date +%s%N)
-run --pids-limit 64 --timeout 3s $BB sh -c 'b() { b | b & }; b; wait' 2>"$T/err"
+# (The shell stays 2 s so the bomb surely grows to the limit: with `wait` it
+# could exit before its detached grandchildren did, ending the run early.)
+run --pids-limit 64 --timeout 3s $BB sh -c 'b() { b | b & }; b; sleep 2' 2>"$T/err"
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 check "fork bomb is over within the timeout ($ms ms)" test "$ms" -lt 6000
 native_only && check "the fork bomb hit the pids limit, reported" grep -q 'failed at the pids limit (64)' "$T/err"
