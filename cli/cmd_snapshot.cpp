@@ -39,11 +39,10 @@ std::string human_size(uint64_t b) {
   return buf;
 }
 
-runtime::SandboxState sandbox_state(const Globals& g, const std::string& id) {
-  std::string dir = g.run_root + "/" + id;
-  if (!fs::exists(dir + "/state.json"))
-    throw Error("no sandbox '" + id + "' in " + g.run_root + "; see the sandboxes you created with 'sbx create'", ENOENT, 1);
-  return runtime::read_state(dir);
+/// The sandbox named by `ref` (full id, name or unique id prefix), resolved
+/// as every lifecycle command does (same errors, exit 125).
+runtime::SandboxState sandbox_state(const Globals& g, const std::string& ref) {
+  return runtime::read_state(runtime::sandbox_dir(g.run_root, runtime::resolve_id(g.run_root, ref)));
 }
 
 void print_record_table(const std::vector<snapshot::SnapshotRecord>& recs) {
@@ -88,9 +87,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
           snapshot::SandboxFs sfs = snapshot::sandbox_fs(g.run_root, st);
           req.upper_dir = sfs.upper_dir;
           req.freeze_cgroups = sfs.freeze_cgroups;
-          if (runtime::state_alive(st) && sfs.freeze_cgroups.empty())
-            std::cerr << "sbx: warning: sandbox " << id << " is running but has no freezer cgroup; "
-                      << "files being written during the snapshot may be caught half-written\n";
+          req.freeze_members = sfs.freeze_members;
           req.parent_image = st.image_id.empty() ? st.image_ref : st.image_id;
           parent_id = st.id;
         }
@@ -149,10 +146,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
             throw Error("sandbox " + id + " runs on gvisor, whose files live in runsc's memory; directory snapshots need a native sandbox");
           if (!runtime::state_alive(st)) throw Error("sandbox " + id + " is not running; start it to snapshot a directory of it");
           req.parent = st.id;
-          req.freeze_cgroups = snapshot::freezable_cgroups(st);
-          if (req.freeze_cgroups.empty())
-            std::cerr << "sbx: warning: sandbox " << id << " has no freezer cgroup; "
-                      << "files being written during the snapshot may be caught half-written\n";
+          snapshot::freeze_cgroups(g.run_root, st, req.freeze_cgroups, req.freeze_members);
           rec = snapshot::snapshot_sandbox_dir(g.root, st.pid, path, req);
         }
         std::cout << rec.name << "\n";

@@ -10,7 +10,11 @@
 #    extracted and mounted into a busybox sandbox; the snapshot never changes.
 #  - snapshots ls/rm/prune; clear errors and exit codes.
 #  - `sbx snapshot ID` / `snapshot-dir ID` / `checkpoint ID` on sandboxes from
-#    `sbx create`, when this build has it.
+#    `sbx create`, named by id, name or prefix.
+#  - a running sandbox that writes and forks without pause is frozen while it
+#    is snapshotted (its freezer cgroup is seen frozen; the files it keeps in
+#    lock-step are consistent in the snapshot), goes on after, and `sbx rm`
+#    removes the freezer cgroup made for it.
 # Leaves nothing behind (checked at the end).
 set -euo pipefail
 SBX=${SBX:-build/sbx}
@@ -112,32 +116,88 @@ sbx snapshots rm proj snap:v1 >/dev/null
 sbx run busybox -- true || fail "parent image broken after removing its snapshot"
 expect_code 1 "not found" sbx snapshots rm proj
 expect_code 1 "not found" sbx restore nosuch
-expect_code 1 "no sandbox" sbx snapshot nosuch
-expect_code 1 "no sandbox" sbx checkpoint nosuch
+# Sandbox ids resolve as in every lifecycle command (full id, name, unique prefix).
+expect_code 125 "no such sandbox 'nosuch'" sbx snapshot nosuch
+expect_code 125 "no such sandbox 'nosuch'" sbx snapshot-dir nosuch /root
+expect_code 125 "no such sandbox 'nosuch'" sbx checkpoint nosuch
 
-if "$SBX" --help | grep -q '^  create '; then
-  echo "== snapshots of sandboxes made with sbx create"
-  sid=$(sbx create busybox)
-  sbx exec "$sid" -- sh -c 'echo from-create > /root/c.txt; rm /etc/group'
-  sbx snapshot "$sid" --name created:v1 >/dev/null
-  [ "$(sbx run created:v1 -- cat /root/c.txt)" = from-create ] || fail "snapshot of a running sandbox"
-  sbx run created:v1 -- sh -c 'test ! -e /etc/group' || fail "deletion in a running sandbox"
-  sbx snapshot-dir "$sid" /root --name croot >/dev/null
-  sbx snapshots extract croot "$T/croot"
-  [ "$(cat "$T/croot/c.txt")" = from-create ] || fail "snapshot-dir of a running sandbox"
-  expect_code 125 "runtime gvisor" sbx checkpoint "$sid"
-  sbx rm -f "$sid" >/dev/null
-  # Memory snapshots need `sbx create --runtime gvisor`; until create runs on
-  # gvisor they are covered at the library level against real runsc
-  # (tests/unit/test_snapshot_checkpoint.cpp: python counter, 3 copies).
+echo "== snapshots of sandboxes made with sbx create (by id, name and prefix)"
+sid=$(sbx create --name box busybox)
+sbx exec "$sid" -- sh -c 'echo from-create > /root/c.txt; rm /etc/group'
+sbx snapshot box --name created:v1 >/dev/null
+[ "$(sbx run created:v1 -- cat /root/c.txt)" = from-create ] || fail "snapshot of a running sandbox (by name)"
+sbx run created:v1 -- sh -c 'test ! -e /etc/group' || fail "deletion in a running sandbox"
+sbx snapshot "${sid:0:10}" --name created:v2 >/dev/null || fail "snapshot by id prefix"
+sbx snapshot-dir box /root --name croot >/dev/null
+sbx snapshots extract croot "$T/croot"
+[ "$(cat "$T/croot/c.txt")" = from-create ] || fail "snapshot-dir of a running sandbox"
+expect_code 125 "runtime gvisor" sbx checkpoint box
+
+echo "== a running sandbox is frozen while it is snapshotted"
+# The writer keeps /w/a and /w/z in lock-step (each replaced atomically, a
+# first), so at any instant a == z or a == z+1. Between them in the layer
+# (sorted by name) sits 64 MB, so an unfrozen read of a, then the big file,
+# then z sees z run ahead of a. Every mv forks: the sandbox keeps forking
+# while sbx gathers it into the freezer.
+wid=$(sbx create --name writer busybox sh -c '
+  mkdir -p /w; dd if=/dev/urandom of=/w/m-big bs=1M count=64 2>/dev/null
+  i=0; while :; do i=$((i+1)); echo $i > /w/a.new; mv /w/a.new /w/a; echo $i > /w/z.new; mv /w/z.new /w/z; done')
+for _ in $(seq 200); do [ "$(sbx exec writer cat /w/z 2>/dev/null || echo 0)" -gt 50 ] && break; sleep 0.05; done
+short=${wid:0:12}
+# Where the freezer appears: a cgroup2 cgroup (hybrid: /sys/fs/cgroup/unified;
+# unified: the sandbox's own) or the v1 freezer; under the caller's cgroup.
+v2self=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup); v2self=${v2self%/}
+frself=$(awk -F: '$2 == "freezer" {print $3}' /proc/self/cgroup); frself=${frself%/}
+watch=("/sys/fs/cgroup/unified$v2self/sbx-$short/cgroup.events" "/sys/fs/cgroup$v2self/sbx-$short/cgroup.events"
+       "/sys/fs/cgroup/freezer$frself/sbx-$short/freezer.state")
+( while :; do
+    for f in "${watch[@]}"; do
+      s=$(cat "$f" 2>/dev/null) || continue
+      case "$s" in *"frozen 1"*|FROZEN*) echo "$f" > "$T/saw-frozen"; exit 0;; esac
+    done
+  done ) &
+poller=$!
+sbx snapshot writer --name written:v1 >/dev/null
+sleep 0.2; kill "$poller" 2>/dev/null || true; wait "$poller" 2>/dev/null || true
+[ -s "$T/saw-frozen" ] || fail "the sandbox's cgroup was never seen frozen during the snapshot"
+echo "seen frozen: $(cat "$T/saw-frozen")"
+pair=$(sbx run written:v1 -- sh -c 'echo $(cat /w/a) $(cat /w/z)')
+read -r a z <<<"$pair"
+{ [ "$a" -ge 50 ] && [ $((a - z)) -ge 0 ] && [ $((a - z)) -le 1 ]; } \
+  || fail "snapshot is not consistent: a=$a z=$z (a running writer was read unfrozen)"
+echo "consistent: a=$a z=$z"
+frozen_cg=$(cat "$T/saw-frozen"); frozen_cg=${frozen_cg%/*}
+grep -qx "frozen 1\|FROZEN" "$frozen_cg/cgroup.events" "$frozen_cg/freezer.state" 2>/dev/null && fail "the sandbox was left frozen"
+z1=$(sbx exec writer cat /w/z); sleep 0.3; z2=$(sbx exec writer cat /w/z)
+[ "$z2" -gt "$z1" ] || fail "the writer did not go on after the snapshot ($z1 -> $z2)"
+# A second snapshot reuses the freezer cgroup; its processes are all inside.
+sbx snapshot writer --name written:v2 >/dev/null
+pair=$(sbx run written:v2 -- sh -c 'echo $(cat /w/a) $(cat /w/z)'); read -r a2 z2 <<<"$pair"
+{ [ "$a2" -gt "$a" ] && [ $((a2 - z2)) -ge 0 ] && [ $((a2 - z2)) -le 1 ]; } || fail "second snapshot: a=$a2 z=$z2"
+sbx snapshot-dir writer /w --name wdir >/dev/null
+sbx snapshots extract wdir "$T/wdir"
+a3=$(cat "$T/wdir/a"); z3=$(cat "$T/wdir/z")
+{ [ $((a3 - z3)) -ge 0 ] && [ $((a3 - z3)) -le 1 ]; } || fail "directory snapshot is not consistent: a=$a3 z=$z3"
+sbx rm -f writer box >/dev/null
+[ ! -e "$frozen_cg" ] || fail "sbx rm left the freezer cgroup $frozen_cg"
+sbx snapshots rm written:v1 written:v2 wdir created:v1 created:v2 croot >/dev/null
+
+if sbx create --runtime gvisor --name probe busybox >/dev/null 2>"$T/gvisor-create.err"; then
+  sbx rm -f probe >/dev/null
+  echo "== memory snapshots through the CLI: TODO"
 else
-  echo "SKIP: sbx create is not in this build: snapshot/snapshot-dir/checkpoint of live sandboxes not tested here"
+  echo "SKIP: memory snapshots from the CLI: 'sbx create --runtime gvisor' is refused here: $(cat "$T/gvisor-create.err")"
+  # (covered at the library level against real runsc: tests/unit/test_snapshot_checkpoint.cpp)
 fi
 
 echo "== nothing leaked"
 ! grep -q "$T" /proc/self/mountinfo || fail "mounts left under $T"
-# (RUN_ROOT/userns is the runtime's id-range pool: only its .lock may stay)
-[ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx userns)" ] || fail "state left in the run root: $(ls "$T/run")"
+# (RUN_ROOT/userns is the runtime's id-range pool: only its .lock may stay;
+# RUN_ROOT/.names holds the name links: it may stay, empty)
+[ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx 'userns\|\.names')" ] || fail "state left in the run root: $(ls -A "$T/run")"
+[ -z "$(ls -A "$T/run/.names" 2>/dev/null)" ] || fail "sandbox names left: $(ls -A "$T/run/.names")"
+[ -z "$(ls -d /sys/fs/cgroup/*/sbx-"${wid:0:12}" /sys/fs/cgroup/*/*/sbx-"${wid:0:12}" 2>/dev/null)" ] || fail "cgroups of the writer left"
+! pgrep -f "w/z.new" >/dev/null || fail "the writer's processes are still running"
 [ -z "$(ls "$T/run/userns" 2>/dev/null)" ] || fail "user namespace ranges still held: $(ls "$T/run/userns")"
 [ -z "$(ls -A "$T/root/tmp" 2>/dev/null)" ] || fail "temp files left in the store"
 echo PASS
