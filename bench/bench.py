@@ -65,10 +65,10 @@ PROFILES = {
     # (fast tools / tools whose single start takes > 100 ms); he_tools: HumanEval tools.
     "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100, tp_budget_s=300,
                  he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"],
-                 import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50),
+                 import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50, snap_mb=100),
     "quick": dict(start_runs=8, warmup=1, tp_par=[4], tp_n_fast=60, tp_n_slow=12, tp_budget_s=40,
                   he_par=4, he_tools=["chroot", "sbx", "sbx-rootfs"],
-                  import_reps=1, exec_runs=5, mem_sandboxes=2, fork_n=3),
+                  import_reps=1, exec_runs=5, mem_sandboxes=2, fork_n=3, snap_mb=25),
 }
 
 SLOW_TOOLS = {"runsc", "podman", "sbx-gvisor"}  # ~200 ms a start: fewer sandboxes per throughput batch
@@ -87,14 +87,20 @@ def sh(argv, check=True, timeout=600, **kw) -> subprocess.CompletedProcess:
     return p
 
 
-def sh_files(argv, timeout=60) -> subprocess.CompletedProcess:
-    """Like sh(), but stdout/stderr go through temp files, not pipes: a command that leaves a
+def sh_files_nocheck(argv, timeout=60) -> subprocess.CompletedProcess:
+    """Runs argv with stdout/stderr through temp files, not pipes: a command that leaves a
     detached process holding its stdout (runc run --detach, sbx create) must not hang us."""
     with tempfile.TemporaryFile("w+") as o, tempfile.TemporaryFile("w+") as e:
         p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e, timeout=timeout)
         o.seek(0)
         e.seek(0)
         p.stdout, p.stderr = o.read(), e.read()
+    return p
+
+
+def sh_files(argv, timeout=60) -> subprocess.CompletedProcess:
+    """sh_files_nocheck() that raises, with stderr in the message, on a non-zero exit."""
+    p = sh_files_nocheck(argv, timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, argv[:6]))}: exit {p.returncode}: {short(p.stderr or p.stdout)}")
     return p
@@ -977,11 +983,11 @@ def sbx_upper(cid: str, sub: str = "") -> Path:
 
 def gvisor_create_refused(sbx) -> str:
     """'' when `sbx create --runtime gvisor` works here, else why not (probed once, removed at once)."""
-    try:
-        cid = sbx.start_idle("busybox", ["/bin/sleep", "60"])
-    except Exception as ex:  # noqa: BLE001 - reported
-        return f"not yet available: `sbx create --runtime gvisor` is refused ({short(str(ex), 150)})"
-    sbx.stop_idle(cid)
+    p = sh_files_nocheck([*sbx.base, "create", *sbx.runtime_args, "--network", "none", "bench-busybox",
+                          "/bin/sleep", "60"])
+    if p.returncode != 0:
+        return f"not yet available: `sbx create --runtime gvisor` is refused here ({short(p.stderr or p.stdout, 150)})"
+    sbx.stop_idle(p.stdout.strip().splitlines()[-1].strip())
     return ""
 
 
@@ -996,7 +1002,7 @@ def scenario_snapshot(ctx, tools, prof, res):
       restore` / `sbx restore --count N` of a gVisor sandbox beside raw `runsc checkpoint` /
       `runsc restore` (N times) on a raw bundle.
     Each result is checked before it counts (the file's size read back, an exec that prints 42)."""
-    mb = 100
+    mb = prof["snap_mb"]
     nbytes = str(mb * 1048576)
     nfork = prof["fork_n"]
     out = {"description": f"filesystem snapshot of a sandbox that wrote {mb} MB to /work/data.bin (checked by reading "
@@ -1063,7 +1069,7 @@ def scenario_snapshot(ctx, tools, prof, res):
         cases[pod_key] = podman_fs
 
     fs_key, dir_key = f"filesystem: sbx snapshot ({mb} MB written)", f"directory: sbx snapshot-dir ({mb} MB)"
-    floor_key = f"directory: tar | zstd -3 of the same host dir ({mb} MB)"
+    floor_key = f"directory: tar piped to zstd -3, the same host dir ({mb} MB)"
     if "snapshot" in sbx_cmds:
         def sbx_fs():
             cid = sbx.start_idle("busybox", writer)
@@ -1209,7 +1215,7 @@ def scenario_snapshot(ctx, tools, prof, res):
             out["ratios"].append({"what": what, "peer": peer, "status": (a.get("status") if a.get("status") != "ok"
                                                                          else b.get("status", "peer not run"))})
     add_ratio(f"filesystem snapshot, {mb} MB written", fs_key, "snapshot_s", pod_key, "snapshot_s", "podman commit")
-    add_ratio(f"directory snapshot, {mb} MB", dir_key, "snapshot_s", floor_key, "snapshot_s", "tar | zstd -3 (floor)")
+    add_ratio(f"directory snapshot, {mb} MB", dir_key, "snapshot_s", floor_key, "snapshot_s", "tar piped to zstd -3 (floor)")
     add_ratio(f"fork {nfork} from a filesystem snapshot", fs_key, "fork_s", pod_key, "fork_s",
               f"{nfork} × podman run -d")
     add_ratio("memory checkpoint (gVisor)", mem_key, "checkpoint_s", rs_key, "checkpoint_s", "runsc checkpoint")
