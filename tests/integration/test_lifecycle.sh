@@ -129,6 +129,22 @@ S kill -s TERM box >/dev/null
 sleep 0.3
 S inspect box | grep -q '"Signal": 15' && ok "kill -s TERM ends a holder-only sandbox" || fail "kill -s TERM"
 
+# --- gVisor: a SIGKILLed monitor -------------------------------------------------
+# The monitor is the parent of runsc: killing it takes runsc's sandbox with it,
+# ps reports the sandbox killed, and gc releases runsc's state and cgroups.
+if [ "$RUNTIME" = gvisor ]; then
+  ID8=$(S create busybox)
+  MON8=$(S inspect "$ID8" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1)
+  [ -n "$(ps -eo args | grep -F "$RUN/$ID8/" | grep -v grep)" ] && ok "runsc runs under the monitor" || fail "no runsc for $ID8"
+  kill -9 "$MON8"; sleep 0.5
+  expect_eq "$(ps -eo args | grep -F "$RUN/$ID8/" | grep -v grep)" "" "runsc died with its SIGKILLed monitor"
+  S inspect "$ID8" | grep -q '"Reason": "killed"' && ok "ps/inspect: a SIGKILLed monitor reads as killed" || fail "killed monitor: $(S inspect "$ID8" | grep -E 'Status|Reason')"
+  S gc >/dev/null
+  expect_eq "$(ls -A "$RUN/$ID8/runsc")" "" "gc deleted runsc's state"
+  expect_eq "$(ls -d /sys/fs/cgroup/*/sbx-${ID8:0:12} 2>/dev/null)" "" "gc removed runsc's cgroups"
+  S rm "$ID8" >/dev/null && ok "rm of the released sandbox" || fail "rm $ID8"
+fi
+
 # --- rm and leak check ------------------------------------------------------------------
 ID7=$(S create busybox)
 PID7=$(S inspect "$ID7" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1)
