@@ -174,6 +174,15 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
       // Its creator is alive: it would go on building. Kill it too.
       ::kill(st.creator_pid, SIGKILL);
     }
+    if (is_gvisor(st) && state_alive(st)) {
+      // Through runsc (kill --all), so that the monitor ends it the normal
+      // way and runsc deletes its own state: far quicker than `runsc delete
+      // --force` on a sandbox whose runsc died with a SIGKILLed monitor.
+      try {
+        kill_gvisor(dir, st, SIGKILL);
+      } catch (const Error&) {
+      }
+    }
     if (int fd = open_init(st); fd >= 0) {
       write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
       ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
