@@ -18,6 +18,7 @@
 #include "oci/runtime_config.h"
 #include "runtime/copy.h"
 #include "runtime/exec.h"
+#include "runtime/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/state.h"
 
@@ -219,8 +220,6 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         std::string id = runtime::resolve_id(g.run_root, f->id);
         std::string dir = runtime::sandbox_dir(g.run_root, id);
         auto st = runtime::read_state(dir);
-        if (st.runtime != "native")
-          throw Error("sbx exec: sandbox " + id.substr(0, 12) + " uses runtime '" + st.runtime + "', not supported yet");
         SandboxSpec spec = oci::from_runtime_config(fs::read_file(dir + "/config.json"));
         runtime::ExecRequest req;
         req.args = f->args;
@@ -236,7 +235,8 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         req.interactive = f->interactive;
         req.tty = f->tty;
         if (!f->timeout.empty()) req.timeout = units::parse_duration(f->timeout, "--timeout");
-        int code = runtime::exec_in_sandbox(dir, st, spec, req);
+        int code = st.runtime == "gvisor" ? runtime::exec_in_gvisor(dir, st, spec, req)
+                                          : runtime::exec_in_sandbox(dir, st, spec, req);
         if (code == kExitTimeout && req.timeout.count() > 0)
           std::cerr << "sbx: exec killed: timeout after " << f->timeout << "\n";
         return code;
