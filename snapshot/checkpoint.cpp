@@ -1,8 +1,6 @@
 #include "snapshot/checkpoint.h"
 
 #include <fcntl.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +15,9 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/tree.h"
+#include "runtime/gvisor_lifecycle.h"
+#include "runtime/lifecycle.h"
+#include "runtime/native_backend.h"
 #include "runtime/state.h"
 
 namespace sbx::snapshot {
@@ -28,12 +29,8 @@ using clock_type = std::chrono::steady_clock;
 
 std::string ckpt_dir(const std::string& root, const std::string& id) { return root + "/snapshots/checkpoints/" + id; }
 
-/// Runs argv with stdin on /dev/null and stdout+stderr into `out_file`
-/// (a file, not a pipe: a detached runsc sandbox keeps its stdio open).
-/// `rootfs_layers` non-empty: first mounts them read-only at `rootfs_target`
-/// in a private mount namespace that runsc (and its gofer) inherit.
-pid_t spawn(const std::vector<std::string>& argv, const std::string& out_file,
-            const std::vector<std::string>& rootfs_layers = {}, const std::string& rootfs_target = "") {
+/// Runs argv with stdin on /dev/null and stdout+stderr into `out_file`.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& out_file) {
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork for " + argv[0]);
   if (pid == 0) {
@@ -43,25 +40,6 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& out_file,
     if (out >= 0) {
       ::dup2(out, 1);
       ::dup2(out, 2);
-    }
-    if (!rootfs_layers.empty()) {
-      if (::unshare(CLONE_NEWNS) < 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
-        std::fprintf(stderr, "sbx: private mount namespace for runsc: %s\n", std::strerror(errno));
-        ::_exit(125);
-      }
-      int r;
-      if (rootfs_layers.size() == 1) {
-        r = ::mount(rootfs_layers[0].c_str(), rootfs_target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
-        if (r == 0) r = ::mount(nullptr, rootfs_target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr);
-      } else {
-        std::string lower;
-        for (auto it = rootfs_layers.rbegin(); it != rootfs_layers.rend(); ++it) lower += (lower.empty() ? "" : ":") + *it;
-        r = ::mount("overlay", rootfs_target.c_str(), "overlay", MS_RDONLY, ("lowerdir=" + lower).c_str());
-      }
-      if (r < 0) {
-        std::fprintf(stderr, "sbx: mount the image layers on %s: %s\n", rootfs_target.c_str(), std::strerror(errno));
-        ::_exit(125);
-      }
     }
     std::vector<char*> a;
     for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
@@ -221,155 +199,85 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
     if (!fs::exists(l)) throw Error("memory snapshot '" + name + "' needs image layer " + l + ", which is gone (was the image removed?)");
   if (layers.empty()) throw Error("memory snapshot '" + name + "' records no image layers");
   std::vector<std::string> flags = meta.value("runsc_flags", std::vector<std::string>{});
+  const std::string image = meta.value("image", "");
 
-  struct Pending {
-    RestoredSandbox s;
-    pid_t child = 0;
-    clock_type::time_point t0;
-  };
-  std::vector<Pending> ps(static_cast<size_t>(opts.count));
-  std::string err;
-  // Prepare every bundle, then start every runsc restore at once.
-  for (int i = 0; i < opts.count; ++i) {
-    auto& p = ps[static_cast<size_t>(i)];
-    p.s.id = opts.name.empty() ? random_hex(64) : (opts.count == 1 ? opts.name : opts.name + "-" + std::to_string(i + 1));
-    p.s.dir = opts.run_root + "/" + p.s.id;
-    p.s.runsc_root = p.s.dir + "/runsc";
-    p.s.output = p.s.dir + "/output.log";
-    if (fs::exists(p.s.dir)) {
-      err = "a sandbox named " + p.s.id + " exists already in " + opts.run_root;
-      ps.resize(static_cast<size_t>(i));
-      break;
-    }
-    fs::mkdir_p(p.s.dir + "/bundle/rootfs", 0700);
-    fs::mkdir_p(p.s.runsc_root, 0700);
-    json c = config;
-    c["root"]["path"] = p.s.dir + "/bundle/rootfs";
-    c["linux"]["cgroupsPath"] = "/sbx-" + p.s.id.substr(0, 12);  // its own cgroup
-    fs::write_file_atomic(p.s.dir + "/bundle/config.json", c.dump(), 0600);
-    // What a later checkpoint of this copy needs (same layers and flags).
-    fs::write_file_atomic(p.s.dir + "/meta.json", json{{"layer_dirs", layers}, {"runsc_flags", flags}, {"image", meta.value("image", "")}}.dump(2), 0600);
-  }
-  if (err.empty()) {
-    for (auto& p : ps) {
-      std::vector<std::string> argv = runsc_base(opts.runsc, p.s.runsc_root, flags, p.s.dir + "/runsc.log");
-      argv.insert(argv.end(), {"restore", "--detach", "--image-path", cdir + "/image", "--bundle", p.s.dir + "/bundle",
-                               "--pid-file", p.s.dir + "/pid", p.s.id});
-      p.t0 = clock_type::now();
-      p.child = spawn(argv, p.s.output, layers, p.s.dir + "/bundle/rootfs");
-    }
-    for (auto& p : ps) {
-      int code = wait_exit(p.child);
-      p.s.restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - p.t0).count();
-      if (code != 0) {
-        if (err.empty())
-          err = "runsc restore of '" + name + "' as " + p.s.id + " failed (exit " + std::to_string(code) + "): " +
-                tail_of(p.s.output) + tail_of(p.s.dir + "/runsc.log", 1500);
-        continue;
-      }
+  // Each copy is an ordinary long-lived gVisor sandbox (runtime/gvisor_lifecycle.h):
+  // its own id, state dir, name, monitor, runsc root, cgroups and bundle, with
+  // `runsc restore` in place of `runsc run`; ps/exec/logs/stop/rm work on it.
+  // One after another: each restore already keeps this host's CPUs busy.
+  std::vector<RestoredSandbox> out;
+  fs::mkdir_p(opts.run_root, 0700);
+  try {
+    for (int i = 0; i < opts.count; ++i) {
+      const std::string nm = opts.name.empty() ? "" : opts.count == 1 ? opts.name : opts.name + "-" + std::to_string(i + 1);
+      const auto t0 = clock_type::now();
+      RestoredSandbox s;
+      s.id = runtime::new_sandbox_id();
+      s.dir = runtime::sandbox_dir(opts.run_root, s.id);
+      s.runsc_root = s.dir + "/runsc";
+      s.output = s.dir + "/log";
+      json c = config;
+      c["root"]["path"] = s.dir + "/bundle/rootfs";
+      c["linux"]["cgroupsPath"] = "/sbx-" + s.id.substr(0, 12);  // its own cgroups
+      runtime::SandboxState st;
+      st.id = s.id;
+      st.name = nm;
+      st.image_id = st.image_ref = image;
+      st.runtime = "gvisor";
+      st.status = "creating";
+      st.created_ms = runtime::now_ms();
+      st.labels = {{"sbx.restored-from", name}};
+      st.command = c.value("/process/args"_json_pointer, std::vector<std::string>{});
+      st.creator_pid = ::getpid();
+      st.creator_start = runtime::process_start_time(::getpid());
+      // As create: the dir appears under its id only once state.json is in it.
+      const std::string fresh = opts.run_root + "/.new-" + s.id;
+      if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
       try {
-        p.s.pid = static_cast<pid_t>(std::stol(fs::read_file(p.s.dir + "/pid")));
-        runtime::SandboxState st;
-        st.id = p.s.id;
-        st.name = p.s.id;
-        st.image_id = meta.value("image", "");
-        st.image_ref = meta.value("image", "");
-        st.runtime = "gvisor";
-        st.status = "running";
-        st.pid = p.s.pid;
-        st.pid_start = runtime::process_start_time(p.s.pid);
-        st.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
-        runtime::write_state(p.s.dir, st);
-      } catch (const std::exception& e) {
-        if (err.empty()) err = std::string("record restored sandbox ") + p.s.id + ": " + e.what();
+        fs::write_file_atomic(fresh + "/config.json", c.dump(2), 0600);  // inspect, exec
+        runtime::write_state(fresh, st);
+        if (::rename(fresh.c_str(), s.dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + s.dir);
+      } catch (...) {
+        runtime::remove_tree(fresh);
+        throw;
       }
+      out.push_back(s);  // from here on, a failure removes it with the others
+      if (!nm.empty()) runtime::claim_name(opts.run_root, nm, s.id);
+      runtime::GvisorLaunch l;
+      l.runsc = opts.runsc;
+      l.runsc_flags = flags;
+      l.layer_dirs = layers;
+      l.image = image;
+      l.restore_image = cdir + "/image";
+      const std::string bundle_config = s.dir + "/bundle/config.json";
+      runtime::start_gvisor_monitor(s.dir, st, l, [c, bundle_config](const std::string& rootfs) mutable {
+        c["root"]["path"] = rootfs;
+        fs::write_file_atomic(bundle_config, c.dump(), 0600);
+      });
+      st = runtime::read_state(s.dir);
+      st.status = "running";
+      st.started_ms = runtime::now_ms();
+      runtime::write_state(s.dir, st);
+      out.back().pid = st.pid;
+      out.back().restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
     }
-  }
-  if (!err.empty()) {
-    for (auto& p : ps) destroy_restored(opts.runsc, p.s);
-    throw Error(err);
+  } catch (const Error& e) {
+    for (const auto& s : out) destroy_restored(opts.runsc, s);
+    throw Error("restore of memory snapshot '" + name + "' failed: " + e.what() +
+                    (out.empty() ? "" : " (the copies started so far were removed)"),
+                e.err(), e.exit_code());
   }
   touch_record(root, name);
-  std::vector<RestoredSandbox> out;
-  for (auto& p : ps) out.push_back(p.s);
   return out;
 }
 
-RestoredSandbox start_gvisor_detached(const std::string& runsc, const std::string& run_root, const std::string& id,
-                                      const std::string& config_json, const std::vector<std::string>& layer_dirs,
-                                      const std::vector<std::string>& runsc_flags, const std::string& image) {
-  if (layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
-  RestoredSandbox s;
-  s.id = id;
-  s.dir = run_root + "/" + id;
-  s.runsc_root = s.dir + "/runsc";
-  s.output = s.dir + "/output.log";
-  if (fs::exists(s.dir)) throw Error("a sandbox named " + id + " exists already in " + run_root);
-  try {
-    fs::mkdir_p(s.dir + "/bundle/rootfs", 0700);
-    fs::mkdir_p(s.runsc_root, 0700);
-    json c = json::parse(config_json);
-    c["root"]["path"] = s.dir + "/bundle/rootfs";
-    c["linux"]["cgroupsPath"] = "/sbx-" + id.substr(0, 12);
-    fs::write_file_atomic(s.dir + "/bundle/config.json", c.dump(), 0600);
-    json meta = {{"layer_dirs", layer_dirs}, {"runsc_flags", runsc_flags}, {"image", image}};
-    fs::write_file_atomic(s.dir + "/meta.json", meta.dump(2), 0600);
-    std::vector<std::string> argv = runsc_base(runsc, s.runsc_root, runsc_flags, s.dir + "/runsc.log");
-    argv.insert(argv.end(), {"run", "--detach", "--bundle", s.dir + "/bundle", "--pid-file", s.dir + "/pid", id});
-    auto t0 = clock_type::now();
-    int code = wait_exit(spawn(argv, s.output, layer_dirs, s.dir + "/bundle/rootfs"));
-    s.restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-    if (code != 0)
-      throw Error("runsc run of sandbox " + id + " failed (exit " + std::to_string(code) + "): " + tail_of(s.output) +
-                  tail_of(s.dir + "/runsc.log", 1500));
-    s.pid = static_cast<pid_t>(std::stol(fs::read_file(s.dir + "/pid")));
-    runtime::SandboxState st;
-    st.id = st.name = id;
-    st.image_id = st.image_ref = image;
-    st.runtime = "gvisor";
-    st.pid = s.pid;
-    st.pid_start = runtime::process_start_time(s.pid);
-    st.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
-    runtime::write_state(s.dir, st);
-  } catch (const json::exception& e) {
-    destroy_restored(runsc, s);
-    throw Error(std::string("gvisor: invalid runtime config: ") + e.what());
-  } catch (...) {
-    destroy_restored(runsc, s);
-    throw;
-  }
-  return s;
-}
-
-void destroy_restored(const std::string& runsc, const RestoredSandbox& s) {
+void destroy_restored(const std::string& /*runsc*/, const RestoredSandbox& s) {
   if (s.dir.empty()) return;
-  std::string log = s.dir + "/destroy.log";
-  if (fs::exists(s.runsc_root)) {
-    wait_exit(spawn({runsc, "--root", s.runsc_root, "kill", s.id, "KILL"}, log));
-    int code = wait_exit(spawn({runsc, "--root", s.runsc_root, "delete", "--force", s.id}, log));
-    if (code != 0) log::warn("runsc delete " + s.id + ": " + tail_of(log, 500));
-  }
   try {
-    oci::remove_tree(s.dir);
+    runtime::remove_sandbox(s.dir.substr(0, s.dir.rfind('/')), s.id, true);
   } catch (const Error& e) {
-    log::warn(e.what());
+    log::warn(std::string("remove restored sandbox: ") + e.what() + "; 'sbx gc' will retry");
   }
-}
-
-RestoredSandbox restored_from_dir(const std::string& run_root, const std::string& id) {
-  RestoredSandbox s;
-  s.id = id;
-  s.dir = run_root + "/" + id;
-  s.runsc_root = s.dir + "/runsc";
-  s.output = s.dir + "/output.log";
-  if (!fs::exists(s.dir)) throw Error("no sandbox " + id + " in " + run_root, ENOENT, 1);
-  try {
-    s.pid = static_cast<pid_t>(std::stol(fs::read_file(s.dir + "/pid")));
-  } catch (const std::exception&) {
-  }
-  return s;
 }
 
 }  // namespace sbx::snapshot

@@ -50,46 +50,34 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
 
 /// One sandbox restored from a memory snapshot.
 struct RestoredSandbox {
-  std::string id;         ///< new sandbox id (also its runsc container id)
-  std::string dir;        ///< RUN_ROOT/<id>: bundle/, runsc/ (runsc --root), output.log
+  std::string id;         ///< new sandbox id (64 hex; also its runsc container id)
+  std::string dir;        ///< RUN_ROOT/<id>: the state dir (runtime/gvisor_lifecycle.h)
   std::string runsc_root; ///< RUN_ROOT/<id>/runsc
-  std::string output;     ///< RUN_ROOT/<id>/output.log: the restored processes' stdout+stderr
-  pid_t pid = 0;          ///< host pid of the runsc sandbox process
-  double restore_ms = 0;  ///< time until runsc restore returned
+  std::string output;     ///< RUN_ROOT/<id>/log: the restored processes' stdout+stderr (`sbx logs`)
+  pid_t pid = 0;          ///< host pid of the sandbox's monitor (state.json "pid")
+  double restore_ms = 0;  ///< time until the copy ran (ms)
 };
 
 struct RestoreOptions {
   std::string runsc;            ///< runsc binary
   std::string run_root;         ///< where the new sandboxes' state dirs go
-  int count = 1;                ///< copies to start (the fork primitive)
-  std::string name;             ///< id prefix for the new sandboxes; empty: random ids
+  int count = 1;                ///< copies to start (the fork primitive), 1..4096
+  std::string name;             ///< name of the new sandbox; with count > 1: NAME-1 … NAME-N; empty: none
   std::vector<std::string> layer_dirs;  ///< override the recorded image layers (must be the same content)
 };
 
-/// Starts `opts.count` independent sandboxes from memory snapshot `name`, in
-/// parallel. Each gets its own id, state dir, runsc root, cgroup
-/// (/sbx-<id12>), bundle and a private copy of the checkpointed memory and
-/// in-memory filesystem; siblings share nothing mutable. They run detached;
-/// stop them with destroy_restored(). If any copy fails, the ones started are
-/// destroyed and sbx::Error carries runsc's error. Updates last_used.
+/// Starts `opts.count` independent sandboxes from memory snapshot `name`, one
+/// after another. Each is an ordinary long-lived gVisor sandbox
+/// (runtime/gvisor_lifecycle.h: its own id, state dir, name, monitor, runsc
+/// root, cgroups /sbx-<id12>, bundle, and a private copy of the checkpointed
+/// memory and in-memory filesystem; siblings share nothing mutable), so `sbx
+/// ps/exec/logs/stop/rm` work on it; it is labelled sbx.restored-from=NAME.
+/// If any copy fails, the ones started are removed and sbx::Error carries
+/// runsc's error. Updates the snapshot's last_used.
 std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::string& name, const RestoreOptions& opts);
 
-/// Starts a long-lived gVisor sandbox from an OCI runtime config (`config_json`)
-/// on read-only `layer_dirs`, detached, with the same state layout restored
-/// sandboxes get (RUN_ROOT/<id>/{bundle,runsc,output.log,state.json}), so it
-/// can be checkpointed. `runsc_flags` are runsc's global flags (e.g.
-/// --network=none, --overlay2=root:memory). This is the launch path `sbx
-/// restore` uses; `sbx create --runtime gvisor` should share it. Throws
-/// sbx::Error with runsc's output when it fails (nothing is left behind).
-RestoredSandbox start_gvisor_detached(const std::string& runsc, const std::string& run_root, const std::string& id,
-                                      const std::string& config_json, const std::vector<std::string>& layer_dirs,
-                                      const std::vector<std::string>& runsc_flags, const std::string& image = "");
-
-/// Kills and deletes a restored sandbox and removes its state dir (no throw;
-/// problems are logged).
+/// Removes a restored sandbox as `sbx rm -f` does: kills it, releases runsc's
+/// state and cgroups, removes its state dir (no throw; problems are logged).
 void destroy_restored(const std::string& runsc, const RestoredSandbox& s);
-
-/// Reads a restored sandbox back from its state dir RUN_ROOT/<id>.
-RestoredSandbox restored_from_dir(const std::string& run_root, const std::string& id);
 
 }  // namespace sbx::snapshot

@@ -31,7 +31,7 @@ void freeze_cgroups(const std::string& run_root, const runtime::SandboxState& st
                     std::vector<std::string>& members);
 
 /// The checkpoint request for a gvisor sandbox started by
-/// start_gvisor_detached / restore_gvisor (RUN_ROOT/<id>/{runsc,bundle,meta.json}).
+/// `sbx create --runtime gvisor` or restore_gvisor (RUN_ROOT/<id>/{runsc,bundle,meta.json}).
 /// Throws sbx::Error when the state dir lacks them.
 GvisorCheckpointRequest gvisor_request(const std::string& run_root, const runtime::SandboxState& st);
 
