@@ -220,8 +220,10 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
         auto req = snapshot::gvisor_request(g.run_root, st);
         req.runsc = runtime::find_runsc(runsc);
         req.name = name;
-        req.leave_running = leave;
-        auto rec = snapshot::checkpoint_gvisor(g.root, req);
+        // runsc's own --leave-running (destroy + restore in place) fails on
+        // Debian's runsc 20221219 and kills the sandbox: sbx does the same two steps.
+        auto rec = leave ? snapshot::checkpoint_gvisor_resume(g.root, g.run_root, req)
+                         : snapshot::checkpoint_gvisor(g.root, req);
         std::cout << rec.name << "\n";
         return 0;
       };

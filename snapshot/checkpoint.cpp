@@ -184,6 +184,7 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
 
 std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::string& name, const RestoreOptions& opts) {
   if (opts.count < 1 || opts.count > 4096) throw Error("--count must be between 1 and 4096");
+  if (opts.resume && opts.count != 1) throw Error("restore: resuming a sandbox needs --count 1");
   SnapshotRecord rec = find_record(root, name, "memory");
   if (rec.runtime != "gvisor") throw Error("snapshot '" + name + "' was taken with runtime " + rec.runtime + "; only gvisor memory snapshots can be restored here");
   const std::string cdir = ckpt_dir(root, rec.id);
@@ -212,7 +213,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       const std::string nm = opts.name.empty() ? "" : opts.count == 1 ? opts.name : opts.name + "-" + std::to_string(i + 1);
       const auto t0 = clock_type::now();
       RestoredSandbox s;
-      s.id = runtime::new_sandbox_id();
+      s.id = opts.resume ? opts.resume->id : runtime::new_sandbox_id();
       s.dir = runtime::sandbox_dir(opts.run_root, s.id);
       s.runsc_root = s.dir + "/runsc";
       s.output = s.dir + "/log";
@@ -228,6 +229,14 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       st.created_ms = runtime::now_ms();
       st.labels = {{"sbx.restored-from", name}};
       st.command = c.value("/process/args"_json_pointer, std::vector<std::string>{});
+      if (opts.resume) {  // the same sandbox, going on
+        st.name = opts.resume->name;
+        st.labels = opts.resume->labels;
+        st.image_id = opts.resume->image_id;
+        st.image_ref = opts.resume->image_ref;
+        st.command = opts.resume->command;
+        st.created_ms = opts.resume->created_ms;
+      }
       st.creator_pid = ::getpid();
       st.creator_start = runtime::process_start_time(::getpid());
       // As create: the dir appears under its id only once state.json is in it.
@@ -235,6 +244,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
       try {
         fs::write_file_atomic(fresh + "/config.json", c.dump(2), 0600);  // inspect, exec
+        if (!opts.resume_log.empty()) fs::write_file_atomic(fresh + "/log", opts.resume_log, 0600);
         runtime::write_state(fresh, st);
         if (::rename(fresh.c_str(), s.dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + s.dir);
       } catch (...) {
@@ -242,7 +252,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
         throw;
       }
       out.push_back(s);  // from here on, a failure removes it with the others
-      if (!nm.empty()) runtime::claim_name(opts.run_root, nm, s.id);
+      if (!st.name.empty()) runtime::claim_name(opts.run_root, st.name, s.id);
       runtime::GvisorLaunch l;
       l.runsc = opts.runsc;
       l.runsc_flags = flags;
@@ -269,6 +279,36 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
   }
   touch_record(root, name);
   return out;
+}
+
+SnapshotRecord checkpoint_gvisor_resume(const std::string& root, const std::string& run_root,
+                                        GvisorCheckpointRequest req) {
+  const std::string dir = runtime::sandbox_dir(run_root, req.container_id);
+  const runtime::SandboxState st = runtime::read_state(dir);
+  req.leave_running = false;
+  SnapshotRecord rec = checkpoint_gvisor(root, req);  // the sandbox stops here
+  // Its monitor sees runsc end and cleans up; wait for it (bounded), keep the log.
+  for (int i = 0; i < 2000 && runtime::state_alive(st); ++i) ::usleep(5000);
+  std::string log;
+  for (const char* f : {"/log.1", "/log"}) try {
+      log += fs::read_file(dir + f);
+    } catch (const Error&) {
+    }
+  runtime::remove_sandbox(run_root, st.id, true);
+  RestoreOptions o;
+  o.runsc = req.runsc;
+  o.run_root = run_root;
+  o.resume = &st;
+  o.resume_log = std::move(log);
+  try {
+    restore_gvisor(root, rec.name, o);
+  } catch (const Error& e) {
+    throw Error("sandbox " + st.id.substr(0, 12) + " was checkpointed as '" + rec.name +
+                    "' but could not be resumed (--leave-running), so it is stopped: " + e.what() +
+                    "; start a copy with 'sbx restore " + rec.name + "'",
+                e.err(), e.exit_code());
+  }
+  return rec;
 }
 
 void destroy_restored(const std::string& /*runsc*/, const RestoredSandbox& s) {

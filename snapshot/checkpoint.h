@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/state.h"
 #include "snapshot/catalog.h"
 
 namespace sbx::snapshot {
@@ -64,6 +65,10 @@ struct RestoreOptions {
   int count = 1;                ///< copies to start (the fork primitive), 1..4096
   std::string name;             ///< name of the new sandbox; with count > 1: NAME-1 … NAME-N; empty: none
   std::vector<std::string> layer_dirs;  ///< override the recorded image layers (must be the same content)
+  /// Only with count 1: the sandbox continues as this one (its id, name,
+  /// labels, image, command, created time and log), for --leave-running.
+  const runtime::SandboxState* resume = nullptr;
+  std::string resume_log;       ///< with `resume`: its log so far, kept at the top of the new log
 };
 
 /// Starts `opts.count` independent sandboxes from memory snapshot `name`, one
@@ -75,6 +80,18 @@ struct RestoreOptions {
 /// If any copy fails, the ones started are removed and sbx::Error carries
 /// runsc's error. Updates the snapshot's last_used.
 std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::string& name, const RestoreOptions& opts);
+
+/// `sbx checkpoint --leave-running` of a gVisor sandbox created by sbx in
+/// `run_root`: checkpoints it (the sandbox stops), then restores it from that
+/// very checkpoint under the same id and name, keeping its labels and log, so
+/// it goes on from the same point. This is what runsc's own
+/// `checkpoint --leave-running` does (destroy, then restore in place), which
+/// fails on Debian 12's runsc 20221219 ("stopping container: context deadline
+/// exceeded") and kills the sandbox. Processes of `sbx exec` in it end. Throws
+/// sbx::Error as checkpoint_gvisor / restore_gvisor (when the restore fails,
+/// the checkpoint is kept and the error says so).
+SnapshotRecord checkpoint_gvisor_resume(const std::string& root, const std::string& run_root,
+                                        GvisorCheckpointRequest req);
 
 /// Removes a restored sandbox as `sbx rm -f` does: kills it, releases runsc's
 /// state and cgroups, removes its state dir (no throw; problems are logged).

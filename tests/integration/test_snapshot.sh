@@ -26,6 +26,10 @@ T=$(mktemp -d /tmp/sbx-test.XXXX)
 MOUNTED=()
 cleanup() {
   for m in "${MOUNTED[@]}"; do umount -l "$m" 2>/dev/null || true; done
+  # A failed check leaves its sandboxes: remove them (processes, cgroups, runsc state) first.
+  for d in "$T"/run/*/; do
+    [ -f "$d/state.json" ] && "$SBX" --root "$T/root" --run-root "$T/run" rm -f "$(basename "$d")" >/dev/null 2>&1
+  done
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -182,9 +186,76 @@ sbx rm -f writer box >/dev/null
 [ ! -e "$frozen_cg" ] || fail "sbx rm left the freezer cgroup $frozen_cg"
 sbx snapshots rm written:v1 written:v2 wdir created:v1 created:v2 croot >/dev/null
 
-if sbx create --runtime gvisor --name probe busybox >/dev/null 2>"$T/gvisor-create.err"; then
+if sbx create --runtime gvisor --name probe busybox sleep 60 >/dev/null 2>"$T/gvisor-create.err"; then
   sbx rm -f probe >/dev/null
-  echo "== memory snapshots through the CLI: TODO"
+  echo "== memory snapshots: checkpoint a gVisor python counter, restore 3 copies"
+  counter='import os, time
+i = 0
+while True:
+    i += 1
+    print(i, "flag" if os.path.exists("/tmp/flag") else "", flush=True)
+    time.sleep(0.05)'
+  last() { sbx logs "$1" | awk 'NF {n = $1} END {print n + 0}'; }
+  wait_count() {  # NAME N: until NAME's log reaches count N
+    for _ in $(seq 300); do [ "$(last "$1")" -ge "$2" ] && return 0; sleep 0.05; done
+    fail "$1 did not count to $2 (log: $(sbx logs "$1" | tail -3 | tr '\n' ' '))"
+  }
+  gid=$(sbx create --runtime gvisor --name counter python python3 -c "$counter")
+  wait_count counter 5
+  # --leave-running: a checkpoint, and the original goes on counting.
+  if [ -n "${SBX_TEST_LEAVE_RUNNING-1}" ]; then
+    sbx checkpoint counter --name c0 --leave-running >/dev/null
+    n0=$(last counter); wait_count counter $((n0 + 5))
+    sbx ps | grep -q " counter$" || fail "the original stopped after checkpoint --leave-running"
+  fi
+  # Without it, the original stops at the checkpoint.
+  [ "$(sbx checkpoint "${gid:0:10}" --name c1)" = c1 ] || fail "checkpoint by id prefix"
+  sleep 0.3; at=$(last counter); sleep 0.3
+  [ "$(last counter)" = "$at" ] || fail "the original still counts after its checkpoint ($at -> $(last counter))"
+  sbx ps -a | grep " counter$" | grep -q Exited || fail "the checkpointed original is not reported ended: $(sbx ps -a | grep counter)"
+  sbx snapshots --json | python3 -c '
+import json, sys
+s = {r["Name"]: r for r in json.load(sys.stdin)}
+assert s["c1"]["Kind"] == "memory" and s["c1"]["Runtime"] == "gvisor" and s["c1"]["Size"] > 0, s' || fail "sbx snapshots lists c1"
+  mapfile -t copies < <(sbx restore c1 --count 3 --name copy)
+  [ "${#copies[@]}" = 3 ] || fail "restore --count 3 printed ${#copies[*]}"
+  for i in 1 2 3; do
+    [ "${#copies[$((i - 1))]}" = 64 ] || fail "restore printed '${copies[$((i - 1))]}', want an id"
+    wait_count copy-$i $((at + 3))
+    first=$(sbx logs copy-$i | awk 'NF {print $1; exit}')
+    [ "$first" = $((at + 1)) ] || fail "copy-$i starts at $first, want $((at + 1)) (the count after the checkpoint)"
+  done
+  echo "checkpointed at $at; 3 copies continue from $((at + 1))"
+  # Diverge: each copy writes its own file; siblings do not see it.
+  for i in 1 2 3; do sbx exec copy-$i sh -c "echo $i > /tmp/mine-$i"; done
+  for i in 1 2 3; do
+    for j in 1 2 3; do
+      if [ $i = $j ]; then
+        [ "$(sbx exec copy-$i cat /tmp/mine-$j)" = "$j" ] || fail "copy-$i lost its own write"
+      else
+        sbx exec copy-$i test ! -e /tmp/mine-$j || fail "copy-$i sees copy-$j's file"
+      fi
+    done
+  done
+  # ... and their processes diverge: only copy-2 sees the flag.
+  sbx exec copy-2 touch /tmp/flag
+  n=$(last copy-1); wait_count copy-1 $((n + 5)); wait_count copy-2 $((n + 5)); wait_count copy-3 $((n + 5))
+  sbx logs copy-2 | tail -1 | grep -q flag || fail "copy-2 does not see its own flag"
+  ! sbx logs copy-1 | grep -q flag || fail "copy-1 sees copy-2's flag"
+  ! sbx logs copy-3 | grep -q flag || fail "copy-3 sees copy-2's flag"
+  # Killing one copy leaves the others counting.
+  sbx rm -f copy-3 >/dev/null
+  n=$(last copy-1); wait_count copy-1 $((n + 3))
+  r0=$(sbx restore c1 --name again)
+  wait_count again $((at + 2))
+  expect_code 125 "already" sbx restore c1 --name again
+  sbx rm -f counter copy-1 copy-2 again >/dev/null
+  for id in "$gid" "${copies[@]}" "$r0"; do
+    [ -z "$(ls -d /sys/fs/cgroup/*/sbx-"${id:0:12}" 2>/dev/null)" ] || fail "cgroups of ${id:0:12} left: $(ls -d /sys/fs/cgroup/*/sbx-"${id:0:12}")"
+  done
+  ! pgrep -f -- "--root $T/run" >/dev/null || fail "runsc processes left: $(pgrep -af -- "--root $T/run")"
+  sbx snapshots rm c1 >/dev/null; sbx snapshots rm c0 >/dev/null 2>&1 || true
+  [ -z "$(ls -A "$T/root/snapshots/checkpoints" 2>/dev/null)" ] || fail "checkpoint images left after snapshots rm"
 else
   echo "SKIP: memory snapshots from the CLI: 'sbx create --runtime gvisor' is refused here: $(cat "$T/gvisor-create.err")"
   # (covered at the library level against real runsc: tests/unit/test_snapshot_checkpoint.cpp)
