@@ -210,7 +210,8 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
     static bool leave = false;
     cmd->add_option("ID", id, "Sandbox id or name")->required();
     cmd->add_option("--name", name, "Snapshot name (default: ckpt-<id>-<random>)");
-    cmd->add_flag("--leave-running", leave, "Keep the sandbox running after the checkpoint");
+    cmd->add_flag("--leave-running", leave,
+                  "Keep the sandbox running: it is resumed from the checkpoint under the same id and name");
     cmd->add_option("--runsc", runsc, "Path to runsc");
     cmd->callback([&] {
       action = [&] {
@@ -235,7 +236,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
     static std::string name, newname, runsc;
     static int count = 1;
     cmd->add_option("NAME", name, "Memory snapshot")->required();
-    cmd->add_option("--name", newname, "Id of the new sandbox (with --count: NEW-1, NEW-2, ...)");
+    cmd->add_option("--name", newname, "Name of the new sandbox (with --count: NEW-1, NEW-2, ...)");
     cmd->add_option("--count", count, "Independent copies to start")->capture_default_str();
     cmd->add_option("--runsc", runsc, "Path to runsc");
     cmd->add_flag("--json", g.json, "Print JSON");
