@@ -248,6 +248,15 @@ uint64_t Cgroup::oom_kills() const noexcept {
   }
 }
 
+uint64_t cgroup_oom_kills(const std::string& dir) noexcept {
+  try {
+    for (const char* f : {"/memory.oom_control", "/memory.events"})
+      if (::access((dir + f).c_str(), R_OK) == 0) return read_key(dir + f, "oom_kill");
+  } catch (...) {
+  }
+  return 0;
+}
+
 uint64_t Cgroup::pids_max_hits() const noexcept {
   if (pids_.empty()) return 0;
   try {

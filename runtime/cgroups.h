@@ -81,6 +81,12 @@ class Cgroup {
   std::string memory_, pids_, freezer_, unified_;  ///< "" when not used
 };
 
+/// OOM kills counted by a cgroup directory made by someone else (runsc's
+/// "sbx-<id12>" of a gVisor sandbox): memory.oom_control "oom_kill" (v1) or
+/// memory.events "oom_kill" (v2), whichever `dir` has; 0 when it has neither
+/// or is gone. No throw.
+uint64_t cgroup_oom_kills(const std::string& dir) noexcept;
+
 /// Removes stale sandbox cgroups: "sbx-*" children of sbx's own cgroup (in
 /// every hierarchy) that hold no process and are older than `min_age_s`
 /// seconds (a sandbox being started holds its empty cgroup for about a
