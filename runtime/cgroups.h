@@ -81,11 +81,14 @@ class Cgroup {
   std::string memory_, pids_, freezer_, unified_;  ///< "" when not used
 };
 
-/// OOM kills counted by a cgroup directory made by someone else (runsc's
-/// "sbx-<id12>" of a gVisor sandbox): memory.oom_control "oom_kill" (v1) or
-/// memory.events "oom_kill" (v2), whichever `dir` has; 0 when it has neither
-/// or is gone. No throw.
-uint64_t cgroup_oom_kills(const std::string& dir) noexcept;
+/// Where a sandbox's cgroup "sbx-<id12>" is, or would be, in every cgroup
+/// hierarchy mounted under /sys/fs/cgroup that sbx is in (v1 controllers,
+/// named v1 hierarchies such as name=systemd, the unified one): beside the
+/// dirs Cgroup::create makes, those an OCI runtime makes for the relative
+/// linux.cgroupsPath "sbx-<id12>" (runsc does, for every hierarchy). For
+/// cleanup and state.json. No throw (an empty list when /proc/self/cgroup
+/// cannot be read).
+std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept;
 
 /// Removes stale sandbox cgroups: "sbx-*" children of sbx's own cgroup (in
 /// every hierarchy) that hold no process and are older than `min_age_s`

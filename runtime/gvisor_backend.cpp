@@ -111,20 +111,6 @@ void resolve_process_user(Process& p, const std::string& rootfs) {
   if (!has_home) p.env.push_back("HOME=" + u.home);
 }
 
-/// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
-/// every mounted hierarchy (v1 controllers, and the unified one).
-std::vector<std::string> runsc_cgroup_dirs(const std::string& name) {
-  std::vector<std::string> dirs = {"/sys/fs/cgroup/" + name};
-  if (DIR* d = ::opendir("/sys/fs/cgroup")) {
-    while (struct dirent* e = ::readdir(d)) {
-      if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
-      dirs.push_back(std::string("/sys/fs/cgroup/") + e->d_name + "/" + name);
-    }
-    ::closedir(d);
-  }
-  return dirs;
-}
-
 /// --pids-limit inside gVisor: runsc applies linux.resources.pids to the
 /// sentry's host threads, not to the sandbox's tasks, so the limit is also
 /// given to gVisor's own kernel as RLIMIT_NPROC (which it enforces for every
@@ -211,28 +197,45 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const std::string state = dir + "/runsc";
   const std::string logfile = dir + "/runsc.log";
   const std::string cgroup_name = "sbx-" + spec.id.substr(0, 12);
+  SandboxSpec resolved = spec;
+  apply_pids_limit_as_nproc(resolved);
   fs::mkdir_p(rootfs, 0700);
   fs::mkdir_p(scratch, 0700);
   fs::mkdir_p(state, 0700);
 
+  // sbx makes the sandbox's cgroup itself, as for the native backend (under
+  // sbx's own cgroup, limits applied by runtime/cgroups.h), and gives runsc
+  // the relative cgroupsPath "sbx-<id12>": runsc resolves it under its own
+  // (= sbx's) cgroups, uses the dirs that exist as they are ("pre-created":
+  // neither configured nor removed by runsc) and makes the rest. So sbx can
+  // read the OOM kill count after runsc has ended, and nothing lands at the
+  // hierarchy roots.
+  Cgroup cgroup;
   // Removes everything this run created; safe to call more than once.
   auto cleanup = [&] {
     // `runsc run` deletes its container when it ends normally, leaving its
     // --root empty; a second runsc (~20 ms, a tenth of a start) is needed only
     // when it did not (killed at a timeout, failed, or SIGKILLed).
     if (!dir_is_empty(state)) run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
-    // runsc leaves some of its cgroups behind (here: memory and name=systemd
-    // on a v1 host): remove every one it may have made.
-    destroy_cgroup_dirs(runsc_cgroup_dirs(cgroup_name));
+    cgroup.destroy();
+    // runsc leaves some of the cgroups it made behind (name=systemd on a v1
+    // host): remove every one it may have made.
+    destroy_cgroup_dirs(sandbox_cgroup_dirs(spec.id));
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   };
+  try {
+    cgroup = Cgroup::create(spec.id, resolved.resources);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
 
   // config.json is written by the child once the rootfs is mounted: the
   // user (-u / the image's User) resolves in the image's own /etc/passwd.
   oci::RuntimeConfigOptions ro;
   ro.rootfs_path = rootfs;
-  ro.cgroups_path = "/" + cgroup_name;
+  ro.cgroups_path = cgroup_name;
 
   std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile,
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
@@ -283,9 +286,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
       mount_rootfs(spec.layer_dirs, scratch, rootfs);
-      SandboxSpec resolved = spec;
       resolve_process_user(resolved.process, rootfs);
-      apply_pids_limit_as_nproc(resolved);
       fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(resolved, ro), 0600);
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
@@ -312,7 +313,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     st.pid = child;
     st.pid_start = process_start_time(child);
     st.created_ms = st.started_ms = now_ms();
-    st.cgroups = runsc_cgroup_dirs(cgroup_name);
+    st.cgroups = sandbox_cgroup_dirs(spec.id);
     st.command = spec.process.args;
     write_state(dir, st);
   } catch (const Error& e) {
@@ -361,10 +362,9 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const int status = wr.wait_status;
   const bool timed_out = wr.timed_out;
   // gVisor has no OOM killer of its own: at --memory the host's memory cgroup
-  // of the sandbox (runsc's "sbx-<id12>") OOM-kills the Sentry or a stub
-  // process, which takes the whole sandbox down. Read before cleanup().
-  uint64_t oom_kills = 0;
-  for (const auto& d : runsc_cgroup_dirs(cgroup_name)) oom_kills += cgroup_oom_kills(d);
+  // of the sandbox OOM-kills the Sentry or a stub process, which takes the
+  // whole sandbox down. Read before cleanup().
+  const uint64_t oom_kills = cgroup.oom_kills();
 
   std::string log = read_tail(logfile, 64 * 1024);
   cleanup();
