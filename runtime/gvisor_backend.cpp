@@ -34,6 +34,29 @@ namespace {
 
 bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
 
+/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
+int run_quiet(const std::vector<std::string>& argv) {
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork for " + argv[0]);
+  if (pid == 0) {
+    int fd = ::open("/dev/null", O_RDWR);
+    if (fd >= 0) {
+      ::dup2(fd, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
 std::string read_tail(const std::string& path, size_t max) {
   try {
     std::string s = fs::read_file(path);
@@ -41,22 +64,6 @@ std::string read_tail(const std::string& path, size_t max) {
   } catch (const Error&) {
     return "";
   }
-}
-
-/// Whether `dir` has no entries (or cannot be read: then it is not empty, so
-/// that a cleanup errs on the side of doing more).
-bool dir_is_empty(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return errno == ENOENT;
-  bool empty = true;
-  while (struct dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      empty = false;
-      break;
-    }
-  }
-  ::closedir(d);
-  return empty;
 }
 
 /// Extracts the "msg" values of runsc's JSON log lines at level error.
@@ -216,7 +223,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     // `runsc run` deletes its container when it ends normally, leaving its
     // --root empty; a second runsc (~20 ms, a tenth of a start) is needed only
     // when it did not (killed at a timeout, failed, or SIGKILLed).
-    if (!dir_is_empty(state)) run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
+    if (runsc_left_state(state)) run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
     cgroup.destroy();
     // runsc leaves some of the cgroups it made behind (name=systemd on a v1
     // host): remove every one it may have made.

@@ -1,5 +1,6 @@
 #include "runtime/runsc_process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/signalfd.h>
@@ -7,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 #include <optional>
 
 #include "common/error.h"
@@ -15,6 +18,9 @@
 
 namespace sbx::runtime {
 
+namespace {
+
+/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
 int run_quiet(const std::vector<std::string>& argv) noexcept {
   std::vector<char*> a;
   for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
@@ -37,6 +43,22 @@ int run_quiet(const std::vector<std::string>& argv) noexcept {
   return st;
 }
 
+}  // namespace
+
+bool runsc_left_state(const std::string& root) noexcept {
+  DIR* d = ::opendir(root.c_str());
+  if (!d) return errno != ENOENT;
+  bool left = false;
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      left = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return left;
+}
+
 const sigset_t& runsc_wait_signals() {
   static const sigset_t set = [] {
     sigset_t s = forwarded_signals();
@@ -54,8 +76,18 @@ RunscWaitResult wait_runsc(pid_t pid, const RunscWaitOptions& o) {
   };
   int sfd = ::signalfd(-1, &runsc_wait_signals(), SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) throw_errno("signalfd for the runsc wait");
-  std::optional<clock::time_point> deadline, kill_at;
+  // kill_at: the sandbox's end after a forwarded INT/TERM; reap_by: runsc's own
+  // end after the sandbox was killed (a runsc that does not return from a
+  // killed sandbox is killed itself; cleanup then runs `runsc delete`).
+  std::optional<clock::time_point> deadline, kill_at, reap_by;
   if (o.deadline != clock::time_point{}) deadline = o.deadline;
+  // The sandbox is killed through runsc, and `runsc run` then ends by itself
+  // with the container deleted: killing runsc run instead would leave the
+  // container to `runsc delete`, which takes ~2 s to stop it.
+  auto kill_all = [&] {
+    kill_sandbox(SIGKILL);
+    if (!reap_by) reap_by = clock::now() + std::chrono::seconds(3);
+  };
   std::optional<PtyRelay> relay;  // restores the user's terminal on every exit path
   if (o.pty_master >= 0) relay.emplace(o.pty_master, o.stdin_fd, o.stdout_fd);
   int interrupts = 0;
@@ -77,7 +109,7 @@ RunscWaitResult wait_runsc(pid_t pid, const RunscWaitOptions& o) {
       if (relay) n = relay->add_pollfds(fds, n, !exited);
       int timeout_ms = -1;
       auto now = clock::now();
-      for (auto& t : {deadline, kill_at})
+      for (auto& t : {deadline, kill_at, reap_by})
         if (t && !exited) {
           auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*t - now).count() + 1;
           if (timeout_ms < 0 || left < timeout_ms) timeout_ms = static_cast<int>(std::max<int64_t>(left, 0));
@@ -89,13 +121,16 @@ RunscWaitResult wait_runsc(pid_t pid, const RunscWaitOptions& o) {
       now = clock::now();
       if (deadline && now >= *deadline && !exited) {
         out.timed_out = true;
-        kill_sandbox(SIGKILL);
-        ::kill(pid, SIGKILL);
+        kill_all();
         deadline.reset();
       }
       if (kill_at && now >= *kill_at && !exited) {
-        kill_sandbox(SIGKILL);
+        kill_all();
         kill_at.reset();
+      }
+      if (reap_by && now >= *reap_by && !exited) {
+        ::kill(pid, SIGKILL);
+        reap_by.reset();
       }
       if (r <= 0) continue;
       if (fds[0].revents & POLLIN) {
@@ -113,7 +148,7 @@ RunscWaitResult wait_runsc(pid_t pid, const RunscWaitOptions& o) {
             // A second one: the user means it. After the first, a sandbox that
             // ignores it (gVisor's pid 1 is the command) is killed at kill_grace.
             if (++interrupts >= 2) {
-              kill_sandbox(SIGKILL);
+              kill_all();
               continue;
             }
             kill_at = now + o.kill_grace;

@@ -1,23 +1,24 @@
-// Running runsc: one-shot commands (`runsc kill`, `runsc delete`) and the
-// supervision of a foreground runsc process (`runsc run`, later `runsc exec`)
-// until it ends, which forwards the signals sbx receives to the sandbox's
+// Supervising a foreground runsc process (`runsc run`, later `runsc exec`)
+// until it ends: it forwards the signals sbx receives to the sandbox's
 // processes (`runsc kill --all`), kills the sandbox at the timeout or at a
 // second SIGINT/SIGTERM, and relays a pseudo-terminal (runtime/pty_relay.h)
-// when the workload has one. The gVisor counterpart of native wait().
+// when the workload has one (the gVisor counterpart of native wait()); and
+// whether runsc left state behind that needs a `runsc delete`.
 #pragma once
 #include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <string>
-#include <vector>
 
 namespace sbx::runtime {
 
-/// Runs `argv` (argv[0] an absolute path) to completion with stdio on
-/// /dev/null; returns its raw wait status (127 << 8 when it cannot be
-/// executed). Never throws; -1 when fork fails.
-int run_quiet(const std::vector<std::string>& argv) noexcept;
+/// Whether runsc left container state under its --root `root` (a `runsc run`
+/// that ends normally deletes its container and leaves the dir empty; one
+/// that was killed or failed does not, and needs `runsc delete --force`).
+/// True when `root` cannot be read (cleanup errs on the side of doing more);
+/// false when it does not exist. No throw.
+bool runsc_left_state(const std::string& root) noexcept;
 
 /// The signals the caller must block (sigprocmask) before it forks runsc, so
 /// that none is lost or acts on sbx itself before wait_runsc() reads them:
