@@ -427,8 +427,8 @@ GvisorLaunch read_gvisor_meta(const std::string& dir) {
   return l;
 }
 
-void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
-                          const std::function<void(const std::string& rootfs)>& write_config) {
+GvisorMonitor spawn_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
+                                   const std::function<void(const std::string& rootfs)>& write_config) {
   fs::mkdir_p(dir + "/bundle/rootfs", 0700);
   fs::mkdir_p(dir + "/scratch", 0700);
   fs::mkdir_p(dir + "/runsc", 0700);
@@ -468,25 +468,41 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
   st.pid = pid;
   st.pid_start = process_start_time(pid);
   st.cgroups = runsc_cgroup_dirs(cgroup_name(st.id));
-  write_state(dir, st);
+  try {
+    write_state(dir, st);
+  } catch (...) {
+    ::kill(pid, SIGKILL);
+    ::close(ready[0]);
+    throw;
+  }
+  return GvisorMonitor{pid, ready[0]};
+}
+
+void await_gvisor_monitor(const std::string& dir, const std::string& id, GvisorMonitor m) {
   std::string msg;
   char buf[4096];
-  for (ssize_t n; (n = ::read(ready[0], buf, sizeof buf)) != 0;) {
+  for (ssize_t n; (n = ::read(m.ready_fd, buf, sizeof buf)) != 0;) {
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
     msg.append(buf, static_cast<size_t>(n));
   }
-  ::close(ready[0]);
+  ::close(m.ready_fd);
   if (msg == "OK") return;
   if (msg.size() > 1 && msg[0] == 'E') {
     int code = std::atoi(msg.c_str() + 1);
     auto sp = msg.find(' ');
     throw Error("gvisor: " + (sp == std::string::npos ? msg : msg.substr(sp + 1)), 0, code ? code : kExitSbxFailed);
   }
-  throw Error("gvisor: the monitor of sandbox " + st.id.substr(0, 12) + " died while starting runsc; see " + dir +
+  throw Error("gvisor: the monitor of sandbox " + id.substr(0, 12) + " died while starting runsc; see " + dir +
               "/runsc.log");
+}
+
+void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
+                          const std::function<void(const std::string& rootfs)>& write_config) {
+  const std::string id = st.id;
+  await_gvisor_monitor(dir, id, spawn_gvisor_monitor(dir, std::move(st), launch, write_config));
 }
 
 std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path) {
