@@ -651,6 +651,11 @@ void release_gvisor(const std::string& dir, const SandboxState& st) noexcept {
 }
 
 int exec_in_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req) {
+  return exec_in_gvisor_io(dir, st, spec, req, -1, -1, -1);
+}
+
+int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req,
+                      int in_fd, int out_fd, int err_fd) {
   if (req.args.empty()) throw Error("sbx exec: give a COMMAND");
   if (!state_alive(st) || fs::exists(dir + "/end"))
     throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
@@ -708,10 +713,14 @@ int exec_in_gvisor(const std::string& dir, const SandboxState& st, const Sandbox
   if (pid == 0) {
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (!req.interactive) {
+    if (in_fd >= 0) {
+      ::dup2(in_fd, 0);
+    } else if (!req.interactive) {
       int null = ::open("/dev/null", O_RDONLY);
       ::dup2(null, 0);
     }
+    if (out_fd >= 0) ::dup2(out_fd, 1);
+    if (err_fd >= 0) ::dup2(err_fd, 2);
     exec_argv(argv);
   }
   int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);

@@ -104,6 +104,11 @@ void release_gvisor(const std::string& dir, const SandboxState& st) noexcept;
 /// sbx::Error (125) when the sandbox is not running.
 int exec_in_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req);
 
+/// exec_in_gvisor with the process's stdin/stdout/stderr on the given fds
+/// (-1: sbx's own; stdin then /dev/null unless req.interactive). For sbx cp.
+int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req,
+                      int in_fd, int out_fd, int err_fd);
+
 /// Reads DIR/meta.json's runsc path and global flags. Throws sbx::Error.
 GvisorLaunch read_gvisor_meta(const std::string& dir);
 
