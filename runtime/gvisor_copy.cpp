@@ -147,7 +147,7 @@ CopyResult extract_as(int tar_fd, const std::string& prefix, int parent_fd, cons
   if (archive_read_open_fd(in.get(), tar_fd, 65536) != ARCHIVE_OK)
     throw Error(std::string("sbx cp: read the tar from the sandbox: ") + archive_error_string(in.get()));
   ArchivePtr out(archive_write_disk_new(), archive_write_free);
-  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_UNLINK |
+  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
                                                 ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                                 ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
   // Relative paths below `parent`: the destination's own path is the user's.

@@ -99,6 +99,36 @@ S exec box ln -s /etc/group /tmp/victim
 S cp "$T/hostonly" box:/tmp/victim && S exec box grep -q '^root:' /etc/group && [ "$(S exec box cat /tmp/victim)" == "hostonly" ] \
   && ok "cp in replaces a symlink instead of writing through it" || fail "cp in wrote through a symlink"
 
+# A hostile sandbox: on gVisor, cp out reads a tar the sandbox's own `tar`
+# writes. Replace it with one that sends a symlink to a host dir and then a
+# file "through" it, and entries outside the copy: nothing may land on the host.
+if [ "$RUNTIME" = gvisor ]; then
+  mkdir -p "$T/victim"
+  python3 - "$T/evil.tar" "$T/victim" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    def add(name, data=None, link=None):
+        i = tarfile.TarInfo(name)
+        if link is not None:
+            i.type, i.linkname = tarfile.SYMTYPE, link
+            t.addfile(i)
+        else:
+            i.size = len(data); t.addfile(i, io.BytesIO(data))
+    add("./evil/link", link=sys.argv[2])
+    add("./evil/link/pwned", b"pwned\n")
+    add("./evil/../../pwned2", b"pwned\n")
+    add("/pwned3", b"pwned\n")
+PY
+  # (The python image: Debian's sh runs /usr/bin/tar; busybox sh would use its own applet.)
+  EVIL=$(S create python)
+  S cp "$T/evil.tar" "$EVIL:/evil.tar" >/dev/null
+  S exec "$EVIL" sh -c 'mkdir -p /evil; printf "#!/bin/sh\ncat /evil.tar\n" > /usr/bin/tar; chmod 755 /usr/bin/tar'
+  S cp "$EVIL:/evil" "$T/got" 2>/dev/null && fail "cp out of a hostile tar succeeded" || ok "cp out of a hostile tar fails"
+  expect_eq "$(ls -A "$T/victim")" "" "cp out: a hostile tar cannot write through a symlink onto the host"
+  [ ! -e "$T/pwned2" ] && [ ! -e /pwned3 ] && ok "cp out: entries outside the copy are refused" || fail "cp out wrote outside the copy"
+  S rm -f "$EVIL" >/dev/null
+fi
+
 # --- inspect, names, labels ----------------------------------------------------
 J=$(S inspect box)
 echo "$J" | grep -q '"Status": "running"' && ok "inspect: running" || fail "inspect status"
