@@ -18,16 +18,19 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/console_socket.h"
 #include "runtime/gvisor_backend.h"
 #include "runtime/gvisor_bundle.h"
 #include "runtime/holder.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native_backend.h"
+#include "runtime/pty_relay.h"
 #include "runtime/user.h"
 
 namespace sbx::runtime {
@@ -659,9 +662,6 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   if (req.args.empty()) throw Error("sbx exec: give a COMMAND");
   if (!state_alive(st) || fs::exists(dir + "/end"))
     throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
-  if (req.tty)
-    throw Error("sbx exec -t is not supported on gVisor sandboxes yet (it needs runsc's console socket); drop -t",
-                0, kExitSbxFailed);
   GvisorLaunch l = read_gvisor_meta(dir);
   touch_activity(dir.c_str());
 
@@ -679,7 +679,8 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   bool has_home = std::any_of(p.env.begin(), p.env.end(), [](const std::string& e) { return e.rfind("HOME=", 0) == 0; });
   if (!has_home || !req.user.empty()) set_env(p.env, "HOME=" + user.home);
   p.args = req.args;
-  p.terminal = false;
+  p.terminal = req.tty;
+  if (req.tty) set_env(p.env, "TERM=xterm");  // as native exec -t
   apply_pids_limit_as_nproc(s);
   const std::string tag = std::to_string(::getpid());
   const std::string proc_file = dir + "/.exec-" + tag + ".json";
@@ -697,11 +698,19 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
     ::unlink(log_file.c_str());
   };
   std::vector<std::string> argv = runsc_base(l, dir, log_file);
-  argv.insert(argv.end(), {"exec", "--process", proc_file, "--internal-pid-file", ipid_file, st.id});
+  argv.insert(argv.end(), {"exec", "--process", proc_file, "--internal-pid-file", ipid_file});
+  // -t: runsc makes the pty in the sandbox and sends its master over a console
+  // socket (in the run root: an AF_UNIX path must stay under 108 bytes).
+  ConsoleSocket console;
+  if (req.tty) {
+    console = ConsoleSocket(dir.substr(0, dir.rfind('/')) + "/.exec-" + tag + ".sock");
+    argv.insert(argv.end(), {"--console-socket", console.path()});
+  }
+  argv.push_back(st.id);
 
   sigset_t mask, old;
   sigemptyset(&mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&mask, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) sigaddset(&mask, sig);
   ::sigprocmask(SIG_BLOCK, &mask, &old);
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -715,7 +724,7 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (in_fd >= 0) {
       ::dup2(in_fd, 0);
-    } else if (!req.interactive) {
+    } else if (!req.interactive && !req.tty) {  // (-t: the pty is the process's stdio)
       int null = ::open("/dev/null", O_RDONLY);
       ::dup2(null, 0);
     }
@@ -724,6 +733,20 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
     exec_argv(argv);
   }
   int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  int master = -1;
+  if (req.tty) {
+    // A runsc that fails first ends (its pidfd turns readable) without one.
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    try {
+      master = console.receive_master(pidfd, -1);
+    } catch (const Error& e) {
+      log::warn("gvisor: no terminal from runsc exec: " + std::string(e.what()));
+    }
+    if (pidfd >= 0) ::close(pidfd);
+    console.close();
+  }
+  std::optional<PtyRelay> relay;
+  if (master >= 0) relay.emplace(master, 0, 1);
   auto kill_in_sandbox = [&](int sig) {
     // The process's pid inside the sandbox (runsc writes it once started).
     std::string ipid;
@@ -766,11 +789,36 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       int left = static_cast<int>(last_touch + touch_every - now);
       wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
     }
-    struct pollfd pfd {sfd, POLLIN, 0};
-    if (::poll(&pfd, 1, timed_out ? 100 : wait_ms) > 0) {
+    struct pollfd pfd[3] = {{sfd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    int n = relay ? relay->add_pollfds(pfd, 1, req.interactive) : 1;
+    if (::poll(pfd, static_cast<nfds_t>(n), timed_out ? 100 : wait_ms) > 0) {
+      if (relay) relay->handle(pfd);
       struct signalfd_siginfo si;
-      while (::read(sfd, &si, sizeof si) == sizeof si)
-        if (si.ssi_signo != SIGCHLD) kill_in_sandbox(static_cast<int>(si.ssi_signo));
+      while (::read(sfd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGCHLD) continue;
+        if (si.ssi_signo == SIGWINCH) {
+          if (relay) relay->resize();
+          continue;
+        }
+        kill_in_sandbox(static_cast<int>(si.ssi_signo));
+      }
+    }
+  }
+  // The process ended: drain its last output from the pty.
+  for (int i = 0; relay && relay->master_open() && i < 100; ++i) {
+    struct pollfd pfd[2];
+    int n = relay->add_pollfds(pfd, 0, false);
+    if (n == 0 || ::poll(pfd, static_cast<nfds_t>(n), 20) <= 0) break;
+    relay->handle(pfd);
+  }
+  relay.reset();
+  if (master >= 0) ::close(master);
+  // Signals still pending came after the process ended (seen: the SIGINT of
+  // a ^C in `exec -it` reaches sbx's process group once runsc exec is gone):
+  // drop them rather than die of them when the mask is restored.
+  {
+    struct signalfd_siginfo si;
+    while (::read(sfd, &si, sizeof si) == sizeof si) {
     }
   }
   ::close(sfd);

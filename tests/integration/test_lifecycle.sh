@@ -64,6 +64,16 @@ expect_eq "$(S exec box sh -c 'n=0; readlink /proc/1/exe >/dev/null 2>&1 || n=$(
 fi
 [ "$(S exec box sh -c 'readlink /proc/self/ns/pid')" != "$(readlink /proc/self/ns/pid)" ] && ok "exec is in the sandbox's pid ns" || fail "pid ns"
 
+# exec -t from a real terminal (tests/integration/pty_session.py): a shell
+# prompt, the window size and its change, the exit code, ^C to the process.
+PTY="python3 $(dirname "$0")/pty_session.py"
+OUT=$($PTY --size 30 100 --expect '# ' --send 'stty size\r' --expect '30 100' --resize 40 120 --send 'stty size\r' \
+  --expect '40 120' --send 'exit 3\r' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh 2>&1)
+echo "$OUT" | grep -q '^exit: 3$' && echo "$OUT" | grep -q '40 120' && ok "exec -it: a shell on a pty, resized, exit code" || fail "exec -it: $OUT"
+echo "$OUT" | grep -q '^restored: yes$' && ok "exec -it: terminal mode restored" || fail "exec -it left the terminal raw"
+OUT=$($PTY --expect 'ready' --send '\x03' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh -c 'echo ready; sleep 30' 2>&1)
+echo "$OUT" | grep -q '^exit: 130$' && ok "exec -it: ^C ends the process (130)" || fail "exec -it ^C: $OUT"
+
 # 100 execs in sequence, 10 in parallel.
 n=0; for i in $(seq 100); do [ "$(S exec box echo $i)" == "$i" ] && n=$((n + 1)); done
 expect_eq "$n" 100 "100 execs in sequence"
