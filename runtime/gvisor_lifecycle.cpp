@@ -24,6 +24,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/cgroups.h"
 #include "runtime/console_socket.h"
 #include "runtime/gvisor_backend.h"
 #include "runtime/gvisor_bundle.h"
@@ -470,7 +471,7 @@ GvisorMonitor spawn_gvisor_monitor(const std::string& dir, SandboxState st, cons
   ::close(ready[1]);
   st.pid = pid;
   st.pid_start = process_start_time(pid);
-  st.cgroups = runsc_cgroup_dirs(cgroup_name(st.id));
+  if (st.cgroups.empty()) st.cgroups = runsc_cgroup_dirs(cgroup_name(st.id));  // absolute cgroupsPath "/sbx-<id12>"
   try {
     write_state(dir, st);
   } catch (...) {
@@ -558,6 +559,8 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     st.idle_timeout_ms = spec.idle_timeout.count();
     st.creator_pid = ::getpid();
     st.creator_start = process_start_time(::getpid());
+    // The cgroups: every one runsc may make for the relative cgroupsPath.
+    st.cgroups = sandbox_cgroup_dirs(id);
     write_state(fresh, st);
     if (::rename(fresh.c_str(), dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + dir);
   } catch (...) {
@@ -566,6 +569,15 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   }
   try {
     if (!spec.name.empty()) claim_name(run_root, spec.name, id);
+    // sbx makes the sandbox's cgroup itself, with its limits, as `sbx run
+    // --runtime gvisor` does (runtime/gvisor_backend.cpp): runsc uses the
+    // pre-created dirs as they are, and the OOM count outlives runsc. The
+    // monitor and runsc are our children, so "sbx-<id12>" resolves there.
+    {
+      SandboxSpec limits = spec;
+      apply_pids_limit_as_nproc(limits);
+      Cgroup::create(id, limits.resources).release();  // state.json names it; rm removes it
+    }
     // The bundle's config is written inside the monitor's mount namespace:
     // the user (-u / the image's User) resolves in the image's /etc/passwd.
     auto write_config = [spec, pause, dir, id](const std::string& rootfs) {
@@ -583,7 +595,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       apply_pids_limit_as_nproc(r);
       oci::RuntimeConfigOptions ro;
       ro.rootfs_path = rootfs;
-      ro.cgroups_path = "/" + cgroup_name(id);
+      ro.cgroups_path = cgroup_name(id);  // relative: under sbx's own cgroup, which sbx made
       fs::write_file_atomic(dir + "/bundle/config.json", oci::to_runtime_config(r, ro), 0600);
     };
     start_gvisor_monitor(dir, st, launch, write_config);
@@ -642,7 +654,11 @@ void release_gvisor(const std::string& dir, const SandboxState& st) noexcept {
       a.insert(a.end(), {"delete", "--force", id});
       run_quiet(a);
     }
+    // Made by sbx under its own cgroup (create), or by runsc at the roots
+    // (restore's absolute cgroupsPath); runsc leaves some it made behind.
     std::vector<std::string> cgs = runsc_cgroup_dirs(cgroup_name(id));
+    for (const auto& c : sandbox_cgroup_dirs(id))
+      if (std::find(cgs.begin(), cgs.end(), c) == cgs.end()) cgs.push_back(c);
     for (const auto& c : st.cgroups)
       if (std::find(cgs.begin(), cgs.end(), c) == cgs.end()) cgs.push_back(c);
     if (int e = destroy_cgroup_dirs(cgs)) log::warn("gvisor: remove the cgroups of sandbox " + id.substr(0, 12) + ": " + std::strerror(e));
