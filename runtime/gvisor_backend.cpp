@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "oci/runtime_config.h"
 #include "runtime/lifecycle.h"
+#include "runtime/mounts.h"
 #include "runtime/state.h"
 #include "runtime/user.h"
 
@@ -86,9 +87,15 @@ std::string runsc_errors(const std::string& log) {
 /// private tmpfs at `scratch`. runsc's gofer creates mount points for volumes
 /// there; the sandbox's own writes go to runsc's memory overlay
 /// (--overlay2=root:memory), so the tmpfs stays tiny. Both vanish with the namespace.
-void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target) {
+/// `disk_bytes` (--disk): runsc writes through its gofer into this overlay
+/// instead (--overlay2=none), and the tmpfs gets that size, so the host kernel
+/// answers ENOSPC beyond it. (This runsc's own overlay cannot be bounded: a
+/// size-limited file store makes the sentry die of SIGBUS when it fills.)
+void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target,
+                  uint64_t disk_bytes) {
   if (layers.empty()) throw Error("cannot build the rootfs: the image has no layers");
-  if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0700") < 0)
+  const std::string tmpfs = "mode=0700," + (disk_bytes ? tmpfs_size_option(disk_bytes) : std::string("size=16m"));
+  if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmpfs.c_str()) < 0)
     throw_errno("mount tmpfs on " + scratch);
   const std::string upper = scratch + "/upper", work = scratch + "/work";
   if (::mkdir(upper.c_str(), 0755) < 0 || ::mkdir(work.c_str(), 0700) < 0) throw_errno("mkdir in " + scratch);
@@ -241,7 +248,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
   // Writes go to a memory-backed overlay inside the sandbox: the image
   // layers stay untouched and nothing is left on the host's disk.
-  if (!spec.readonly_rootfs) argv.push_back("--overlay2=root:memory");
+  if (!spec.readonly_rootfs) argv.push_back(spec.disk_bytes ? "--overlay2=none" : "--overlay2=root:memory");
   if (nvproxy) argv.push_back("--nvproxy");
   argv.insert(argv.end(), {"run", "--bundle", bundle, spec.id});
 
@@ -273,7 +280,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       // exists only there and vanishes with them, so it can never leak.
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
-      mount_rootfs(spec.layer_dirs, scratch, rootfs);
+      mount_rootfs(spec.layer_dirs, scratch, rootfs, spec.disk_bytes);
       SandboxSpec resolved = spec;
       resolve_process_user(resolved.process, rootfs);
       apply_pids_limit_as_nproc(resolved);
