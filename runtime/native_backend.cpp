@@ -511,7 +511,9 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   std::string dir = opts.run_root + "/" + sb.id;
   if (::mkdir(dir.c_str(), 0700) < 0 && !(opts.detached && errno == EEXIST))
     throw_errno("create the sandbox state directory " + dir);
-  sb.state_dir = dir;
+  // Detached: the dir is the caller's (sbx create removes it on failure with
+  // everything in it); destroy() removes only a `sbx run` dir.
+  if (!opts.detached) sb.state_dir = dir;
   sb.cgroup = Cgroup::create(sb.id, spec.resources);
 
   int sv[2];
