@@ -138,7 +138,7 @@ void register_create_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
   cmd->add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
   cmd->add_option("-m,--memory", f->memory, "Memory limit (e.g. 256m)");
-  cmd->add_option("--disk", f->disk, kDiskHelp);
+  cmd->add_option("--disk", f->disk, kDiskHelp)->type_name("SIZE");
   cmd->add_option("--userns", f->userns,
                   "auto: uid 0..65535 inside are a per-sandbox unprivileged host range (default); host: the host's ids")
       ->capture_default_str();

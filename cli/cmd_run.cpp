@@ -358,7 +358,7 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
                       "auto: uid 0..65535 inside are a per-sandbox unprivileged host range (default); host: the host's ids")
       ->capture_default_str();
   run_cmd->add_option("-m,--memory", f->memory, "Memory limit (e.g. 256m); an OOM kill exits 137");
-  run_cmd->add_option("--disk", f->disk, kDiskHelp);
+  run_cmd->add_option("--disk", f->disk, kDiskHelp)->type_name("SIZE");
   run_cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
   run_cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
       ->capture_default_str();

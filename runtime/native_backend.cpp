@@ -561,8 +561,8 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       }
       const uint32_t root_uid = host_root_id(uid_maps), root_gid = host_root_id(gid_maps);
       // A disk-backed upper dir (sbx create): owned by the sandbox's root, so
-      // its files land on disk with unprivileged host ids; the init reaches
-      // it through this fd.
+      // its files land on disk with unprivileged host ids (the init opens it
+      // itself, in its own mount namespace: init_main).
       if (!spec.upper_dir.empty()) prepare_upper_for_userns(spec.upper_dir, root_uid, root_gid);
       // The holder (the init, as the sandbox's root) writes its log and end
       // record into the state dir through state_dirfd.
