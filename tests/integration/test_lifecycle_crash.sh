@@ -45,7 +45,7 @@ S import "$IMAGES/busybox-oci" busybox >/dev/null || { echo "FAIL: import"; exit
 IDS=""
 
 # --- create --disk killed half-way: its host tmpfs is unmounted by rm -f / gc ------
-for step in create-state create-started; do
+for step in create-dir create-state create-started; do
   SBX_TEST_CRASH_AT=$step S create --disk 8m busybox >/dev/null 2>&1
   expect_eq "$?" "137" "create --disk killed at $step"
   IDS+=" $(ids_now)"
