@@ -81,6 +81,15 @@ class Cgroup {
   std::string memory_, pids_, freezer_, unified_;  ///< "" when not used
 };
 
+/// Where a sandbox's cgroup "sbx-<id12>" is, or would be, in every cgroup
+/// hierarchy mounted under /sys/fs/cgroup that sbx is in (v1 controllers,
+/// named v1 hierarchies such as name=systemd, the unified one): beside the
+/// dirs Cgroup::create makes, those an OCI runtime makes for the relative
+/// linux.cgroupsPath "sbx-<id12>" (runsc does, for every hierarchy). For
+/// cleanup and state.json. No throw (an empty list when /proc/self/cgroup
+/// cannot be read).
+std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept;
+
 /// Removes stale sandbox cgroups: "sbx-*" children of sbx's own cgroup (in
 /// every hierarchy) that hold no process and are older than `min_age_s`
 /// seconds (a sandbox being started holds its empty cgroup for about a

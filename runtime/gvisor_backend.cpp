@@ -21,145 +21,18 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/cgroups.h"
+#include "runtime/console_socket.h"
+#include "runtime/gvisor_bundle.h"
 #include "runtime/lifecycle.h"
+#include "runtime/runsc_process.h"
 #include "runtime/mounts.h"
 #include "runtime/state.h"
 #include "runtime/user.h"
 
 namespace sbx::runtime {
 
-namespace {
-
-bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
-
-/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
-int run_quiet(const std::vector<std::string>& argv) {
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork for " + argv[0]);
-  if (pid == 0) {
-    int fd = ::open("/dev/null", O_RDWR);
-    if (fd >= 0) {
-      ::dup2(fd, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    ::_exit(127);
-  }
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return st;
-}
-
-std::string read_tail(const std::string& path, size_t max) {
-  try {
-    std::string s = fs::read_file(path);
-    return s.size() > max ? s.substr(s.size() - max) : s;
-  } catch (const Error&) {
-    return "";
-  }
-}
-
-/// Extracts the "msg" values of runsc's JSON log lines at level error.
-std::string runsc_errors(const std::string& log) {
-  std::string out;
-  size_t pos = 0;
-  while ((pos = log.find("\"msg\":\"", pos)) != std::string::npos) {
-    size_t line_end = log.find('\n', pos);
-    std::string line = log.substr(pos, line_end == std::string::npos ? std::string::npos : line_end - pos);
-    pos += 7;
-    if (line.find("\"level\":\"error\"") == std::string::npos) continue;
-    size_t end = line.find("\",\"", 7);
-    std::string msg = line.substr(7, end == std::string::npos ? std::string::npos : end - 7);
-    for (size_t q; (q = msg.find("\\\"")) != std::string::npos;) msg.erase(q, 1);  // JSON \" -> "
-    out += msg + "\n";
-  }
-  return out;
-}
-
-/// Builds the bundle's rootfs at `target` (in the caller's private mount
-/// namespace): an overlay of the image layers (bottom first in `layers`;
-/// overlayfs wants the top first in lowerdir) with its upper dir on a small
-/// private tmpfs at `scratch`. runsc's gofer creates mount points for volumes
-/// there; the sandbox's own writes go to runsc's memory overlay
-/// (--overlay2=root:memory), so the tmpfs stays tiny. Both vanish with the namespace.
-/// `disk_bytes` (--disk): runsc writes through its gofer into this overlay
-/// instead (--overlay2=none), and the tmpfs gets that size, so the host kernel
-/// answers ENOSPC beyond it. (This runsc's own overlay cannot be bounded: a
-/// size-limited file store makes the sentry die of SIGBUS when it fills.)
-void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target,
-                  uint64_t disk_bytes) {
-  if (layers.empty()) throw Error("cannot build the rootfs: the image has no layers");
-  const std::string tmpfs = "mode=0700," + (disk_bytes ? tmpfs_size_option(disk_bytes) : std::string("size=16m"));
-  if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmpfs.c_str()) < 0)
-    throw_errno("mount tmpfs on " + scratch);
-  const std::string upper = scratch + "/upper", work = scratch + "/work";
-  if (::mkdir(upper.c_str(), 0755) < 0 || ::mkdir(work.c_str(), 0700) < 0) throw_errno("mkdir in " + scratch);
-  std::string lower;
-  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
-    if (!lower.empty()) lower += ':';
-    lower += *it;
-  }
-  std::string data = "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
-  if (::mount("overlay", target.c_str(), "overlay", 0, data.c_str()) < 0)
-    throw_errno("mount overlay of " + std::to_string(layers.size()) + " layers on " + target);
-}
-
-/// Resolves process.user against the image's /etc/passwd and /etc/group
-/// under `rootfs` (as the native backend does inside the sandbox) and sets
-/// uid, gid, supplementary groups and a default HOME.
-void resolve_process_user(Process& p, const std::string& rootfs) {
-  ResolvedUser u = resolve_user(p.user, rootfs);
-  p.uid = u.uid;
-  p.gid = u.gid;
-  p.additional_gids = u.groups;
-  bool has_home = false;
-  for (const auto& e : p.env) has_home |= e.rfind("HOME=", 0) == 0;
-  if (!has_home) p.env.push_back("HOME=" + u.home);
-}
-
-/// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
-/// every mounted hierarchy (v1 controllers, and the unified one).
-std::vector<std::string> runsc_cgroup_dirs(const std::string& name) {
-  std::vector<std::string> dirs = {"/sys/fs/cgroup/" + name};
-  if (DIR* d = ::opendir("/sys/fs/cgroup")) {
-    while (struct dirent* e = ::readdir(d)) {
-      if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
-      dirs.push_back(std::string("/sys/fs/cgroup/") + e->d_name + "/" + name);
-    }
-    ::closedir(d);
-  }
-  return dirs;
-}
-
-/// --pids-limit inside gVisor: runsc applies linux.resources.pids to the
-/// sentry's host threads, not to the sandbox's tasks, so the limit is also
-/// given to gVisor's own kernel as RLIMIT_NPROC (which it enforces for every
-/// user, root included, since the sandbox has no CAP_SYS_RESOURCE): a fork
-/// bomb or a thread flood stops at the limit with EAGAIN, as on the native
-/// backend. An explicit lower --ulimit nproc wins. The host cgroup keeps a
-/// larger pids limit as a backstop.
-void apply_pids_limit_as_nproc(SandboxSpec& s) {
-  if (!s.resources.pids_limit || *s.resources.pids_limit <= 0) return;
-  const uint64_t limit = static_cast<uint64_t>(*s.resources.pids_limit);
-  for (auto& r : s.process.rlimits) {
-    if (r.type != "RLIMIT_NPROC") continue;
-    r.soft = std::min(r.soft, limit);
-    r.hard = std::min(r.hard, limit);
-    return;
-  }
-  s.process.rlimits.push_back({"RLIMIT_NPROC", limit, limit});
-  // The host pids cgroup holds the sentry, the gofer and (ptrace platform) a
-  // host stub per guest task: at the guest's own limit it would kill the
-  // whole sandbox, so the host limit leaves head room for them.
-  s.resources.pids_limit = *s.resources.pids_limit * 3 + 256;
-}
-
-}  // namespace
+using namespace gvisor;  // the shared bundle helpers (runtime/gvisor_bundle.h)
 
 std::string find_runsc(const std::string& explicit_path) {
   if (!explicit_path.empty()) {
@@ -210,8 +83,6 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const bool nvproxy = nv != spec.annotations.end() && nv->second == "true";
   if (!spec.devices.empty() && !nvproxy)
     throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy, which this runsc does not support; use --runtime native");
-  if (spec.process.terminal)
-    throw Error("gvisor: -t (a pseudo-terminal) is not supported with --runtime gvisor yet (it needs runsc's console socket); use --runtime native, or drop -t");
   const std::string runsc = find_runsc(opts.runsc);
 
   // What killed sandboxes left behind (as the native start does); runsc's own
@@ -224,25 +95,45 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const std::string state = dir + "/runsc";
   const std::string logfile = dir + "/runsc.log";
   const std::string cgroup_name = "sbx-" + spec.id.substr(0, 12);
+  SandboxSpec resolved = spec;
+  apply_pids_limit_as_nproc(resolved);
   fs::mkdir_p(rootfs, 0700);
   fs::mkdir_p(scratch, 0700);
   fs::mkdir_p(state, 0700);
 
+  // sbx makes the sandbox's cgroup itself, as for the native backend (under
+  // sbx's own cgroup, limits applied by runtime/cgroups.h), and gives runsc
+  // the relative cgroupsPath "sbx-<id12>": runsc resolves it under its own
+  // (= sbx's) cgroups, uses the dirs that exist as they are ("pre-created":
+  // neither configured nor removed by runsc) and makes the rest. So sbx can
+  // read the OOM kill count after runsc has ended, and nothing lands at the
+  // hierarchy roots.
+  Cgroup cgroup;
   // Removes everything this run created; safe to call more than once.
   auto cleanup = [&] {
-    run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
-    // runsc leaves some of its cgroups behind (here: memory and name=systemd
-    // on a v1 host): remove every one it may have made.
-    destroy_cgroup_dirs(runsc_cgroup_dirs(cgroup_name));
+    // `runsc run` deletes its container when it ends normally, leaving its
+    // --root empty; a second runsc (~20 ms, a tenth of a start) is needed only
+    // when it did not (killed at a timeout, failed, or SIGKILLed).
+    if (runsc_left_state(state)) run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
+    cgroup.destroy();
+    // runsc leaves some of the cgroups it made behind (name=systemd on a v1
+    // host): remove every one it may have made.
+    destroy_cgroup_dirs(sandbox_cgroup_dirs(spec.id));
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   };
+  try {
+    cgroup = Cgroup::create(spec.id, resolved.resources);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
 
   // config.json is written by the child once the rootfs is mounted: the
   // user (-u / the image's User) resolves in the image's own /etc/passwd.
   oci::RuntimeConfigOptions ro;
   ro.rootfs_path = rootfs;
-  ro.cgroups_path = "/" + cgroup_name;
+  ro.cgroups_path = cgroup_name;
 
   std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile,
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
@@ -250,14 +141,26 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // layers stay untouched and nothing is left on the host's disk.
   if (!spec.readonly_rootfs) argv.push_back(spec.disk_bytes ? "--overlay2=none" : "--overlay2=root:memory");
   if (nvproxy) argv.push_back("--nvproxy");
-  argv.insert(argv.end(), {"run", "--bundle", bundle, spec.id});
+  argv.insert(argv.end(), {"run", "--bundle", bundle});
+  // -t: runsc makes the pty and sends its master over this socket
+  // (runtime-spec process.terminal); sbx relays it as the native backend does.
+  ConsoleSocket console;
+  if (spec.process.terminal) {
+    try {
+      console = ConsoleSocket(dir + "/console.sock");
+    } catch (...) {
+      cleanup();
+      throw;
+    }
+    argv.insert(argv.end(), {"--console-socket", console.path()});
+  }
+  argv.push_back(spec.id);
 
-  // Signals to sbx are handled through a signalfd so that they can be forwarded.
-  sigset_t mask, old;
-  sigemptyset(&mask);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&mask, s);
-  ::sigprocmask(SIG_BLOCK, &mask, &old);
+  // Signals to sbx are read through a signalfd by wait_runsc() and forwarded.
+  sigset_t old;
+  ::sigprocmask(SIG_BLOCK, &runsc_wait_signals(), &old);
 
+  const auto started = std::chrono::steady_clock::now();  // --timeout counts from here
   int errpipe[2];
   if (::pipe2(errpipe, O_CLOEXEC) < 0) throw_errno("pipe");
   pid_t child = ::fork();
@@ -272,7 +175,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     std::string err;
     try {
-      if (!spec.stdin_open) {
+      if (!spec.stdin_open || spec.process.terminal) {  // (with -t, sbx relays stdin)
         int fd = ::open("/dev/null", O_RDONLY);
         if (fd >= 0) ::dup2(fd, 0);
       }
@@ -281,9 +184,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
       mount_rootfs(spec.layer_dirs, scratch, rootfs, spec.disk_bytes);
-      SandboxSpec resolved = spec;
       resolve_process_user(resolved.process, rootfs);
-      apply_pids_limit_as_nproc(resolved);
       fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(resolved, ro), 0600);
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
@@ -310,7 +211,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     st.pid = child;
     st.pid_start = process_start_time(child);
     st.created_ms = st.started_ms = now_ms();
-    st.cgroups = runsc_cgroup_dirs(cgroup_name);
+    st.cgroups = sandbox_cgroup_dirs(spec.id);
     st.command = spec.process.args;
     write_state(dir, st);
   } catch (const Error& e) {
@@ -324,50 +225,52 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     ::close(errpipe[0]);
   }
 
-  int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC);
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + spec.timeout;
-  bool timed_out = false;
-  int stop_signals = 0;
-  int status = 0;
-  for (;;) {
-    pid_t r = ::waitpid(child, &status, WNOHANG);
-    if (r == child) break;
-    int wait_ms = -1;
-    if (spec.timeout.count() > 0 && !timed_out) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-      if (left <= 0) {
-        timed_out = true;
-        run_quiet({runsc, "--root", state, "kill", "--all", spec.id, "KILL"});
-        ::kill(child, SIGKILL);
-        continue;
-      }
-      wait_ms = static_cast<int>(left);
+  // -t: the pty master arrives once runsc has set the sandbox up; a runsc
+  // that fails first ends (its pidfd becomes readable) without sending one.
+  int master = -1;
+  if (spec.process.terminal && child_err.empty()) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+    try {
+      master = console.receive_master(pidfd, -1);
+    } catch (const Error& e) {
+      log::warn("gvisor: no terminal from runsc: " + std::string(e.what()));
     }
-    struct pollfd pfd = {sfd, POLLIN, 0};
-    int pr = ::poll(&pfd, 1, wait_ms);
-    if (pr > 0) {
-      struct signalfd_siginfo si;
-      if (::read(sfd, &si, sizeof si) == sizeof si && si.ssi_signo != SIGCHLD) {
-        // Forward to the sandbox's processes, as the native backend does; a
-        // second SIGINT/SIGTERM kills the sandbox (the user means it).
-        bool stop = si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM;
-        if (stop && ++stop_signals >= 2) {
-          run_quiet({runsc, "--root", state, "kill", "--all", spec.id, "KILL"});
-        } else {
-          run_quiet({runsc, "--root", state, "kill", "--all", spec.id, std::to_string(si.ssi_signo)});
-        }
-      }
-    }
+    if (pidfd >= 0) ::close(pidfd);
+    console.close();
   }
-  ::close(sfd);
+  RunscWaitOptions wo;
+  wo.runsc = runsc;
+  wo.root = state;
+  wo.id = spec.id;
+  if (spec.timeout.count() > 0) wo.deadline = started + spec.timeout;
+  wo.pty_master = master;
+  RunscWaitResult wr;
+  try {
+    wr = wait_runsc(child, wo);
+  } catch (...) {
+    if (master >= 0) ::close(master);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    cleanup();
+    throw;
+  }
+  if (master >= 0) ::close(master);
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  const int status = wr.wait_status;
+  const bool timed_out = wr.timed_out;
+  // gVisor has no OOM killer of its own: at --memory the host's memory cgroup
+  // of the sandbox OOM-kills the Sentry or a stub process, which takes the
+  // whole sandbox down. Read before cleanup().
+  const uint64_t oom_kills = cgroup.oom_kills();
 
   std::string log = read_tail(logfile, 64 * 1024);
   cleanup();
 
   if (!child_err.empty()) throw Error("gvisor: " + child_err);
   ExitStatus st;
+  st.forwarded_signal = wr.forwarded_signal;
+  st.oom_kills = oom_kills;
   if (timed_out) {
     st.timed_out = true;
     st.exit_code = kExitTimeout;
@@ -393,6 +296,13 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     throw Error("runsc failed to start the sandbox:\n" + errors);
   }
   if (st.exit_code > 128) st.signal = st.exit_code - 128;  // runsc reports 128+N for signal N
+  if (oom_kills > 0) {
+    // The workload did not end by itself: whatever runsc reports for a
+    // killed Sentry, it is reported as on the native backend (137).
+    st.oom_killed = true;
+    st.signal = SIGKILL;
+    st.exit_code = 128 + SIGKILL;
+  }
   return st;
 }
 

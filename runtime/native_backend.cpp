@@ -14,7 +14,6 @@
 #include <sys/syscall.h>
 #include <sched.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +30,7 @@
 #include "runtime/mounts.h"
 #include "runtime/namespaces.h"
 #include "runtime/network.h"
+#include "runtime/pty_relay.h"
 #include "runtime/rlimits.h"
 #include "runtime/seccomp.h"
 #include "runtime/state.h"
@@ -696,42 +696,6 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   return sb;
 }
 
-namespace {
-
-/// Puts the caller's terminal in raw mode for the pty relay; restores on scope exit.
-struct RawTerminal {
-  int fd = -1;
-  struct termios saved {};
-  explicit RawTerminal(int f) {
-    if (::isatty(f) && ::tcgetattr(f, &saved) == 0) {
-      struct termios raw = saved;
-      ::cfmakeraw(&raw);
-      if (::tcsetattr(f, TCSANOW, &raw) == 0) fd = f;
-    }
-  }
-  ~RawTerminal() {
-    if (fd >= 0) ::tcsetattr(fd, TCSANOW, &saved);
-  }
-};
-
-void copy_winsize(int from, int to) {
-  struct winsize ws {};
-  if (::ioctl(from, TIOCGWINSZ, &ws) == 0) ::ioctl(to, TIOCSWINSZ, &ws);
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-}  // namespace
-
 ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {
   ExitStatus out;
   using clock = std::chrono::steady_clock;
@@ -740,28 +704,16 @@ ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {
   std::optional<clock::time_point> deadline, kill_at;
   if (opts.timeout.count() > 0) deadline = sb.started + opts.timeout;
 
-  std::optional<RawTerminal> raw;
-  bool stdin_open = sb.pty_master >= 0;
-  if (sb.pty_master >= 0) {
-    raw.emplace(opts.stdin_fd);
-    copy_winsize(opts.stdin_fd, sb.pty_master);
-  }
+  std::optional<PtyRelay> relay;  // restores the user's terminal on every exit path
+  if (sb.pty_master >= 0) relay.emplace(sb.pty_master, opts.stdin_fd, opts.stdout_fd);
   int interrupts = 0;
-  bool exited = false, master_open = sb.pty_master >= 0;
-  while (!exited || master_open) {
+  bool exited = false;
+  while (!exited || (relay && relay->master_open())) {
     struct pollfd fds[4];
     int n = 0;
     fds[n++] = {sb.pidfd, exited ? short(0) : short(POLLIN), 0};
     fds[n++] = {sfd, POLLIN, 0};
-    int i_master = -1, i_stdin = -1;
-    if (master_open) {
-      i_master = n;
-      fds[n++] = {sb.pty_master, POLLIN, 0};
-    }
-    if (stdin_open && !exited) {
-      i_stdin = n;
-      fds[n++] = {opts.stdin_fd, POLLIN, 0};
-    }
+    if (relay) n = relay->add_pollfds(fds, n, !exited);
     int timeout_ms = -1;
     auto now = clock::now();
     for (auto& t : {deadline, kill_at})
@@ -790,7 +742,7 @@ ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {
       while (::read(sfd, &si, sizeof si) == sizeof si) {
         int sig = static_cast<int>(si.ssi_signo);
         if (sig == SIGWINCH) {
-          if (sb.pty_master >= 0) copy_winsize(opts.stdin_fd, sb.pty_master);
+          if (relay) relay->resize();
           continue;
         }
         out.forwarded_signal = sig;
@@ -804,27 +756,7 @@ ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {
         sb.signal(sig);
       }
     }
-    if (i_master >= 0 && (fds[i_master].revents & (POLLIN | POLLHUP | POLLERR))) {
-      char buf[16384];
-      ssize_t got = ::read(sb.pty_master, buf, sizeof buf);
-      if (got > 0)
-        write_all(opts.stdout_fd, buf, static_cast<size_t>(got));
-      else if (got == 0 || (errno != EINTR && errno != EAGAIN))
-        master_open = false;  // EIO: every slave end is closed
-    }
-    if (i_stdin >= 0 && (fds[i_stdin].revents & (POLLIN | POLLHUP | POLLERR))) {
-      char buf[16384];
-      ssize_t got = ::read(opts.stdin_fd, buf, sizeof buf);
-      if (got > 0) {
-        write_all(sb.pty_master, buf, static_cast<size_t>(got));
-      } else if (got == 0 || errno != EINTR) {
-        stdin_open = false;
-        char eof = 4;  // ^D: end of input for the program on the pty
-        struct termios t {};
-        if (::tcgetattr(sb.pty_master, &t) == 0) eof = static_cast<char>(t.c_cc[VEOF]);
-        write_all(sb.pty_master, &eof, 1);
-      }
-    }
+    if (relay) relay->handle(fds);
   }
   if (sfd >= 0) ::close(sfd);
   int status = reap(sb, true);

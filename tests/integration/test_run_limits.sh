@@ -14,7 +14,13 @@ expect_rc "timeout kills the whole sandbox, children too" 124 run --timeout 500m
 
 # --- memory -------------------------------------------------------------------
 expect_rc "memory hog is OOM-killed under --memory (137)" 137 run --memory 32m $BB sh -c 'tail /dev/zero' 2>"$T/err"
-native_only && check "OOM says so on stderr" grep -q 'sbx: sandbox killed: out of memory' "$T/err"
+check "OOM says so on stderr" grep -q 'sbx: sandbox killed: out of memory (--memory 32m)' "$T/err"
+if [ -n "$PY" ]; then
+  expect_rc "python memory bomb is OOM-killed under --memory (137)" 137 \
+    run --memory 64m $PY python3 -c 'a = []
+while True: a.append(bytearray(1 << 20))' 2>"$T/err"
+  check "... and says so on stderr" grep -q 'sbx: sandbox killed: out of memory (--memory 64m)' "$T/err"
+fi
 expect_rc "a small program fits under --memory" 0 run --memory 32m $BB sh -c 'head -c 1000000 /dev/zero | wc -c >/dev/null'
 
 # --- disk (the writable layer) -------------------------------------------------------
