@@ -87,6 +87,8 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
           snapshot::SandboxFs sfs = snapshot::sandbox_fs(g.run_root, st);
           req.upper_dir = sfs.upper_dir;
           req.freeze_cgroups = sfs.freeze_cgroups;
+          req.uid_map = sfs.uid_map;
+          req.gid_map = sfs.gid_map;
           req.freeze_members = sfs.freeze_members;
           req.parent_image = st.image_id.empty() ? st.image_ref : st.image_id;
           parent_id = st.id;
@@ -147,6 +149,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
           if (!runtime::state_alive(st)) throw Error("sandbox " + id + " is not running; start it to snapshot a directory of it");
           req.parent = st.id;
           snapshot::freeze_cgroups(g.run_root, st, req.freeze_cgroups, req.freeze_members);
+          snapshot::sandbox_id_maps(g.run_root, st, req.uid_map, req.gid_map);
           rec = snapshot::snapshot_sandbox_dir(g.root, st.pid, path, req);
         }
         std::cout << rec.name << "\n";

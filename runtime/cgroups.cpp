@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -246,6 +247,38 @@ uint64_t Cgroup::oom_kills() const noexcept {
   } catch (...) {
     return 0;
   }
+}
+
+std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept {
+  std::vector<std::string> dirs;
+  try {
+    const std::string name = "sbx-" + id.substr(0, 12);
+    std::istringstream in(fs::read_file("/proc/self/cgroup"));
+    std::string line;
+    auto add = [&](const std::string& mount, const std::string& path) {
+      struct stat st {};
+      if (::stat(mount.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) return;
+      std::string dir = join(mount, path) + "/" + name;
+      if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+    };
+    while (std::getline(in, line)) {
+      // "hierarchy-ID:controller-list:cgroup-path"
+      auto a = line.find(':');
+      auto b = line.find(':', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+      if (ctrls.empty()) {
+        if (cgroup_mode() != CgroupMode::Legacy)
+          add(cgroup_mode() == CgroupMode::Hybrid ? std::string(kRoot) + "/unified" : std::string(kRoot), path);
+        continue;
+      }
+      std::istringstream cs(ctrls);
+      std::string c;
+      while (std::getline(cs, c, ',')) add(std::string(kRoot) + "/" + (c.rfind("name=", 0) == 0 ? c.substr(5) : c), path);
+    }
+  } catch (...) {
+  }
+  return dirs;
 }
 
 uint64_t Cgroup::pids_max_hits() const noexcept {

@@ -81,6 +81,15 @@ class Cgroup {
   std::string memory_, pids_, freezer_, unified_;  ///< "" when not used
 };
 
+/// Where a sandbox's cgroup "sbx-<id12>" is, or would be, in every cgroup
+/// hierarchy mounted under /sys/fs/cgroup that sbx is in (v1 controllers,
+/// named v1 hierarchies such as name=systemd, the unified one): beside the
+/// dirs Cgroup::create makes, those an OCI runtime makes for the relative
+/// linux.cgroupsPath "sbx-<id12>" (runsc does, for every hierarchy). For
+/// cleanup and state.json. No throw (an empty list when /proc/self/cgroup
+/// cannot be read).
+std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept;
+
 /// Where a sandbox's freezer cgroup goes when it is made lazily, at snapshot
 /// time (runtime/sandbox_freezer.h) rather than at every start: on a hybrid
 /// host "sbx-<id12>" in the empty cgroup2 tree at /sys/fs/cgroup/unified

@@ -21,8 +21,12 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/cgroups.h"
+#include "runtime/console_socket.h"
 #include "runtime/gvisor_bundle.h"
 #include "runtime/lifecycle.h"
+#include "runtime/runsc_process.h"
+#include "runtime/mounts.h"
 #include "runtime/state.h"
 #include "runtime/user.h"
 
@@ -79,8 +83,6 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const bool nvproxy = nv != spec.annotations.end() && nv->second == "true";
   if (!spec.devices.empty() && !nvproxy)
     throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy, which this runsc does not support; use --runtime native");
-  if (spec.process.terminal)
-    throw Error("gvisor: -t (a pseudo-terminal) is not supported with --runtime gvisor yet (it needs runsc's console socket); use --runtime native, or drop -t");
   const std::string runsc = find_runsc(opts.runsc);
 
   // What killed sandboxes left behind (as the native start does); runsc's own
@@ -93,40 +95,72 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const std::string state = dir + "/runsc";
   const std::string logfile = dir + "/runsc.log";
   const std::string cgroup_name = "sbx-" + spec.id.substr(0, 12);
+  SandboxSpec resolved = spec;
+  apply_pids_limit_as_nproc(resolved);
   fs::mkdir_p(rootfs, 0700);
   fs::mkdir_p(scratch, 0700);
   fs::mkdir_p(state, 0700);
 
+  // sbx makes the sandbox's cgroup itself, as for the native backend (under
+  // sbx's own cgroup, limits applied by runtime/cgroups.h), and gives runsc
+  // the relative cgroupsPath "sbx-<id12>": runsc resolves it under its own
+  // (= sbx's) cgroups, uses the dirs that exist as they are ("pre-created":
+  // neither configured nor removed by runsc) and makes the rest. So sbx can
+  // read the OOM kill count after runsc has ended, and nothing lands at the
+  // hierarchy roots.
+  Cgroup cgroup;
   // Removes everything this run created; safe to call more than once.
   auto cleanup = [&] {
-    run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
-    // runsc leaves some of its cgroups behind (here: memory and name=systemd
-    // on a v1 host): remove every one it may have made.
-    destroy_cgroup_dirs(runsc_cgroup_dirs(cgroup_name));
+    // `runsc run` deletes its container when it ends normally, leaving its
+    // --root empty; a second runsc (~20 ms, a tenth of a start) is needed only
+    // when it did not (killed at a timeout, failed, or SIGKILLed).
+    if (runsc_left_state(state)) run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
+    cgroup.destroy();
+    // runsc leaves some of the cgroups it made behind (name=systemd on a v1
+    // host): remove every one it may have made.
+    destroy_cgroup_dirs(sandbox_cgroup_dirs(spec.id));
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   };
+  try {
+    cgroup = Cgroup::create(spec.id, resolved.resources);
+  } catch (...) {
+    cleanup();
+    throw;
+  }
 
   // config.json is written by the child once the rootfs is mounted: the
   // user (-u / the image's User) resolves in the image's own /etc/passwd.
   oci::RuntimeConfigOptions ro;
   ro.rootfs_path = rootfs;
-  ro.cgroups_path = "/" + cgroup_name;
+  ro.cgroups_path = cgroup_name;
 
   std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile,
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
   // Writes go to a memory-backed overlay inside the sandbox: the image
   // layers stay untouched and nothing is left on the host's disk.
-  if (!spec.readonly_rootfs) argv.push_back("--overlay2=root:memory");
+  if (!spec.readonly_rootfs) argv.push_back(spec.disk_bytes ? "--overlay2=none" : "--overlay2=root:memory");
   if (nvproxy) argv.push_back("--nvproxy");
-  argv.insert(argv.end(), {"run", "--bundle", bundle, spec.id});
+  argv.insert(argv.end(), {"run", "--bundle", bundle});
+  // -t: runsc makes the pty and sends its master over this socket
+  // (runtime-spec process.terminal); sbx relays it as the native backend does.
+  ConsoleSocket console;
+  if (spec.process.terminal) {
+    try {
+      console = ConsoleSocket(dir + "/console.sock");
+    } catch (...) {
+      cleanup();
+      throw;
+    }
+    argv.insert(argv.end(), {"--console-socket", console.path()});
+  }
+  argv.push_back(spec.id);
 
-  // Signals to sbx are handled through a signalfd so that they can be forwarded.
-  sigset_t mask, old;
-  sigemptyset(&mask);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&mask, s);
-  ::sigprocmask(SIG_BLOCK, &mask, &old);
+  // Signals to sbx are read through a signalfd by wait_runsc() and forwarded.
+  sigset_t old;
+  ::sigprocmask(SIG_BLOCK, &runsc_wait_signals(), &old);
 
+  const auto started = std::chrono::steady_clock::now();  // --timeout counts from here
   int errpipe[2];
   if (::pipe2(errpipe, O_CLOEXEC) < 0) throw_errno("pipe");
   pid_t child = ::fork();
@@ -141,7 +175,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     std::string err;
     try {
-      if (!spec.stdin_open) {
+      if (!spec.stdin_open || spec.process.terminal) {  // (with -t, sbx relays stdin)
         int fd = ::open("/dev/null", O_RDONLY);
         if (fd >= 0) ::dup2(fd, 0);
       }
@@ -149,10 +183,8 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       // exists only there and vanishes with them, so it can never leak.
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
-      mount_rootfs(spec.layer_dirs, scratch, rootfs);
-      SandboxSpec resolved = spec;
+      mount_rootfs(spec.layer_dirs, scratch, rootfs, spec.disk_bytes);
       resolve_process_user(resolved.process, rootfs);
-      apply_pids_limit_as_nproc(resolved);
       fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(resolved, ro), 0600);
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
@@ -179,7 +211,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     st.pid = child;
     st.pid_start = process_start_time(child);
     st.created_ms = st.started_ms = now_ms();
-    st.cgroups = runsc_cgroup_dirs(cgroup_name);
+    st.cgroups = sandbox_cgroup_dirs(spec.id);
     st.command = spec.process.args;
     write_state(dir, st);
   } catch (const Error& e) {
@@ -193,50 +225,52 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     ::close(errpipe[0]);
   }
 
-  int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC);
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + spec.timeout;
-  bool timed_out = false;
-  int stop_signals = 0;
-  int status = 0;
-  for (;;) {
-    pid_t r = ::waitpid(child, &status, WNOHANG);
-    if (r == child) break;
-    int wait_ms = -1;
-    if (spec.timeout.count() > 0 && !timed_out) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-      if (left <= 0) {
-        timed_out = true;
-        run_quiet({runsc, "--root", state, "kill", "--all", spec.id, "KILL"});
-        ::kill(child, SIGKILL);
-        continue;
-      }
-      wait_ms = static_cast<int>(left);
+  // -t: the pty master arrives once runsc has set the sandbox up; a runsc
+  // that fails first ends (its pidfd becomes readable) without sending one.
+  int master = -1;
+  if (spec.process.terminal && child_err.empty()) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+    try {
+      master = console.receive_master(pidfd, -1);
+    } catch (const Error& e) {
+      log::warn("gvisor: no terminal from runsc: " + std::string(e.what()));
     }
-    struct pollfd pfd = {sfd, POLLIN, 0};
-    int pr = ::poll(&pfd, 1, wait_ms);
-    if (pr > 0) {
-      struct signalfd_siginfo si;
-      if (::read(sfd, &si, sizeof si) == sizeof si && si.ssi_signo != SIGCHLD) {
-        // Forward to the sandbox's processes, as the native backend does; a
-        // second SIGINT/SIGTERM kills the sandbox (the user means it).
-        bool stop = si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM;
-        if (stop && ++stop_signals >= 2) {
-          run_quiet({runsc, "--root", state, "kill", "--all", spec.id, "KILL"});
-        } else {
-          run_quiet({runsc, "--root", state, "kill", "--all", spec.id, std::to_string(si.ssi_signo)});
-        }
-      }
-    }
+    if (pidfd >= 0) ::close(pidfd);
+    console.close();
   }
-  ::close(sfd);
+  RunscWaitOptions wo;
+  wo.runsc = runsc;
+  wo.root = state;
+  wo.id = spec.id;
+  if (spec.timeout.count() > 0) wo.deadline = started + spec.timeout;
+  wo.pty_master = master;
+  RunscWaitResult wr;
+  try {
+    wr = wait_runsc(child, wo);
+  } catch (...) {
+    if (master >= 0) ::close(master);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    cleanup();
+    throw;
+  }
+  if (master >= 0) ::close(master);
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  const int status = wr.wait_status;
+  const bool timed_out = wr.timed_out;
+  // gVisor has no OOM killer of its own: at --memory the host's memory cgroup
+  // of the sandbox OOM-kills the Sentry or a stub process, which takes the
+  // whole sandbox down. Read before cleanup().
+  const uint64_t oom_kills = cgroup.oom_kills();
 
   std::string log = read_tail(logfile, 64 * 1024);
   cleanup();
 
   if (!child_err.empty()) throw Error("gvisor: " + child_err);
   ExitStatus st;
+  st.forwarded_signal = wr.forwarded_signal;
+  st.oom_kills = oom_kills;
   if (timed_out) {
     st.timed_out = true;
     st.exit_code = kExitTimeout;
@@ -262,6 +296,13 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     throw Error("runsc failed to start the sandbox:\n" + errors);
   }
   if (st.exit_code > 128) st.signal = st.exit_code - 128;  // runsc reports 128+N for signal N
+  if (oom_kills > 0) {
+    // The workload did not end by itself: whatever runsc reports for a
+    // killed Sentry, it is reported as on the native backend (137).
+    st.oom_killed = true;
+    st.signal = SIGKILL;
+    st.exit_code = 128 + SIGKILL;
+  }
   return st;
 }
 

@@ -18,16 +18,20 @@
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/cgroups.h"
+#include "runtime/console_socket.h"
 #include "runtime/gvisor_backend.h"
 #include "runtime/gvisor_bundle.h"
 #include "runtime/holder.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native_backend.h"
+#include "runtime/pty_relay.h"
 #include "runtime/user.h"
 
 namespace sbx::runtime {
@@ -427,8 +431,8 @@ GvisorLaunch read_gvisor_meta(const std::string& dir) {
   return l;
 }
 
-void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
-                          const std::function<void(const std::string& rootfs)>& write_config) {
+GvisorMonitor spawn_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
+                                   const std::function<void(const std::string& rootfs)>& write_config) {
   fs::mkdir_p(dir + "/bundle/rootfs", 0700);
   fs::mkdir_p(dir + "/scratch", 0700);
   fs::mkdir_p(dir + "/runsc", 0700);
@@ -467,26 +471,42 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
   ::close(ready[1]);
   st.pid = pid;
   st.pid_start = process_start_time(pid);
-  st.cgroups = runsc_cgroup_dirs(cgroup_name(st.id));
-  write_state(dir, st);
+  if (st.cgroups.empty()) st.cgroups = runsc_cgroup_dirs(cgroup_name(st.id));  // absolute cgroupsPath "/sbx-<id12>"
+  try {
+    write_state(dir, st);
+  } catch (...) {
+    ::kill(pid, SIGKILL);
+    ::close(ready[0]);
+    throw;
+  }
+  return GvisorMonitor{pid, ready[0]};
+}
+
+void await_gvisor_monitor(const std::string& dir, const std::string& id, GvisorMonitor m) {
   std::string msg;
   char buf[4096];
-  for (ssize_t n; (n = ::read(ready[0], buf, sizeof buf)) != 0;) {
+  for (ssize_t n; (n = ::read(m.ready_fd, buf, sizeof buf)) != 0;) {
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
     msg.append(buf, static_cast<size_t>(n));
   }
-  ::close(ready[0]);
+  ::close(m.ready_fd);
   if (msg == "OK") return;
   if (msg.size() > 1 && msg[0] == 'E') {
     int code = std::atoi(msg.c_str() + 1);
     auto sp = msg.find(' ');
     throw Error("gvisor: " + (sp == std::string::npos ? msg : msg.substr(sp + 1)), 0, code ? code : kExitSbxFailed);
   }
-  throw Error("gvisor: the monitor of sandbox " + st.id.substr(0, 12) + " died while starting runsc; see " + dir +
+  throw Error("gvisor: the monitor of sandbox " + id.substr(0, 12) + " died while starting runsc; see " + dir +
               "/runsc.log");
+}
+
+void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
+                          const std::function<void(const std::string& rootfs)>& write_config) {
+  const std::string id = st.id;
+  await_gvisor_monitor(dir, id, spawn_gvisor_monitor(dir, std::move(st), launch, write_config));
 }
 
 std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path) {
@@ -495,6 +515,10 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   if (!spec.devices.empty())
     throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy; use --runtime native");
   if (spec.process.terminal) throw Error("gvisor: -t is not supported by 'sbx create --runtime gvisor'");
+  if (spec.disk_bytes)
+    throw Error("gvisor: --disk works with 'sbx run --runtime gvisor' only: a long-lived gVisor sandbox keeps its "
+                "writes in runsc's memory overlay (so checkpoints include them), which this runsc cannot bound; "
+                "bound it with --memory, or use --runtime native");
   GvisorLaunch launch;
   launch.runsc = find_runsc(runsc_path);
   launch.layer_dirs = spec.layer_dirs;
@@ -539,6 +563,8 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     st.idle_timeout_ms = spec.idle_timeout.count();
     st.creator_pid = ::getpid();
     st.creator_start = process_start_time(::getpid());
+    // The cgroups: every one runsc may make for the relative cgroupsPath.
+    st.cgroups = sandbox_cgroup_dirs(id);
     write_state(fresh, st);
     if (::rename(fresh.c_str(), dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + dir);
   } catch (...) {
@@ -547,6 +573,15 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   }
   try {
     if (!spec.name.empty()) claim_name(run_root, spec.name, id);
+    // sbx makes the sandbox's cgroup itself, with its limits, as `sbx run
+    // --runtime gvisor` does (runtime/gvisor_backend.cpp): runsc uses the
+    // pre-created dirs as they are, and the OOM count outlives runsc. The
+    // monitor and runsc are our children, so "sbx-<id12>" resolves there.
+    {
+      SandboxSpec limits = spec;
+      apply_pids_limit_as_nproc(limits);
+      Cgroup::create(id, limits.resources).release();  // state.json names it; rm removes it
+    }
     // The bundle's config is written inside the monitor's mount namespace:
     // the user (-u / the image's User) resolves in the image's /etc/passwd.
     auto write_config = [spec, pause, dir, id](const std::string& rootfs) {
@@ -564,7 +599,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       apply_pids_limit_as_nproc(r);
       oci::RuntimeConfigOptions ro;
       ro.rootfs_path = rootfs;
-      ro.cgroups_path = "/" + cgroup_name(id);
+      ro.cgroups_path = cgroup_name(id);  // relative: under sbx's own cgroup, which sbx made
       fs::write_file_atomic(dir + "/bundle/config.json", oci::to_runtime_config(r, ro), 0600);
     };
     start_gvisor_monitor(dir, st, launch, write_config);
@@ -628,7 +663,11 @@ void release_gvisor(const std::string& dir, const SandboxState& st) noexcept {
       a.insert(a.end(), {"delete", "--force", id});
       run_quiet(a);
     }
+    // Made by sbx under its own cgroup (create), or by runsc at the roots
+    // (restore's absolute cgroupsPath); runsc leaves some it made behind.
     std::vector<std::string> cgs = runsc_cgroup_dirs(cgroup_name(id));
+    for (const auto& c : sandbox_cgroup_dirs(id))
+      if (std::find(cgs.begin(), cgs.end(), c) == cgs.end()) cgs.push_back(c);
     for (const auto& c : st.cgroups)
       if (std::find(cgs.begin(), cgs.end(), c) == cgs.end()) cgs.push_back(c);
     if (int e = destroy_cgroup_dirs(cgs)) log::warn("gvisor: remove the cgroups of sandbox " + id.substr(0, 12) + ": " + std::strerror(e));
@@ -640,12 +679,14 @@ void release_gvisor(const std::string& dir, const SandboxState& st) noexcept {
 }
 
 int exec_in_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req) {
+  return exec_in_gvisor_io(dir, st, spec, req, -1, -1, -1);
+}
+
+int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req,
+                      int in_fd, int out_fd, int err_fd) {
   if (req.args.empty()) throw Error("sbx exec: give a COMMAND");
   if (!state_alive(st) || fs::exists(dir + "/end"))
     throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
-  if (req.tty)
-    throw Error("sbx exec -t is not supported on gVisor sandboxes yet (it needs runsc's console socket); drop -t",
-                0, kExitSbxFailed);
   GvisorLaunch l = read_gvisor_meta(dir);
   touch_activity(dir.c_str());
 
@@ -663,7 +704,8 @@ int exec_in_gvisor(const std::string& dir, const SandboxState& st, const Sandbox
   bool has_home = std::any_of(p.env.begin(), p.env.end(), [](const std::string& e) { return e.rfind("HOME=", 0) == 0; });
   if (!has_home || !req.user.empty()) set_env(p.env, "HOME=" + user.home);
   p.args = req.args;
-  p.terminal = false;
+  p.terminal = req.tty;
+  if (req.tty) set_env(p.env, "TERM=xterm");  // as native exec -t
   apply_pids_limit_as_nproc(s);
   const std::string tag = std::to_string(::getpid());
   const std::string proc_file = dir + "/.exec-" + tag + ".json";
@@ -681,11 +723,19 @@ int exec_in_gvisor(const std::string& dir, const SandboxState& st, const Sandbox
     ::unlink(log_file.c_str());
   };
   std::vector<std::string> argv = runsc_base(l, dir, log_file);
-  argv.insert(argv.end(), {"exec", "--process", proc_file, "--internal-pid-file", ipid_file, st.id});
+  argv.insert(argv.end(), {"exec", "--process", proc_file, "--internal-pid-file", ipid_file});
+  // -t: runsc makes the pty in the sandbox and sends its master over a console
+  // socket (in the run root: an AF_UNIX path must stay under 108 bytes).
+  ConsoleSocket console;
+  if (req.tty) {
+    console = ConsoleSocket(dir.substr(0, dir.rfind('/')) + "/.exec-" + tag + ".sock");
+    argv.insert(argv.end(), {"--console-socket", console.path()});
+  }
+  argv.push_back(st.id);
 
   sigset_t mask, old;
   sigemptyset(&mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&mask, sig);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) sigaddset(&mask, sig);
   ::sigprocmask(SIG_BLOCK, &mask, &old);
   pid_t pid = ::fork();
   if (pid < 0) {
@@ -697,13 +747,31 @@ int exec_in_gvisor(const std::string& dir, const SandboxState& st, const Sandbox
   if (pid == 0) {
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (!req.interactive) {
+    if (in_fd >= 0) {
+      ::dup2(in_fd, 0);
+    } else if (!req.interactive && !req.tty) {  // (-t: the pty is the process's stdio)
       int null = ::open("/dev/null", O_RDONLY);
       ::dup2(null, 0);
     }
+    if (out_fd >= 0) ::dup2(out_fd, 1);
+    if (err_fd >= 0) ::dup2(err_fd, 2);
     exec_argv(argv);
   }
   int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  int master = -1;
+  if (req.tty) {
+    // A runsc that fails first ends (its pidfd turns readable) without one.
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    try {
+      master = console.receive_master(pidfd, -1);
+    } catch (const Error& e) {
+      log::warn("gvisor: no terminal from runsc exec: " + std::string(e.what()));
+    }
+    if (pidfd >= 0) ::close(pidfd);
+    console.close();
+  }
+  std::optional<PtyRelay> relay;
+  if (master >= 0) relay.emplace(master, 0, 1);
   auto kill_in_sandbox = [&](int sig) {
     // The process's pid inside the sandbox (runsc writes it once started).
     std::string ipid;
@@ -746,11 +814,36 @@ int exec_in_gvisor(const std::string& dir, const SandboxState& st, const Sandbox
       int left = static_cast<int>(last_touch + touch_every - now);
       wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
     }
-    struct pollfd pfd {sfd, POLLIN, 0};
-    if (::poll(&pfd, 1, timed_out ? 100 : wait_ms) > 0) {
+    struct pollfd pfd[3] = {{sfd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    int n = relay ? relay->add_pollfds(pfd, 1, req.interactive) : 1;
+    if (::poll(pfd, static_cast<nfds_t>(n), timed_out ? 100 : wait_ms) > 0) {
+      if (relay) relay->handle(pfd);
       struct signalfd_siginfo si;
-      while (::read(sfd, &si, sizeof si) == sizeof si)
-        if (si.ssi_signo != SIGCHLD) kill_in_sandbox(static_cast<int>(si.ssi_signo));
+      while (::read(sfd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo == SIGCHLD) continue;
+        if (si.ssi_signo == SIGWINCH) {
+          if (relay) relay->resize();
+          continue;
+        }
+        kill_in_sandbox(static_cast<int>(si.ssi_signo));
+      }
+    }
+  }
+  // The process ended: drain its last output from the pty.
+  for (int i = 0; relay && relay->master_open() && i < 100; ++i) {
+    struct pollfd pfd[2];
+    int n = relay->add_pollfds(pfd, 0, false);
+    if (n == 0 || ::poll(pfd, static_cast<nfds_t>(n), 20) <= 0) break;
+    relay->handle(pfd);
+  }
+  relay.reset();
+  if (master >= 0) ::close(master);
+  // Signals still pending came after the process ended (seen: the SIGINT of
+  // a ^C in `exec -it` reaches sbx's process group once runsc exec is gone):
+  // drop them rather than die of them when the mask is restored.
+  {
+    struct signalfd_siginfo si;
+    while (::read(sfd, &si, sizeof si) == sizeof si) {
     }
   }
   ::close(sfd);

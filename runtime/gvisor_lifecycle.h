@@ -70,11 +70,22 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
 /// bundle/config.json is written by `write_config` inside the monitor's mount
 /// namespace once the rootfs is mounted (it gets the rootfs path; empty
 /// function: bundle/config.json exists already). Records the monitor in
-/// DIR/state.json (from `st`, status "running") and returns once runsc runs
+/// DIR/state.json (from `st`; the caller then sets status "running") and returns once runsc runs
 /// the first process (or it has already ended). Throws sbx::Error as
 /// create_gvisor_sandbox; the caller removes the dir on a throw.
 void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
                           const std::function<void(const std::string& rootfs)>& write_config);
+
+/// start_gvisor_monitor in two halves, to start many sandboxes at once (sbx
+/// restore --count N): spawn forks the monitor and records it in state.json;
+/// await waits for its answer and throws as start_gvisor_monitor.
+struct GvisorMonitor {
+  pid_t pid = -1;
+  int ready_fd = -1;
+};
+GvisorMonitor spawn_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
+                                   const std::function<void(const std::string& rootfs)>& write_config);
+void await_gvisor_monitor(const std::string& dir, const std::string& id, GvisorMonitor m);
 
 /// `sbx kill` on a gVisor sandbox: SIGKILL is recorded as "killed" and sent to
 /// every process of the sandbox (runsc kill --all); other signals go to the
@@ -92,6 +103,11 @@ void release_gvisor(const std::string& dir, const SandboxState& st) noexcept;
 /// Returns the exit status as exec_in_sandbox (126/127/124/128+N). Throws
 /// sbx::Error (125) when the sandbox is not running.
 int exec_in_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req);
+
+/// exec_in_gvisor with the process's stdin/stdout/stderr on the given fds
+/// (-1: sbx's own; stdin then /dev/null unless req.interactive). For sbx cp.
+int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req,
+                      int in_fd, int out_fd, int err_fd);
 
 /// Reads DIR/meta.json's runsc path and global flags. Throws sbx::Error.
 GvisorLaunch read_gvisor_meta(const std::string& dir);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/spec.h"
 #include "runtime/state.h"
 #include "snapshot/checkpoint.h"
 
@@ -13,6 +14,9 @@ struct SandboxFs {
   std::string upper_dir;                    ///< the overlay upper dir on the host
   std::vector<std::string> freeze_cgroups;  ///< cgroups to freeze (empty when not running)
   std::vector<std::string> freeze_members;  ///< see runtime::SandboxFreezer::members
+  /// The sandbox's user-namespace maps from RUN_ROOT/<id>/config.json
+  /// (linux.uidMappings/gidMappings); empty when it uses the host's ids.
+  std::vector<IdMapping> uid_map, gid_map;
 };
 
 /// Finds a native sandbox's upper dir: for a running one, the upperdir= of the
@@ -22,6 +26,13 @@ struct SandboxFs {
 /// a freezer cgroup). Throws sbx::Error when the sandbox has no disk-backed
 /// upper dir (e.g. `sbx run` keeps it on a private tmpfs), or as freeze_cgroups.
 SandboxFs sandbox_fs(const std::string& run_root, const runtime::SandboxState& st);
+
+/// The user-namespace maps of sandbox `st` from RUN_ROOT/<id>/config.json
+/// (linux.uidMappings/gidMappings) into `uid_map`/`gid_map`; both empty when
+/// it uses the host's ids or has no config.json. Throws sbx::Error on a
+/// malformed config.json.
+void sandbox_id_maps(const std::string& run_root, const runtime::SandboxState& st, std::vector<IdMapping>& uid_map,
+                     std::vector<IdMapping>& gid_map);
 
 /// What freezes the running sandbox `st` (runtime::sandbox_freezer: on a
 /// hybrid host a cgroup2 freezer made at the first snapshot and recorded in

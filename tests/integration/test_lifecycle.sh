@@ -64,6 +64,57 @@ expect_eq "$(S exec box sh -c 'n=0; readlink /proc/1/exe >/dev/null 2>&1 || n=$(
 fi
 [ "$(S exec box sh -c 'readlink /proc/self/ns/pid')" != "$(readlink /proc/self/ns/pid)" ] && ok "exec is in the sandbox's pid ns" || fail "pid ns"
 
+# exec -t from a real terminal (tests/integration/pty_session.py): a shell
+# prompt, the window size and its change, the exit code, ^C to the process.
+PTY="python3 $(dirname "$0")/pty_session.py"
+OUT=$($PTY --size 30 100 --expect '# ' --send 'stty size\r' --expect '30 100' --resize 40 120 --send 'stty size\r' \
+  --expect '40 120' --send 'exit 3\r' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh 2>&1)
+echo "$OUT" | grep -q '^exit: 3$' && echo "$OUT" | grep -q '40 120' && ok "exec -it: a shell on a pty, resized, exit code" || fail "exec -it: $OUT"
+echo "$OUT" | grep -q '^restored: yes$' && ok "exec -it: terminal mode restored" || fail "exec -it left the terminal raw"
+OUT=$($PTY --expect 'ready' --send '\x03' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh -c 'echo ready; sleep 30' 2>&1)
+echo "$OUT" | grep -q '^exit: 130$' && ok "exec -it: ^C ends the process (130)" || fail "exec -it ^C: $OUT"
+
+# --- user namespace (the default), --userns host, --disk -------------------------
+if native_only "user namespaces and create --disk are native features (gVisor has its own kernel; create --disk is refused there)"; then
+host_uid() { awk '/^Uid:/{print $2}' "/proc/$1/status" 2>/dev/null; }
+init_pid() { S inspect "$1" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1; }
+expect_eq "$(S exec box id -u)" "0" "userns: exec runs as uid 0 inside"
+HUID=$(host_uid "$(init_pid box)")
+[ -n "$HUID" ] && [ "$HUID" -ge 65536 ] && ok "userns: the holder is host uid $HUID, not root" || fail "userns: holder's host uid '$HUID'"
+expect_eq "$(stat -c %u "$RUN/$ID/fs/upper/tmp/f" 2>&1)" "$HUID" "userns: a file written inside is owned by the sandbox's host uid on disk"
+expect_eq "$(S exec box stat -c %u:%g /tmp/f)" "0:0" "userns: ... and by root inside"
+expect_eq "$(S exec box sh -c 'chown 1000:1000 /tmp/f && stat -c %u:%g /tmp/f')" "1000:1000" "userns: chown to a mapped id works"
+expect_eq "$(stat -c %u "$RUN/$ID/fs/upper/tmp/f")" "$((HUID + 1000))" "userns: ... and lands as host uid start+1000"
+S exec box sh -c 'chown 0:0 /tmp/f'
+expect_eq "$(S exec box stat -c %U /etc/passwd)" "root" "userns: the image's files are root's inside (idmapped layers)"
+IDH=$(S create --userns host busybox) || fail "create --userns host"
+expect_eq "$(host_uid "$(init_pid "$IDH")")" "0" "--userns host: the holder is host root"
+expect_eq "$(S exec "$IDH" sh -c 'echo h > /h; stat -c %u /h')" "0" "--userns host: exec writes as root"
+expect_eq "$(stat -c %u "$RUN/$IDH/fs/upper/h" 2>&1)" "0" "--userns host: ... owned by host root on disk"
+S rm -f "$IDH" >/dev/null
+IDN=$(S create --network host busybox) || fail "create --network host"
+expect_eq "$(host_uid "$(init_pid "$IDN")")" "0" "--network host implies --userns host (as sbx run)"
+S rm -f "$IDN" >/dev/null
+S create --userns bogus busybox >/dev/null 2>"$T/err"; expect_eq "$?" 125 "--userns bogus: 125"
+grep -q "invalid --userns" "$T/err" && ok "--userns bogus: clear error" || fail "--userns bogus: $(cat "$T/err")"
+for bad in 0 abc 512k; do
+  S create --disk "$bad" busybox >/dev/null 2>"$T/err"; expect_eq "$?" 125 "--disk $bad: 125"
+  grep -q -- "--disk" "$T/err" && ok "--disk $bad: the error names --disk" || fail "--disk $bad: $(cat "$T/err")"
+done
+expect_eq "$(ls "$RUN" | grep -c -E '^[0-9a-f]{64}$')" "1" "a refused create leaves no state dir"
+IDD=$(S create --disk 16m busybox) || fail "create --disk 16m"
+grep -q " $RUN/$IDD/fs .* - tmpfs " /proc/self/mountinfo && ok "--disk: the upper dir is on a tmpfs at RUN_ROOT/<id>/fs" || fail "--disk: no tmpfs at $RUN/$IDD/fs"
+S exec "$IDD" dd if=/dev/zero of=/big bs=1M count=64 >/dev/null 2>"$T/dd.err"
+expect_eq "$?" "1" "--disk 16m: dd of 64 MiB fails"
+grep -q "No space left" "$T/dd.err" && ok "--disk: ENOSPC" || fail "--disk: dd said: $(cat "$T/dd.err")"
+BIG=$(S exec "$IDD" stat -c %s /big)
+[ "$BIG" -le 16777216 ] && [ "$BIG" -ge 8388608 ] && ok "--disk 16m: $BIG bytes written" || fail "--disk 16m: /big is $BIG bytes"
+expect_eq "$(S exec "$IDD" sh -c 'rm /big && echo again > /small && cat /small')" "again" "--disk: space comes back after rm"
+expect_eq "$(S exec "$IDD" id -u)" "0" "--disk with a user namespace: uid 0 inside"
+S rm -f "$IDD" >/dev/null
+expect_eq "$(grep -c " $RUN/$IDD/fs " /proc/self/mountinfo)" "0" "--disk: rm -f unmounts the tmpfs"
+fi
+
 # 100 execs in sequence, 10 in parallel.
 n=0; for i in $(seq 100); do [ "$(S exec box echo $i)" == "$i" ] && n=$((n + 1)); done
 expect_eq "$n" 100 "100 execs in sequence"
@@ -85,11 +136,49 @@ expect_eq "$(stat -c %a "$T/out/r.txt")" "604" "cp out keeps the mode"
 echo hostonly > "$T/hostonly"
 S cp "box:/escape$T/hostonly" "$T/stolen" 2>/dev/null
 [ ! -e "$T/stolen" ] && ok "cp out: /escape -> / stays in the sandbox" || fail "cp out escaped to the host: $(cat "$T/stolen")"
+if [ "$RUNTIME" = gvisor ]; then
+  # Debian's runsc (20221219) resolves /escape/tmp (escape -> /) to / itself:
+  # a path walk bug inside gVisor's kernel, so only the host side is checked.
+  echo "skip (runsc bug: a symlink to / followed by more components resolves to /): line $LINENO"
+  S cp "$T/hostonly" "box:/escape/tmp/planted" && [ ! -e /tmp/planted ] \
+    && ok "cp in through a symlink to / stays in the sandbox" || fail "cp in through symlink"
+else
 S cp "$T/hostonly" "box:/escape/tmp/planted" && [ "$(S exec box cat /tmp/planted)" == "hostonly" ] && [ ! -e /tmp/planted ] \
   && ok "cp in through a symlink to / lands in the sandbox" || fail "cp in through symlink"
+fi
 S exec box ln -s /etc/group /tmp/victim
 S cp "$T/hostonly" box:/tmp/victim && S exec box grep -q '^root:' /etc/group && [ "$(S exec box cat /tmp/victim)" == "hostonly" ] \
   && ok "cp in replaces a symlink instead of writing through it" || fail "cp in wrote through a symlink"
+
+# A hostile sandbox: on gVisor, cp out reads a tar the sandbox's own `tar`
+# writes. Replace it with one that sends a symlink to a host dir and then a
+# file "through" it, and entries outside the copy: nothing may land on the host.
+if [ "$RUNTIME" = gvisor ]; then
+  mkdir -p "$T/victim"
+  python3 - "$T/evil.tar" "$T/victim" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    def add(name, data=None, link=None):
+        i = tarfile.TarInfo(name)
+        if link is not None:
+            i.type, i.linkname = tarfile.SYMTYPE, link
+            t.addfile(i)
+        else:
+            i.size = len(data); t.addfile(i, io.BytesIO(data))
+    add("./evil/link", link=sys.argv[2])
+    add("./evil/link/pwned", b"pwned\n")
+    add("./evil/../../pwned2", b"pwned\n")
+    add("/pwned3", b"pwned\n")
+PY
+  # (The python image: Debian's sh runs /usr/bin/tar; busybox sh would use its own applet.)
+  EVIL=$(S create python)
+  S cp "$T/evil.tar" "$EVIL:/evil.tar" >/dev/null
+  S exec "$EVIL" sh -c 'mkdir -p /evil; printf "#!/bin/sh\ncat /evil.tar\n" > /usr/bin/tar; chmod 755 /usr/bin/tar'
+  S cp "$EVIL:/evil" "$T/got" 2>/dev/null && fail "cp out of a hostile tar succeeded" || ok "cp out of a hostile tar fails"
+  expect_eq "$(ls -A "$T/victim")" "" "cp out: a hostile tar cannot write through a symlink onto the host"
+  [ ! -e "$T/pwned2" ] && [ ! -e /pwned3 ] && ok "cp out: entries outside the copy are refused" || fail "cp out wrote outside the copy"
+  S rm -f "$EVIL" >/dev/null
+fi
 
 # --- inspect, names, labels ----------------------------------------------------
 J=$(S inspect box)
