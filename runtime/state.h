@@ -9,6 +9,8 @@
 //                (oci/runtime_config.h): what it was started with (inspect, exec).
 //   lock         flock(2): exclusive while state.json is changed or the sandbox
 //                is removed; nothing holds it while a sandbox merely runs.
+//   snapshot.lock  flock(2) held by `sbx snapshot`/`snapshot-dir` while they
+//                freeze and read the sandbox (one at a time per sandbox).
 //   end          written by the sandbox's own init (runtime/holder.h) when the
 //                sandbox ends: "<reason> <exit_code> <signal> <unix ms>\n", reason
 //                one of exit, signal, timeout, idle, killed. Atomic (temp+rename).

@@ -193,6 +193,15 @@ z1=$(sbx exec writer cat /w/z); sleep 0.3; z2=$(sbx exec writer cat /w/z)
 sbx snapshot writer --name written:v2 >/dev/null
 pair=$(sbx run written:v2 -- sh -c 'echo $(cat /w/a) $(cat /w/z)'); read -r a2 z2 <<<"$pair"
 { [ "$a2" -gt "$a" ] && [ $((a2 - z2)) -ge 0 ] && [ $((a2 - z2)) -le 1 ]; } || fail "second snapshot: a=$a2 z=$z2"
+# Two snapshots at once take turns (one's thaw must not run the other's read unfrozen).
+sbx snapshot writer --name par:1 >/dev/null & p1=$!
+sbx snapshot writer --name par:2 >/dev/null & p2=$!
+wait $p1 || fail "parallel snapshot 1"; wait $p2 || fail "parallel snapshot 2"
+for t in 1 2; do
+  pair=$(sbx run par:$t -- sh -c 'echo $(cat /w/a) $(cat /w/z)'); read -r pa pz <<<"$pair"
+  { [ $((pa - pz)) -ge 0 ] && [ $((pa - pz)) -le 1 ]; } || fail "parallel snapshot $t is not consistent: a=$pa z=$pz"
+done
+sbx snapshots rm par:1 par:2 >/dev/null
 sbx snapshot-dir writer /w --name wdir >/dev/null
 sbx snapshots extract wdir "$T/wdir"
 a3=$(cat "$T/wdir/a"); z3=$(cat "$T/wdir/z")
