@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "cli/commands.h"
-#include "cli/run_options.h"
+#include "cli/sandbox_flags.h"
 #include "cli/gpu_options.h"
 #include "oci/store.h"
 #include "runtime/gvisor_backend.h"
@@ -45,20 +45,9 @@ class SnapshotCopies {
 };
 
 struct RunFlags {
-  std::string first;                    ///< the first positional
-  std::string unknown;                  ///< an unknown option before IMAGE
-  size_t nargs = 0;                     ///< words after "run" on the command line
-  bool exact = false;                   ///< positional came from split_command_line
-  std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS…
-  std::vector<std::string> env, env_files, volumes, tmpfs, ulimits, mount_snapshots;
-  std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint;
-  std::string disk;
-  std::string userns = "auto";
-  std::optional<double> cpus;
-  int64_t pids_limit = 1024;
-  bool interactive = false, tty = false, rm = false, read_only = false, entrypoint_set = false;
-  bool workdir_set = false, user_set = false;
-  std::string runtime = "native", runsc;
+  SandboxFlags sandbox;  ///< the options run shares with create
+  std::vector<std::string> mount_snapshots;
+  bool interactive = false, tty = false, rm = false;
   GpuOptions gpu;
 };
 
@@ -72,160 +61,25 @@ const char* kExitCodes =
     "  128+N    the command was killed by signal N\n"
     "  137      also: the OOM killer killed the command (\"sbx: sandbox killed: out of memory …\")\n";
 
-}  // namespace
-
-// Shared with sbx create (cli/run_options.h).
-Mount parse_volume(const std::string& text) {
-  // HOST:CTR[:OPTS], OPTS a comma list of ro, rw, nosuid, nodev, noexec.
-  auto parts = std::vector<std::string>{};
-  size_t start = 0;
-  for (;;) {
-    size_t c = text.find(':', start);
-    parts.push_back(text.substr(start, c == std::string::npos ? std::string::npos : c - start));
-    if (c == std::string::npos) break;
-    start = c + 1;
-  }
-  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
-    throw Error("invalid --volume '" + text + "': expected HOST-DIR:CONTAINER-DIR[:ro]");
-  if (parts[0][0] != '/')
-    throw Error("invalid --volume '" + text + "': the host path must be absolute (named volumes are not supported)");
-  if (parts[1][0] != '/') throw Error("invalid --volume '" + text + "': the container path must be absolute");
-  char* real = ::realpath(parts[0].c_str(), nullptr);
-  if (!real) throw_errno("--volume source " + parts[0]);
-  Mount m{parts[1], "bind", real, {"rbind"}};
-  ::free(real);
-  if (parts.size() == 3) {
-    std::istringstream in(parts[2]);
-    std::string o;
-    while (std::getline(in, o, ',')) {
-      if (o == "ro" || o == "rw" || o == "nosuid" || o == "nodev" || o == "noexec" || o == "z" || o == "Z") {
-        if (o != "rw" && o != "z" && o != "Z") m.options.push_back(o);
-      } else {
-        throw Error("invalid --volume '" + text + "': unknown option '" + o + "' (ro, rw, nosuid, nodev, noexec)");
-      }
-    }
-  }
-  return m;
-}
-
-uint64_t parse_disk(const std::string& text) {
-  uint64_t bytes = units::parse_size(text, "--disk");
-  if (bytes < (uint64_t{1} << 20))
-    throw Error("invalid --disk '" + text + "': the writable layer needs at least 1m (e.g. --disk 512m)");
-  return bytes;
-}
-
-const char* const kDiskHelp =
-    "Limit the writable layer (files the sandbox writes outside volumes and --tmpfs) to SIZE (e.g. 1g); "
-    "writes beyond it fail with ENOSPC. The layer is then a tmpfs: its bytes are memory, counted against "
-    "--memory as they are written";
-
-Mount parse_tmpfs(const std::string& text) {
-  auto colon = text.find(':');
-  std::string dest = text.substr(0, colon);
-  if (dest.empty() || dest[0] != '/') throw Error("invalid --tmpfs '" + text + "': the path must be absolute");
-  // podman's defaults; the user's options come after and win.
-  Mount m{dest, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
-  if (colon != std::string::npos) {
-    std::istringstream in(text.substr(colon + 1));
-    std::string o;
-    while (std::getline(in, o, ',')) {
-      if (o == "exec") {
-        std::erase(m.options, "noexec");
-      } else if (o == "suid" || o == "dev" || o == "rw") {
-        std::erase(m.options, "no" + (o == "rw" ? std::string("rw") : o));
-      } else if (o.rfind("size=", 0) == 0 || o.rfind("mode=", 0) == 0 || o.rfind("uid=", 0) == 0 ||
-                 o.rfind("gid=", 0) == 0 || o == "ro" || o == "noexec" || o == "nosuid" || o == "nodev" ||
-                 o.rfind("nr_inodes=", 0) == 0) {
-        m.options.push_back(o);
-      } else {
-        throw Error("invalid --tmpfs '" + text + "': unknown option '" + o + "'");
-      }
-    }
-  }
-  return m;
-}
-
-namespace {
-
 int run(const Globals& g, RunFlags& f) {
-  if (!f.unknown.empty()) throw Error("sbx run: unknown option " + f.unknown + "; see 'sbx run --help'");
-  SandboxSpec spec;
-  spec.id = runtime::new_sandbox_id();
-  spec.name = f.name;
-  std::vector<std::string> args = f.positional;
-  if (!f.exact && !args.empty() && args[0] == "--") args.erase(args.begin());
-  oci::ImageConfig image;
-  if (!f.rootfs.empty()) {
-    char* real = ::realpath(f.rootfs.c_str(), nullptr);
-    if (!real) throw_errno("--rootfs " + f.rootfs);
-    spec.layer_dirs = {real};
-    spec.image_ref = real;
-    ::free(real);
-  } else {
-    if (args.empty()) throw Error("sbx run needs an IMAGE (or --rootfs DIR); see 'sbx run --help'");
-    spec.image_ref = args[0];
-    args.erase(args.begin());
-    if (!args.empty() && args[0] == "--") args.erase(args.begin());
-    oci::Store store(g.root);
-    oci::ImageRecord rec = store.resolve(spec.image_ref);
-    spec.image_id = rec.id;
-    spec.layer_dirs = store.layer_dirs(rec);
-    image = rec.config;
-  }
-
-  spec.hostname = f.hostname.empty() ? spec.id.substr(0, 12) : f.hostname;
-  runtime::ProcessOverrides o;
-  o.command = args;
-  if (f.entrypoint_set) o.entrypoint = std::vector<std::string>{f.entrypoint};
-  for (const auto& file : f.env_files)
-    for (auto& kv : runtime::parse_env_file(file)) o.env.push_back(kv);
-  for (const auto& e : f.env)
-    if (auto kv = runtime::expand_env_arg(e)) o.env.push_back(*kv);
-  if (f.workdir_set) o.workdir = f.workdir;
-  if (f.user_set) o.user = f.user;
-  o.terminal = f.tty;
-  runtime::apply_image_config(spec, image, o);
-  spec.process.capabilities = default_capabilities();
+  BuildOptions bo;
+  bo.command = "run";
+  bo.terminal = f.tty;
+  SandboxSpec spec = build_spec(g, f.sandbox, bo);
   spec.stdin_open = f.interactive;
-  spec.readonly_rootfs = f.read_only;
-  if (f.network == "none") {
-    spec.network = NetworkMode::None;
-  } else if (f.network == "host") {
-    spec.network = NetworkMode::Host;
-  } else {
-    throw Error("invalid --network '" + f.network + "': use none or host");
-  }
-  for (const auto& v : f.volumes) spec.mounts.push_back(parse_volume(v));
-  for (const auto& t : f.tmpfs) spec.mounts.push_back(parse_tmpfs(t));
-  if (!f.memory.empty()) spec.resources.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));
-  if (!f.disk.empty()) spec.disk_bytes = parse_disk(f.disk);
-  if (f.cpus) {
-    if (*f.cpus <= 0) throw Error("invalid --cpus: must be above 0");
-    spec.resources.cpus = f.cpus;
-  }
-  if (f.pids_limit > 0) spec.resources.pids_limit = f.pids_limit;
-  for (const auto& u : f.ulimits) spec.process.rlimits.push_back(runtime::parse_ulimit(u));
-  for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) log::warn(w);
-  if (!f.timeout.empty()) spec.timeout = units::parse_duration(f.timeout, "--timeout");
-
-  if (f.runtime != "native" && f.runtime != "gvisor")
-    throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
-  spec.runtime = f.runtime;
   apply_gpu_options(f.gpu, spec);
   // --mount-snapshot: a private, writable copy of each directory snapshot,
   // removed when the run ends (or by 'sbx gc' after a crash).
   SnapshotCopies copies(g.run_root, spec.id);
   for (size_t i = 0; i < f.mount_snapshots.size(); ++i)
     spec.mounts.push_back(snapshot::mount_snapshot(g.root, f.mount_snapshots[i], copies.dir(i)));
-  if (f.userns != "auto" && f.userns != "host") throw Error("invalid --userns '" + f.userns + "': use auto or host");
   runtime::ExitStatus st;
   if (spec.runtime == "gvisor") {
     // gVisor's own kernel is the boundary; runsc runs the sandbox's processes
     // as an unprivileged user of its own.
     runtime::GvisorOptions go;
     go.run_root = g.run_root;
-    go.runsc = f.runsc;
+    go.runsc = f.sandbox.runsc;
     st = runtime::run_gvisor(spec, go);
   } else {
     runtime::StartOptions so;
@@ -234,7 +88,7 @@ int run(const Globals& g, RunFlags& f) {
     // host network namespace is owned by the host's user namespace, so a
     // sandbox sharing it could not mount its own /sys: --network host implies
     // --userns host (as podman's sysfs needs).
-    so.userns = f.userns == "auto" && spec.network == NetworkMode::None;
+    so.userns = use_userns(f.sandbox, spec);
     runtime::Sandbox sb = runtime::start(spec, so);
     runtime::WaitOptions wo;
     wo.timeout = spec.timeout;
@@ -242,150 +96,44 @@ int run(const Globals& g, RunFlags& f) {
     sb.destroy();
   }
   if (st.timed_out) {
-    std::cerr << "sbx: sandbox killed: timeout after " << f.timeout << "\n";
+    std::cerr << "sbx: sandbox killed: timeout after " << f.sandbox.timeout << "\n";
     return kExitTimeout;
   }
   if (st.oom_killed) {
-    std::cerr << "sbx: sandbox killed: out of memory (--memory " << (f.memory.empty() ? "none" : f.memory) << ")\n";
+    const std::string& memory = f.sandbox.memory;
+    std::cerr << "sbx: sandbox killed: out of memory (--memory " << (memory.empty() ? "none" : memory) << ")\n";
     return kExitOom;
   }
   if (st.oom_kills > 0)
     std::cerr << "sbx: warning: the OOM killer killed " << st.oom_kills << " process(es) in the sandbox\n";
   if (st.pids_max_hits > 0)
     std::cerr << "sbx: warning: " << st.pids_max_hits << " fork(s) failed at the pids limit ("
-              << f.pids_limit << ")\n";
+              << f.sandbox.pids_limit << ")\n";
   return st.exit_code;
 }
-
-/// The sandbox's part of the command line, exactly as typed. CLI11 (2.1)
-/// with prefix_command() cannot tell "--bad IMAGE" from "IMAGE --bad" nor
-/// "-- CMD" from "CMD --", so sbx finds where its own options end itself,
-/// from the last `n` words of /proc/self/cmdline and the options' metadata.
-/// Sets f.unknown on an unknown option before IMAGE.
-void split_command_line(CLI::App& run_cmd, size_t n, RunFlags& f) {
-  std::string raw = fs::read_file("/proc/self/cmdline");
-  std::vector<std::string> argv;
-  for (size_t i = 0; i < raw.size();) {
-    size_t end = raw.find('\0', i);
-    if (end == std::string::npos) end = raw.size();
-    argv.push_back(raw.substr(i, end - i));
-    i = end + 1;
-  }
-  if (n > argv.size()) return;
-  std::vector<std::string> args(argv.end() - static_cast<long>(n), argv.end());
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a.size() < 2 || a[0] != '-') break;  // IMAGE (or, with --rootfs, the command)
-    if (a[1] == '-') {
-      std::string name = a.substr(0, a.find('='));
-      const CLI::Option* o = run_cmd.get_option_no_throw(name);
-      if (!o) {
-        if (name == "--help") continue;
-        f.unknown = a;
-        return;
-      }
-      if (o->get_expected_max() > 0 && a.find('=') == std::string::npos) ++i;
-      continue;
-    }
-    // -abc: flags, the last may take a value (-e KEY=VAL, -eKEY=VAL).
-    for (size_t k = 1; k < a.size(); ++k) {
-      const CLI::Option* o = run_cmd.get_option_no_throw(std::string("-") + a[k]);
-      if (!o) {
-        if (a[k] == 'h') continue;
-        f.unknown = std::string("-") + a[k];
-        return;
-      }
-      if (o->get_expected_max() > 0) {
-        if (k + 1 == a.size()) ++i;
-        break;
-      }
-    }
-  }
-  f.positional.assign(args.begin() + static_cast<long>(std::min(i, args.size())), args.end());
-  f.exact = true;
-}
-
-/// Legal access to CLI::App's protected list of unparsed words (a pointer to
-/// member taken through a derived class).
-struct MissingAccess : CLI::App {
-  static auto ptr() { return &MissingAccess::missing_; }
-};
 
 }  // namespace
 
 void register_run_command(CLI::App& app, Globals& g, Action& action) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* run_cmd = app.add_subcommand("run", "Run a command in a new, throw-away sandbox");
-  run_cmd->preparse_callback([f](size_t n) { f->nargs = n; });
   run_cmd->footer(std::string("Usage: sbx run [OPTIONS] IMAGE [--] [COMMAND [ARG...]]\n"
                               "       sbx run [OPTIONS] --rootfs DIR [--] COMMAND [ARG...]\n\n") + kExitCodes);
-  run_cmd->prefix_command();
-  run_cmd->allow_extras();
-  run_cmd->fallthrough(false);  // everything from IMAGE on belongs to the sandbox
-  // IMAGE (with --rootfs: the command's first word); the rest is taken
-  // verbatim by prefix_command(). A positional is needed for a leading "--".
-  run_cmd->add_option("IMAGE", f->first, "Image to run (name[:tag], id) — or, with --rootfs, the command")
-      ->each([f, run_cmd, &app](const std::string&) {
-        // Runs before CLI11 checks the main app's extras: for "IMAGE -- CMD"
-        // CLI11 hands the words after "--" to the main app; they are ours.
-        split_command_line(*run_cmd, f->nargs, *f);
-        if (!f->exact) return;
-        auto& extras = app.*MissingAccess::ptr();
-        bool ours = true;
-        for (const auto& [cls, word] : extras)
-          ours &= cls != CLI::detail::Classifier::SUBCOMMAND &&
-                  std::find(f->positional.begin(), f->positional.end(), word) != f->positional.end();
-        if (ours) extras.clear();
-      });
-  run_cmd->add_option("-e,--env", f->env, "Set an environment variable (KEY=VAL, or KEY to copy it)")
-      ->allow_extra_args(false);
-  run_cmd->add_option("--env-file", f->env_files, "Read environment variables from a file")->allow_extra_args(false);
-  run_cmd->add_option("-w,--workdir", f->workdir, "Working directory inside the sandbox")
-      ->each([f](const std::string&) { f->workdir_set = true; });
-  run_cmd->add_option("-u,--user", f->user, "User: NAME|UID[:GROUP|GID], resolved in the image's /etc/passwd")
-      ->each([f](const std::string&) { f->user_set = true; });
-  run_cmd->add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]")->allow_extra_args(false);
-  run_cmd->add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]")->allow_extra_args(false);
-  run_cmd->add_flag("--read-only", f->read_only, "Mount the root file system read-only");
-  run_cmd->add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
-  run_cmd->add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
-  run_cmd->add_option("--userns", f->userns,
-                      "auto: uid 0..65535 inside are a per-sandbox unprivileged host range (default); host: the host's ids")
-      ->capture_default_str();
-  run_cmd->add_option("-m,--memory", f->memory, "Memory limit (e.g. 256m); an OOM kill exits 137");
-  run_cmd->add_option("--disk", f->disk, kDiskHelp)->type_name("SIZE");
-  run_cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
-  run_cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
-      ->capture_default_str();
-  run_cmd->add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048")->allow_extra_args(false);
-  run_cmd->add_option("--timeout", f->timeout, "Kill the sandbox after this long (10s, 1m30s); exits 124");
-  run_cmd->add_option("--rootfs", f->rootfs, "Use DIR as the (read-only, overlaid) root instead of an image");
-  run_cmd->add_option("--entrypoint", f->entrypoint, "Override the image's Entrypoint")
-      ->each([f](const std::string&) { f->entrypoint_set = true; });
-  run_cmd->add_option("--name", f->name, "A name for the sandbox");
+  SandboxHelp help;
+  help.image = "Image to run (name[:tag], id) — or, with --rootfs, the command";
+  help.memory = "Memory limit (e.g. 256m); an OOM kill exits 137";
+  help.timeout = "Kill the sandbox after this long (10s, 1m30s); exits 124";
+  help.name = "A name for the sandbox";
+  add_sandbox_options(app, *run_cmd, std::shared_ptr<SandboxFlags>(f, &f->sandbox), help);
   run_cmd->add_option("--mount-snapshot", f->mount_snapshots,
                       "Mount a writable copy of directory snapshot NAME at TARGET (NAME:/TARGET)")
       ->allow_extra_args(false);
   run_cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open (otherwise it is /dev/null)");
   run_cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
-  run_cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc); default from $SBX_RUNTIME")
-      ->envname("SBX_RUNTIME")
-      ->capture_default_str();
-  run_cmd->add_option("--runsc", f->runsc, "Path to runsc for --runtime gvisor (default: from $PATH)");
   add_gpu_options(*run_cmd, f->gpu);
   run_cmd->add_flag("--rm", f->rm, "Accepted for docker compatibility (sandboxes of sbx run are always removed)");
-  run_cmd->callback([f, run_cmd, &app, &g, &action] {
-    if (!f->exact) {
-      f->positional.clear();
-      if (!f->first.empty()) f->positional.push_back(f->first);
-      for (auto& r : run_cmd->remaining()) f->positional.push_back(r);
-      split_command_line(*run_cmd, f->nargs, *f);
-    }
+  run_cmd->callback([f, run_cmd, &g, &action] {
+    finish_command_line(*run_cmd, f->sandbox);
     action = [f, &g] { return run(g, *f); };
   });
 }

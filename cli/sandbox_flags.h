@@ -1,0 +1,91 @@
+// The sandbox options that `sbx run` and `sbx create` share: their flags, the
+// split of `IMAGE [--] [CMD...]` off the command line, and the SandboxSpec
+// built from them. Each command adds only its own flags (run: -i, -t, --rm,
+// --gpus, --mount-snapshot; create: --idle-timeout, --label).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "runtime/spec.h"
+
+namespace sbx::cli {
+
+/// The parsed shared options, as typed (validated by build_spec).
+struct SandboxFlags {
+  // The command line's split (see add_sandbox_options).
+  std::string first;                    ///< the first positional, as CLI11 saw it
+  std::string unknown;                  ///< an unknown option before IMAGE
+  size_t nargs = 0;                     ///< words after the subcommand's name
+  bool exact = false;                   ///< positional came from /proc/self/cmdline
+  std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS… (with --rootfs: CMD ARGS…)
+
+  std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
+  std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint, disk;
+  std::string userns = "auto";
+  std::string runtime = "native", runsc;
+  std::optional<double> cpus;
+  int64_t pids_limit = 1024;
+  bool read_only = false, entrypoint_set = false, workdir_set = false, user_set = false;
+};
+
+/// The help texts that differ between the commands.
+struct SandboxHelp {
+  const char* image;
+  const char* memory;
+  const char* timeout;
+  const char* name;
+};
+
+/// Adds the IMAGE positional and the shared options to `cmd` (a subcommand
+/// of `app`), writing into `*f`. Sets prefix_command(): every word from IMAGE
+/// on belongs to the sandbox. Call finish_command_line(*cmd, *f) from the
+/// subcommand's callback.
+void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<SandboxFlags>& f,
+                         const SandboxHelp& help);
+
+/// Fills f.positional once parsing is done (from /proc/self/cmdline when it
+/// can: CLI11 2.1 cannot tell "--bad IMAGE" from "IMAGE --bad", nor "-- CMD"
+/// from "CMD --"). An unknown option before IMAGE is kept in f.unknown for
+/// build_spec to report.
+void finish_command_line(CLI::App& cmd, SandboxFlags& f);
+
+/// What differs in the spec between the commands.
+struct BuildOptions {
+  std::string command;         ///< "run" or "create", for messages
+  bool terminal = false;       ///< -t: TERM=xterm
+  bool hold_without_command = false;  ///< no CMD: empty process.args (create: the sandbox only holds)
+};
+
+/// The SandboxSpec for the shared flags: a new id; the image resolved in
+/// g.root (or --rootfs made absolute); process from the image config with
+/// CMD, --entrypoint, --env-file then -e, -w, -u; hostname, network, volumes,
+/// tmpfs, --read-only, memory/disk (bytes), cpus, pids, rlimits (clamped to
+/// the hard limits, with a warning), --timeout; default capabilities.
+/// Throws sbx::Error (exit 125) on an unknown option, a missing image or a
+/// bad value, naming the flag. --userns is checked, not applied (see
+/// use_userns).
+SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptions& o);
+
+/// Whether a native sandbox gets its own user namespace: --userns auto,
+/// unless --network host (the host's network namespace belongs to the host's
+/// user namespace, so the sandbox could not mount its own /sys; as podman).
+bool use_userns(const SandboxFlags& f, const SandboxSpec& spec);
+
+/// -v HOST:CTR[:ro,nosuid,nodev,noexec] → a bind mount (host path made
+/// absolute with realpath). Throws sbx::Error on a malformed value.
+Mount parse_volume(const std::string& text);
+
+/// --tmpfs PATH[:size=64m,mode=1777,exec,…] → a tmpfs mount (podman's
+/// defaults nosuid,nodev,noexec first). Throws sbx::Error.
+Mount parse_tmpfs(const std::string& text);
+
+/// --disk SIZE ("512m", "2g", bytes) → bytes for SandboxSpec::disk_bytes.
+/// Throws sbx::Error on a malformed or zero size, or one below 1 MiB (an
+/// overlay needs room for its work dir and the sandbox for its mount points).
+uint64_t parse_disk(const std::string& text);
+
+}  // namespace sbx::cli
