@@ -234,6 +234,26 @@ if [ "$RUNTIME" = gvisor ]; then
   S rm "$ID8" >/dev/null && ok "rm of the released sandbox" || fail "rm $ID8"
 fi
 
+# --- create's command line: the same IMAGE [--] [CMD...] as run ------------------------
+# "--" after IMAGE, options before IMAGE, a leading "--", CMD words that look
+# like sbx options (even create's own -l), and an unknown option before IMAGE.
+CL1=$(S create busybox -- sh -c 'echo hi') || fail "create IMAGE -- CMD"
+S wait "$CL1" >/dev/null
+expect_eq "$(S logs "$CL1")" "hi" "create IMAGE -- CMD: logs shows its output"
+CL2=$(S create --name cli-opts -e A=1 -w /tmp busybox sh -c 'echo "$A-$(pwd) [$*]"' sh --foo -l x) || fail "create OPTIONS IMAGE CMD"
+S wait "$CL2" >/dev/null
+expect_eq "$(S logs cli-opts)" "1-/tmp [--foo -l x]" "create: options before IMAGE apply; --foo -l x after it reach the command"
+CL3=$(S create -e A=2 -- busybox sh -c 'echo lead $A') || fail "create OPTIONS -- IMAGE CMD"
+S wait "$CL3" >/dev/null
+expect_eq "$(S logs "$CL3")" "lead 2" "create OPTIONS -- IMAGE CMD"
+NCL=$(S ps -aq | wc -l)
+MSG=$(S create --bogus busybox true 2>&1); RC=$?
+expect_eq "$RC" 125 "create --bogus IMAGE: exit 125"
+echo "$MSG" | grep -q "unknown option --bogus" && ok "create --bogus: the message names the option" || fail "create --bogus said: $MSG"
+expect_eq "$(S ps -aq | wc -l)" "$NCL" "create --bogus left no sandbox"
+S rm -f "$CL1" "$CL2" "$CL3" >/dev/null || fail "rm the create command-line sandboxes"
+expect_eq "$(find /sys/fs/cgroup -maxdepth 6 -type d \( -name "sbx-${CL1:0:12}" -o -name "sbx-${CL2:0:12}" -o -name "sbx-${CL3:0:12}" \) 2>/dev/null)" "" "no cgroups of the create command-line sandboxes left"
+
 # --- rm and leak check ------------------------------------------------------------------
 ID7=$(S create busybox)
 PID7=$(S inspect "$ID7" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1)
