@@ -25,6 +25,7 @@
 #include "common/error.h"
 #include "runtime/capabilities.h"
 #include "runtime/cgroups.h"
+#include "runtime/child_channel.h"
 #include "runtime/holder.h"
 #include "runtime/lifecycle.h"
 #include "runtime/rlimits.h"
@@ -58,33 +59,7 @@ struct Fd {
   }
 };
 
-// The channel from the exec'd process to sbx: SOCK_SEQPACKET, close-on-exec.
-//   'E' <exit code byte> <message>   a setup or exec failure
-//   'P' + SCM_RIGHTS fd              the pty master (with -t)
-// EOF (execve closed the child's end) means the command is running.
-void send_error(int sock, int code, const std::string& msg) noexcept {
-  std::string m = "E";
-  m += static_cast<char>(code);
-  m += msg;
-  (void)!::send(sock, m.data(), m.size(), MSG_NOSIGNAL);
-}
-
-void send_fd(int sock, int fd) {
-  char tag = 'P';
-  struct iovec iov {&tag, 1};
-  alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = buf;
-  msg.msg_controllen = sizeof buf;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  if (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) throw_errno("send the pty to sbx");
-}
+// The channel to sbx and the exec step: runtime/child_channel.h.
 
 const sigset_t& relayed_signals() {
   static const sigset_t set = [] {
@@ -111,28 +86,6 @@ void set_env(std::vector<std::string>& env, const std::string& kv) {
 
 /// PATH search as execvp, with the sandbox's PATH. Returns "" (errno set) when
 /// not found.
-std::string find_executable(const std::string& cmd, const std::vector<std::string>& env) {
-  if (cmd.find('/') != std::string::npos) return cmd;
-  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  for (const auto& e : env)
-    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
-  int err = ENOENT;
-  size_t start = 0;
-  for (;;) {
-    size_t end = path.find(':', start);
-    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::string full = (dir.empty() ? "." : dir) + "/" + cmd;
-    struct stat st {};
-    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      if (::access(full.c_str(), X_OK) == 0) return full;
-      err = EACCES;
-    }
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  errno = err;
-  return {};
-}
 
 /// The exec'd process, inside every namespace of the sandbox. Never returns.
 [[noreturn]] void exec_child(const SandboxSpec& spec, const ExecRequest& req, int sock,
@@ -196,24 +149,10 @@ std::string find_executable(const std::string& cmd, const std::vector<std::strin
     if (req.tty) set_env(env, "TERM=xterm");
     bool has_home = std::any_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("HOME=", 0) == 0; });
     if (!has_home || !req.user.empty()) set_env(env, "HOME=" + user.home);
-    std::string exe = find_executable(req.args[0], env);
-    if (exe.empty()) {
-      code = errno == EACCES ? kExitCannotExec : kExitNotFound;
-      throw Error("exec: \"" + req.args[0] + "\": " +
-                  (errno == EACCES ? "permission denied" : "executable file not found in $PATH"));
-    }
-    std::vector<char*> argv, envp;
-    for (const auto& a : req.args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-
-    if (p.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
-    if (p.no_new_privileges) install_default_seccomp();  // last: nothing but execve after it
-    ::execve(exe.c_str(), argv.data(), envp.data());
-    int e = errno;
-    code = (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitCannotExec;
-    throw_errno("exec " + exe, e);
+    exec_command(req.args, env, p.no_new_privileges);  // throws: 127 not found, 126 cannot exec
+  } catch (const Error& e) {
+    code = e.exit_code();
+    send_error(sock, code, e.what());
   } catch (const std::exception& e) {
     send_error(sock, code, e.what());
   }
@@ -341,36 +280,15 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
   }
 
   // Wait for exec (EOF), an error, or the pty master.
-  Fd master;
-  std::string error;
-  int error_code = 0;
-  for (;;) {
-    char buf[4096];
-    struct iovec iov {buf, sizeof buf};
-    alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
-    struct msghdr msg {};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf;
-    msg.msg_controllen = sizeof cbuf;
-    ssize_t n = ::recvmsg(sock.fd, &msg, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    if (buf[0] == 'E' && n >= 2) {
-      error_code = static_cast<unsigned char>(buf[1]);
-      error.assign(buf + 2, static_cast<size_t>(n - 2));
-    } else if (buf[0] == 'P') {
-      struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      if (c && c->cmsg_type == SCM_RIGHTS) std::memcpy(&master.fd, CMSG_DATA(c), sizeof(int));
-    }
-  }
-  if (!error.empty() || child <= 0) {
+  ChildReport report = read_child_report(sock.fd);  // a read error reads as EOF
+  Fd master(report.pty_master);
+  if (!report.error.empty() || child <= 0) {
     if (child > 0)
       while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
       }
     touch_activity(dir.c_str());
-    throw Error(error.empty() ? "could not start the process in sandbox " + short_id : error, 0,
-                error_code ? error_code : kExitSbxFailed);
+    throw Error(report.error.empty() ? "could not start the process in sandbox " + short_id : report.error, 0,
+                report.exit_code ? report.exit_code : kExitSbxFailed);
   }
 
   // Relay: signals to the process, pty both ways, activity for the idle timer.

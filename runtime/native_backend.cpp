@@ -25,6 +25,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/capabilities.h"
+#include "runtime/child_channel.h"
 #include "runtime/holder.h"
 #include "runtime/init.h"
 #include "runtime/mounts.h"
@@ -45,61 +46,8 @@ namespace sbx::runtime {
 
 namespace {
 
-// ---- the error channel -----------------------------------------------------
-// A SOCK_SEQPACKET socketpair, close-on-exec on both sides. The sandbox sends
-//   'E' <exit code byte> <message>   a setup or exec failure
-//   'P' + SCM_RIGHTS fd              the pty master (with a terminal)
-// and EOF (every child-side end closed: the init after forking, the workload
-// by execve) means the command is running.
-
-void send_error(int sock, int code, const std::string& msg) noexcept {
-  std::string m = "E";
-  m += static_cast<char>(code);
-  m += msg;
-  (void)!::send(sock, m.data(), m.size(), MSG_NOSIGNAL);
-}
-
-void send_fd(int sock, int fd) {
-  char tag = 'P';
-  struct iovec iov {&tag, 1};
-  alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = buf;
-  msg.msg_controllen = sizeof buf;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  if (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) throw_errno("send the pty to sbx");
-}
-
-/// PATH search as execvp, but with the sandbox's PATH. Returns "" (errno set)
-/// when not found.
-std::string find_executable(const std::string& cmd, const std::vector<std::string>& env) {
-  if (cmd.find('/') != std::string::npos) return cmd;
-  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  for (const auto& e : env)
-    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
-  int err = ENOENT;
-  size_t start = 0;
-  for (;;) {
-    size_t end = path.find(':', start);
-    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::string full = (dir.empty() ? "." : dir) + "/" + cmd;
-    struct stat st {};
-    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-      if (::access(full.c_str(), X_OK) == 0) return full;
-      err = EACCES;
-    }
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  errno = err;
-  return {};
-}
+// The error channel to sbx (send_error, send_fd) and the exec step are in
+// runtime/child_channel.h, shared with sbx exec.
 
 struct ChildCtx {
   const SandboxSpec* spec;
@@ -186,24 +134,10 @@ void wait_for(int sock, char want) {
     bool has_home = false;
     for (const auto& e : env) has_home |= e.rfind("HOME=", 0) == 0;
     if (!has_home) env.push_back("HOME=" + user.home);
-    std::string exe = find_executable(p.args[0], env);
-    if (exe.empty()) {
-      code = errno == EACCES ? kExitCannotExec : kExitNotFound;
-      throw Error("exec: \"" + p.args[0] + "\": " +
-                  (errno == EACCES ? "permission denied" : "executable file not found in $PATH"));
-    }
-    std::vector<char*> argv, envp;
-    for (const auto& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-
-    if (p.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
-    if (p.no_new_privileges) install_default_seccomp();  // last: nothing but execve after it
-    ::execve(exe.c_str(), argv.data(), envp.data());
-    int e = errno;
-    code = (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitCannotExec;
-    throw_errno("exec " + exe, e);
+    exec_command(p.args, env, p.no_new_privileges);  // throws: 127 not found, 126 cannot exec
+  } catch (const Error& e) {
+    code = e.exit_code();
+    send_error(c.sock, code, e.what());
   } catch (const std::exception& e) {
     send_error(c.sock, code, e.what());
   }
@@ -659,34 +593,14 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     // The sandbox is busy building its file system: use the time to remove
     // what an earlier, SIGKILLed sbx left behind (runtime/state.h gc()).
     if (opts.gc_stale) gc(opts.run_root);
-    std::string error;
-    int error_code = 0;
-    for (;;) {
-      char buf[4096];
-      struct iovec iov {buf, sizeof buf};
-      alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
-      struct msghdr msg {};
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = cbuf;
-      msg.msg_controllen = sizeof cbuf;
-      ssize_t n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw_errno("read the sandbox's setup status");
-      if (n == 0) break;  // EOF: the command was exec'd (or setup died)
-      if (buf[0] == 'P') {
-        struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        if (c && c->cmsg_type == SCM_RIGHTS) std::memcpy(&sb.pty_master, CMSG_DATA(c), sizeof(int));
-      } else if (buf[0] == 'E' && n >= 2) {
-        error_code = static_cast<unsigned char>(buf[1]);
-        error.assign(buf + 2, static_cast<size_t>(n - 2));
-      }
-    }
+    ChildReport report = read_child_report(sock);  // until EOF: exec'd (or setup died)
+    sb.pty_master = report.pty_master;
+    if (report.read_errno) throw_errno("read the sandbox's setup status", report.read_errno);
     ::close(sock);
     sock = -1;
-    if (!error.empty()) {
+    if (!report.error.empty()) {
       reap(sb, true);
-      throw Error(error, 0, error_code ? error_code : kExitSbxFailed);
+      throw Error(report.error, 0, report.exit_code ? report.exit_code : kExitSbxFailed);
     }
   } catch (...) {
     if (sock >= 0) ::close(sock);
