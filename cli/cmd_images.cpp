@@ -12,25 +12,13 @@
 #include "cli/commands.h"
 #include "cli/images.h"
 #include "common/error.h"
+#include "common/units.h"
 #include "oci/store.h"
 
 namespace sbx::cli {
 namespace {
 
-// podman's human sizes: SI units, 3 significant digits ("5.12 MB").
-std::string human_size(uint64_t b) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1000 && u < 4) {
-    v /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : (v < 10 ? "%.2f %s" : (v < 100 ? "%.1f %s" : "%.0f %s")), v,
-                units[u]);
-  return buf;
-}
+using units::format_size_si;  // podman's SI sizes ("5.12 MB")
 
 // "2026-11-22T05:31:21.5Z" -> "3 minutes ago".
 std::string human_age(const std::string& rfc3339) {
@@ -60,11 +48,11 @@ struct ProgressLine {
     if (!tty) return;
     std::string s;
     if (p.phase == "unpacking")
-      s = "Unpacking layer " + std::to_string(p.layer) + "/" + std::to_string(p.layers) + ": " + human_size(p.bytes) +
-          " / " + human_size(p.total);
+      s = "Unpacking layer " + std::to_string(p.layer) + "/" + std::to_string(p.layers) + ": " + format_size_si(p.bytes) +
+          " / " + format_size_si(p.total);
     else
-      s = (p.phase == "reading" ? "Reading archive: " : "Copying blobs: ") + human_size(p.bytes) +
-          (p.total ? " / " + human_size(p.total) : "");
+      s = (p.phase == "reading" ? "Reading archive: " : "Copying blobs: ") + format_size_si(p.bytes) +
+          (p.total ? " / " + format_size_si(p.total) : "");
     // At most ~10 updates a second, but always when the layer changes.
     auto now = std::chrono::steady_clock::now();
     if (s == last || (p.layer == last_layer && now - last_time < std::chrono::milliseconds(100))) return;
@@ -151,7 +139,7 @@ void register_image_commands(CLI::App& app, Globals& g, Action& action) {
           for (const auto& n : names) {
             size_t c = n.rfind(':');
             std::printf("%-40s %-12s %-14s %-20s %s\n", n.substr(0, c).c_str(), n.substr(c + 1).c_str(),
-                        i.id.substr(0, 12).c_str(), human_age(i.created).c_str(), human_size(i.unpacked_size).c_str());
+                        i.id.substr(0, 12).c_str(), human_age(i.created).c_str(), format_size_si(i.unpacked_size).c_str());
           }
         }
         return 0;

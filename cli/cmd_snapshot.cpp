@@ -27,18 +27,7 @@
 namespace sbx::cli {
 namespace {
 
-std::string human_size(uint64_t b) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1000 && u < 4) {
-    v /= 1000;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.3g %s", v, units[u]);
-  return buf;
-}
+using units::format_size_si;  // podman's SI sizes ("5.12 MB")
 
 /// The sandbox named by `ref` (full id, name or unique id prefix), resolved
 /// as every lifecycle command does (same errors, exit 125).
@@ -49,7 +38,7 @@ runtime::SandboxState sandbox_state(const Globals& g, const std::string& ref) {
 void print_record_table(const std::vector<snapshot::SnapshotRecord>& recs) {
   std::printf("%-28s %-7s %-10s %-14s %-21s %s\n", "NAME", "KIND", "SIZE", "PARENT", "CREATED", "LAST USED");
   for (const auto& r : recs)
-    std::printf("%-28s %-7s %-10s %-14s %-21s %s\n", r.name.c_str(), r.kind.c_str(), human_size(r.size).c_str(),
+    std::printf("%-28s %-7s %-10s %-14s %-21s %s\n", r.name.c_str(), r.kind.c_str(), format_size_si(r.size).c_str(),
                 r.parent.substr(0, 12).c_str(), r.created.c_str(), r.last_used.empty() ? "-" : r.last_used.c_str());
 }
 

@@ -64,4 +64,18 @@ std::string format_size(uint64_t bytes) {
   return buf;
 }
 
+std::string format_size_si(uint64_t bytes) {
+  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1000 && u < 4) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : (v < 10 ? "%.2f %s" : (v < 100 ? "%.1f %s" : "%.0f %s")), v,
+                units[u]);
+  return buf;
+}
+
 }  // namespace sbx::units

@@ -18,4 +18,8 @@ std::chrono::milliseconds parse_duration(const std::string& text, const std::str
 /// 1536 -> "1.5 KiB".
 std::string format_size(uint64_t bytes);
 
+/// Sizes as podman's `images` shows them: SI units (1000), 3 significant
+/// digits: 5123456 -> "5.12 MB", 999 -> "999 B", 123456789 -> "123 MB".
+std::string format_size_si(uint64_t bytes);
+
 }  // namespace sbx::units

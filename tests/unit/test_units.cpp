@@ -25,3 +25,14 @@ TEST_CASE("parse_duration understands s, ms, m, h and bare seconds") {
   CHECK_THROWS_AS(units::parse_duration("soon"), Error);
   CHECK_THROWS_AS(units::parse_duration("3d"), Error);
 }
+
+TEST_CASE("format_size_si gives podman's SI sizes with 3 significant digits") {
+  CHECK(units::format_size_si(0) == "0 B");
+  CHECK(units::format_size_si(999) == "999 B");
+  CHECK(units::format_size_si(1000) == "1.00 kB");
+  CHECK(units::format_size_si(5123456) == "5.12 MB");
+  CHECK(units::format_size_si(45600000) == "45.6 MB");
+  CHECK(units::format_size_si(123456789) == "123 MB");
+  CHECK(units::format_size_si(999999999) == "1000 MB");  // not "1e+03"
+  CHECK(units::format_size_si(2500000000000ull) == "2.50 TB");
+}
