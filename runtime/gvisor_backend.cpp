@@ -388,11 +388,22 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   if (WIFSIGNALED(status)) {
     st.signal = WTERMSIG(status);
     st.exit_code = 128 + st.signal;
+  } else {
+    st.exit_code = WEXITSTATUS(status);
+    if (st.exit_code > 128 && st.exit_code < 128 + 65) st.signal = st.exit_code - 128;  // runsc: 128+N for signal N
+  }
+  // gVisor has no OOM killer of its own: the host's memory cgroup kills the
+  // Sentry, a stub, or (while it sets the sandbox up inside the cgroup) runsc
+  // itself; each ends the sandbox, and runsc then reports a SIGKILL or its own
+  // failure (128). Reported as on the native backend: 137, "out of memory".
+  if (oom_kills > 0 && (st.signal == SIGKILL || (WIFEXITED(status) && st.exit_code == 128))) {
+    st.oom_killed = true;
+    st.signal = SIGKILL;
+    st.exit_code = 128 + SIGKILL;
     return st;
   }
-  st.exit_code = WEXITSTATUS(status);
   std::string errors = runsc_errors(log);
-  if (st.exit_code == 128 && !errors.empty()) {
+  if (WIFEXITED(status) && st.exit_code == 128 && !errors.empty()) {
     // runsc failed before or while starting the command.
     const std::string& cmd = spec.process.args[0];
     if (errors.find("failed to load") != std::string::npos ||
@@ -403,14 +414,6 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
         throw Error("exec: \"" + cmd + "\": permission denied", EACCES, kExitCannotExec);
     }
     throw Error("runsc failed to start the sandbox:\n" + errors);
-  }
-  if (st.exit_code > 128) st.signal = st.exit_code - 128;  // runsc reports 128+N for signal N
-  if (oom_kills > 0) {
-    // The workload did not end by itself: whatever runsc reports for a
-    // killed Sentry, it is reported as on the native backend (137).
-    st.oom_killed = true;
-    st.signal = SIGKILL;
-    st.exit_code = 128 + SIGKILL;
   }
   return st;
 }
