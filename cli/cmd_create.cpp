@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "oci/store.h"
+#include "runtime/gvisor_lifecycle.h"
 #include "runtime/image_config.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native_backend.h"
@@ -25,7 +26,7 @@ struct CreateFlags {
   std::vector<std::string> command;
   std::vector<std::string> env, env_files, volumes, tmpfs, ulimits, labels;
   std::string workdir, user, hostname, network = "none", memory, timeout, idle_timeout, name, rootfs, entrypoint;
-  std::string runtime = "native";
+  std::string runtime = "native", runsc;
   std::optional<double> cpus;
   int64_t pids_limit = 1024;
   bool read_only = false, entrypoint_set = false, workdir_set = false, user_set = false;
@@ -102,6 +103,11 @@ int create(const Globals& g, CreateFlags& f) {
     if (eq == 0 || l.empty()) throw Error("invalid --label '" + l + "': use KEY=VALUE");
     spec.labels[l.substr(0, eq)] = eq == std::string::npos ? "" : l.substr(eq + 1);
   }
+  if (f.runtime == "gvisor") {
+    std::cout << runtime::create_gvisor_sandbox(std::move(spec), g.run_root, f.runsc) << std::endl;
+    return 0;
+  }
+  if (f.runtime != "native") throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
   std::cout << runtime::create_sandbox(std::move(spec), g.run_root) << std::endl;
   return 0;
 }
@@ -143,8 +149,10 @@ void register_create_command(CLI::App& app, Globals& g, Action& action) {
       ->each([f](const std::string&) { f->entrypoint_set = true; });
   cmd->add_option("--name", f->name, "A name for the sandbox (unique among sandboxes)");
   cmd->add_option("-l,--label", f->labels, "A label KEY=VALUE (for ps --filter and rm --filter)")->allow_extra_args(false);
-  cmd->add_option("--runtime", f->runtime, "native (default); gvisor is not supported for create yet")
+  cmd->add_option("--runtime", f->runtime, "native (namespaces, the default) or gvisor (runsc); default from $SBX_RUNTIME")
+      ->envname("SBX_RUNTIME")
       ->capture_default_str();
+  cmd->add_option("--runsc", f->runsc, "Path to runsc for --runtime gvisor (default: from $PATH)");
   cmd->callback([f, cmd, &g, &action] {
     f->command = cmd->remaining();
     action = [f, &g] { return create(g, *f); };

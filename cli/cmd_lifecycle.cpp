@@ -18,6 +18,8 @@
 #include "oci/runtime_config.h"
 #include "runtime/copy.h"
 #include "runtime/exec.h"
+#include "runtime/gvisor_copy.h"
+#include "runtime/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/state.h"
 
@@ -219,8 +221,6 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         std::string id = runtime::resolve_id(g.run_root, f->id);
         std::string dir = runtime::sandbox_dir(g.run_root, id);
         auto st = runtime::read_state(dir);
-        if (st.runtime != "native")
-          throw Error("sbx exec: sandbox " + id.substr(0, 12) + " uses runtime '" + st.runtime + "', not supported yet");
         SandboxSpec spec = oci::from_runtime_config(fs::read_file(dir + "/config.json"));
         runtime::ExecRequest req;
         req.args = f->args;
@@ -236,7 +236,8 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         req.interactive = f->interactive;
         req.tty = f->tty;
         if (!f->timeout.empty()) req.timeout = units::parse_duration(f->timeout, "--timeout");
-        int code = runtime::exec_in_sandbox(dir, st, spec, req);
+        int code = st.runtime == "gvisor" ? runtime::exec_in_gvisor(dir, st, spec, req)
+                                          : runtime::exec_in_sandbox(dir, st, spec, req);
         if (code == kExitTimeout && req.timeout.count() > 0)
           std::cerr << "sbx: exec killed: timeout after " << f->timeout << "\n";
         return code;
@@ -451,10 +452,21 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
           if (split_sandbox_path(*dst, other_ref, other_path))
             throw Error("sbx cp: copying between two sandboxes is not supported; copy through the host");
           std::string id = runtime::resolve_id(g.run_root, ref);
-          runtime::copy_from_sandbox(runtime::read_state(runtime::sandbox_dir(g.run_root, id)), path, *dst);
+          std::string dir = runtime::sandbox_dir(g.run_root, id);
+          auto st = runtime::read_state(dir);
+          if (st.runtime == "gvisor") {
+            runtime::copy_from_gvisor(dir, st, oci::from_runtime_config(fs::read_file(dir + "/config.json")), path, *dst);
+            return 0;
+          }
+          runtime::copy_from_sandbox(st, path, *dst);
         } else if (split_sandbox_path(*dst, ref, path)) {
           std::string id = runtime::resolve_id(g.run_root, ref);
           std::string dir = runtime::sandbox_dir(g.run_root, id);
+          auto st = runtime::read_state(dir);
+          if (st.runtime == "gvisor") {
+            runtime::copy_into_gvisor(dir, st, oci::from_runtime_config(fs::read_file(dir + "/config.json")), *src, path);
+            return 0;
+          }
           uint32_t uid = 0, gid = 0;
           try {
             // Files are owned by the sandbox's root: the host ids it maps to.
@@ -465,7 +477,7 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
               if (m.container_id == 0) gid = m.host_id;
           } catch (const Error&) {
           }
-          runtime::copy_into_sandbox(runtime::read_state(dir), *src, path, uid, gid);
+          runtime::copy_into_sandbox(st, *src, path, uid, gid);
         } else {
           throw Error("sbx cp: one of SRC and DEST must be SANDBOX:PATH");
         }

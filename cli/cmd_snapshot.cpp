@@ -39,7 +39,12 @@ std::string human_size(uint64_t b) {
   return buf;
 }
 
-runtime::SandboxState sandbox_state(const Globals& g, const std::string& id) {
+runtime::SandboxState sandbox_state(const Globals& g, const std::string& ref) {
+  std::string id = ref;
+  try {
+    id = runtime::resolve_id(g.run_root, ref);  // a name or id prefix, as every lifecycle command
+  } catch (const Error&) {
+  }
   std::string dir = g.run_root + "/" + id;
   if (!fs::exists(dir + "/state.json"))
     throw Error("no sandbox '" + id + "' in " + g.run_root + "; see the sandboxes you created with 'sbx create'", ENOENT, 1);

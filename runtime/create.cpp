@@ -11,6 +11,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
+#include "runtime/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native_backend.h"
 
@@ -25,8 +26,8 @@ void crash_point(const char* step) noexcept {
 }
 
 std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
-  if (spec.runtime != "native")
-    throw Error("sbx create --runtime " + spec.runtime + ": long-lived sandboxes run on the native runtime only (for now)");
+  if (spec.runtime == "gvisor") return create_gvisor_sandbox(std::move(spec), run_root, "");
+  if (spec.runtime != "native") throw Error("sbx create: unknown runtime '" + spec.runtime + "': use native or gvisor");
   if (spec.id.empty()) spec.id = new_sandbox_id();
   const std::string id = spec.id;
   fs::mkdir_p(run_root, 0700);

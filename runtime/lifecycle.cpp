@@ -16,6 +16,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/cgroups.h"
+#include "runtime/gvisor_lifecycle.h"
 #include "runtime/userns.h"
 
 namespace sbx::runtime {
@@ -27,11 +28,7 @@ std::string short_id(const std::string& dir) {
   return dir.substr(slash == std::string::npos ? 0 : slash + 1, 12);
 }
 
-void require_native(const SandboxState& st) {
-  if (st.runtime != "native")
-    throw Error("sandbox " + st.id.substr(0, 12) + " uses runtime '" + st.runtime +
-                "', which this sbx cannot manage as a long-lived sandbox yet");
-}
+bool is_gvisor(const SandboxState& st) { return st.runtime == "gvisor"; }
 
 // A pidfd for the state's init, or -1 when it is not (any more) that process.
 int open_init(const SandboxState& st) {
@@ -60,7 +57,7 @@ bool wait_pidfd(int pidfd, int ms) {
 
 void kill_sandbox(const std::string& dir, int sig) {
   SandboxState st = read_state(dir);
-  require_native(st);
+  if (is_gvisor(st)) return kill_gvisor(dir, st, sig);
   int fd = open_init(st);
   if (fd < 0) throw Error("sandbox " + short_id(dir) + " is not running; see 'sbx ps -a'");
   // The init cannot record a SIGKILL itself: record it first (the init's own
@@ -75,13 +72,20 @@ void kill_sandbox(const std::string& dir, int sig) {
 
 void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int sig) {
   SandboxState st = read_state(dir);
-  require_native(st);
   int fd = open_init(st);
   if (fd < 0) return;  // already ended
+  // (gVisor: the monitor forwards the signal to the first process.)
   ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0);
   if (!wait_pidfd(fd, static_cast<int>(grace.count()))) {
-    write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
-    ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+    if (is_gvisor(st)) {
+      try {
+        kill_gvisor(dir, st, SIGKILL);
+      } catch (const Error&) {
+      }
+    } else {
+      write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
+      ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
+    }
     wait_pidfd(fd, 10000);
   }
   ::close(fd);
@@ -170,6 +174,15 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
       // Its creator is alive: it would go on building. Kill it too.
       ::kill(st.creator_pid, SIGKILL);
     }
+    if (is_gvisor(st) && state_alive(st)) {
+      // Through runsc (kill --all), so that the monitor ends it the normal
+      // way and runsc deletes its own state: far quicker than `runsc delete
+      // --force` on a sandbox whose runsc died with a SIGKILLed monitor.
+      try {
+        kill_gvisor(dir, st, SIGKILL);
+      } catch (const Error&) {
+      }
+    }
     if (int fd = open_init(st); fd >= 0) {
       write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
       ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
@@ -177,6 +190,9 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
       ::close(fd);
     }
     crash_point("rm-killed");
+    // gVisor: the monitor is gone (its runsc died with it); runsc's state,
+    // any process left and runsc's cgroups go now.
+    if (is_gvisor(st)) release_gvisor(dir, st);
     if (int e = destroy_cgroup_dirs(st.cgroups))
       throw_errno("remove the cgroups of sandbox " + sid + " (" + (st.cgroups.empty() ? "" : st.cgroups[0]) + ")", e);
   }
@@ -201,6 +217,16 @@ std::vector<std::string> gc(const std::string& run_root) {
     try {
       SandboxState st = read_state(dir);
       if (state_alive(st)) continue;
+      if (is_gvisor(st) && st.creator_pid != 0 && st.status != "creating") {
+        // A created gVisor sandbox whose monitor was killed: its runsc state,
+        // processes and cgroups go; its record (end, log) stays for ps -a / rm.
+        if (!fs::exists(dir + "/released")) {
+          write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
+          release_gvisor(dir, st);
+          removed.push_back(dir + " (runsc state and cgroups)");
+        }
+        continue;
+      }
       if (st.creator_pid == 0) {
         remove = true;  // a `sbx run` sandbox whose sbx was killed
       } else if (st.status == "creating") {

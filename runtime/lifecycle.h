@@ -5,8 +5,8 @@
 // Every function may run in any number of sbx processes at once: changes to a
 // sandbox's state dir happen under its flock; readers never need the lock
 // (state.json is replaced atomically, `end` is created with link(2)).
-// Every function dispatches on SandboxState::runtime ("native"; "gvisor"
-// throws a clear error until runtime/gvisor_lifecycle exists).
+// Every function dispatches on SandboxState::runtime ("native", or "gvisor":
+// runtime/gvisor_lifecycle.h, whose monitor process plays the init's part).
 #pragma once
 #include <chrono>
 #include <functional>

@@ -17,6 +17,8 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/tree.h"
+#include "runtime/gvisor_lifecycle.h"
+#include "runtime/lifecycle.h"
 #include "runtime/state.h"
 
 namespace sbx::snapshot {
@@ -111,6 +113,35 @@ std::vector<std::string> runsc_base(const std::string& runsc, const std::string&
   if (!log.empty()) a.insert(a.end(), {"--log", log});
   a.insert(a.end(), flags.begin(), flags.end());
   return a;
+}
+
+// The state of a sandbox sbx restore (or start_gvisor_detached) is starting:
+// "creating" by this process until its monitor answers (runtime/state.h).
+runtime::SandboxState restored_state(const std::string& id, const std::string& name, const std::string& image,
+                                     const json& config) {
+  runtime::SandboxState st;
+  st.id = id;
+  st.name = name;
+  st.image_id = st.image_ref = image;
+  st.runtime = "gvisor";
+  st.status = "creating";
+  st.created_ms = runtime::now_ms();
+  try {
+    st.command = config.at("process").at("args").get<std::vector<std::string>>();
+  } catch (const json::exception&) {
+  }
+  st.creator_pid = ::getpid();
+  st.creator_start = runtime::process_start_time(::getpid());
+  return st;
+}
+
+// Its monitor answered: the sandbox runs (pid: its monitor, as state.json says).
+void mark_running(RestoredSandbox& s) {
+  runtime::SandboxState st = runtime::read_state(s.dir);
+  st.status = "running";
+  st.started_ms = runtime::now_ms();
+  runtime::write_state(s.dir, st);
+  s.pid = st.pid;
 }
 
 }  // namespace
@@ -224,66 +255,53 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
 
   struct Pending {
     RestoredSandbox s;
-    pid_t child = 0;
+    runtime::SandboxState st;
+    runtime::GvisorMonitor mon;
     clock_type::time_point t0;
   };
-  std::vector<Pending> ps(static_cast<size_t>(opts.count));
+  std::vector<Pending> ps;
   std::string err;
-  // Prepare every bundle, then start every runsc restore at once.
-  for (int i = 0; i < opts.count; ++i) {
-    auto& p = ps[static_cast<size_t>(i)];
-    p.s.id = opts.name.empty() ? random_hex(64) : (opts.count == 1 ? opts.name : opts.name + "-" + std::to_string(i + 1));
-    p.s.dir = opts.run_root + "/" + p.s.id;
+  runtime::GvisorLaunch launch;
+  launch.runsc = opts.runsc;
+  launch.runsc_flags = flags;
+  launch.layer_dirs = layers;
+  launch.restore_image = cdir + "/image";
+  launch.image = meta.value("image", "");
+  // Prepare every bundle and start every copy's monitor (each runs `runsc
+  // restore`) at once, then wait for them all. Each copy is a first-class
+  // sandbox: a fresh id, the name NAME or NAME-i, ps/exec/logs/stop/rm.
+  for (int i = 0; i < opts.count && err.empty(); ++i) {
+    Pending p;
+    p.s.id = random_hex(64);
+    p.s.dir = runtime::sandbox_dir(opts.run_root, p.s.id);
     p.s.runsc_root = p.s.dir + "/runsc";
-    p.s.output = p.s.dir + "/output.log";
-    if (fs::exists(p.s.dir)) {
-      err = "a sandbox named " + p.s.id + " exists already in " + opts.run_root;
-      ps.resize(static_cast<size_t>(i));
-      break;
-    }
-    fs::mkdir_p(p.s.dir + "/bundle/rootfs", 0700);
-    fs::mkdir_p(p.s.runsc_root, 0700);
-    json c = config;
-    c["root"]["path"] = p.s.dir + "/bundle/rootfs";
-    c["linux"]["cgroupsPath"] = "/sbx-" + p.s.id.substr(0, 12);  // its own cgroup
-    fs::write_file_atomic(p.s.dir + "/bundle/config.json", c.dump(), 0600);
-    // What a later checkpoint of this copy needs (same layers and flags).
-    fs::write_file_atomic(p.s.dir + "/meta.json", json{{"layer_dirs", layers}, {"runsc_flags", flags}, {"image", meta.value("image", "")}}.dump(2), 0600);
-  }
-  if (err.empty()) {
-    for (auto& p : ps) {
-      std::vector<std::string> argv = runsc_base(opts.runsc, p.s.runsc_root, flags, p.s.dir + "/runsc.log");
-      argv.insert(argv.end(), {"restore", "--detach", "--image-path", cdir + "/image", "--bundle", p.s.dir + "/bundle",
-                               "--pid-file", p.s.dir + "/pid", p.s.id});
+    p.s.output = p.s.dir + "/log";
+    std::string sname = opts.name.empty() ? "" : (opts.count == 1 ? opts.name : opts.name + "-" + std::to_string(i + 1));
+    try {
+      fs::mkdir_p(p.s.dir + "/bundle/rootfs", 0700);
+      json c = config;
+      c["root"]["path"] = p.s.dir + "/bundle/rootfs";
+      c["linux"]["cgroupsPath"] = "/sbx-" + p.s.id.substr(0, 12);  // its own cgroup
+      fs::write_file_atomic(p.s.dir + "/bundle/config.json", c.dump(), 0600);
+      fs::write_file_atomic(p.s.dir + "/config.json", c.dump(2), 0600);  // inspect, exec
+      p.st = restored_state(p.s.id, sname, launch.image, c);
+      runtime::write_state(p.s.dir, p.st);
+      if (!sname.empty()) runtime::claim_name(opts.run_root, sname, p.s.id);
       p.t0 = clock_type::now();
-      p.child = spawn(argv, p.s.output, layers, p.s.dir + "/bundle/rootfs");
+      p.mon = runtime::spawn_gvisor_monitor(p.s.dir, p.st, launch, nullptr);
+    } catch (const std::exception& e) {
+      err = "restore of '" + name + "' as " + p.s.id.substr(0, 12) + ": " + e.what();
     }
-    for (auto& p : ps) {
-      int code = wait_exit(p.child);
+    ps.push_back(std::move(p));
+  }
+  for (auto& p : ps) {
+    if (p.mon.pid < 0) continue;
+    try {
+      runtime::await_gvisor_monitor(p.s.dir, p.s.id, p.mon);
       p.s.restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - p.t0).count();
-      if (code != 0) {
-        if (err.empty())
-          err = "runsc restore of '" + name + "' as " + p.s.id + " failed (exit " + std::to_string(code) + "): " +
-                tail_of(p.s.output) + tail_of(p.s.dir + "/runsc.log", 1500);
-        continue;
-      }
-      try {
-        p.s.pid = static_cast<pid_t>(std::stol(fs::read_file(p.s.dir + "/pid")));
-        runtime::SandboxState st;
-        st.id = p.s.id;
-        st.name = p.s.id;
-        st.image_id = meta.value("image", "");
-        st.image_ref = meta.value("image", "");
-        st.runtime = "gvisor";
-        st.status = "running";
-        st.pid = p.s.pid;
-        st.pid_start = runtime::process_start_time(p.s.pid);
-        st.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
-        runtime::write_state(p.s.dir, st);
-      } catch (const std::exception& e) {
-        if (err.empty()) err = std::string("record restored sandbox ") + p.s.id + ": " + e.what();
-      }
+      mark_running(p.s);
+    } catch (const std::exception& e) {
+      if (err.empty()) err = "runsc restore of '" + name + "' as " + p.s.id.substr(0, 12) + " failed: " + e.what();
     }
   }
   if (!err.empty()) {
@@ -304,35 +322,26 @@ RestoredSandbox start_gvisor_detached(const std::string& runsc, const std::strin
   s.id = id;
   s.dir = run_root + "/" + id;
   s.runsc_root = s.dir + "/runsc";
-  s.output = s.dir + "/output.log";
+  s.output = s.dir + "/log";
   if (fs::exists(s.dir)) throw Error("a sandbox named " + id + " exists already in " + run_root);
   try {
     fs::mkdir_p(s.dir + "/bundle/rootfs", 0700);
-    fs::mkdir_p(s.runsc_root, 0700);
     json c = json::parse(config_json);
     c["root"]["path"] = s.dir + "/bundle/rootfs";
     c["linux"]["cgroupsPath"] = "/sbx-" + id.substr(0, 12);
     fs::write_file_atomic(s.dir + "/bundle/config.json", c.dump(), 0600);
-    json meta = {{"layer_dirs", layer_dirs}, {"runsc_flags", runsc_flags}, {"image", image}};
-    fs::write_file_atomic(s.dir + "/meta.json", meta.dump(2), 0600);
-    std::vector<std::string> argv = runsc_base(runsc, s.runsc_root, runsc_flags, s.dir + "/runsc.log");
-    argv.insert(argv.end(), {"run", "--detach", "--bundle", s.dir + "/bundle", "--pid-file", s.dir + "/pid", id});
-    auto t0 = clock_type::now();
-    int code = wait_exit(spawn(argv, s.output, layer_dirs, s.dir + "/bundle/rootfs"));
-    s.restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-    if (code != 0)
-      throw Error("runsc run of sandbox " + id + " failed (exit " + std::to_string(code) + "): " + tail_of(s.output) +
-                  tail_of(s.dir + "/runsc.log", 1500));
-    s.pid = static_cast<pid_t>(std::stol(fs::read_file(s.dir + "/pid")));
-    runtime::SandboxState st;
-    st.id = st.name = id;
-    st.image_id = st.image_ref = image;
-    st.runtime = "gvisor";
-    st.pid = s.pid;
-    st.pid_start = runtime::process_start_time(s.pid);
-    st.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
+    fs::write_file_atomic(s.dir + "/config.json", c.dump(2), 0600);
+    runtime::SandboxState st = restored_state(id, "", image, c);
     runtime::write_state(s.dir, st);
+    runtime::GvisorLaunch launch;
+    launch.runsc = runsc;
+    launch.runsc_flags = runsc_flags;
+    launch.layer_dirs = layer_dirs;
+    launch.image = image;
+    auto t0 = clock_type::now();
+    runtime::start_gvisor_monitor(s.dir, st, launch, nullptr);
+    s.restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+    mark_running(s);
   } catch (const json::exception& e) {
     destroy_restored(runsc, s);
     throw Error(std::string("gvisor: invalid runtime config: ") + e.what());
@@ -344,15 +353,10 @@ RestoredSandbox start_gvisor_detached(const std::string& runsc, const std::strin
 }
 
 void destroy_restored(const std::string& runsc, const RestoredSandbox& s) {
-  if (s.dir.empty()) return;
-  std::string log = s.dir + "/destroy.log";
-  if (fs::exists(s.runsc_root)) {
-    wait_exit(spawn({runsc, "--root", s.runsc_root, "kill", s.id, "KILL"}, log));
-    int code = wait_exit(spawn({runsc, "--root", s.runsc_root, "delete", "--force", s.id}, log));
-    if (code != 0) log::warn("runsc delete " + s.id + ": " + tail_of(log, 500));
-  }
+  (void)runsc;  // the sandbox's meta.json names the runsc it runs under
+  if (s.dir.empty() || s.id.empty()) return;
   try {
-    oci::remove_tree(s.dir);
+    runtime::remove_sandbox(s.dir.substr(0, s.dir.rfind('/')), s.id, true);
   } catch (const Error& e) {
     log::warn(e.what());
   }
@@ -363,11 +367,11 @@ RestoredSandbox restored_from_dir(const std::string& run_root, const std::string
   s.id = id;
   s.dir = run_root + "/" + id;
   s.runsc_root = s.dir + "/runsc";
-  s.output = s.dir + "/output.log";
+  s.output = s.dir + "/log";
   if (!fs::exists(s.dir)) throw Error("no sandbox " + id + " in " + run_root, ENOENT, 1);
   try {
-    s.pid = static_cast<pid_t>(std::stol(fs::read_file(s.dir + "/pid")));
-  } catch (const std::exception&) {
+    s.pid = runtime::read_state(s.dir).pid;  // its monitor
+  } catch (const Error&) {
   }
   return s;
 }

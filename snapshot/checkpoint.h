@@ -51,10 +51,10 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
 /// One sandbox restored from a memory snapshot.
 struct RestoredSandbox {
   std::string id;         ///< new sandbox id (also its runsc container id)
-  std::string dir;        ///< RUN_ROOT/<id>: bundle/, runsc/ (runsc --root), output.log
+  std::string dir;        ///< RUN_ROOT/<id>: a gVisor sandbox state dir (runtime/gvisor_lifecycle.h)
   std::string runsc_root; ///< RUN_ROOT/<id>/runsc
-  std::string output;     ///< RUN_ROOT/<id>/output.log: the restored processes' stdout+stderr
-  pid_t pid = 0;          ///< host pid of the runsc sandbox process
+  std::string output;     ///< RUN_ROOT/<id>/log: the first process's stdout+stderr (bounded, as `sbx logs`)
+  pid_t pid = 0;          ///< host pid of its monitor (state.json's pid)
   double restore_ms = 0;  ///< time until runsc restore returned
 };
 
@@ -62,22 +62,22 @@ struct RestoreOptions {
   std::string runsc;            ///< runsc binary
   std::string run_root;         ///< where the new sandboxes' state dirs go
   int count = 1;                ///< copies to start (the fork primitive)
-  std::string name;             ///< id prefix for the new sandboxes; empty: random ids
+  std::string name;             ///< sandbox name (NAME, or NAME-1..N with count > 1); ids are always fresh
   std::vector<std::string> layer_dirs;  ///< override the recorded image layers (must be the same content)
 };
 
 /// Starts `opts.count` independent sandboxes from memory snapshot `name`, in
 /// parallel. Each gets its own id, state dir, runsc root, cgroup
 /// (/sbx-<id12>), bundle and a private copy of the checkpointed memory and
-/// in-memory filesystem; siblings share nothing mutable. They run detached;
-/// stop them with destroy_restored(). If any copy fails, the ones started are
+/// in-memory filesystem; siblings share nothing mutable. Each runs under its
+/// own monitor (runtime/gvisor_lifecycle.h), so ps/exec/logs/stop/rm work on
+/// it as on a created sandbox; destroy_restored() is `sbx rm -f`. If any copy fails, the ones started are
 /// destroyed and sbx::Error carries runsc's error. Updates last_used.
 std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::string& name, const RestoreOptions& opts);
 
 /// Starts a long-lived gVisor sandbox from an OCI runtime config (`config_json`)
-/// on read-only `layer_dirs`, detached, with the same state layout restored
-/// sandboxes get (RUN_ROOT/<id>/{bundle,runsc,output.log,state.json}), so it
-/// can be checkpointed. `runsc_flags` are runsc's global flags (e.g.
+/// on `layer_dirs`, detached under a monitor, with the state layout of every
+/// gVisor sandbox (runtime/gvisor_lifecycle.h), so it can be checkpointed. `runsc_flags` are runsc's global flags (e.g.
 /// --network=none, --overlay2=root:memory). This is the launch path `sbx
 /// restore` uses; `sbx create --runtime gvisor` should share it. Throws
 /// sbx::Error with runsc's output when it fails (nothing is left behind).
@@ -85,8 +85,8 @@ RestoredSandbox start_gvisor_detached(const std::string& runsc, const std::strin
                                       const std::string& config_json, const std::vector<std::string>& layer_dirs,
                                       const std::vector<std::string>& runsc_flags, const std::string& image = "");
 
-/// Kills and deletes a restored sandbox and removes its state dir (no throw;
-/// problems are logged).
+/// Kills and deletes a restored sandbox and removes its state dir, as `sbx rm
+/// -f` (no throw; problems are logged). `runsc` is unused (meta.json names it).
 void destroy_restored(const std::string& runsc, const RestoredSandbox& s);
 
 /// Reads a restored sandbox back from its state dir RUN_ROOT/<id>.

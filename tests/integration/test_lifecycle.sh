@@ -4,6 +4,8 @@
 # symlink escape refused), logs, timeout and idle timeout with their reasons,
 # stop/kill/rm, names/labels/filters; then a leak check (no mounts, no sbx-*
 # cgroups of ours, no processes, empty run root).
+# SBX_TEST_RUNTIME=gvisor runs it all on gVisor (ctest: test_lifecycle_gvisor):
+# cases gVisor does differently by design are skipped with a printed reason.
 set -u
 SBX=${SBX:?set SBX to the sbx binary}
 IMAGES=${SBX_IMAGES:?set SBX_IMAGES to tests/images/out}
@@ -11,6 +13,16 @@ T=$(mktemp -d /tmp/sbx-test-life.XXXXXX)
 ROOT=$T/root RUN=$T/run
 S() { "$SBX" --root "$ROOT" --run-root "$RUN" "$@"; }
 FAILS=0
+RUNTIME=${SBX_TEST_RUNTIME:-native}
+[ "$RUNTIME" = native ] || export SBX_RUNTIME=$RUNTIME
+echo "runtime under test: $RUNTIME"
+# Prints why a case is skipped on gVisor (its own kernel: the first process is
+# pid 1, seccomp/caps/no_new_privs apply to the sentry, not to the workload).
+native_only() {
+  [ "$RUNTIME" = native ] && return 0
+  echo "skip (gvisor differs by design: $1): line ${BASH_LINENO[0]}"
+  return 1
+}
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ok() { echo "ok: $*"; }
 expect_eq() { if [ "$1" == "$2" ]; then ok "$3"; else fail "$3: expected '$2', got '$1'"; fi; }
@@ -40,11 +52,27 @@ expect_eq "$(echo piped | S exec box cat)" "" "without -i stdin is /dev/null"
 S exec --timeout 300ms box sleep 5 2>/dev/null; expect_eq "$?" 124 "exec --timeout: 124"
 # Same confinement as the first process.
 STATUS=$(S exec box cat /proc/self/status)
+if native_only "seccomp and no_new_privs confine the sentry, not the guest"; then
 echo "$STATUS" | grep -q '^NoNewPrivs:[[:space:]]*1' && ok "exec: no_new_privs" || fail "exec: no_new_privs"
 echo "$STATUS" | grep -q '^Seccomp:[[:space:]]*2' && ok "exec: seccomp filter" || fail "exec: seccomp"
-echo "$STATUS" | grep -q '^CapEff:[[:space:]]*00000000a80425fb' && ok "exec: default capabilities" || fail "exec: caps $(echo "$STATUS" | grep CapEff)"
+fi
+# runsc drops CAP_NET_RAW unless started with --net-raw (gVisor's default).
+CAPS=00000000a80425fb; [ "$RUNTIME" = gvisor ] && CAPS=00000000a80405fb
+echo "$STATUS" | grep -q "^CapEff:[[:space:]]*$CAPS" && ok "exec: default capabilities" || fail "exec: caps $(echo "$STATUS" | grep CapEff)"
+if native_only "pid 1 is the pause helper inside gVisor's kernel, not a host process"; then
 expect_eq "$(S exec box sh -c 'n=0; readlink /proc/1/exe >/dev/null 2>&1 || n=$((n+1)); readlink /proc/1/fd/0 >/dev/null 2>&1 || n=$((n+1)); cat /proc/1/environ >/dev/null 2>&1 || n=$((n+1)); echo $n')" "3" "pid 1 (the holder) is not dumpable: its exe, fds and environ are closed"
+fi
 [ "$(S exec box sh -c 'readlink /proc/self/ns/pid')" != "$(readlink /proc/self/ns/pid)" ] && ok "exec is in the sandbox's pid ns" || fail "pid ns"
+
+# exec -t from a real terminal (tests/integration/pty_session.py): a shell
+# prompt, the window size and its change, the exit code, ^C to the process.
+PTY="python3 $(dirname "$0")/pty_session.py"
+OUT=$($PTY --size 30 100 --expect '# ' --send 'stty size\r' --expect '30 100' --resize 40 120 --send 'stty size\r' \
+  --expect '40 120' --send 'exit 3\r' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh 2>&1)
+echo "$OUT" | grep -q '^exit: 3$' && echo "$OUT" | grep -q '40 120' && ok "exec -it: a shell on a pty, resized, exit code" || fail "exec -it: $OUT"
+echo "$OUT" | grep -q '^restored: yes$' && ok "exec -it: terminal mode restored" || fail "exec -it left the terminal raw"
+OUT=$($PTY --expect 'ready' --send '\x03' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh -c 'echo ready; sleep 30' 2>&1)
+echo "$OUT" | grep -q '^exit: 130$' && ok "exec -it: ^C ends the process (130)" || fail "exec -it ^C: $OUT"
 
 # 100 execs in sequence, 10 in parallel.
 n=0; for i in $(seq 100); do [ "$(S exec box echo $i)" == "$i" ] && n=$((n + 1)); done
@@ -67,11 +95,49 @@ expect_eq "$(stat -c %a "$T/out/r.txt")" "604" "cp out keeps the mode"
 echo hostonly > "$T/hostonly"
 S cp "box:/escape$T/hostonly" "$T/stolen" 2>/dev/null
 [ ! -e "$T/stolen" ] && ok "cp out: /escape -> / stays in the sandbox" || fail "cp out escaped to the host: $(cat "$T/stolen")"
+if [ "$RUNTIME" = gvisor ]; then
+  # Debian's runsc (20221219) resolves /escape/tmp (escape -> /) to / itself:
+  # a path walk bug inside gVisor's kernel, so only the host side is checked.
+  echo "skip (runsc bug: a symlink to / followed by more components resolves to /): line $LINENO"
+  S cp "$T/hostonly" "box:/escape/tmp/planted" && [ ! -e /tmp/planted ] \
+    && ok "cp in through a symlink to / stays in the sandbox" || fail "cp in through symlink"
+else
 S cp "$T/hostonly" "box:/escape/tmp/planted" && [ "$(S exec box cat /tmp/planted)" == "hostonly" ] && [ ! -e /tmp/planted ] \
   && ok "cp in through a symlink to / lands in the sandbox" || fail "cp in through symlink"
+fi
 S exec box ln -s /etc/group /tmp/victim
 S cp "$T/hostonly" box:/tmp/victim && S exec box grep -q '^root:' /etc/group && [ "$(S exec box cat /tmp/victim)" == "hostonly" ] \
   && ok "cp in replaces a symlink instead of writing through it" || fail "cp in wrote through a symlink"
+
+# A hostile sandbox: on gVisor, cp out reads a tar the sandbox's own `tar`
+# writes. Replace it with one that sends a symlink to a host dir and then a
+# file "through" it, and entries outside the copy: nothing may land on the host.
+if [ "$RUNTIME" = gvisor ]; then
+  mkdir -p "$T/victim"
+  python3 - "$T/evil.tar" "$T/victim" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    def add(name, data=None, link=None):
+        i = tarfile.TarInfo(name)
+        if link is not None:
+            i.type, i.linkname = tarfile.SYMTYPE, link
+            t.addfile(i)
+        else:
+            i.size = len(data); t.addfile(i, io.BytesIO(data))
+    add("./evil/link", link=sys.argv[2])
+    add("./evil/link/pwned", b"pwned\n")
+    add("./evil/../../pwned2", b"pwned\n")
+    add("/pwned3", b"pwned\n")
+PY
+  # (The python image: Debian's sh runs /usr/bin/tar; busybox sh would use its own applet.)
+  EVIL=$(S create python)
+  S cp "$T/evil.tar" "$EVIL:/evil.tar" >/dev/null
+  S exec "$EVIL" sh -c 'mkdir -p /evil; printf "#!/bin/sh\ncat /evil.tar\n" > /usr/bin/tar; chmod 755 /usr/bin/tar'
+  S cp "$EVIL:/evil" "$T/got" 2>/dev/null && fail "cp out of a hostile tar succeeded" || ok "cp out of a hostile tar fails"
+  expect_eq "$(ls -A "$T/victim")" "" "cp out: a hostile tar cannot write through a symlink onto the host"
+  [ ! -e "$T/pwned2" ] && [ ! -e /pwned3 ] && ok "cp out: entries outside the copy are refused" || fail "cp out wrote outside the copy"
+  S rm -f "$EVIL" >/dev/null
+fi
 
 # --- inspect, names, labels ----------------------------------------------------
 J=$(S inspect box)
@@ -111,6 +177,22 @@ S kill -s TERM box >/dev/null
 sleep 0.3
 S inspect box | grep -q '"Signal": 15' && ok "kill -s TERM ends a holder-only sandbox" || fail "kill -s TERM"
 
+# --- gVisor: a SIGKILLed monitor -------------------------------------------------
+# The monitor is the parent of runsc: killing it takes runsc's sandbox with it,
+# ps reports the sandbox killed, and gc releases runsc's state and cgroups.
+if [ "$RUNTIME" = gvisor ]; then
+  ID8=$(S create busybox)
+  MON8=$(S inspect "$ID8" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1)
+  [ -n "$(ps -eo args | grep -F "$RUN/$ID8/" | grep -v grep)" ] && ok "runsc runs under the monitor" || fail "no runsc for $ID8"
+  kill -9 "$MON8"; sleep 0.5
+  expect_eq "$(ps -eo args | grep -F "$RUN/$ID8/" | grep -v grep)" "" "runsc died with its SIGKILLed monitor"
+  S inspect "$ID8" | grep -q '"Reason": "killed"' && ok "ps/inspect: a SIGKILLed monitor reads as killed" || fail "killed monitor: $(S inspect "$ID8" | grep -E 'Status|Reason')"
+  S gc >/dev/null
+  expect_eq "$(ls -A "$RUN/$ID8/runsc")" "" "gc deleted runsc's state"
+  expect_eq "$(ls -d /sys/fs/cgroup/*/sbx-${ID8:0:12} 2>/dev/null)" "" "gc removed runsc's cgroups"
+  S rm "$ID8" >/dev/null && ok "rm of the released sandbox" || fail "rm $ID8"
+fi
+
 # --- rm and leak check ------------------------------------------------------------------
 ID7=$(S create busybox)
 PID7=$(S inspect "$ID7" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1)
@@ -125,8 +207,9 @@ expect_eq "$(ls -A "$RUN/.names" 2>/dev/null)" "" "no names left"
 expect_eq "$(grep -c "$T" /proc/self/mountinfo)" "0" "no mounts left"
 LEFT=$(find /sys/fs/cgroup -maxdepth 6 -type d \( -name "sbx-${ID:0:12}" -o -name "sbx-${ID2:0:12}" -o -name "sbx-${ID7:0:12}" \) 2>/dev/null)
 expect_eq "$LEFT" "" "no cgroups of ours left"
-PROCS=$(ps -eo pid,args | grep -F -- "--run-root $RUN" | grep -v grep)
-expect_eq "$PROCS" "" "no processes left"
+PROCS=$(ps -eo pid,args | grep -F -e "--run-root $RUN" -e "$RUN/" | grep -v grep)
+expect_eq "$PROCS" "" "no processes left (sbx, monitors, runsc)"
+expect_eq "$(ls -d /sys/fs/cgroup/*/sbx-${ID:0:12} /sys/fs/cgroup/*/sbx-${ID2:0:12} /sys/fs/cgroup/*/sbx-${ID7:0:12} 2>/dev/null)" "" "no runsc cgroups left"
 
 echo "$FAILS failure(s)"
 [ "$FAILS" -eq 0 ]

@@ -1,0 +1,156 @@
+// Shared gVisor bundle helpers (runtime/gvisor_bundle.h); moved out of
+// gvisor_backend.cpp so that long-lived sandboxes use the same code.
+#include "runtime/gvisor_bundle.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "runtime/user.h"
+
+namespace sbx::runtime::gvisor {
+
+bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
+
+/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
+int run_quiet(const std::vector<std::string>& argv) {
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork for " + argv[0]);
+  if (pid == 0) {
+    int fd = ::open("/dev/null", O_RDWR);
+    if (fd >= 0) {
+      ::dup2(fd, 0);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    ::_exit(127);
+  }
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
+std::string read_tail(const std::string& path, size_t max) {
+  try {
+    std::string s = fs::read_file(path);
+    return s.size() > max ? s.substr(s.size() - max) : s;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+/// Extracts the "msg" values of runsc's JSON log lines at level error.
+std::string runsc_errors(const std::string& log) {
+  std::string out;
+  size_t pos = 0;
+  while ((pos = log.find("\"msg\":\"", pos)) != std::string::npos) {
+    size_t line_end = log.find('\n', pos);
+    std::string line = log.substr(pos, line_end == std::string::npos ? std::string::npos : line_end - pos);
+    pos += 7;
+    if (line.find("\"level\":\"error\"") == std::string::npos) continue;
+    size_t end = line.find("\",\"", 7);
+    std::string msg = line.substr(7, end == std::string::npos ? std::string::npos : end - 7);
+    for (size_t q; (q = msg.find("\\\"")) != std::string::npos;) msg.erase(q, 1);  // JSON \" -> "
+    out += msg + "\n";
+  }
+  return out;
+}
+
+/// Builds the bundle's rootfs at `target` (in the caller's private mount
+/// namespace): an overlay of the image layers (bottom first in `layers`;
+/// overlayfs wants the top first in lowerdir) with its upper dir on a small
+/// private tmpfs at `scratch`. runsc's gofer creates mount points for volumes
+/// there; the sandbox's own writes go to runsc's memory overlay
+/// (--overlay2=root:memory), so the tmpfs stays tiny. Both vanish with the namespace.
+void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target) {
+  if (layers.empty()) throw Error("cannot build the rootfs: the image has no layers");
+  if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0700") < 0)
+    throw_errno("mount tmpfs on " + scratch);
+  const std::string upper = scratch + "/upper", work = scratch + "/work";
+  if (::mkdir(upper.c_str(), 0755) < 0 || ::mkdir(work.c_str(), 0700) < 0) throw_errno("mkdir in " + scratch);
+  std::string lower;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    if (!lower.empty()) lower += ':';
+    lower += *it;
+  }
+  std::string data = "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
+  if (::mount("overlay", target.c_str(), "overlay", 0, data.c_str()) < 0)
+    throw_errno("mount overlay of " + std::to_string(layers.size()) + " layers on " + target);
+}
+
+/// Resolves process.user against the image's /etc/passwd and /etc/group
+/// under `rootfs` (as the native backend does inside the sandbox) and sets
+/// uid, gid, supplementary groups and a default HOME.
+void resolve_process_user(Process& p, const std::string& rootfs) {
+  ResolvedUser u = resolve_user(p.user, rootfs);
+  p.uid = u.uid;
+  p.gid = u.gid;
+  p.additional_gids = u.groups;
+  bool has_home = false;
+  for (const auto& e : p.env) has_home |= e.rfind("HOME=", 0) == 0;
+  if (!has_home) p.env.push_back("HOME=" + u.home);
+}
+
+/// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
+/// every mounted hierarchy (v1 controllers, and the unified one).
+std::vector<std::string> runsc_cgroup_dirs(const std::string& name) {
+  std::vector<std::string> dirs = {"/sys/fs/cgroup/" + name};
+  if (DIR* d = ::opendir("/sys/fs/cgroup")) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
+      dirs.push_back(std::string("/sys/fs/cgroup/") + e->d_name + "/" + name);
+    }
+    ::closedir(d);
+  }
+  return dirs;
+}
+
+/// --pids-limit inside gVisor: runsc applies linux.resources.pids to the
+/// sentry's host threads, not to the sandbox's tasks, so the limit is also
+/// given to gVisor's own kernel as RLIMIT_NPROC (which it enforces for every
+/// user, root included, since the sandbox has no CAP_SYS_RESOURCE): a fork
+/// bomb or a thread flood stops at the limit with EAGAIN, as on the native
+/// backend. An explicit lower --ulimit nproc wins. The host cgroup keeps a
+/// larger pids limit as a backstop.
+void apply_pids_limit_as_nproc(SandboxSpec& s) {
+  if (!s.resources.pids_limit || *s.resources.pids_limit <= 0) return;
+  const uint64_t limit = static_cast<uint64_t>(*s.resources.pids_limit);
+  for (auto& r : s.process.rlimits) {
+    if (r.type != "RLIMIT_NPROC") continue;
+    r.soft = std::min(r.soft, limit);
+    r.hard = std::min(r.hard, limit);
+    return;
+  }
+  s.process.rlimits.push_back({"RLIMIT_NPROC", limit, limit});
+  // The host pids cgroup holds the sentry, the gofer and (ptrace platform) a
+  // host stub per guest task: at the guest's own limit it would kill the
+  // whole sandbox, so the host limit leaves head room for them.
+  s.resources.pids_limit = *s.resources.pids_limit * 3 + 256;
+}
+
+void throw_if_command_error(const std::string& errors, const std::string& cmd) {
+  if (errors.find("failed to load") == std::string::npos &&
+      errors.find("error finding executable") == std::string::npos &&
+      errors.find("executable file not found") == std::string::npos)
+    return;
+  if (errors.find("no such file or directory") != std::string::npos ||
+      errors.find("not found") != std::string::npos)
+    throw Error("exec: \"" + cmd + "\": executable file not found in $PATH", ENOENT, kExitNotFound);
+  if (errors.find("permission denied") != std::string::npos)
+    throw Error("exec: \"" + cmd + "\": permission denied", EACCES, kExitCannotExec);
+}
+
+}  // namespace sbx::runtime::gvisor

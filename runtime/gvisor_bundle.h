@@ -1,0 +1,51 @@
+// Pieces of a gVisor sandbox shared by `sbx run --runtime gvisor`
+// (runtime/gvisor_backend.cpp) and long-lived gVisor sandboxes
+// (runtime/gvisor_lifecycle.cpp): the bundle's rootfs and config, runsc's
+// cgroups, and reading runsc's errors. runsc: https://gvisor.dev/docs/.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/spec.h"
+
+namespace sbx::runtime::gvisor {
+
+/// True when `p` is an executable file for us (access X_OK).
+bool is_executable(const std::string& p);
+
+/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
+/// Throws sbx::Error only when fork fails.
+int run_quiet(const std::vector<std::string>& argv);
+
+/// The last `max` bytes of the file at `path` ("" when unreadable).
+std::string read_tail(const std::string& path, size_t max);
+
+/// Extracts the "msg" values of runsc's JSON log lines at level error.
+std::string runsc_errors(const std::string& log);
+
+/// Builds the bundle's rootfs at `target` (in the caller's private mount
+/// namespace): an overlay of the image layers (bottom first in `layers`)
+/// with its upper dir on a small private tmpfs at `scratch`. runsc's gofer
+/// creates mount points for volumes there; the sandbox's own writes go to
+/// runsc's memory overlay (--overlay2=root:memory). Throws sbx::Error.
+void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target);
+
+/// Resolves process.user against the image's /etc/passwd and /etc/group
+/// under `rootfs` (as the native backend does inside the sandbox) and sets
+/// uid, gid, supplementary groups and a default HOME. Throws sbx::Error.
+void resolve_process_user(Process& p, const std::string& rootfs);
+
+/// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
+/// every mounted hierarchy (v1 controllers, and the unified one).
+std::vector<std::string> runsc_cgroup_dirs(const std::string& name);
+
+/// --pids-limit inside gVisor: also given to gVisor's kernel as RLIMIT_NPROC
+/// (runsc's pids cgroup only holds the sentry); the host limit gets head room.
+void apply_pids_limit_as_nproc(SandboxSpec& s);
+
+/// When runsc's `errors` (runsc_errors) say that `cmd` could not be started,
+/// throws sbx::Error with exit code 127 (not found) or 126 (not executable),
+/// as the native backend; otherwise returns.
+void throw_if_command_error(const std::string& errors, const std::string& cmd);
+
+}  // namespace sbx::runtime::gvisor
