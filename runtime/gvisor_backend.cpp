@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -94,7 +95,6 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   const std::string scratch = dir + "/scratch";
   const std::string state = dir + "/runsc";
   const std::string logfile = dir + "/runsc.log";
-  const std::string cgroup_name = "sbx-" + spec.id.substr(0, 12);
   SandboxSpec resolved = spec;
   apply_pids_limit_as_nproc(resolved);
   fs::mkdir_p(rootfs, 0700);
@@ -102,12 +102,15 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   fs::mkdir_p(state, 0700);
 
   // sbx makes the sandbox's cgroup itself, as for the native backend (under
-  // sbx's own cgroup, limits applied by runtime/cgroups.h), and gives runsc
-  // the relative cgroupsPath "sbx-<id12>": runsc resolves it under its own
-  // (= sbx's) cgroups, uses the dirs that exist as they are ("pre-created":
-  // neither configured nor removed by runsc) and makes the rest. So sbx can
-  // read the OOM kill count after runsc has ended, and nothing lands at the
-  // hierarchy roots.
+  // sbx's own cgroup, limits applied by runtime/cgroups.h), and moves the
+  // process that becomes `runsc run` into it before runsc starts: runsc, its
+  // gofer and the Sentry are born inside, and sbx reads the OOM kill count
+  // after runsc has ended. runsc does no cgroup work (--ignore-cgroups, no
+  // cgroupsPath): given a cgroupsPath, it joins its cgroups and later leaves them again,
+  // and each of those two moves waits for an RCU grace period (measured here:
+  // 12-27 ms per start, a tenth of it); sbx's one move overlaps the mounts.
+  // (runsc then sizes the Sentry from the host, as /proc/meminfo reads inside
+  // a native sandbox, docker's or podman's; the limit itself is the cgroup's.)
   Cgroup cgroup;
   // Removes everything this run created; safe to call more than once.
   auto cleanup = [&] {
@@ -116,8 +119,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     // when it did not (killed at a timeout, failed, or SIGKILLed).
     if (runsc_left_state(state)) run_quiet({runsc, "--root", state, "delete", "--force", spec.id});
     cgroup.destroy();
-    // runsc leaves some of the cgroups it made behind (name=systemd on a v1
-    // host): remove every one it may have made.
+    // What a runsc given a cgroupsPath would have made (state of an older sbx).
     destroy_cgroup_dirs(sandbox_cgroup_dirs(spec.id));
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
@@ -133,9 +135,10 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // user (-u / the image's User) resolves in the image's own /etc/passwd.
   oci::RuntimeConfigOptions ro;
   ro.rootfs_path = rootfs;
-  ro.cgroups_path = cgroup_name;
 
-  std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile,
+  // --ignore-cgroups: runsc and its children stay in sbx's cgroup (without
+  // it, runsc makes and joins a cgroup "/<id>" of its own at the top).
+  std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile, "--ignore-cgroups",
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
   // Writes go to a memory-backed overlay inside the sandbox: the image
   // layers stay untouched and nothing is left on the host's disk.
@@ -161,16 +164,28 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   ::sigprocmask(SIG_BLOCK, &runsc_wait_signals(), &old);
 
   const auto started = std::chrono::steady_clock::now();  // --timeout counts from here
-  int errpipe[2];
+  // errpipe: the child's setup error (EOF at exec); gopipe: the parent's "you
+  // are in the cgroup, start runsc" (EOF without it: the parent failed). A
+  // socket, so that telling a child that already failed raises no SIGPIPE.
+  int errpipe[2], gopipe[2];
   if (::pipe2(errpipe, O_CLOEXEC) < 0) throw_errno("pipe");
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gopipe) < 0) {
+    int e = errno;
+    ::close(errpipe[0]);
+    ::close(errpipe[1]);
+    throw_errno("pipe", e);
+  }
   pid_t child = ::fork();
   if (child < 0) {
     int e = errno;
+    for (int fd : {errpipe[0], errpipe[1], gopipe[0], gopipe[1]}) ::close(fd);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
     cleanup();
     throw_errno("fork runsc", e);
   }
   if (child == 0) {
     ::close(errpipe[0]);
+    ::close(gopipe[1]);
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     std::string err;
@@ -186,6 +201,10 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       mount_rootfs(spec.layer_dirs, scratch, rootfs, spec.disk_bytes);
       resolve_process_user(resolved.process, rootfs);
       fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(resolved, ro), 0600);
+      char go = 0;
+      while (::read(gopipe[0], &go, 1) < 0 && errno == EINTR) {
+      }
+      if (go != 'G') ::_exit(125);  // the parent failed and cleans up
       std::vector<char*> a;
       for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
       a.push_back(nullptr);
@@ -198,6 +217,26 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     ::_exit(125);
   }
   ::close(errpipe[1]);
+  ::close(gopipe[0]);
+  try {
+    cgroup.add(child);
+  } catch (const Error& e) {
+    // (A child that failed its setup first is gone: its error is the one to report.)
+    ::close(gopipe[1]);
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    std::string child_err;
+    char buf[1024];
+    ssize_t n;
+    while ((n = ::read(errpipe[0], buf, sizeof buf)) > 0) child_err.append(buf, static_cast<size_t>(n));
+    ::close(errpipe[0]);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    cleanup();
+    if (!child_err.empty()) throw Error("gvisor: " + child_err);
+    throw;
+  }
+  (void)!::send(gopipe[1], "G", 1, MSG_NOSIGNAL);
+  ::close(gopipe[1]);
   // state.json names the sandbox's holder (runsc) and cgroups, so that `sbx ps`,
   // `sbx rmi` and, if sbx itself is killed, `sbx gc` / the next start see it
   // and can remove everything (runtime/lifecycle.h remove_sandbox).
@@ -279,11 +318,22 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   if (WIFSIGNALED(status)) {
     st.signal = WTERMSIG(status);
     st.exit_code = 128 + st.signal;
+  } else {
+    st.exit_code = WEXITSTATUS(status);
+    if (st.exit_code > 128 && st.exit_code < 128 + 65) st.signal = st.exit_code - 128;  // runsc: 128+N for signal N
+  }
+  // gVisor has no OOM killer of its own: the host's memory cgroup kills the
+  // Sentry, a stub, or (while it sets the sandbox up inside the cgroup) runsc
+  // itself; each ends the sandbox, and runsc then reports a SIGKILL or its own
+  // failure (128). Reported as on the native backend: 137, "out of memory".
+  if (oom_kills > 0 && (st.signal == SIGKILL || (WIFEXITED(status) && st.exit_code == 128))) {
+    st.oom_killed = true;
+    st.signal = SIGKILL;
+    st.exit_code = 128 + SIGKILL;
     return st;
   }
-  st.exit_code = WEXITSTATUS(status);
   std::string errors = runsc_errors(log);
-  if (st.exit_code == 128 && !errors.empty()) {
+  if (WIFEXITED(status) && st.exit_code == 128 && !errors.empty()) {
     // runsc failed before or while starting the command.
     const std::string& cmd = spec.process.args[0];
     if (errors.find("failed to load") != std::string::npos ||
@@ -294,14 +344,6 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
         throw Error("exec: \"" + cmd + "\": permission denied", EACCES, kExitCannotExec);
     }
     throw Error("runsc failed to start the sandbox:\n" + errors);
-  }
-  if (st.exit_code > 128) st.signal = st.exit_code - 128;  // runsc reports 128+N for signal N
-  if (oom_kills > 0) {
-    // The workload did not end by itself: whatever runsc reports for a
-    // killed Sentry, it is reported as on the native backend (137).
-    st.oom_killed = true;
-    st.signal = SIGKILL;
-    st.exit_code = 128 + SIGKILL;
   }
   return st;
 }

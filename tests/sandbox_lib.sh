@@ -27,7 +27,11 @@ native_only() {
   echo "skip (gvisor differs by design): line ${BASH_LINENO[0]}"
   return 1
 }
-# runsc puts its cgroups at the hierarchy roots (linux.cgroupsPath /sbx-<id>).
+# The runsc of a gVisor sandbox makes cgroups in every hierarchy, under sbx's
+# own (linux.cgroupsPath sbx-<id12>, relative): the test enters a cgroup of its
+# own in every hierarchy it can (below), and the leak check also looks at the
+# top of any hierarchy it could not enter. (Not at the others' tops: sandboxes
+# of other people on the host may be there.)
 ROOT_SBX_CGROUPS_BEFORE=$(ls -d /sys/fs/cgroup/*/sbx-* 2>/dev/null | sort)
 fails=0
 passes=0
@@ -65,16 +69,20 @@ enter_test_cgroup() {
   mapfile -t lines </proc/self/cgroup  # read it all before moving (it changes)
   for line in "${lines[@]}"; do
     ctrls=${line#*:}; path=${ctrls#*:}; ctrls=${ctrls%%:*}
-    case $ctrls in name=*) continue ;; esac
     if [ -z "$ctrls" ]; then
       [ -d /sys/fs/cgroup/unified ] && dir=/sys/fs/cgroup/unified || dir=/sys/fs/cgroup
     else
-      dir=/sys/fs/cgroup/${ctrls%%,*}
+      ctrls=${ctrls%%,*}
+      dir=/sys/fs/cgroup/${ctrls#name=}  # named hierarchies too (name=systemd: runsc makes one there)
     fi
     dir=$dir${path%/}/sbxtest-$$
     [ -d "${dir%/*}" ] || continue
     mkdir "$dir" 2>/dev/null || continue
-    # (cpuset refuses tasks until cpus/mems are set: skip it, sbx does not use it)
+    # cpuset refuses tasks until cpus/mems are set: the parent's.
+    if [ -f "$dir/cpuset.cpus" ]; then
+      cat "${dir%/*}/cpuset.cpus" >"$dir/cpuset.cpus" 2>/dev/null
+      cat "${dir%/*}/cpuset.mems" >"$dir/cpuset.mems" 2>/dev/null
+    fi
     if ! echo $$ 2>/dev/null >"$dir/cgroup.procs"; then rmdir "$dir"; continue; fi
     TEST_CGROUPS+=("$dir")
   done
@@ -143,7 +151,12 @@ leak_check() {
     passes=$((passes + 1)); echo "ok   leak: no processes left"
   fi
   if [ "$RUNTIME" = gvisor ]; then
-    leaked=$(comm -13 <(echo "$ROOT_SBX_CGROUPS_BEFORE") <(ls -d /sys/fs/cgroup/*/sbx-* 2>/dev/null | sort) | tr '\n' ' ')
+    local entered=" ${TEST_CGROUPS[*]} " top
+    leaked=$(comm -13 <(echo "$ROOT_SBX_CGROUPS_BEFORE") <(ls -d /sys/fs/cgroup/*/sbx-* 2>/dev/null | sort) |
+      while read -r top; do
+        # (A hierarchy the test has its own cgroup in holds this test's under it.)
+        [[ $entered == *" ${top%/sbx-*}/"* ]] || echo "$top"
+      done | tr '\n' ' ')
     leaked+=$(pgrep -f -- "runsc.*$T" | tr '\n' ' ')
     if [ -n "$leaked" ]; then
       fails=$((fails + 1)); echo "FAIL leak: runsc cgroups or processes left: $leaked"

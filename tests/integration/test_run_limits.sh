@@ -21,6 +21,12 @@ if [ -n "$PY" ]; then
 while True: a.append(bytearray(1 << 20))' 2>"$T/err"
   check "... and says so on stderr" grep -q 'sbx: sandbox killed: out of memory (--memory 64m)' "$T/err"
 fi
+if [ "$RUNTIME" = gvisor ]; then
+  # Too little for gVisor's own Sentry and runsc: the OOM kill hits them while
+  # the sandbox starts; still an OOM (137 and the message), not "runsc failed".
+  expect_rc "gvisor: --memory too small for the Sentry is an OOM (137)" 137 run --memory 6m $BB true 2>"$T/err"
+  check "... and says so on stderr" grep -q 'sbx: sandbox killed: out of memory (--memory 6m)' "$T/err"
+fi
 expect_rc "a small program fits under --memory" 0 run --memory 32m $BB sh -c 'head -c 1000000 /dev/zero | wc -c >/dev/null'
 
 # --- disk (the writable layer) -------------------------------------------------------
