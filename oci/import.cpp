@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "common/fd.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/digest.h"
@@ -59,16 +60,6 @@ bool supported_layer_type(const std::string& t) {
     if (t == s) return true;
   return false;
 }
-
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f = -1) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
 
 void write_all(int fd, const char* p, size_t n, const std::string& path) {
   while (n > 0) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/fd.h"
 #include "common/log.h"
 #include "oci/digest.h"
 #include "oci/tree.h"
@@ -26,26 +27,6 @@ namespace {
 constexpr size_t kMaxPath = 4096;
 constexpr size_t kMaxXattrValue = 64 * 1024;
 constexpr size_t kBufSize = 256 * 1024;
-
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd = o.fd;
-      o.fd = -1;
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
-  }
-};
 
 // openat2(2) confined to `dirfd`: no "..", absolute or symlink escapes, no /proc magic links.
 int open_beneath(int dirfd, const std::string& path, int flags, mode_t mode = 0) {
