@@ -13,21 +13,23 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "common/error.h"
+#include "common/fd.h"
 #include "runtime/capabilities.h"
 #include "runtime/cgroups.h"
 #include "runtime/child_channel.h"
 #include "runtime/holder.h"
 #include "runtime/lifecycle.h"
+#include "runtime/pty_relay.h"
 #include "runtime/rlimits.h"
 #include "runtime/seccomp.h"
 #include "runtime/user.h"
@@ -39,25 +41,6 @@
 namespace sbx::runtime {
 
 namespace {
-
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      if (fd >= 0) ::close(fd);
-      fd = std::exchange(o.fd, -1);
-    }
-    return *this;
-  }
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // The channel to sbx and the exec step: runtime/child_channel.h.
 
@@ -186,20 +169,6 @@ int namespace_flags(pid_t pid) {
   return flags;
 }
 
-struct TermiosGuard {
-  int fd = -1;
-  struct termios saved {};
-  void raw(int f) {
-    if (!::isatty(f) || ::tcgetattr(f, &saved) < 0) return;
-    struct termios t = saved;
-    ::cfmakeraw(&t);
-    if (::tcsetattr(f, TCSANOW, &t) == 0) fd = f;
-  }
-  ~TermiosGuard() {
-    if (fd >= 0) ::tcsetattr(fd, TCSANOW, &saved);
-  }
-};
-
 }  // namespace
 
 int exec_in_sandbox(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req) {
@@ -291,16 +260,13 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
                 report.exit_code ? report.exit_code : kExitSbxFailed);
   }
 
-  // Relay: signals to the process, pty both ways, activity for the idle timer.
-  TermiosGuard term;
+  // Relay: signals to the process, pty both ways (runtime/pty_relay.h: the
+  // user's terminal in raw mode, window size, ^D at end of input), activity
+  // for the idle timer.
   int sfd = ::signalfd(-1, &relayed_signals(), SFD_CLOEXEC | SFD_NONBLOCK);
   Fd sigfd(sfd);
-  bool stdin_open = master.fd >= 0 && req.interactive;
-  if (master.fd >= 0) {
-    term.raw(0);
-    struct winsize ws;
-    if (::ioctl(0, TIOCGWINSZ, &ws) == 0) ::ioctl(master.fd, TIOCSWINSZ, &ws);
-  }
+  std::optional<PtyRelay> relay;  // restores the user's terminal on every exit path
+  if (master.fd >= 0) relay.emplace(master.fd, 0, 1);
   const int64_t start = mono_ms();
   int64_t last_touch = start;
   // Often enough that a running exec never looks idle (1/3 of the idle time, at most 10 s).
@@ -328,39 +294,18 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
       int t = static_cast<int>(last_touch + touch_every - now);
       if (wait_ms < 0 || t < wait_ms) wait_ms = std::max(t, 1);
     }
-    struct pollfd pfd[3] = {{sigfd.fd, POLLIN, 0},
-                            {master.fd, POLLIN, 0},
-                            {stdin_open ? 0 : -1, POLLIN, 0}};
-    int r = ::poll(pfd, 3, wait_ms);
+    struct pollfd pfd[3] = {{sigfd.fd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    int n = relay ? relay->add_pollfds(pfd, 1, req.interactive) : 1;
+    int r = ::poll(pfd, static_cast<nfds_t>(n), wait_ms);
     if (r < 0 && errno != EINTR) break;
-    if (master.fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      char buf[8192];
-      ssize_t n = ::read(master.fd, buf, sizeof buf);
-      if (n > 0) {
-        (void)!::write(1, buf, static_cast<size_t>(n));
-      } else if (n < 0 && errno != EINTR && errno != EAGAIN) {
-        master = Fd();  // EIO: every slave fd is closed
-      }
-    }
-    if (stdin_open && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-      char buf[8192];
-      ssize_t n = ::read(0, buf, sizeof buf);
-      if (n > 0) {
-        (void)!::write(master.fd, buf, static_cast<size_t>(n));
-      } else if (n == 0) {
-        stdin_open = false;
-        char eot = 4;  // ^D: end of input on the pty
-        (void)!::write(master.fd, &eot, 1);
-      }
-    }
+    if (r > 0 && relay) relay->handle(pfd);
     if (pfd[0].revents & POLLIN) {
       struct signalfd_siginfo si;
       while (::read(sigfd.fd, &si, sizeof si) == sizeof si) {
         int sig = static_cast<int>(si.ssi_signo);
         if (sig == SIGCHLD) continue;
-        if (sig == SIGWINCH && master.fd >= 0) {
-          struct winsize ws;
-          if (::ioctl(0, TIOCGWINSZ, &ws) == 0) ::ioctl(master.fd, TIOCSWINSZ, &ws);
+        if (sig == SIGWINCH && relay) {
+          relay->resize();
           continue;
         }
         ::kill(child, sig);
@@ -373,12 +318,15 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
       break;
     }
   }
-  if (master.fd >= 0) {
-    // Drain what the process wrote last.
-    char buf[8192];
-    ::fcntl(master.fd, F_SETFL, O_NONBLOCK);
-    for (ssize_t n; (n = ::read(master.fd, buf, sizeof buf)) > 0;) (void)!::write(1, buf, static_cast<size_t>(n));
+  // Drain what the process wrote last (what is there now: a process it left
+  // behind may still hold the pty).
+  while (relay && relay->master_open()) {
+    struct pollfd pfd[2];
+    int n = relay->add_pollfds(pfd, 0, false);
+    if (n == 0 || ::poll(pfd, static_cast<nfds_t>(n), 0) <= 0) break;
+    relay->handle(pfd);
   }
+  relay.reset();
   touch_activity(dir.c_str());
   if (timed_out) return kExitTimeout;
   if (status < 0) throw Error("lost the process in sandbox " + short_id);

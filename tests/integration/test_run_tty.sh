@@ -52,4 +52,20 @@ check "... restored" grep -q '^restored: yes$' <<<"$out"
 out=$($SBX run -t $BB sh -c 'echo out-$((6*7))' </dev/null 2>&1 | tr -d '\r')
 check "-t with stdin/stdout not a terminal still relays" grep -q '^out-42$' <<<"$out"
 
+# --- exec -t into a long-lived sandbox (create; runtime/exec.cpp's relay) ----------------
+if [ "$BB" = busybox ]; then
+  id=$($SBX create $BB)
+  out=$($PTY --size 25 90 --expect '# ' --check-raw --send 'stty size\r' --expect '25 90' \
+    --send 'exit 5\r' -- $SBX exec -it "$id" sh 2>&1)
+  check "exec -it: a shell on the terminal's size" grep -q '^25 90$' <<<"$out"
+  check "exec -it: the user's terminal is raw while relaying" grep -q '^raw-during: yes$' <<<"$out"
+  check "exec -it: exit 5 passes through" grep -q '^exit: 5$' <<<"$out"
+  check "exec -it: ... restored" grep -q '^restored: yes$' <<<"$out"
+  out=$($PTY --expect 'ready' --send 'hello\r' --send '\x04' -- $SBX exec -it "$id" sh -c 'echo ready; cat; echo done' 2>&1)
+  check "exec -it: typed input reaches the command, ^D ends it" bash -c "grep -q '^hello$' <<<'$out' && grep -q '^done$' <<<'$out'"
+  out=$($SBX exec -t "$id" sh -c 'echo out-$((6*7))' </dev/null 2>&1 | tr -d '\r')
+  check "exec -t without a terminal: the last output is relayed" grep -q '^out-42$' <<<"$out"
+  $SBX rm -f "$id" >/dev/null
+fi
+
 finish
