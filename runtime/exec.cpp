@@ -1,7 +1,6 @@
 #include "runtime/exec.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
@@ -27,11 +26,10 @@
 #include "runtime/capabilities.h"
 #include "runtime/cgroups.h"
 #include "runtime/child_channel.h"
+#include "runtime/credentials.h"
 #include "runtime/holder.h"
 #include "runtime/lifecycle.h"
 #include "runtime/pty_relay.h"
-#include "runtime/rlimits.h"
-#include "runtime/seccomp.h"
 #include "runtime/user.h"
 
 #ifndef TIOCGPTPEER
@@ -113,17 +111,11 @@ void set_env(std::vector<std::string>& env, const std::string& kv) {
     std::vector<int> caps = parse_capabilities(p.capabilities);
     if (cgroup_mode() == CgroupMode::Unified) std::erase(caps, CAP_MKNOD);  // as the first process
 
-    // The first process's order (runtime/native_backend.cpp workload_main).
-    apply_rlimits(p.rlimits);
-    drop_bounding(caps);
+    // The first process's order (runtime/credentials.h).
     std::vector<gid_t> groups(user.groups.begin(), user.groups.end());
     if (req.user.empty())
       for (auto g : p.additional_gids) groups.push_back(g);
-    if (::setgroups(groups.size(), groups.data()) < 0) throw_errno("setgroups");
-    if (::setresgid(user.gid, user.gid, user.gid) < 0) throw_errno("setgid " + std::to_string(user.gid));
-    if (::setresuid(user.uid, user.uid, user.uid) < 0) throw_errno("setuid " + std::to_string(user.uid));
-    if (!p.no_new_privileges) install_default_seccomp();
-    apply_capabilities(caps, user.uid == 0);
+    apply_credentials(p, user, groups, caps);
     std::string cwd = req.cwd.empty() ? p.cwd : req.cwd;
     if (::chdir(cwd.c_str()) < 0) throw_errno("chdir to the working directory " + cwd);
 

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "runtime/capabilities.h"
 #include "runtime/child_channel.h"
+#include "runtime/credentials.h"
 #include "runtime/holder.h"
 #include "runtime/init.h"
 #include "runtime/mounts.h"
@@ -107,19 +108,9 @@ void wait_for(int sock, char want) {
     // Nothing of sbx's but stdio reaches the command.
     ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
 
-    apply_rlimits(p.rlimits);
-    // Bounding set first: dropping needs CAP_SETPCAP, which setuid may take away.
-    drop_bounding(caps);
     std::vector<gid_t> groups(user.groups.begin(), user.groups.end());
     for (auto g : p.additional_gids) groups.push_back(g);
-    if (::setgroups(groups.size(), groups.data()) < 0) throw_errno("setgroups");
-    if (::setresgid(user.gid, user.gid, user.gid) < 0) throw_errno("setgid " + std::to_string(user.gid));
-    if (::setresuid(user.uid, user.uid, user.uid) < 0) throw_errno("setuid " + std::to_string(user.uid));
-    // Seccomp must come after setuid/capset (it may deny what they need) and
-    // needs no_new_privs unless we still hold CAP_SYS_ADMIN; see runc's
-    // standard_init_linux.go.
-    if (!p.no_new_privileges) install_default_seccomp();
-    apply_capabilities(caps, user.uid == 0);
+    apply_credentials(p, user, groups, caps);
     if (::chdir(p.cwd.c_str()) < 0) throw_errno("chdir to the working directory " + p.cwd);
     // A working directory outside the sandbox's root (e.g. -w /proc/self/fd/N
     // through an fd that leaked into the init: CVE-2024-21626) has no path
