@@ -136,6 +136,25 @@ void symlink_in(const char* target, const char* path) {
   if (::symlink(target, path) < 0 && errno != EEXIST) throw_errno(std::string("create link ") + path);
 }
 
+// The rest of /dev once its device nodes are there, the same with or without
+// a user namespace (OCI runtime-spec config-linux.md "Default Devices", "Dev
+// symbolic links"; the mounts runc/podman give): a private devpts with /dev/ptmx, shm,
+// mqueue, the /proc/self/fd links; then the umask back to 022.
+void finish_dev() {
+  mkdir_in("/dev/pts");
+  mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5", "devpts");
+  symlink_in("pts/ptmx", "/dev/ptmx");
+  mkdir_in("/dev/shm", 01777);
+  mnt("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k", "tmpfs");
+  mkdir_in("/dev/mqueue");
+  mnt("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, "mqueue");
+  symlink_in("/proc/self/fd", "/dev/fd");
+  symlink_in("/proc/self/fd/0", "/dev/stdin");
+  symlink_in("/proc/self/fd/1", "/dev/stdout");
+  symlink_in("/proc/self/fd/2", "/dev/stderr");
+  ::umask(022);
+}
+
 }  // namespace
 
 const std::vector<std::string>& default_masked_paths() {
@@ -276,18 +295,7 @@ void mount_system(const SandboxSpec& spec) {
       throw_errno("create device " + path);
     if (::chown(path.c_str(), d.uid, d.gid) < 0) throw_errno("chown " + path);
   }
-  mkdir_in("/dev/pts");
-  mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5", "devpts");
-  symlink_in("pts/ptmx", "/dev/ptmx");
-  mkdir_in("/dev/shm", 01777);
-  mnt("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k", "tmpfs");
-  mkdir_in("/dev/mqueue");
-  mnt("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, "mqueue");
-  symlink_in("/proc/self/fd", "/dev/fd");
-  symlink_in("/proc/self/fd/0", "/dev/stdin");
-  symlink_in("/proc/self/fd/1", "/dev/stdout");
-  symlink_in("/proc/self/fd/2", "/dev/stderr");
-  ::umask(022);
+  finish_dev();
 }
 
 void mount_user(const SandboxSpec& spec, std::vector<BindSource>& binds) {
@@ -410,18 +418,7 @@ void mount_system_in_userns(const SandboxSpec& spec, UsernsSystem& u) {
     ::close(fd);
     fd = -1;
   }
-  mkdir_in("/dev/pts");
-  mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5", "devpts");
-  symlink_in("pts/ptmx", "/dev/ptmx");
-  mkdir_in("/dev/shm", 01777);
-  mnt("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k", "tmpfs");
-  mkdir_in("/dev/mqueue");
-  mnt("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, "mqueue");
-  symlink_in("/proc/self/fd", "/dev/fd");
-  symlink_in("/proc/self/fd/0", "/dev/stdin");
-  symlink_in("/proc/self/fd/1", "/dev/stdout");
-  symlink_in("/proc/self/fd/2", "/dev/stderr");
-  ::umask(022);
+  finish_dev();
 }
 
 void finish_rootfs(const SandboxSpec& spec) {
