@@ -42,6 +42,25 @@ struct SelfCgroups {
   }
 };
 
+// One line of /proc/PID/cgroup (cgroups(7)): "hierarchy-ID:controller-list:cgroup-path";
+// an empty controller list is the cgroup2 hierarchy's line.
+struct ProcCgroupLine {
+  std::string controllers, path;
+};
+
+std::vector<ProcCgroupLine> parse_proc_cgroup(const std::string& text) {
+  std::vector<ProcCgroupLine> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto a = line.find(':');
+    auto b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    out.push_back({line.substr(a + 1, b - a - 1), line.substr(b + 1)});
+  }
+  return out;
+}
+
 SelfCgroups read_self() {
   SelfCgroups s;
   std::string text;
@@ -50,14 +69,7 @@ SelfCgroups read_self() {
   } catch (const Error&) {
     return s;
   }
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    // "hierarchy-ID:controller-list:cgroup-path"
-    auto a = line.find(':');
-    auto b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+  for (const auto& [ctrls, path] : parse_proc_cgroup(text)) {
     if (ctrls.empty()) {
       s.v2 = path;
       continue;
@@ -253,20 +265,14 @@ std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept {
   std::vector<std::string> dirs;
   try {
     const std::string name = "sbx-" + id.substr(0, 12);
-    std::istringstream in(fs::read_file("/proc/self/cgroup"));
-    std::string line;
+    const std::string text = fs::read_file("/proc/self/cgroup");
     auto add = [&](const std::string& mount, const std::string& path) {
       struct stat st {};
       if (::stat(mount.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) return;
       std::string dir = join(mount, path) + "/" + name;
       if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
     };
-    while (std::getline(in, line)) {
-      // "hierarchy-ID:controller-list:cgroup-path"
-      auto a = line.find(':');
-      auto b = line.find(':', a + 1);
-      if (a == std::string::npos || b == std::string::npos) continue;
-      std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    for (const auto& [ctrls, path] : parse_proc_cgroup(text)) {
       if (ctrls.empty()) {
         if (cgroup_mode() != CgroupMode::Legacy)
           add(cgroup_mode() == CgroupMode::Hybrid ? std::string(kRoot) + "/unified" : std::string(kRoot), path);
