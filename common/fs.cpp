@@ -9,26 +9,29 @@
 #include <random>
 
 #include "common/error.h"
+#include "common/fd.h"
 
 namespace sbx::fs {
 
-std::string read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("read " + path);
-  std::string out;
+void read_fd(int fd, const std::string& path, const std::function<void(std::string_view)>& sink) {
   char buf[65536];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
       int e = errno;
-      ::close(fd);
       throw_errno("read " + path, e);
     }
     if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
+    sink(std::string_view(buf, static_cast<size_t>(n)));
   }
-  ::close(fd);
+}
+
+std::string read_file(const std::string& path) {
+  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (f.fd < 0) throw_errno("read " + path);
+  std::string out;
+  read_fd(f.fd, path, [&out](std::string_view chunk) { out.append(chunk); });
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Small file-system helpers shared by every module: whole-file reads, atomic
 // writes (temp file + fsync + rename), directory creation and flock(2) locks.
 #pragma once
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -8,6 +9,11 @@ namespace sbx::fs {
 
 /// Reads a whole file. Throws sbx::Error naming the path on failure.
 std::string read_file(const std::string& path);
+
+/// Reads `fd` (not closed here) to its end, handing each chunk (up to 64 KiB)
+/// to `sink` as it comes. Throws sbx::Error "read PATH" with errno on failure
+/// (`path` names the file in the message only).
+void read_fd(int fd, const std::string& path, const std::function<void(std::string_view)>& sink);
 
 /// Writes `data` to `path` atomically: a temp file in the same directory,
 /// fsync, rename(2) over the target. Readers see the old or the new file, never

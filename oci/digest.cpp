@@ -7,6 +7,8 @@
 #include <cerrno>
 
 #include "common/error.h"
+#include "common/fd.h"
+#include "common/fs.h"
 
 namespace sbx::oci {
 
@@ -38,22 +40,10 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string sha256_file_hex(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("open " + path + " to hash it");
+  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (f.fd < 0) throw_errno("open " + path + " to hash it");
   Sha256 h;
-  static thread_local char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      throw_errno("read " + path, e);
-    }
-    if (n == 0) break;
-    h.update(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
+  fs::read_fd(f.fd, path, [&h](std::string_view chunk) { h.update(chunk); });
   return h.hex();
 }
 
