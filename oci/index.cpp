@@ -73,17 +73,24 @@ ImageRecord from_json(const json& j) {
   return r;
 }
 
+// The index's text into `text`; false when there is none yet (an empty
+// store). Other read errors throw sbx::Error.
+bool read_if_exists(const std::string& path, std::string& text) {
+  try {
+    text = fs::read_file(path);
+  } catch (const Error& e) {
+    if (e.err() == ENOENT) return false;
+    throw;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<ImageRecord> read_index(const std::string& root) {
   std::string path = root + "/images.json";
   std::string text;
-  try {
-    text = fs::read_file(path);
-  } catch (const Error& e) {
-    if (e.err() == ENOENT) return {};
-    throw;
-  }
+  if (!read_if_exists(path, text)) return {};
   std::vector<ImageRecord> out;
   try {
     json j = json::parse(text);
@@ -114,12 +121,7 @@ void write_index(const std::string& root, const std::vector<ImageRecord>& images
 std::vector<ImageRecord> read_index_matching(const std::string& root, const std::vector<std::string>& needles) {
   std::string path = root + "/images.json";
   std::string text;
-  try {
-    text = fs::read_file(path);
-  } catch (const Error& e) {
-    if (e.err() == ENOENT) return {};
-    throw;
-  }
+  if (!read_if_exists(path, text)) return {};
   std::string_view t(text);
   if (t.substr(0, std::char_traits<char>::length(kIndexHeader)) != kIndexHeader) return read_index(root);
   std::vector<ImageRecord> out;
