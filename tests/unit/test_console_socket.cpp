@@ -15,20 +15,14 @@
 
 #include "common/error.h"
 #include "runtime/console_socket.h"
+#include "test_util.h"
 
 using namespace sbx;
 using sbx::runtime::ConsoleSocket;
 
-namespace {
+using sbx::test::TempDir;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/sbx-console.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+namespace {
 
 /// The runtime's side: connect to `path`, send `fd` (if >= 0) with a tag.
 void send_master(const std::string& path, int fd) {

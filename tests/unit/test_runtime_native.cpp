@@ -16,23 +16,15 @@
 #include "runtime/native_backend.h"
 #include "runtime/rlimits.h"
 #include "runtime/user.h"
+#include "test_util.h"
 
 using namespace sbx;
 using namespace sbx::runtime;
 namespace fsys = std::filesystem;
 
+using sbx::test::TempDir;
+
 namespace {
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/sbx-unit.XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fsys::remove_all(path, ec);
-  }
-};
 void write(const std::string& path, const std::string& text) {
   fsys::create_directories(fsys::path(path).parent_path());
   std::ofstream(path) << text;

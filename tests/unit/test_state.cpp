@@ -18,23 +18,15 @@
 #include "common/fs.h"
 #include "runtime/holder.h"
 #include "runtime/state.h"
+#include "test_util.h"
 
 using namespace sbx;
 using namespace sbx::runtime;
 
+using sbx::test::TempDir;
+using sbx::test::fake_id;
+
 namespace {
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/sbx-unit-state.XXXXXX";
-    REQUIRE(::mkdtemp(t));
-    path = t;
-  }
-  ~TempDir() { remove_tree(path); }
-};
-
-std::string fake_id(char c) { return std::string(64, c); }
 
 SandboxState make_state(const std::string& id) {
   SandboxState st;

@@ -20,26 +20,15 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "runtime/child_channel.h"
 #include "runtime/userns.h"
+#include "test_util.h"
 
 using namespace sbx;
 using namespace sbx::runtime;
 
-namespace {
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char t[] = "/tmp/sbx-userns-test.XXXXXX";
-    REQUIRE(::mkdtemp(t));
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-std::string fake_id(char c) { return std::string(64, c); }
-}  // namespace
+using sbx::test::TempDir;
+using sbx::test::fake_id;
 
 TEST_CASE("id_pool: default range above 2^31, or the sbx entries of subuid/subgid") {
   TempDir t;
@@ -173,22 +162,7 @@ TEST_CASE("idmapped image layer as an overlay lower dir inside a user namespace 
   int tree = open_idmapped_tree(layer, userns, true, true);
   ::close(userns);
   REQUIRE(::send(sv[0], "G", 1, 0) == 1);
-  {
-    char b = 'L';
-    struct iovec iov {&b, 1};
-    alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
-    struct msghdr msg {};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf;
-    msg.msg_controllen = sizeof cbuf;
-    struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &tree, sizeof(int));
-    REQUIRE(::sendmsg(sv[0], &msg, 0) == 1);
-  }
+  REQUIRE_NOTHROW(send_fd(sv[0], tree));  // the runtime's own channel helper
   ::close(tree);
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);

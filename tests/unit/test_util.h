@@ -1,0 +1,32 @@
+// Small helpers shared by the unit tests.
+#pragma once
+#include <doctest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+namespace sbx::test {
+
+/// A fresh directory /tmp/sbx-PREFIX.XXXXXX, removed with everything under it
+/// when the test leaves its scope (tests clean up after themselves).
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& prefix = "unit") {
+    std::string t = "/tmp/sbx-" + prefix + ".XXXXXX";
+    REQUIRE(::mkdtemp(t.data()));
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+/// A well-formed sandbox id (64 hex digits) made of `c` ('a'..'f', '0'..'9').
+inline std::string fake_id(char c) { return std::string(64, c); }
+
+}  // namespace sbx::test
