@@ -170,7 +170,7 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
     if ((info.status == "running" || info.status == "creating") && !force)
       throw Error("sandbox " + sid + " is " + info.status + "; stop it first ('sbx stop " + sid +
                   "') or remove it with 'sbx rm -f " + sid + "'");
-    if (info.status == "creating" && st.creator_pid > 0) {
+    if (info.status == "creating" && st.creator_pid > 0 && st.creator_pid != ::getpid()) {
       // Its creator is alive: it would go on building. Kill it too.
       ::kill(st.creator_pid, SIGKILL);
     }
