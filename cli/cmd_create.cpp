@@ -26,7 +26,7 @@ struct CreateFlags {
   std::vector<std::string> command;
   std::vector<std::string> env, env_files, volumes, tmpfs, ulimits, labels;
   std::string workdir, user, hostname, network = "none", memory, timeout, idle_timeout, name, rootfs, entrypoint;
-  std::string runtime = "native", runsc;
+  std::string runtime = "native", runsc, disk, userns = "auto";
   std::optional<double> cpus;
   int64_t pids_limit = 1024;
   bool read_only = false, entrypoint_set = false, workdir_set = false, user_set = false;
@@ -89,6 +89,8 @@ int create(const Globals& g, CreateFlags& f) {
   for (const auto& v : f.volumes) spec.mounts.push_back(parse_volume(v));
   for (const auto& t : f.tmpfs) spec.mounts.push_back(parse_tmpfs(t));
   if (!f.memory.empty()) spec.resources.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));
+  if (!f.disk.empty()) spec.disk_bytes = parse_disk(f.disk);
+  if (f.userns != "auto" && f.userns != "host") throw Error("invalid --userns '" + f.userns + "': use auto or host");
   if (f.cpus) {
     if (*f.cpus <= 0) throw Error("invalid --cpus: must be above 0");
     spec.resources.cpus = f.cpus;
@@ -108,7 +110,11 @@ int create(const Globals& g, CreateFlags& f) {
     return 0;
   }
   if (f.runtime != "native") throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
-  std::cout << runtime::create_sandbox(std::move(spec), g.run_root) << std::endl;
+  runtime::CreateOptions co;
+  // As sbx run: root inside is not root on the host, unless --userns host or
+  // --network host (whose network namespace belongs to the host's user namespace).
+  co.userns = f.userns == "auto" && spec.network == NetworkMode::None;
+  std::cout << runtime::create_sandbox(std::move(spec), g.run_root, co) << std::endl;
   return 0;
 }
 
@@ -138,6 +144,10 @@ void register_create_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
   cmd->add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
   cmd->add_option("-m,--memory", f->memory, "Memory limit (e.g. 256m)");
+  cmd->add_option("--disk", f->disk, kDiskHelp)->type_name("SIZE");
+  cmd->add_option("--userns", f->userns,
+                  "auto: uid 0..65535 inside are a per-sandbox unprivileged host range (default); host: the host's ids")
+      ->capture_default_str();
   cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
   cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
       ->capture_default_str();

@@ -52,6 +52,7 @@ struct RunFlags {
   std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS…
   std::vector<std::string> env, env_files, volumes, tmpfs, ulimits, mount_snapshots;
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint;
+  std::string disk;
   std::string userns = "auto";
   std::optional<double> cpus;
   int64_t pids_limit = 1024;
@@ -106,6 +107,18 @@ Mount parse_volume(const std::string& text) {
   }
   return m;
 }
+
+uint64_t parse_disk(const std::string& text) {
+  uint64_t bytes = units::parse_size(text, "--disk");
+  if (bytes < (uint64_t{1} << 20))
+    throw Error("invalid --disk '" + text + "': the writable layer needs at least 1m (e.g. --disk 512m)");
+  return bytes;
+}
+
+const char* const kDiskHelp =
+    "Limit the writable layer (files the sandbox writes outside volumes and --tmpfs) to SIZE (e.g. 1g); "
+    "writes beyond it fail with ENOSPC. The layer is then a tmpfs: its bytes are memory, counted against "
+    "--memory as they are written";
 
 Mount parse_tmpfs(const std::string& text) {
   auto colon = text.find(':');
@@ -186,6 +199,7 @@ int run(const Globals& g, RunFlags& f) {
   for (const auto& v : f.volumes) spec.mounts.push_back(parse_volume(v));
   for (const auto& t : f.tmpfs) spec.mounts.push_back(parse_tmpfs(t));
   if (!f.memory.empty()) spec.resources.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));
+  if (!f.disk.empty()) spec.disk_bytes = parse_disk(f.disk);
   if (f.cpus) {
     if (*f.cpus <= 0) throw Error("invalid --cpus: must be above 0");
     spec.resources.cpus = f.cpus;
@@ -344,6 +358,7 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
                       "auto: uid 0..65535 inside are a per-sandbox unprivileged host range (default); host: the host's ids")
       ->capture_default_str();
   run_cmd->add_option("-m,--memory", f->memory, "Memory limit (e.g. 256m); an OOM kill exits 137");
+  run_cmd->add_option("--disk", f->disk, kDiskHelp)->type_name("SIZE");
   run_cmd->add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
   run_cmd->add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
       ->capture_default_str();

@@ -93,6 +93,8 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
           snapshot::SandboxFs sfs = snapshot::sandbox_fs(g.run_root, st);
           req.upper_dir = sfs.upper_dir;
           req.freeze_cgroups = sfs.freeze_cgroups;
+          req.uid_map = sfs.uid_map;
+          req.gid_map = sfs.gid_map;
           if (runtime::state_alive(st) && sfs.freeze_cgroups.empty())
             std::cerr << "sbx: warning: sandbox " << id << " is running but has no freezer cgroup; "
                       << "files being written during the snapshot may be caught half-written\n";
@@ -155,6 +157,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
           if (!runtime::state_alive(st)) throw Error("sandbox " + id + " is not running; start it to snapshot a directory of it");
           req.parent = st.id;
           req.freeze_cgroups = snapshot::freezable_cgroups(st);
+          snapshot::sandbox_id_maps(g.run_root, st, req.uid_map, req.gid_map);
           if (req.freeze_cgroups.empty())
             std::cerr << "sbx: warning: sandbox " << id << " has no freezer cgroup; "
                       << "files being written during the snapshot may be caught half-written\n";

@@ -205,6 +205,7 @@ std::string to_runtime_config(const SandboxSpec& spec, const RuntimeConfigOption
   ann[std::string(kAnnotationPrefix) + "runtime"] = spec.runtime;
   if (spec.timeout.count()) ann[std::string(kAnnotationPrefix) + "timeout-ms"] = std::to_string(spec.timeout.count());
   if (spec.idle_timeout.count()) ann[std::string(kAnnotationPrefix) + "idle-timeout-ms"] = std::to_string(spec.idle_timeout.count());
+  if (spec.disk_bytes) ann[std::string(kAnnotationPrefix) + "disk-bytes"] = std::to_string(spec.disk_bytes);
   for (auto& [k, v] : spec.labels) ann[std::string(kAnnotationPrefix) + "label." + k] = v;
   j["annotations"] = ann;
   return j.dump(2);
@@ -349,6 +350,11 @@ SandboxSpec from_runtime_config(std::string_view text) {
         else if (key == "runtime") s.runtime = val;
         else if (key == "timeout-ms") s.timeout = annotation_ms(k, val);
         else if (key == "idle-timeout-ms") s.idle_timeout = annotation_ms(k, val);
+        else if (key == "disk-bytes") {
+          auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), s.disk_bytes);
+          if (ec != std::errc() || ptr != val.data() + val.size() || val.empty())
+            throw Error("config.json: annotation " + k + " must be a number of bytes, not '" + val + "'");
+        }
         else if (key.rfind("label.", 0) == 0) s.labels[key.substr(6)] = val;
         else s.annotations[k] = val;
       }

@@ -2,6 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -123,6 +126,50 @@ void finish_entry(int dst_dirfd, const char* name, int fd, const struct stat& st
   }
 }
 
+/// New files in a user-namespace sandbox: its overlay gives a new inode the
+/// creator's fsuid/fsgid, and host root's has no id in the sandbox's
+/// namespace (EOVERFLOW). So entries are created as the sandbox's root
+/// (c.uid/c.gid, its host ids) for the one call, keeping sbx's capabilities
+/// (a change of fsuid away from 0 drops them; capabilities(7)).
+class CreateAs {
+ public:
+  explicit CreateAs(const Ctx& c) : on_(c.into_sandbox && (c.uid != 0 || c.gid != 0)) {
+    if (!on_) return;
+    hdr_.version = _LINUX_CAPABILITY_VERSION_3;
+    ::syscall(SYS_capget, &hdr_, caps_);
+    old_gid_ = static_cast<gid_t>(::setfsgid(c.gid));
+    old_uid_ = static_cast<uid_t>(::setfsuid(c.uid));
+    ::syscall(SYS_capset, &hdr_, caps_);
+  }
+  ~CreateAs() {
+    if (!on_) return;
+    int e = errno;
+    ::setfsuid(old_uid_);
+    ::setfsgid(old_gid_);
+    ::syscall(SYS_capset, &hdr_, caps_);
+    errno = e;
+  }
+  CreateAs(const CreateAs&) = delete;
+  CreateAs& operator=(const CreateAs&) = delete;
+
+ private:
+  bool on_;
+  uid_t old_uid_ = 0;
+  gid_t old_gid_ = 0;
+  struct __user_cap_header_struct hdr_ {};
+  struct __user_cap_data_struct caps_[2] {};
+};
+
+int rename_in(int dirfd, const std::string& from, const char* to, const Ctx& c) {
+  CreateAs as(c);  // a rename creates a name: the vfs wants the fsuid mapped too
+  return ::renameat(dirfd, from.c_str(), dirfd, to);
+}
+
+int create_file(int dirfd, const std::string& name, const Ctx& c) {
+  CreateAs as(c);
+  return ::openat(dirfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
 // Copies the entry `name` of `src_dirfd` to `dst_name` in `dst_dirfd`, never
 // following a symlink on either side.
 void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_name, Ctx& c) {
@@ -137,7 +184,7 @@ void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_
     // Write a temp file and rename it over the target: a symlink or anything
     // else at the destination is replaced, never written through.
     std::string tmp = temp_name(dst_name);
-    Fd out(::openat(dst_dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    Fd out(create_file(dst_dirfd, tmp, c));
     if (out.fd < 0) throw_errno(std::string("create ") + dst_name + " in " + (c.into_sandbox ? c.what : "the host"));
     try {
       copy_data(in.fd, out.fd, name, c);
@@ -145,14 +192,19 @@ void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_
       struct stat old;
       if (::fstatat(dst_dirfd, dst_name, &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(old.st_mode))
         throw Error(std::string("cannot overwrite directory ") + dst_name + " with a file");
-      if (::renameat(dst_dirfd, tmp.c_str(), dst_dirfd, dst_name) < 0) throw_errno(std::string("rename to ") + dst_name);
+      if (rename_in(dst_dirfd, tmp, dst_name, c) < 0) throw_errno(std::string("rename to ") + dst_name);
     } catch (...) {
       ::unlinkat(dst_dirfd, tmp.c_str(), 0);
       throw;
     }
     ++c.result.files;
   } else if (S_ISDIR(st.st_mode)) {
-    if (::mkdirat(dst_dirfd, dst_name, 0700) < 0) {
+    int made;
+    {
+      CreateAs as(c);
+      made = ::mkdirat(dst_dirfd, dst_name, 0700);
+    }
+    if (made < 0) {
       struct stat old;
       if (errno != EEXIST || ::fstatat(dst_dirfd, dst_name, &old, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(old.st_mode))
         throw Error(std::string("cannot create directory ") + dst_name + ": " +
@@ -184,9 +236,14 @@ void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_
     if (n < 0) throw_errno(std::string("readlink ") + name);
     target[n] = 0;
     std::string tmp = temp_name(dst_name);
-    if (::symlinkat(target, dst_dirfd, tmp.c_str()) < 0) throw_errno(std::string("create symlink ") + dst_name);
+    int made;
+    {
+      CreateAs as(c);
+      made = ::symlinkat(target, dst_dirfd, tmp.c_str());
+    }
+    if (made < 0) throw_errno(std::string("create symlink ") + dst_name);
     finish_entry(dst_dirfd, tmp.c_str(), -1, st, c);
-    if (::renameat(dst_dirfd, tmp.c_str(), dst_dirfd, dst_name) < 0) {
+    if (rename_in(dst_dirfd, tmp, dst_name, c) < 0) {
       int e = errno;
       ::unlinkat(dst_dirfd, tmp.c_str(), 0);
       throw_errno(std::string("rename to ") + dst_name, e);

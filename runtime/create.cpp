@@ -1,5 +1,6 @@
 // create_sandbox (runtime/lifecycle.h): the detached start path.
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,7 +14,9 @@
 #include "oci/runtime_config.h"
 #include "runtime/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
+#include "runtime/mounts.h"
 #include "runtime/native_backend.h"
+#include "runtime/userns.h"
 
 namespace sbx::runtime {
 
@@ -25,7 +28,41 @@ void crash_point(const char* step) noexcept {
   if (at && std::strcmp(at, step) == 0) ::raise(SIGKILL);
 }
 
-std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
+namespace {
+
+/// DIR/config.json: the spec as an OCI runtime config (its rootfs: the upper dir).
+void write_config(const std::string& dir, const SandboxSpec& spec) {
+  oci::RuntimeConfigOptions rc;
+  rc.rootfs_path = spec.upper_dir + "/upper";
+  if (spec.process.args.empty()) {
+    // Hold only: config.json must name a process; this one says what runs
+    // (the holder, no first process) and is never exec'd.
+    SandboxSpec shown = spec;
+    shown.process.args = {"sbx-holder"};
+    shown.annotations["org.sbx.hold-only"] = "true";
+    fs::write_file_atomic(dir + "/config.json", oci::to_runtime_config(shown, rc), 0600);
+  } else {
+    fs::write_file_atomic(dir + "/config.json", oci::to_runtime_config(spec, rc), 0600);
+  }
+}
+
+/// --disk: a tmpfs of `bytes` on `path` (the upper dir's parent), mounted on
+/// the host because the sandbox outlives this sbx; remove_tree (rm, gc)
+/// detaches it. Private, so it propagates nowhere.
+void mount_disk_tmpfs(const std::string& path, uint64_t bytes) {
+  std::string data = "mode=0700," + tmpfs_size_option(bytes);
+  if (::mount("sbx-disk", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, data.c_str()) < 0)
+    throw_errno("mount the --disk tmpfs on " + path);
+  if (::mount(nullptr, path.c_str(), nullptr, MS_PRIVATE, nullptr) < 0) {
+    int e = errno;
+    ::umount2(path.c_str(), MNT_DETACH);
+    throw_errno("make the --disk tmpfs on " + path + " private", e);
+  }
+}
+
+}  // namespace
+
+std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const CreateOptions& opts) {
   if (spec.runtime == "gvisor") return create_gvisor_sandbox(std::move(spec), run_root, "");
   if (spec.runtime != "native") throw Error("sbx create: unknown runtime '" + spec.runtime + "': use native or gvisor");
   if (spec.id.empty()) spec.id = new_sandbox_id();
@@ -42,18 +79,8 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
     // Writes land on disk, in the state dir, where snapshots can read them.
     spec.upper_dir = dir + "/fs";
     fs::mkdir_p(fresh + "/fs", 0700);
-    oci::RuntimeConfigOptions rc;
-    rc.rootfs_path = dir + "/fs/upper";
-    if (spec.process.args.empty()) {
-      // Hold only: config.json must name a process; this one says what runs
-      // (the holder, no first process) and is never exec'd.
-      SandboxSpec shown = spec;
-      shown.process.args = {"sbx-holder"};
-      shown.annotations["org.sbx.hold-only"] = "true";
-      fs::write_file_atomic(fresh + "/config.json", oci::to_runtime_config(shown, rc), 0600);
-    } else {
-      fs::write_file_atomic(fresh + "/config.json", oci::to_runtime_config(spec, rc), 0600);
-    }
+    if (spec.disk_bytes) mount_disk_tmpfs(fresh + "/fs", spec.disk_bytes);
+    write_config(fresh, spec);
     st.id = id;
     st.name = spec.name;
     st.image_id = spec.image_id;
@@ -71,11 +98,19 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
     crash_point("create-dir");
     if (::rename(fresh.c_str(), dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + dir);
   } catch (...) {
-    remove_tree(fresh);
+    remove_tree(fresh);  // detaches the --disk tmpfs too
     throw;
   }
   crash_point("create-state");
   try {
+    if (opts.userns) {
+      // The range is taken once the dir has its id (allocate_id_range counts
+      // only those) and recorded in config.json as linux.uidMappings, where
+      // `cp` and `snapshot` read the sandbox's owners from.
+      IdRange r = allocate_id_range(run_root, id, id_pool());
+      spec.uid_mappings = spec.gid_mappings = id_maps(r);
+      write_config(dir, spec);
+    }
     // Claimed before anything starts: two creates with one name cannot both win.
     if (!spec.name.empty()) claim_name(run_root, spec.name, id);
     crash_point("create-name");
@@ -84,6 +119,7 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root) {
     so.run_root = run_root;
     so.detached = true;
     so.state_template = &st;
+    so.userns = opts.userns;
     Sandbox sb = start(spec, so);  // state.json now names its init and cgroups
     crash_point("create-started");
     sb.release();

@@ -26,6 +26,7 @@
 #include "runtime/gvisor_bundle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/runsc_process.h"
+#include "runtime/mounts.h"
 #include "runtime/state.h"
 #include "runtime/user.h"
 
@@ -138,7 +139,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
   // Writes go to a memory-backed overlay inside the sandbox: the image
   // layers stay untouched and nothing is left on the host's disk.
-  if (!spec.readonly_rootfs) argv.push_back("--overlay2=root:memory");
+  if (!spec.readonly_rootfs) argv.push_back(spec.disk_bytes ? "--overlay2=none" : "--overlay2=root:memory");
   if (nvproxy) argv.push_back("--nvproxy");
   argv.insert(argv.end(), {"run", "--bundle", bundle});
   // -t: runsc makes the pty and sends its master over this socket
@@ -182,7 +183,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       // exists only there and vanishes with them, so it can never leak.
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
-      mount_rootfs(spec.layer_dirs, scratch, rootfs);
+      mount_rootfs(spec.layer_dirs, scratch, rootfs, spec.disk_bytes);
       resolve_process_user(resolved.process, rootfs);
       fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(resolved, ro), 0600);
       std::vector<char*> a;

@@ -27,7 +27,13 @@ std::string find_runsc(const std::string& explicit_path);
 std::string runsc_version(const std::string& runsc);
 
 /// Runs `spec` to completion under runsc. Returns how the workload ended:
-/// its own code, 128+N for signal N, timed_out when spec.timeout fired.
+/// its own code, 128+N for signal N, timed_out when spec.timeout fired,
+/// oom_killed (137) when the sandbox's memory cgroup OOM-killed it (gVisor
+/// has no OOM killer of its own: the host's kills the Sentry or a stub, which
+/// ends the whole sandbox). With spec.process.terminal the workload gets a pty
+/// from runsc (--console-socket, runtime/console_socket.h) that is relayed to
+/// sbx's stdin/stdout (runtime/pty_relay.h); signals, the timeout and a second
+/// SIGINT/SIGTERM are handled as natively (runtime/runsc_process.h).
 /// Throws sbx::Error with exit code 127/126 when the command is missing / not
 /// executable in the sandbox, 125 when runsc itself fails (its log is then part
 /// of the message), and before anything starts for options gVisor cannot honour.

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "runtime/mounts.h"
 #include "runtime/user.h"
 
 namespace sbx::runtime::gvisor {
@@ -75,9 +76,15 @@ std::string runsc_errors(const std::string& log) {
 /// private tmpfs at `scratch`. runsc's gofer creates mount points for volumes
 /// there; the sandbox's own writes go to runsc's memory overlay
 /// (--overlay2=root:memory), so the tmpfs stays tiny. Both vanish with the namespace.
-void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target) {
+/// `disk_bytes` (--disk): runsc writes through its gofer into this overlay
+/// instead (--overlay2=none), and the tmpfs gets that size, so the host kernel
+/// answers ENOSPC beyond it. (This runsc's own overlay cannot be bounded: a
+/// size-limited file store makes the sentry die of SIGBUS when it fills.)
+void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target,
+                  uint64_t disk_bytes) {
   if (layers.empty()) throw Error("cannot build the rootfs: the image has no layers");
-  if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0700") < 0)
+  const std::string tmpfs = "mode=0700," + (disk_bytes ? tmpfs_size_option(disk_bytes) : std::string("size=16m"));
+  if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmpfs.c_str()) < 0)
     throw_errno("mount tmpfs on " + scratch);
   const std::string upper = scratch + "/upper", work = scratch + "/work";
   if (::mkdir(upper.c_str(), 0755) < 0 || ::mkdir(work.c_str(), 0700) < 0) throw_errno("mkdir in " + scratch);

@@ -3,6 +3,7 @@
 // (runtime/gvisor_lifecycle.cpp): the bundle's rootfs and config, runsc's
 // cgroups, and reading runsc's errors. runsc: https://gvisor.dev/docs/.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,12 @@ std::string runsc_errors(const std::string& log);
 /// namespace): an overlay of the image layers (bottom first in `layers`)
 /// with its upper dir on a small private tmpfs at `scratch`. runsc's gofer
 /// creates mount points for volumes there; the sandbox's own writes go to
-/// runsc's memory overlay (--overlay2=root:memory). Throws sbx::Error.
-void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target);
+/// runsc's memory overlay (--overlay2=root:memory). With `disk_bytes` (--disk,
+/// bytes; 0: none) the tmpfs gets that size and runsc must run with
+/// --overlay2=none, so writes land there and hit ENOSPC at the limit.
+/// Throws sbx::Error.
+void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target,
+                  uint64_t disk_bytes = 0);
 
 /// Resolves process.user against the image's /etc/passwd and /etc/group
 /// under `rootfs` (as the native backend does inside the sandbox) and sets

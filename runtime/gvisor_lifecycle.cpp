@@ -503,6 +503,10 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   if (!spec.devices.empty())
     throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy; use --runtime native");
   if (spec.process.terminal) throw Error("gvisor: -t is not supported by 'sbx create --runtime gvisor'");
+  if (spec.disk_bytes)
+    throw Error("gvisor: --disk works with 'sbx run --runtime gvisor' only: a long-lived gVisor sandbox keeps its "
+                "writes in runsc's memory overlay (so checkpoints include them), which this runsc cannot bound; "
+                "bound it with --memory, or use --runtime native");
   GvisorLaunch launch;
   launch.runsc = find_runsc(runsc_path);
   launch.layer_dirs = spec.layer_dirs;

@@ -25,7 +25,15 @@ namespace sbx::runtime {
 /// is RUN_ROOT/<id>; the spec is kept as its config.json. Throws sbx::Error
 /// (125, or 126/127 when the command cannot be executed / is not found) and
 /// leaves nothing behind on a throw.
-std::string create_sandbox(SandboxSpec spec, const std::string& run_root);
+/// spec.disk_bytes (--disk) puts the upper dir on a tmpfs of that size mounted
+/// at RUN_ROOT/<id>/fs (removed with the state dir by rm and gc).
+struct CreateOptions {
+  /// A user namespace, as `sbx run` (runtime/userns.h): the range is recorded
+  /// in config.json (linux.uidMappings) and the upper dir is owned by the
+  /// sandbox's root. Off: --userns host.
+  bool userns = false;
+};
+std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const CreateOptions& opts = {});
 
 /// Test-only: when the environment variable SBX_TEST_CRASH_AT equals `step`,
 /// sbx SIGKILLs itself right there (crash-injection tests). Steps: create-dir,

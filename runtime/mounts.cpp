@@ -156,11 +156,15 @@ void make_mounts_private() {
   mnt(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "private propagation");
 }
 
-int mount_staging_at(int state_dir_fd) {
+std::string tmpfs_size_option(uint64_t bytes) { return "size=" + std::to_string(bytes); }
+
+int mount_staging_at(int state_dir_fd, uint64_t disk_bytes) {
   int fsfd = ::fsopen("tmpfs", FSOPEN_CLOEXEC);
   if (fsfd < 0) throw_errno("mount the staging tmpfs (fsopen)");
   int mfd = -1;
+  const std::string size = std::to_string(disk_bytes);
   if (::fsconfig(fsfd, FSCONFIG_SET_STRING, "mode", "0700", 0) == 0 &&
+      (disk_bytes == 0 || ::fsconfig(fsfd, FSCONFIG_SET_STRING, "size", size.c_str(), 0) == 0) &&
       ::fsconfig(fsfd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0)
     mfd = ::fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
   int e = errno;
@@ -178,7 +182,12 @@ int mount_staging_at(int state_dir_fd) {
 std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging, const std::vector<int>& idmapped_layers,
                          bool staging_mounted) {
   if (spec.layer_dirs.empty()) throw Error("the image has no layers to mount");
-  if (!staging_mounted) mnt("sbx", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700", "tmpfs");
+  if (!staging_mounted) {
+    // --disk: the upper dir lives on this tmpfs, so its size bounds the writes.
+    std::string data = "mode=0700";
+    if (spec.disk_bytes && spec.upper_dir.empty()) data += "," + tmpfs_size_option(spec.disk_bytes);
+    mnt("sbx", staging, "tmpfs", MS_NOSUID | MS_NODEV, data.c_str(), "tmpfs");
+  }
   std::vector<std::string> layer_paths = spec.layer_dirs;
   for (size_t i = 0; i < idmapped_layers.size() && i < layer_paths.size(); ++i) {
     std::string at = staging + "/lower" + std::to_string(i);

@@ -9,6 +9,7 @@
 // Kernel docs: filesystems/overlayfs.rst, sharedsubtree.rst; pivot_root(2);
 // runc's libcontainer/rootfs_linux.go for the defaults (masked/read-only paths).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,9 @@ namespace sbx::runtime {
 /// mount propagates back to the host. Throws sbx::Error.
 void make_mounts_private();
 
-/// Mounts a private tmpfs on `staging` (an existing directory), creates the
-/// overlay upper/work dirs on it (or uses spec.upper_dir) and mounts the
+/// Mounts a private tmpfs on `staging` (an existing directory; size=
+/// spec.disk_bytes when set, see tmpfs_size_option), creates the overlay
+/// upper/work dirs on it (or uses spec.upper_dir) and mounts the
 /// overlay of spec.layer_dirs (bottom first) on `staging`/root, which it
 /// returns. Uses fsopen/fsconfig "lowerdir+" (kernel >= 6.8, no option-length
 /// limit) and falls back to mount(2) with a lowerdir= list. Throws sbx::Error
@@ -45,7 +47,13 @@ std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging,
 /// mount_rootfs(…, staging_mounted=true). The caller closes it right after
 /// pivot_root: no fd of a host directory may reach the workload
 /// (CVE-2024-21626). Throws sbx::Error.
-int mount_staging_at(int state_dir_fd);
+/// `disk_bytes` > 0 (--disk) gives the tmpfs that size: the sandbox's writes
+/// to its root file system then fail with ENOSPC beyond it.
+int mount_staging_at(int state_dir_fd, uint64_t disk_bytes = 0);
+
+/// "size=BYTES" for a tmpfs holding a --disk limited upper dir (tmpfs rounds
+/// it up to whole pages; Documentation/filesystems/tmpfs.rst).
+std::string tmpfs_size_option(uint64_t bytes);
 
 /// A host-side bind source, opened (open_tree(OPEN_TREE_CLONE)) while the host
 /// file system is still reachable; attached inside the rootfs after pivot_root.

@@ -270,12 +270,18 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     // 1. user namespace: wait until sbx has written our id maps and idmapped
     //    the layers and volumes, then become the namespace's root (host uid =
     //    the start of our range) before anything creates a file.
-    int state_fd = -1;
+    int state_fd = -1, upper_fd = -1;
     if (c.userns) {
       wait_for(c.sock, 'U');
       // Still our host uid: the way to the state dir may be closed to the new one.
       state_fd = ::open(c.state_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
       if (state_fd < 0) throw_errno("open the state dir " + c.state_dir);
+      // And to a disk-backed upper dir (sbx create), opened here: overlayfs
+      // needs its mount to be in our mount namespace.
+      if (!spec.upper_dir.empty()) {
+        upper_fd = ::open(spec.upper_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (upper_fd < 0) throw_errno("open the upper dir " + spec.upper_dir);
+      }
       if (::setresgid(0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
       if (::setresuid(0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
       // A change of euid clears the parent-death signal (prctl(2)): set it
@@ -287,9 +293,15 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
 
     // 2. file system, inside our own mount namespace (nothing on the host).
     make_mounts_private();
-    int staging_fd = c.userns ? mount_staging_at(state_fd) : -1;
+    int staging_fd = c.userns ? mount_staging_at(state_fd, spec.upper_dir.empty() ? spec.disk_bytes : 0) : -1;
+    SandboxSpec through_fd;  // user namespace + disk-backed upper: reach it through upper_fd
+    if (upper_fd >= 0) {
+      through_fd = spec;
+      through_fd.upper_dir = "/proc/self/fd/" + std::to_string(upper_fd);
+    }
     std::string root = c.userns
-                           ? mount_rootfs(spec, "/proc/self/fd/" + std::to_string(staging_fd), c.idmapped_layers, true)
+                           ? mount_rootfs(upper_fd >= 0 ? through_fd : spec,
+                                          "/proc/self/fd/" + std::to_string(staging_fd), c.idmapped_layers, true)
                            // Detached: stage below the state dir, so that a disk-backed upper
                            // dir in it (spec.upper_dir, for snapshots) is not hidden by the tmpfs.
                            : mount_rootfs(spec, c.detached ? c.state_dir + "/mnt" : c.state_dir);
@@ -304,6 +316,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     pivot_into(root);
     // Nothing that points into the host may stay open (CVE-2024-21626).
     if (staging_fd >= 0) ::close(staging_fd);
+    if (upper_fd >= 0) ::close(upper_fd);
     if (state_fd >= 0) ::close(state_fd);
     if (c.userns)
       mount_system_in_userns(spec, usys);
@@ -482,6 +495,7 @@ void Sandbox::release() noexcept {
   if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
   cgroup.release();
+  id_range = {};  // recorded in the state dir: freed when `sbx rm` removes it
   state_dir.clear();
 }
 
@@ -497,7 +511,9 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   std::string dir = opts.run_root + "/" + sb.id;
   if (::mkdir(dir.c_str(), 0700) < 0 && !(opts.detached && errno == EEXIST))
     throw_errno("create the sandbox state directory " + dir);
-  sb.state_dir = dir;
+  // Detached: the dir is the caller's (sbx create removes it on failure with
+  // everything in it); destroy() removes only a `sbx run` dir.
+  if (!opts.detached) sb.state_dir = dir;
   sb.cgroup = Cgroup::create(sb.id, spec.resources);
 
   int sv[2];
@@ -532,13 +548,31 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       for (int fd : fds) ::close(fd);
     }
   } trees;
-  if (opts.userns && !spec.upper_dir.empty()) {
-    ::close(sv[0]);
-    ::close(sv[1]);
-    throw Error("a user namespace cannot write a persistent upper dir (" + spec.upper_dir + ") yet; use --userns host");
-  }
+  std::vector<IdMapping> uid_maps, gid_maps;
   if (opts.userns) {
-    sb.id_range = allocate_id_range(opts.run_root, sb.id, id_pool());
+    try {
+      if (!spec.uid_mappings.empty()) {
+        // Allocated by the caller (sbx create records them in config.json).
+        uid_maps = spec.uid_mappings;
+        gid_maps = spec.gid_mappings.empty() ? spec.uid_mappings : spec.gid_mappings;
+      } else {
+        sb.id_range = allocate_id_range(opts.run_root, sb.id, id_pool());
+        uid_maps = gid_maps = id_maps(sb.id_range);
+      }
+      const uint32_t root_uid = host_root_id(uid_maps), root_gid = host_root_id(gid_maps);
+      // A disk-backed upper dir (sbx create): owned by the sandbox's root, so
+      // its files land on disk with unprivileged host ids (the init opens it
+      // itself, in its own mount namespace: init_main).
+      if (!spec.upper_dir.empty()) prepare_upper_for_userns(spec.upper_dir, root_uid, root_gid);
+      // The holder (the init, as the sandbox's root) writes its log and end
+      // record into the state dir through state_dirfd.
+      if (opts.detached && ::fchown(ctx.state_dirfd, root_uid, root_gid) < 0)
+        throw_errno("chown the state directory " + dir + " to the sandbox's root");
+    } catch (...) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw;
+    }
     ctx.userns = true;
     for (const auto& l : spec.layer_dirs) {
       int fd = ::open_tree(AT_FDCWD, l.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -584,8 +618,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   try {
     if (ctx.userns) {
       // The child waits for 'U': its id maps, then the idmapped trees.
-      auto maps = id_maps(sb.id_range);
-      write_id_maps(pid, maps, maps);
+      write_id_maps(pid, uid_maps, gid_maps);
       std::string ns = "/proc/" + std::to_string(pid) + "/ns/user";
       int userns_fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
       if (userns_fd < 0) throw_errno("open " + ns);

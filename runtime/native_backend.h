@@ -45,7 +45,11 @@ struct StartOptions {
   /// Run the sandbox in its own user namespace (runtime/userns.h): uid/gid
   /// 0..65535 inside are a per-sandbox range of unprivileged host ids, the
   /// image layers and volumes are idmapped. `sbx run` sets it unless
-  /// --userns host (or an option that needs the host's ids).
+  /// --userns host (or an option that needs the host's ids). With
+  /// spec.uid_mappings set, those are used (the caller allocated the range,
+  /// as sbx create does); otherwise start() allocates one and frees it in
+  /// destroy(). A disk-backed spec.upper_dir is then owned by the sandbox's
+  /// root (runtime/userns.h prepare_upper_for_userns).
   bool userns = false;
 };
 

@@ -104,6 +104,11 @@ struct SandboxSpec {
   /// for create/snapshot). Empty: a private tmpfs inside the sandbox's mount
   /// namespace, gone with the sandbox.
   std::string upper_dir;
+  /// sbx: --disk, the most bytes the writable layer (the overlay upper dir)
+  /// may hold; writes beyond it fail with ENOSPC. 0: no limit of its own.
+  /// Native: the size= of the tmpfs holding the upper dir (so the bytes are
+  /// memory, charged to the memory cgroup of the process that writes them).
+  uint64_t disk_bytes = 0;
 
   Process process;
   std::string hostname;

@@ -129,6 +129,31 @@ void release_id_range(const IdRange& r) noexcept {
 
 std::vector<IdMapping> id_maps(const IdRange& r) { return {{0, r.host_start, kIdRangeSize}}; }
 
+uint32_t host_root_id(const std::vector<IdMapping>& maps) {
+  for (const auto& m : maps)
+    if (m.container_id == 0 && m.size > 0) return m.host_id;
+  throw Error("the sandbox's id map does not map id 0 (its root) to a host id");
+}
+
+void prepare_upper_for_userns(const std::string& upper_dir, uint32_t uid, uint32_t gid) {
+  fs::mkdir_p(upper_dir, 0700);
+  for (const auto& [sub, mode] : {std::pair<const char*, mode_t>{"upper", 0755}, {"work", 0700}}) {
+    std::string p = upper_dir + "/" + sub;
+    if (::mkdir(p.c_str(), mode) < 0 && errno != EEXIST) throw_errno("create " + p);
+    if (::lchown(p.c_str(), uid, gid) < 0) throw_errno("chown " + p + " to the sandbox's root (" + std::to_string(uid) + ")");
+  }
+  int fd = ::open(upper_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) throw_errno("open " + upper_dir);
+  // Through the fd: the dir itself, never a symlink planted in its place.
+  std::string self = "/proc/self/fd/" + std::to_string(fd);
+  if (::chown(self.c_str(), uid, gid) < 0 || ::chmod(self.c_str(), 0700) < 0) {
+    int e = errno;
+    ::close(fd);
+    throw_errno("chown " + upper_dir + " to the sandbox's root (" + std::to_string(uid) + ")", e);
+  }
+  ::close(fd);
+}
+
 void write_id_maps(pid_t pid, const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids) {
   write_map(pid, "uid_map", uids);
   write_map(pid, "gid_map", gids);

@@ -59,6 +59,22 @@ void release_id_range(const IdRange& r) noexcept;
 /// The maps of a range: container 0 -> host_start, 65536 ids.
 std::vector<IdMapping> id_maps(const IdRange& r);
 
+/// The host uid/gid that container id 0 maps to in `maps` (the sandbox's
+/// root). Throws sbx::Error when the maps do not map id 0.
+uint32_t host_root_id(const std::vector<IdMapping>& maps);
+
+/// A disk-backed overlay upper dir (`upper_dir`/upper and /work, as sbx
+/// create keeps it) for a sandbox in a user namespace whose root is host
+/// uid/gid `uid`/`gid`: creates upper (0755: the root of the sandbox's "/")
+/// and work (0700), owned by that root, and makes `upper_dir` itself 0700 and
+/// its own. Files the sandbox writes then land on disk with its mapped
+/// (unprivileged) host ids. The sandbox's init must open `upper_dir` (O_PATH)
+/// itself, in its own mount namespace (overlayfs clones the upper dir's mount,
+/// which must be in the mounter's namespace) and before it becomes the
+/// namespace's root (its way there is closed to that uid: RUN_ROOT is 0700
+/// and host root's). Throws sbx::Error.
+void prepare_upper_for_userns(const std::string& upper_dir, uint32_t uid, uint32_t gid);
+
 /// Writes /proc/PID/uid_map and gid_map (the caller is root in the parent
 /// namespace, so setgroups stays allowed). Throws sbx::Error naming the file.
 void write_id_maps(pid_t pid, const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids);

@@ -46,6 +46,8 @@ SnapshotRecord snapshot_dir(const std::string& root, const DirSnapshotRequest& r
     if (!req.freeze_cgroups.empty()) freeze = std::make_unique<CgroupFreeze>(req.freeze_cgroups);
     TreeTarOptions o;
     o.compression = Compression::Zstd;
+    o.uid_map = req.uid_map;
+    o.gid_map = req.gid_map;
     r = write_tree_tar(req.dir, tmp, o);
   } catch (...) {
     ::unlink(tmp.c_str());

@@ -20,6 +20,9 @@ struct DirSnapshotRequest {
   std::string source;  ///< the path inside the sandbox, for `sbx snapshots`
   /// Cgroups to freeze while reading (a running sandbox), see freezer.h.
   std::vector<std::string> freeze_cgroups;
+  /// A sandbox in a user namespace (sandbox_fs.h sandbox_id_maps): owners are
+  /// stored as the ids it saw, see TreeTarOptions. Empty: as on disk.
+  std::vector<IdMapping> uid_map, gid_map;
 };
 
 /// Captures `req.dir` into the catalog of store `root`. The blob is named by

@@ -27,7 +27,7 @@ FsSnapshotResult snapshot_upper(oci::Store& store, const FsSnapshotRequest& req)
       std::unique_ptr<CgroupFreeze> freeze;
       auto t0 = std::chrono::steady_clock::now();
       if (!req.freeze_cgroups.empty()) freeze = std::make_unique<CgroupFreeze>(req.freeze_cgroups);
-      res.layer = upper_to_layer(req.upper_dir, tar);
+      res.layer = upper_to_layer(req.upper_dir, tar, req.uid_map, req.gid_map);
       if (freeze) {
         freeze->thaw();
         res.frozen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

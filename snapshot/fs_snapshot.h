@@ -19,6 +19,9 @@ struct FsSnapshotRequest {
   /// Cgroup dirs to freeze while the upper dir is read (a running sandbox);
   /// empty for a stopped one. See freezer.h.
   std::vector<std::string> freeze_cgroups;
+  /// The sandbox's user-namespace maps (SandboxFs): owners go into the layer
+  /// as container ids. Empty: as on disk.
+  std::vector<IdMapping> uid_map, gid_map;
   oci::CommitOptions commit;  ///< name, history and labels of the new image
 };
 

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "oci/runtime_config.h"
 
 namespace sbx::snapshot {
 
@@ -65,7 +66,19 @@ SandboxFs sandbox_fs(const std::string& run_root, const runtime::SandboxState& s
     throw Error("sandbox " + st.id + " has no disk-backed overlay upper dir (looked in " + dir +
                 "); file system snapshots need a sandbox made with 'sbx create' (sbx run keeps its writes on a private tmpfs)");
   out.freeze_cgroups = freezable_cgroups(st);
+  sandbox_id_maps(run_root, st, out.uid_map, out.gid_map);
   return out;
+}
+
+void sandbox_id_maps(const std::string& run_root, const runtime::SandboxState& st, std::vector<IdMapping>& uid_map,
+                     std::vector<IdMapping>& gid_map) {
+  uid_map.clear();
+  gid_map.clear();
+  const std::string config = run_root + "/" + st.id + "/config.json";
+  if (!fs::exists(config)) return;
+  SandboxSpec spec = oci::from_runtime_config(fs::read_file(config));
+  uid_map = spec.uid_mappings;
+  gid_map = spec.gid_mappings;
 }
 
 std::vector<std::string> freezable_cgroups(const runtime::SandboxState& st) {

@@ -64,6 +64,14 @@ la_ssize_t sink_write(struct archive*, void* p, const void* buf, size_t len) {
   return static_cast<la_ssize_t>(len);
 }
 
+/// A host id seen through a user namespace's map (see TreeTarOptions).
+uint32_t to_container_id(uint32_t host, const std::vector<IdMapping>& map) {
+  if (map.empty()) return host;
+  for (const auto& m : map)
+    if (host >= m.host_id && host - m.host_id < m.size) return m.container_id + (host - m.host_id);
+  return 65534;
+}
+
 bool is_overlay_xattr(const std::string& name) {
   return name.rfind("trusted.overlay.", 0) == 0 || name.rfind("user.overlay.", 0) == 0;
 }
@@ -87,6 +95,13 @@ bool get_xattr(const std::string& proc_path, const std::string& name, std::strin
     if (errno == ENODATA || errno == ENOTSUP) return false;
     throw_errno("read xattr " + name + " of " + proc_path);
   }
+}
+
+/// overlayfs' xattr `name` ("opaque", "whiteout", …) in either namespace:
+/// trusted.overlay.* (mounted by host root) or user.overlay.* (mounted in a
+/// user namespace with the option userxattr; overlayfs.rst "User xattr").
+bool overlay_xattr(const std::string& path, const std::string& name, std::string& value) {
+  return get_xattr(path, "trusted.overlay." + name, value) || get_xattr(path, "user.overlay." + name, value);
 }
 
 /// All xattr names of a path (no follow), sorted.
@@ -155,8 +170,8 @@ class Walker {
     archive_entry_set_pathname(ae.get(), (dir + kWhiteoutPrefix + base).c_str());
     archive_entry_set_filetype(ae.get(), AE_IFREG);
     archive_entry_set_perm(ae.get(), 0644);
-    archive_entry_set_uid(ae.get(), st.st_uid);
-    archive_entry_set_gid(ae.get(), st.st_gid);
+    archive_entry_set_uid(ae.get(), to_container_id(st.st_uid, o_.uid_map));
+    archive_entry_set_gid(ae.get(), to_container_id(st.st_gid, o_.gid_map));
     archive_entry_set_mtime(ae.get(), st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     archive_entry_set_size(ae.get(), 0);
     check(archive_write_header(a_, ae.get()), "whiteout for " + rel);
@@ -172,10 +187,10 @@ class Walker {
 
     if (o_.overlay_upper) {
       std::string v;
-      if (get_xattr(abs, "trusted.overlay.redirect", v) || get_xattr(abs, "trusted.overlay.metacopy", v))
+      if (overlay_xattr(abs, "redirect", v) || overlay_xattr(abs, "metacopy", v))
         throw Error("cannot snapshot " + abs + ": it uses overlayfs redirect_dir/metacopy, which an OCI layer cannot express; mount the sandbox overlay with redirect_dir=off,metacopy=off");
       bool whiteout = (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)) ||
-                      (S_ISREG(st.st_mode) && st.st_size == 0 && get_xattr(abs, "trusted.overlay.whiteout", v));
+                      (S_ISREG(st.st_mode) && st.st_size == 0 && overlay_xattr(abs, "whiteout", v));
       if (whiteout) {
         if (base.rfind(kWhiteoutPrefix, 0) == 0)
           throw Error("cannot snapshot " + abs + ": a whiteout whose name starts with '.wh.' cannot be written as an OCI layer entry");
@@ -187,8 +202,8 @@ class Walker {
     std::unique_ptr<archive_entry, void (*)(archive_entry*)> ae(archive_entry_new(), archive_entry_free);
     archive_entry_set_pathname(ae.get(), S_ISDIR(st.st_mode) ? (rel + "/").c_str() : rel.c_str());
     archive_entry_set_mode(ae.get(), st.st_mode);
-    archive_entry_set_uid(ae.get(), st.st_uid);
-    archive_entry_set_gid(ae.get(), st.st_gid);
+    archive_entry_set_uid(ae.get(), to_container_id(st.st_uid, o_.uid_map));
+    archive_entry_set_gid(ae.get(), to_container_id(st.st_gid, o_.gid_map));
     archive_entry_set_mtime(ae.get(), st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
     add_xattrs(ae.get(), abs);
 
@@ -223,7 +238,7 @@ class Walker {
 
     if (S_ISDIR(st.st_mode)) {
       std::string v;
-      if (o_.overlay_upper && get_xattr(abs, "trusted.overlay.opaque", v) && v == "y") {
+      if (o_.overlay_upper && overlay_xattr(abs, "opaque", v) && v == "y") {
         std::unique_ptr<archive_entry, void (*)(archive_entry*)> op(archive_entry_new(), archive_entry_free);
         archive_entry_set_pathname(op.get(), (rel + "/" + kOpaqueMarker).c_str());
         archive_entry_set_filetype(op.get(), AE_IFREG);

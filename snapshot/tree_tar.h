@@ -4,6 +4,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "runtime/spec.h"
 
 namespace sbx::snapshot {
 
@@ -17,6 +20,12 @@ struct TreeTarOptions {
   bool overlay_upper = false;
   Compression compression = Compression::None;
   int zstd_level = 3;
+  /// The tree belongs to a sandbox in a user namespace (linux.uidMappings /
+  /// gidMappings of its config.json): owners are archived as the ids the
+  /// sandbox saw (host id → container id), so the layer has root-owned files,
+  /// not 2^31+ owners. Host ids the maps do not cover are archived as 65534,
+  /// the kernel's overflow id that the sandbox saw for them. Empty: as on disk.
+  std::vector<IdMapping> uid_map, gid_map;
 };
 
 struct TreeTarResult {

@@ -4,8 +4,11 @@
 
 namespace sbx::snapshot {
 
-LayerTar upper_to_layer(const std::string& upper, const std::string& out_path) {
+LayerTar upper_to_layer(const std::string& upper, const std::string& out_path, const std::vector<IdMapping>& uid_map,
+                        const std::vector<IdMapping>& gid_map) {
   TreeTarOptions o;
+  o.uid_map = uid_map;
+  o.gid_map = gid_map;
   o.overlay_upper = true;
   o.compression = Compression::None;  // uncompressed: digest == diff id, no recompression cost
   TreeTarResult r = write_tree_tar(upper, out_path, o);

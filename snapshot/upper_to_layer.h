@@ -9,6 +9,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "runtime/spec.h"
 
 namespace sbx::snapshot {
 
@@ -30,6 +33,10 @@ struct LayerTar {
 /// see freezer.h). Throws sbx::Error naming the path on I/O errors, and when
 /// the upper dir uses overlay features a layer cannot express (redirect_dir,
 /// metacopy): those need the overlay mounted without them.
-LayerTar upper_to_layer(const std::string& upper, const std::string& out_path);
+/// `uid_map`/`gid_map`: the sandbox's user-namespace maps (config.json
+/// linux.uidMappings), so owners are written as the sandbox saw them (see
+/// TreeTarOptions); empty for a sandbox with the host's ids.
+LayerTar upper_to_layer(const std::string& upper, const std::string& out_path,
+                        const std::vector<IdMapping>& uid_map = {}, const std::vector<IdMapping>& gid_map = {});
 
 }  // namespace sbx::snapshot

@@ -515,6 +515,34 @@ case_sbx_killed() {  # sbx itself SIGKILLed mid-run: the sandbox dies with it; g
   pass sbx-killed "no process left; gc ran"
 }
 
+case_created() {  # long-lived sandboxes: the same probes through `sbx exec`, and the disk-backed writable layer
+  if [ "$runtime" != native ]; then na created "sbx create runs on the native runtime only"; return; fi
+  if ! "$SBX" --help 2>&1 | grep -q '^  create '; then na created "this sbx has no create"; return; fi
+  local uflag=() id c
+  [ $userns_host = 1 ] && uflag=(--userns host)
+  if [ "${IMG[0]}" != busybox ]; then na created "needs the busybox image"; return; fi
+  id=$("$SBX" --root "$R" --run-root "$RR" create "${uflag[@]}" "${P[@]}" busybox 2>"$T/out/last") || { indent <"$T/out/last"; fail created "create failed"; return; }
+  ex() { "$SBX" --root "$R" --run-root "$RR" exec "$id" "$@" >"$T/out/last" 2>&1; echo $? >"$T/out/rc"; }
+  for c in syscalls masked fds; do
+    ex /home/probe "$c"
+    probe_ok "created-exec-$c" || { "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1; return; }
+  done
+  # A set-uid root binary planted in the writable layer, which lives on the
+  # host's disk (RUN_ROOT/<id>/fs/upper): it must be no use to a host user.
+  ex sh -c 'cp /bin/busybox /suid && chmod 4755 /suid && stat -c "%u %a" /suid'
+  indent <"$T/out/last"
+  local f=$RR/$id/fs/upper/suid owner
+  owner=$(stat -c %u "$f" 2>/dev/null)
+  if [ -z "$owner" ]; then fail created "no /suid in the writable layer at $f"
+  elif [ $userns_host = 0 ] && [ "$owner" = 0 ]; then fail created "a set-uid file planted inside is owned by host root on disk ($f)"
+  elif [ "$(stat -c %a "$RR/$id")" != 700 ] || [ "$(stat -c %a "$RR/$id/fs")" != 700 ]; then
+    fail created "the state dir or its fs/ is open to host users: $(stat -c '%a %n' "$RR/$id" "$RR/$id/fs" | tr '\n' ' ')"
+  else
+    pass created "exec probes held; planted set-uid file is host uid $owner, in 0700 dirs"
+  fi
+  "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1 || fail created "rm -f"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -556,7 +584,7 @@ host_intact() {
 # ------------------------------------------------------------------ main ---
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
-         forkbomb threads membomb disk spin argv hostile_rootfs exe sbx_killed; do
+         forkbomb threads membomb disk spin argv hostile_rootfs exe created sbx_killed; do
   want "$c" || continue
   "case_$c"
 done

@@ -74,6 +74,47 @@ echo "$OUT" | grep -q '^restored: yes$' && ok "exec -it: terminal mode restored"
 OUT=$($PTY --expect 'ready' --send '\x03' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh -c 'echo ready; sleep 30' 2>&1)
 echo "$OUT" | grep -q '^exit: 130$' && ok "exec -it: ^C ends the process (130)" || fail "exec -it ^C: $OUT"
 
+# --- user namespace (the default), --userns host, --disk -------------------------
+if native_only "user namespaces and create --disk are native features (gVisor has its own kernel; create --disk is refused there)"; then
+host_uid() { awk '/^Uid:/{print $2}' "/proc/$1/status" 2>/dev/null; }
+init_pid() { S inspect "$1" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1; }
+expect_eq "$(S exec box id -u)" "0" "userns: exec runs as uid 0 inside"
+HUID=$(host_uid "$(init_pid box)")
+[ -n "$HUID" ] && [ "$HUID" -ge 65536 ] && ok "userns: the holder is host uid $HUID, not root" || fail "userns: holder's host uid '$HUID'"
+expect_eq "$(stat -c %u "$RUN/$ID/fs/upper/tmp/f" 2>&1)" "$HUID" "userns: a file written inside is owned by the sandbox's host uid on disk"
+expect_eq "$(S exec box stat -c %u:%g /tmp/f)" "0:0" "userns: ... and by root inside"
+expect_eq "$(S exec box sh -c 'chown 1000:1000 /tmp/f && stat -c %u:%g /tmp/f')" "1000:1000" "userns: chown to a mapped id works"
+expect_eq "$(stat -c %u "$RUN/$ID/fs/upper/tmp/f")" "$((HUID + 1000))" "userns: ... and lands as host uid start+1000"
+S exec box sh -c 'chown 0:0 /tmp/f'
+expect_eq "$(S exec box stat -c %U /etc/passwd)" "root" "userns: the image's files are root's inside (idmapped layers)"
+IDH=$(S create --userns host busybox) || fail "create --userns host"
+expect_eq "$(host_uid "$(init_pid "$IDH")")" "0" "--userns host: the holder is host root"
+expect_eq "$(S exec "$IDH" sh -c 'echo h > /h; stat -c %u /h')" "0" "--userns host: exec writes as root"
+expect_eq "$(stat -c %u "$RUN/$IDH/fs/upper/h" 2>&1)" "0" "--userns host: ... owned by host root on disk"
+S rm -f "$IDH" >/dev/null
+IDN=$(S create --network host busybox) || fail "create --network host"
+expect_eq "$(host_uid "$(init_pid "$IDN")")" "0" "--network host implies --userns host (as sbx run)"
+S rm -f "$IDN" >/dev/null
+S create --userns bogus busybox >/dev/null 2>"$T/err"; expect_eq "$?" 125 "--userns bogus: 125"
+grep -q "invalid --userns" "$T/err" && ok "--userns bogus: clear error" || fail "--userns bogus: $(cat "$T/err")"
+for bad in 0 abc 512k; do
+  S create --disk "$bad" busybox >/dev/null 2>"$T/err"; expect_eq "$?" 125 "--disk $bad: 125"
+  grep -q -- "--disk" "$T/err" && ok "--disk $bad: the error names --disk" || fail "--disk $bad: $(cat "$T/err")"
+done
+expect_eq "$(ls "$RUN" | grep -c -E '^[0-9a-f]{64}$')" "1" "a refused create leaves no state dir"
+IDD=$(S create --disk 16m busybox) || fail "create --disk 16m"
+grep -q " $RUN/$IDD/fs .* - tmpfs " /proc/self/mountinfo && ok "--disk: the upper dir is on a tmpfs at RUN_ROOT/<id>/fs" || fail "--disk: no tmpfs at $RUN/$IDD/fs"
+S exec "$IDD" dd if=/dev/zero of=/big bs=1M count=64 >/dev/null 2>"$T/dd.err"
+expect_eq "$?" "1" "--disk 16m: dd of 64 MiB fails"
+grep -q "No space left" "$T/dd.err" && ok "--disk: ENOSPC" || fail "--disk: dd said: $(cat "$T/dd.err")"
+BIG=$(S exec "$IDD" stat -c %s /big)
+[ "$BIG" -le 16777216 ] && [ "$BIG" -ge 8388608 ] && ok "--disk 16m: $BIG bytes written" || fail "--disk 16m: /big is $BIG bytes"
+expect_eq "$(S exec "$IDD" sh -c 'rm /big && echo again > /small && cat /small')" "again" "--disk: space comes back after rm"
+expect_eq "$(S exec "$IDD" id -u)" "0" "--disk with a user namespace: uid 0 inside"
+S rm -f "$IDD" >/dev/null
+expect_eq "$(grep -c " $RUN/$IDD/fs " /proc/self/mountinfo)" "0" "--disk: rm -f unmounts the tmpfs"
+fi
+
 # 100 execs in sequence, 10 in parallel.
 n=0; for i in $(seq 100); do [ "$(S exec box echo $i)" == "$i" ] && n=$((n + 1)); done
 expect_eq "$n" 100 "100 execs in sequence"

@@ -44,6 +44,19 @@ ids_now() { ls "$RUN" 2>/dev/null | grep -E '^[0-9a-f]{64}$'; ls -a "$RUN" 2>/de
 S import "$IMAGES/busybox-oci" busybox >/dev/null || { echo "FAIL: import"; exit 1; }
 IDS=""
 
+# --- create --disk killed half-way: its host tmpfs is unmounted by rm -f / gc ------
+for step in create-dir create-state create-started; do
+  SBX_TEST_CRASH_AT=$step S create --disk 8m busybox >/dev/null 2>&1
+  expect_eq "$?" "137" "create --disk killed at $step"
+  IDS+=" $(ids_now)"
+  expect_eq "$(grep -c " $RUN/.* - tmpfs sbx-disk " /proc/self/mountinfo)" "1" "$step: the --disk tmpfs is mounted"
+  # Before the start, gc alone removes it (its creator is dead); once started,
+  # its holder lives on and `rm -f` ends it (as the named steps below).
+  [ "$step" == create-started ] && for id in $(S ps -aq --no-trunc); do S rm -f "$id" >/dev/null || fail "$step: rm -f"; done
+  S gc >/dev/null
+  leak_check "create --disk killed at $step, then rm -f/gc"
+done
+
 # --- named steps of create ------------------------------------------------------
 for step in create-dir create-state create-name create-started create-done; do
   SBX_TEST_CRASH_AT=$step S create --name "n-$step" busybox >/dev/null 2>&1

@@ -23,6 +23,24 @@ while True: a.append(bytearray(1 << 20))' 2>"$T/err"
 fi
 expect_rc "a small program fits under --memory" 0 run --memory 32m $BB sh -c 'head -c 1000000 /dev/zero | wc -c >/dev/null'
 
+# --- disk (the writable layer) -------------------------------------------------------
+out=$(run --disk 16m $BB sh -c 'dd if=/dev/zero of=/big bs=1M count=64 2>&1; stat -c %s /big')
+check "--disk 16m: a filler gets ENOSPC" grep -q 'No space left on device' <<<"$out"
+check "--disk 16m: at most 16 MiB written ($(tail -1 <<<"$out") bytes)" test "$(tail -1 <<<"$out")" -le 16777216
+check "--disk: volumes are not limited by it" bash -c "$SBX run --disk 4m -v $T:/vol $BB dd if=/dev/zero of=/vol/v bs=1M count=8 2>/dev/null && test \$(stat -c %s $T/v) = 8388608"
+rm -f "$T/v"
+expect_rc "--disk 0 is refused (125)" 125 run --disk 0 $BB true
+expect_rc "--disk 1x is refused (125)" 125 run --disk 1x $BB true
+# The native runtime's writable layer is a tmpfs: its bytes are memory charged
+# to the sandbox's memory cgroup (man sbx-run: --disk), so --memory bounds them too.
+if native_only; then
+  out=$(run --memory 64m --disk 256m $BB sh -c 'dd if=/dev/zero of=/big bs=1M count=128 2>/dev/null; echo rc=$?; stat -c %s /big' 2>/dev/null)
+  rc=$?
+  size=$(tail -1 <<<"$out")
+  check "--disk bytes count against --memory (rc $rc, ${size:-no} bytes written of 128 MiB)" \
+    bash -c "[ $rc = 137 ] || { [ -n '$size' ] && [ '$size' -lt 67108864 ]; }"
+fi
+
 # --- pids -------------------------------------------------------------------------
 start=$(date +%s%N)
 # (The shell stays 2 s so the bomb surely grows to the limit: with `wait` it

@@ -125,6 +125,21 @@ if "$SBX" --help | grep -q '^  create '; then
   sbx snapshot-dir "$sid" /root --name croot >/dev/null
   sbx snapshots extract croot "$T/croot"
   [ "$(cat "$T/croot/c.txt")" = from-create ] || fail "snapshot-dir of a running sandbox"
+
+  # A sandbox in a user namespace (create's default) writes 2^31+ host ids to
+  # its upper dir; its snapshots must hold the ids it saw (0, 1000).
+  uid=$(awk '/^Uid:/{print $2}' /proc/$(sbx inspect "$sid" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1)/status)
+  [ "${uid:-0}" -ge 65536 ] || fail "sbx create did not use a user namespace (holder uid '$uid')"
+  sbx exec "$sid" -- sh -c 'mkdir -p /data && echo r > /data/root.txt && echo u > /data/u.txt && chown 1000:1001 /data/u.txt'
+  sbx snapshot "$sid" --name owners:v1 >/dev/null || fail "snapshot of a userns sandbox"
+  [ "$(sbx run --userns host owners:v1 -- stat -c %u:%g /data/root.txt /data/u.txt | tr '\n' ' ')" = "0:0 1000:1001 " ] \
+    || fail "owners in a snapshot of a userns sandbox: $(sbx run --userns host owners:v1 -- stat -c '%n %u:%g' /data/root.txt /data/u.txt | tr '\n' ' ')"
+  sbx snapshot-dir "$sid" /data --name odata >/dev/null || fail "snapshot-dir of a userns sandbox"
+  sbx snapshots extract odata "$T/odata"
+  [ "$(stat -c %u:%g "$T/odata/root.txt" "$T/odata/u.txt" | tr '\n' ' ')" = "0:0 1000:1001 " ] \
+    || fail "owners in a dir snapshot of a userns sandbox: $(stat -c '%n %u:%g' "$T/odata/root.txt" "$T/odata/u.txt" | tr '\n' ' ')"
+  sbx snapshots rm odata >/dev/null
+  sbx rmi owners:v1 >/dev/null || fail "rmi owners:v1"
   expect_code 125 "runtime gvisor" sbx checkpoint "$sid"
   sbx rm -f "$sid" >/dev/null
   # Memory snapshots need `sbx create --runtime gvisor`; until create runs on

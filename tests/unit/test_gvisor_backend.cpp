@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "common/error.h"
+#include "runtime/cgroups.h"
 #include "runtime/gvisor_backend.h"
 
 using namespace sbx;
@@ -82,7 +83,25 @@ TEST_CASE("gvisor backend runs commands under real runsc and leaves nothing behi
   auto st = runtime::run_gvisor(t, o);
   CHECK(st.timed_out);
   CHECK(st.exit_code == kExitTimeout);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(15));
+  // (The sandbox is killed through runsc and runsc run ends by itself: no
+  // slow `runsc delete` of a container whose runsc was SIGKILLed.)
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(6));
+
+  // A memory bomb under a memory limit: the host's memory cgroup (made by
+  // sbx, used by runsc as it is) OOM-kills the sandbox; reported as natively.
+  auto m = spec_for(b, {"sh", "-c", "x=0123456789abcdef; while :; do x=$x$x; done"});
+  m.resources.memory_bytes = 48 << 20;
+  auto oom = runtime::run_gvisor(m, o);
+  CHECK(oom.oom_killed);
+  CHECK(oom.oom_kills > 0);
+  CHECK(oom.exit_code == 137);
+  auto dirs = runtime::sandbox_cgroup_dirs(m.id);
+  CHECK_FALSE(dirs.empty());
+  for (const auto& d : dirs) CHECK_MESSAGE(!stdfs::exists(d), d);
+  // Without a limit hit, no OOM is reported.
+  auto fine = spec_for(b, {"true"});
+  fine.resources.memory_bytes = 48 << 20;
+  CHECK_FALSE(runtime::run_gvisor(fine, o).oom_killed);
 
   // Nothing left: no state dir, no runsc containers.
   CHECK(stdfs::is_empty(run_root));

@@ -37,6 +37,7 @@ static SandboxSpec sample_spec() {
   s.labels = {{"team", "rl"}};
   s.annotations = {{"com.example/x", "y"}};
   s.timeout = std::chrono::milliseconds(10000);
+  s.disk_bytes = uint64_t{32} << 20;
   return s;
 }
 
@@ -60,6 +61,7 @@ TEST_CASE("config.json written from a SandboxSpec follows runtime-spec field nam
   for (auto& n : j["linux"]["namespaces"]) has_netns |= n["type"] == "network";
   CHECK(has_netns);
   CHECK(j["annotations"]["org.sbx.label.team"] == "rl");
+  CHECK(j["annotations"]["org.sbx.disk-bytes"] == "33554432");
   CHECK(j["mounts"].size() == 6 + 2);  // runc's defaults, then the sandbox's own
 }
 
@@ -97,6 +99,15 @@ TEST_CASE("config.json round-trips through SandboxSpec") {
   CHECK(r.image_ref == s.image_ref);
   CHECK(r.name == "demo");
   CHECK(r.timeout == s.timeout);
+  CHECK(r.disk_bytes == s.disk_bytes);
+}
+
+TEST_CASE("config.json: a malformed org.sbx.disk-bytes is refused") {
+  auto j = nlohmann::json::parse(oci::to_runtime_config(sample_spec()));
+  for (const char* bad : {"", "12m", "-1", "99999999999999999999999"}) {
+    j["annotations"]["org.sbx.disk-bytes"] = bad;
+    CHECK_THROWS_WITH_AS(oci::from_runtime_config(j.dump()), doctest::Contains("disk-bytes"), Error);
+  }
 }
 
 TEST_CASE("host network: no network namespace in config.json") {

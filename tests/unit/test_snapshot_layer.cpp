@@ -175,3 +175,47 @@ TEST_CASE("upper_to_layer errors are clear") {
   REQUIRE(::setxattr((o.upper + "/moved").c_str(), "trusted.overlay.redirect", "/orig", 5, 0) == 0);
   CHECK_THROWS_WITH_AS(snapshot::upper_to_layer(o.upper, o.base + "/x.tar"), doctest::Contains("redirect_dir"), Error);
 }
+
+TEST_CASE("upper_to_layer of a user-namespace sandbox: owners mapped back, user.overlay.* markers read") {
+  // An upper dir as an overlay mounted in a user namespace (option userxattr)
+  // leaves it: owners are the sandbox's host ids (here from 2^31), opaque dirs
+  // carry user.overlay.opaque, deletions are 0/0 character devices.
+  char tmpl[] = "/tmp/sbx-snaptest-userns.XXXXXX";
+  const std::string base = ::mkdtemp(tmpl);
+  const std::string up = base + "/upper";
+  const uint32_t host = 1u << 31;
+  stdfs::create_directories(up + "/home/agent");
+  stdfs::create_directories(up + "/var/cache");
+  put(up + "/root.txt", "r\n");
+  put(up + "/home/agent/a.txt", "a\n");
+  put(up + "/stranger", "s\n");
+  REQUIRE(::chown((up + "/root.txt").c_str(), host, host) == 0);
+  REQUIRE(::chown((up + "/home/agent").c_str(), host + 1000, host + 1000) == 0);
+  REQUIRE(::chown((up + "/home/agent/a.txt").c_str(), host + 1000, host + 1001) == 0);
+  REQUIRE(::chown((up + "/stranger").c_str(), 5, 5) == 0);  // no id in the sandbox's map
+  REQUIRE(::setxattr((up + "/var/cache").c_str(), "user.overlay.opaque", "y", 1, 0) == 0);
+  REQUIRE(::mknod((up + "/gone").c_str(), S_IFCHR | 0000, 0) == 0);
+  REQUIRE(::chown((up + "/gone").c_str(), host, host) == 0);
+
+  const std::vector<IdMapping> map = {{0, host, 65536}};
+  auto r = snapshot::upper_to_layer(up, base + "/l.tar", map, map);
+  CHECK(r.whiteouts == 2);  // .wh.gone, var/cache/.wh..wh..opq
+  auto t = read_tar(base + "/l.tar");
+  CHECK(t["root.txt"].uid == 0);
+  CHECK(t["root.txt"].gid == 0);
+  CHECK(t["home/agent/"].uid == 1000);
+  CHECK(t["home/agent/a.txt"].uid == 1000);
+  CHECK(t["home/agent/a.txt"].gid == 1001);
+  CHECK(t["stranger"].uid == 65534);  // what the sandbox saw: the overflow id
+  REQUIRE(t.count(".wh.gone"));
+  CHECK(t[".wh.gone"].uid == 0);
+  REQUIRE(t.count("var/cache/.wh..wh..opq"));
+  CHECK(t["var/cache/"].xattrs.count("user.overlay.opaque") == 0);
+
+  // Without maps the owners are written as they are on disk.
+  snapshot::upper_to_layer(up, base + "/raw.tar");
+  auto raw = read_tar(base + "/raw.tar");
+  CHECK(raw["root.txt"].uid == host);
+  CHECK(raw["stranger"].uid == 5);
+  stdfs::remove_all(base);
+}
