@@ -716,6 +716,7 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   }
   argv.push_back(st.id);
 
+  FileOutput file_out(req.tty ? -1 : (out_fd >= 0 ? out_fd : 1)), file_err(req.tty ? -1 : (err_fd >= 0 ? err_fd : 2));
   sigset_t mask, old;
   sigemptyset(&mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) sigaddset(&mask, sig);
@@ -738,8 +739,12 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
     }
     if (out_fd >= 0) ::dup2(out_fd, 1);
     if (err_fd >= 0) ::dup2(err_fd, 2);
+    if (file_out.write_end >= 0) ::dup2(file_out.write_end, 1);
+    if (file_err.write_end >= 0) ::dup2(file_err.write_end, 2);
     exec_argv(argv);
   }
+  file_out.parent_side();
+  file_err.parent_side();
   int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   int master = -1;
   if (req.tty) {
@@ -797,10 +802,12 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       int left = static_cast<int>(last_touch + touch_every - now);
       wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
     }
-    struct pollfd pfd[3] = {{sfd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
-    int n = relay ? relay->add_pollfds(pfd, 1, req.interactive) : 1;
+    struct pollfd pfd[5] = {{sfd, POLLIN, 0}, {file_out.read_end, POLLIN, 0}, {file_err.read_end, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    int n = relay ? relay->add_pollfds(pfd, 3, req.interactive) : 3;
     if (::poll(pfd, static_cast<nfds_t>(n), timed_out ? 100 : wait_ms) > 0) {
       if (relay) relay->handle(pfd);
+      if (pfd[1].revents) file_out.pump();
+      if (pfd[2].revents) file_err.pump();
       struct signalfd_siginfo si;
       while (::read(sfd, &si, sizeof si) == sizeof si) {
         if (si.ssi_signo == SIGCHLD) continue;
@@ -812,7 +819,9 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       }
     }
   }
-  // The process ended: drain its last output from the pty.
+  // The process ended: its last output to a file, from the pty.
+  file_out.drain(500);
+  file_err.drain(500);
   for (int i = 0; relay && relay->master_open() && i < 100; ++i) {
     struct pollfd pfd[2];
     int n = relay->add_pollfds(pfd, 0, false);

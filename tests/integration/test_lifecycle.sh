@@ -49,6 +49,8 @@ expect_eq "$(S exec -e A=1 -e B=two -w /tmp box sh -c 'echo $A-$B-$(pwd)')" "1-t
 expect_eq "$(S exec -u nobody box id -u)" "65534" "-u nobody"
 expect_eq "$(echo piped | S exec -i box cat)" "piped" "-i passes stdin"
 expect_eq "$(echo piped | S exec box cat)" "" "without -i stdin is /dev/null"
+(echo first; S exec box sh -c 'echo second; echo third >&2'; echo fourth) > "$T/appended" 2>&1
+expect_eq "$(tr '\n' ' ' < "$T/appended")" "first second third fourth " "exec output to a file continues it (not from offset 0)"
 S exec --timeout 300ms box sleep 5 2>/dev/null; expect_eq "$?" 124 "exec --timeout: 124"
 # Same confinement as the first process.
 STATUS=$(S exec box cat /proc/self/status)
