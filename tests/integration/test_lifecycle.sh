@@ -238,6 +238,26 @@ if [ "$RUNTIME" = gvisor ]; then
   S rm "$ID8" >/dev/null && ok "rm of the released sandbox" || fail "rm $ID8"
 fi
 
+# --- gVisor: restored sandboxes are first-class ---------------------------------
+# sbx restore starts each copy under its own monitor: ps, exec, logs, stop, rm.
+if [ "$RUNTIME" = gvisor ]; then
+  S create --name ctr busybox sh -c 'i=0; while true; do i=$((i+1)); echo $i; sleep 0.1; done' >/dev/null
+  S exec ctr sh -c 'echo kept > /tmp/state'
+  sleep 0.5
+  S checkpoint --name life-ckpt ctr >/dev/null || fail "checkpoint"
+  AT=$(S logs ctr | tail -1)
+  R=$(S restore life-ckpt --name copy --count 2) || fail "restore"
+  expect_eq "$(echo "$R" | wc -l)" 2 "restore --count 2 prints two ids"
+  expect_eq "$(S ps -q --filter name=copy-1 | wc -l)$(S ps -q --filter name=copy-2 | wc -l)" "11" "ps lists the restored copies by name"
+  expect_eq "$(S exec copy-2 cat /tmp/state)" "kept" "exec in a restored copy sees the checkpointed file system"
+  sleep 0.5
+  N=$(S logs copy-1 | tail -1)
+  [ "$N" -gt "$AT" ] 2>/dev/null && ok "logs of a restored copy continue from the checkpoint ($AT -> $N)" || fail "restored logs: '$AT' then '$N'"
+  S stop -t 1 copy-1 >/dev/null; S inspect copy-1 | grep -q '"Status": "exited"' && ok "stop a restored copy" || fail "stop restored"
+  S rm -f ctr copy-1 copy-2 >/dev/null && ok "rm -f the restored copies" || fail "rm restored"
+  S snapshots rm life-ckpt >/dev/null 2>&1
+fi
+
 # --- rm and leak check ------------------------------------------------------------------
 ID7=$(S create busybox)
 PID7=$(S inspect "$ID7" | sed -n 's/.*"Pid": \([0-9]*\).*/\1/p' | head -1)
