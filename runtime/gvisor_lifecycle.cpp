@@ -554,13 +554,16 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     // The cgroups: every one runsc may make for the relative cgroupsPath.
     st.cgroups = sandbox_cgroup_dirs(id);
     write_state(fresh, st);
+    crash_point("create-dir");
     if (::rename(fresh.c_str(), dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + dir);
   } catch (...) {
     remove_tree(fresh);
     throw;
   }
+  crash_point("create-state");
   try {
     if (!spec.name.empty()) claim_name(run_root, spec.name, id);
+    crash_point("create-name");
     // sbx makes the sandbox's cgroup itself, with its limits, as `sbx run
     // --runtime gvisor` does (runtime/gvisor_backend.cpp): runsc uses the
     // pre-created dirs as they are, and the OOM count outlives runsc. The
@@ -591,10 +594,12 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       fs::write_file_atomic(dir + "/bundle/config.json", oci::to_runtime_config(r, ro), 0600);
     };
     start_gvisor_monitor(dir, st, launch, write_config);
+    crash_point("create-started");
     st = read_state(dir);
     st.status = "running";
     st.started_ms = now_ms();
     write_state(dir, st);
+    crash_point("create-done");
   } catch (...) {
     try {
       remove_sandbox(run_root, id, true);
@@ -745,6 +750,7 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   }
   file_out.parent_side();
   file_err.parent_side();
+  crash_point("exec-joined");  // (test-only) runsc exec dies with us: PR_SET_PDEATHSIG
   int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   int master = -1;
   if (req.tty) {
