@@ -65,10 +65,10 @@ PROFILES = {
     # (fast tools / tools whose single start takes > 100 ms); he_tools: HumanEval tools.
     "full": dict(start_runs=40, warmup=3, tp_par=[1, 2, 4, 8], tp_n_fast=500, tp_n_slow=100, tp_budget_s=300,
                  he_par=4, he_tools=["chroot", "bwrap", "runc", "runsc", "podman", "sbx", "sbx-rootfs", "sbx-gvisor"],
-                 import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50),
+                 import_reps=3, exec_runs=30, mem_sandboxes=10, fork_n=50, snap_mb=100),
     "quick": dict(start_runs=8, warmup=1, tp_par=[4], tp_n_fast=60, tp_n_slow=12, tp_budget_s=40,
                   he_par=4, he_tools=["chroot", "sbx", "sbx-rootfs"],
-                  import_reps=1, exec_runs=5, mem_sandboxes=2, fork_n=3),
+                  import_reps=1, exec_runs=5, mem_sandboxes=2, fork_n=3, snap_mb=25),
 }
 
 SLOW_TOOLS = {"runsc", "podman", "sbx-gvisor"}  # ~200 ms a start: fewer sandboxes per throughput batch
@@ -87,14 +87,20 @@ def sh(argv, check=True, timeout=600, **kw) -> subprocess.CompletedProcess:
     return p
 
 
-def sh_files(argv, timeout=60) -> subprocess.CompletedProcess:
-    """Like sh(), but stdout/stderr go through temp files, not pipes: a command that leaves a
+def sh_files_nocheck(argv, timeout=60) -> subprocess.CompletedProcess:
+    """Runs argv with stdout/stderr through temp files, not pipes: a command that leaves a
     detached process holding its stdout (runc run --detach, sbx create) must not hang us."""
     with tempfile.TemporaryFile("w+") as o, tempfile.TemporaryFile("w+") as e:
         p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=o, stderr=e, timeout=timeout)
         o.seek(0)
         e.seek(0)
         p.stdout, p.stderr = o.read(), e.read()
+    return p
+
+
+def sh_files(argv, timeout=60) -> subprocess.CompletedProcess:
+    """sh_files_nocheck() that raises, with stderr in the message, on a non-zero exit."""
+    p = sh_files_nocheck(argv, timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, argv[:6]))}: exit {p.returncode}: {short(p.stderr or p.stdout)}")
     return p
@@ -546,7 +552,8 @@ class Sbx(Tool):
         return {"create", "exec", "rm"} <= sbx_commands(self.ctx.sbx)
 
     def start_idle(self, img, cmd):
-        p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", *self.dashdash, *cmd])
+        # `sbx create IMAGE CMD...` (no "--": this build's create refuses it after IMAGE).
+        p = sh_files([*self.base, "create", *self.runtime_args, "--network", "none", f"bench-{img}", *cmd])
         return p.stdout.strip().splitlines()[-1].strip()
 
     def exec_argv(self, cid, cmd):
@@ -967,19 +974,43 @@ def wait_for(tool, cid, path, timeout=120.0):
     raise RuntimeError(f"{tool.name}: {path} did not appear in {cid} within {timeout:.0f} s")
 
 
+def sbx_upper(cid: str, sub: str = "") -> Path:
+    """The host path of a created sbx sandbox's overlay upper dir (RUN_ROOT/<id>/fs/upper)."""
+    for d in sorted(Path(SBX_RUN_ROOT).glob(f"{cid}*/fs/upper")):
+        return d / sub if sub else d
+    raise RuntimeError(f"sbx sandbox {cid}: no upper dir under {SBX_RUN_ROOT}")
+
+
+def gvisor_create_refused(sbx) -> str:
+    """'' when `sbx create --runtime gvisor` works here, else why not (probed once, removed at once)."""
+    p = sh_files_nocheck([*sbx.base, "create", *sbx.runtime_args, "--network", "none", "bench-busybox",
+                          "/bin/sleep", "60"])
+    if p.returncode != 0:
+        return f"not yet available: `sbx create --runtime gvisor` is refused here ({short(p.stderr or p.stdout, 150)})"
+    sbx.stop_idle(p.stdout.strip().splitlines()[-1].strip())
+    return ""
+
+
 def scenario_snapshot(ctx, tools, prof, res):
-    """6. Snapshots: filesystem snapshot of a sandbox that wrote 100 MB (podman commit / sbx
-    snapshot), directory snapshot of that data (sbx snapshot-dir), memory checkpoint and restore
-    (runsc / sbx on gVisor), fork of N sandboxes from one checkpoint (runsc restore N times /
-    sbx restore --count N). Each result is checked before it counts."""
-    mb = 100
+    """6. Snapshots, each sbx case beside its peer, as ratios:
+    - filesystem snapshot of a sandbox that wrote 100 MB: `sbx snapshot` / `podman commit`;
+    - directory snapshot of those 100 MB: `sbx snapshot-dir` / `tar | zstd -3` of the same host dir
+      (the floor: the same bytes through the same compressor, with no sandbox around them);
+    - fork N sandboxes from the filesystem snapshot: N x `sbx create` / N x `podman run -d` of the
+      committed image;
+    - memory checkpoint, restore and a fork of N from one checkpoint: `sbx checkpoint` / `sbx
+      restore` / `sbx restore --count N` of a gVisor sandbox beside raw `runsc checkpoint` /
+      `runsc restore` (N times) on a raw bundle.
+    Each result is checked before it counts (the file's size read back, an exec that prints 42)."""
+    mb = prof["snap_mb"]
     nbytes = str(mb * 1048576)
     nfork = prof["fork_n"]
     out = {"description": f"filesystem snapshot of a sandbox that wrote {mb} MB to /work/data.bin (checked by reading "
                           f"the file's size in a new sandbox of the snapshot); directory snapshot of /work (checked by "
-                          f"extracting it); memory checkpoint + restore of an idle sandbox (checked by exec into the "
-                          f"restored one); fork of {nfork} sandboxes from one checkpoint",
-           "cases": {}, "fork_n": nfork}
+                          f"extracting it) beside `tar | zstd -3` of the same host directory; fork of {nfork} "
+                          f"sandboxes from the filesystem snapshot; memory checkpoint + restore of an idle gVisor "
+                          f"sandbox (checked by exec into the restored one) and fork of {nfork} from one checkpoint",
+           "cases": {}, "fork_n": nfork, "ratios": []}
     by = {t.name: t for t in tools}
     writer = ["/bin/sh", "-c", f"mkdir -p /work && head -c {nbytes} /dev/urandom > /work/data.bin && touch /done "
                                "&& exec sleep 3600"]
@@ -1001,6 +1032,7 @@ def scenario_snapshot(ctx, tools, prof, res):
         if p.stdout.split()[:1] != [nbytes]:
             raise RuntimeError(f"the snapshot's /work/data.bin: {p.stdout.strip()!r} {short(p.stderr)}, want {nbytes} bytes")
 
+    pod_key = f"filesystem: podman commit ({mb} MB written)"
     pod = by.get("podman")
     if pod is not None and pod.state == "ok":
         def podman_fs():
@@ -1013,26 +1045,51 @@ def scenario_snapshot(ctx, tools, prof, res):
                 secs = time.perf_counter() - t0
             finally:
                 pod.stop_idle(cid)
+            forks = []
             try:
                 check_size(sh_files([*pod.base, "run", "--rm", "--pull=never", "--runtime", "runc", "--network", "none",
                                      "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", ref,
                                      "/bin/wc", "-c", "/work/data.bin"], timeout=120))
+                # Fork: N long-lived containers of the committed image, one after another.
+                t0 = time.perf_counter()
+                for _ in range(nfork):
+                    p = sh_files([*pod.base, "run", "--detach", "--pull=never", "--runtime", "runc", "--network",
+                                  "none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", ref,
+                                  "/bin/sleep", "3600"], timeout=120)
+                    c = p.stdout.strip().splitlines()[-1]
+                    PODMAN_CIDS.add(c)
+                    forks.append(c)
+                fork_s = time.perf_counter() - t0
+                check_size(sh_files(pod.exec_argv(forks[-1], ["/bin/wc", "-c", "/work/data.bin"])))
             finally:
+                for c in forks:
+                    pod.stop_idle(c)
                 sh([*pod.base, "rmi", "-f", ref], check=False)
-            return {"snapshot_s": secs}
-        cases[f"filesystem: podman commit ({mb} MB written)"] = podman_fs
+            return {"snapshot_s": secs, "fork_s": fork_s}
+        cases[pod_key] = podman_fs
 
     fs_key, dir_key = f"filesystem: sbx snapshot ({mb} MB written)", f"directory: sbx snapshot-dir ({mb} MB)"
+    floor_key = f"directory: tar piped to zstd -3, the same host dir ({mb} MB)"
     if "snapshot" in sbx_cmds:
         def sbx_fs():
             cid = sbx.start_idle("busybox", writer)
             r = {}
+            forks = []
             try:
                 wait_for(sbx, cid, "/done")
                 t0 = time.perf_counter()
                 sh([*sbx.base, "snapshot", cid, "--name", "bench-snap"], timeout=300)
                 r["snapshot_s"] = time.perf_counter() - t0
                 if "snapshot-dir" in sbx_cmds:
+                    # The floor first, on the very directory snapshot-dir reads (page cache warm for both).
+                    work = sbx_upper(cid, "work")
+                    dst = ctx.work / "floor.tar.zst"
+                    t0 = time.perf_counter()
+                    sh(["/bin/sh", "-c", 'tar -C "$1" -cf - . | zstd -3 -q -f -o "$2"', "sh", str(work), str(dst)],
+                       timeout=300)
+                    r["floor_s"] = time.perf_counter() - t0
+                    r["floor_bytes"] = dst.stat().st_size
+                    dst.unlink()
                     t0 = time.perf_counter()
                     sh([*sbx.base, "snapshot-dir", cid, "/work", "--name", "bench-dir"], timeout=300)
                     r["dir_s"] = time.perf_counter() - t0
@@ -1041,6 +1098,14 @@ def scenario_snapshot(ctx, tools, prof, res):
             try:
                 check_size(sh_files([*sbx.base, "run", "--network", "none", "bench-snap", *sbx.dashdash,
                                      "/bin/wc", "-c", "/work/data.bin"], timeout=120))
+                # Fork: N long-lived sandboxes of the snapshot, one after another.
+                t0 = time.perf_counter()
+                for _ in range(nfork):
+                    p = sh_files([*sbx.base, "create", "--network", "none", "bench-snap", "/bin/sleep", "3600"],
+                                 timeout=120)
+                    forks.append(p.stdout.strip().splitlines()[-1].strip())
+                r["fork_s"] = time.perf_counter() - t0
+                check_size(sh_files(sbx.exec_argv(forks[-1], ["/bin/wc", "-c", "/work/data.bin"])))
                 if "dir_s" in r:
                     d = Path(tempfile.mkdtemp(prefix="dirsnap.", dir=ctx.work))
                     try:
@@ -1051,6 +1116,8 @@ def scenario_snapshot(ctx, tools, prof, res):
                     finally:
                         shutil.rmtree(d, ignore_errors=True)
             finally:
+                for c in forks:
+                    sbx.stop_idle(c)
                 sh([*sbx.base, "rmi", "-f", "bench-snap"], check=False)
                 sh([*sbx.base, "snapshots", "rm", "bench-dir"], check=False)
             return r
@@ -1060,6 +1127,7 @@ def scenario_snapshot(ctx, tools, prof, res):
     if "snapshot-dir" not in sbx_cmds or "snapshot" not in sbx_cmds:
         out["cases"][dir_key] = {"status": sbx_why or na.format("snapshot-dir")}
 
+    rs_key = "memory: runsc checkpoint + restore, fork (restore ×N)"
     rs = by.get("runsc")
     if rs is not None and rs.state == "ok":
         def runsc_ckpt():
@@ -1089,10 +1157,13 @@ def scenario_snapshot(ctx, tools, prof, res):
                 for c in [cid, *restored]:
                     rs.stop_idle(c)
                 shutil.rmtree(img, ignore_errors=True)
-        cases["memory: runsc checkpoint + restore, fork (restore ×N)"] = runsc_ckpt
+        cases[rs_key] = runsc_ckpt
 
     mem_key = "memory: sbx checkpoint + restore, fork (restore --count N)"
+    gv_why = ""
     if {"checkpoint", "restore"} <= sbx_cmds and sbxg is not None and sbxg.state == "ok":
+        gv_why = gvisor_create_refused(sbxg)
+    if {"checkpoint", "restore"} <= sbx_cmds and sbxg is not None and sbxg.state == "ok" and not gv_why:
         def sbx_ckpt():
             cid = sbxg.start_idle("busybox", ["/bin/sleep", "3600"])
             tag = f"bench-ck-{ctx.tag}"
@@ -1110,7 +1181,7 @@ def scenario_snapshot(ctx, tools, prof, res):
                 t3 = time.perf_counter()
                 sh_files([*sbx.base, "restore", tag, "--count", str(nfork), "--name", f"{tag}-f"], timeout=600)
                 t4 = time.perf_counter()
-                made += [f"{tag}-f-{i}" for i in range(1, nfork + 1)]
+                made += [f"{tag}-f-{i}" for i in range(1, nfork + 1)] if nfork > 1 else [f"{tag}-f"]
                 return {"checkpoint_s": t1 - t0, "restore_s": t2 - t1, "fork_s": t4 - t3}
             finally:
                 for c in made:
@@ -1118,8 +1189,8 @@ def scenario_snapshot(ctx, tools, prof, res):
                 sh([*sbx.base, "snapshots", "rm", tag], check=False)
         cases[mem_key] = sbx_ckpt
     else:
-        out["cases"][mem_key] = {"status": sbx_why or (sbxg.error if sbxg is not None and sbxg.state != "ok" else
-                                                      na.format("checkpoint` / `restore"))}
+        out["cases"][mem_key] = {"status": sbx_why or gv_why or (sbxg.error if sbxg is not None and sbxg.state != "ok"
+                                                                else na.format("checkpoint` / `restore"))}
 
     for name, fn in cases.items():
         log(f"snapshot: {name}")
@@ -1128,10 +1199,29 @@ def scenario_snapshot(ctx, tools, prof, res):
             out["cases"][name] = {"status": "ok", **r}
             if name == fs_key and "dir_s" in r:
                 out["cases"][dir_key] = {"status": r.get("dir_check", "ok"), "snapshot_s": r["dir_s"]}
+                out["cases"][floor_key] = {"status": "ok", "snapshot_s": r["floor_s"], "bytes": r["floor_bytes"]}
         except Exception as ex:  # noqa: BLE001 - reported
             out["cases"][name] = {"status": f"failed: {short(str(ex), 200)}"}
             if name == fs_key:
                 out["cases"][dir_key] = {"status": "failed: see the filesystem case"}
+
+    # Ratios sbx / peer (below 1: sbx is faster), only where both sides were measured and checked.
+    def add_ratio(what, a_key, a_field, b_key, b_field, peer):
+        a, b = out["cases"].get(a_key, {}), out["cases"].get(b_key, {})
+        if a.get("status") == "ok" and b.get("status") == "ok" and a.get(a_field) and b.get(b_field):
+            out["ratios"].append({"what": what, "peer": peer, "sbx_s": a[a_field], "peer_s": b[b_field],
+                                  "ratio": a[a_field] / b[b_field]})
+        else:
+            out["ratios"].append({"what": what, "peer": peer, "status": (a.get("status") if a.get("status") != "ok"
+                                                                         else b.get("status", "peer not run"))})
+    add_ratio(f"filesystem snapshot, {mb} MB written", fs_key, "snapshot_s", pod_key, "snapshot_s", "podman commit")
+    add_ratio(f"directory snapshot, {mb} MB", dir_key, "snapshot_s", floor_key, "snapshot_s", "tar piped to zstd -3 (floor)")
+    add_ratio(f"fork {nfork} from a filesystem snapshot", fs_key, "fork_s", pod_key, "fork_s",
+              f"{nfork} × podman run -d")
+    add_ratio("memory checkpoint (gVisor)", mem_key, "checkpoint_s", rs_key, "checkpoint_s", "runsc checkpoint")
+    add_ratio("memory restore, 1 copy (gVisor)", mem_key, "restore_s", rs_key, "restore_s", "runsc restore")
+    add_ratio(f"fork {nfork} from a memory snapshot", mem_key, "fork_s", rs_key, "fork_s",
+              f"{nfork} × runsc restore")
     res["scenarios"]["snapshot"] = out
 
 

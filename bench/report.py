@@ -307,6 +307,18 @@ def markdown(res, stem):
                 snap = r.get("snapshot_s", r.get("checkpoint_s"))
                 L.append(f"| {name} | {f(snap, 2)} | {f(r.get('restore_s'), 2)} | {f(r.get('fork_s'), 2)} | "
                          f"{status_cell(r['status'])} |")
+            if sn.get("ratios"):
+                L.append("")
+                L.append("sbx beside its peer (ratio = sbx time / peer time; below 1: sbx is faster):")
+                L.append("")
+                L.append("| what | sbx s | peer | peer s | ratio |")
+                L.append("|---|---:|---|---:|---:|")
+                for q in sn["ratios"]:
+                    if "ratio" in q:
+                        L.append(f"| {q['what']} | {f(q['sbx_s'], 2)} | {q['peer']} | {f(q['peer_s'], 2)} | "
+                                 f"**{f(q['ratio'], 2)}×** |")
+                    else:
+                        L.append(f"| {q['what']} | – | {q['peer']} | – | {status_cell(q.get('status') or '–')} |")
         L.append("")
 
     L.append("## Cleanup and notes")

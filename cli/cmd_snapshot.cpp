@@ -39,16 +39,10 @@ std::string human_size(uint64_t b) {
   return buf;
 }
 
+/// The sandbox named by `ref` (full id, name or unique id prefix), resolved
+/// as every lifecycle command does (same errors, exit 125).
 runtime::SandboxState sandbox_state(const Globals& g, const std::string& ref) {
-  std::string id = ref;
-  try {
-    id = runtime::resolve_id(g.run_root, ref);  // a name or id prefix, as every lifecycle command
-  } catch (const Error&) {
-  }
-  std::string dir = g.run_root + "/" + id;
-  if (!fs::exists(dir + "/state.json"))
-    throw Error("no sandbox '" + id + "' in " + g.run_root + "; see the sandboxes you created with 'sbx create'", ENOENT, 1);
-  return runtime::read_state(dir);
+  return runtime::read_state(runtime::sandbox_dir(g.run_root, runtime::resolve_id(g.run_root, ref)));
 }
 
 void print_record_table(const std::vector<snapshot::SnapshotRecord>& recs) {
@@ -95,9 +89,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
           req.freeze_cgroups = sfs.freeze_cgroups;
           req.uid_map = sfs.uid_map;
           req.gid_map = sfs.gid_map;
-          if (runtime::state_alive(st) && sfs.freeze_cgroups.empty())
-            std::cerr << "sbx: warning: sandbox " << id << " is running but has no freezer cgroup; "
-                      << "files being written during the snapshot may be caught half-written\n";
+          req.freeze_members = sfs.freeze_members;
           req.parent_image = st.image_id.empty() ? st.image_ref : st.image_id;
           parent_id = st.id;
         }
@@ -156,11 +148,8 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
             throw Error("sandbox " + id + " runs on gvisor, whose files live in runsc's memory; directory snapshots need a native sandbox");
           if (!runtime::state_alive(st)) throw Error("sandbox " + id + " is not running; start it to snapshot a directory of it");
           req.parent = st.id;
-          req.freeze_cgroups = snapshot::freezable_cgroups(st);
+          snapshot::freeze_cgroups(g.run_root, st, req.freeze_cgroups, req.freeze_members);
           snapshot::sandbox_id_maps(g.run_root, st, req.uid_map, req.gid_map);
-          if (req.freeze_cgroups.empty())
-            std::cerr << "sbx: warning: sandbox " << id << " has no freezer cgroup; "
-                      << "files being written during the snapshot may be caught half-written\n";
           rec = snapshot::snapshot_sandbox_dir(g.root, st.pid, path, req);
         }
         std::cout << rec.name << "\n";
@@ -234,8 +223,10 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
         auto req = snapshot::gvisor_request(g.run_root, st);
         req.runsc = runtime::find_runsc(runsc);
         req.name = name;
-        req.leave_running = leave;
-        auto rec = snapshot::checkpoint_gvisor(g.root, req);
+        // runsc's own --leave-running (destroy + restore in place) fails on
+        // Debian's runsc 20221219 and kills the sandbox: sbx does the same two steps.
+        auto rec = leave ? snapshot::checkpoint_gvisor_resume(g.root, g.run_root, req)
+                         : snapshot::checkpoint_gvisor(g.root, req);
         std::cout << rec.name << "\n";
         return 0;
       };

@@ -315,6 +315,21 @@ void Cgroup::destroy() noexcept {
   procs_.clear();
 }
 
+std::string lazy_freezer_dir(const std::string& id) {
+  static const SelfCgroups self = read_self();
+  const std::string name = "sbx-" + id.substr(0, 12);
+  switch (cgroup_mode()) {
+    case CgroupMode::Unified:
+      return "";
+    case CgroupMode::Hybrid:
+      return join(std::string(kRoot) + "/unified", self.v2) + "/" + name;
+    case CgroupMode::Legacy:
+      if (!self.has_v1("freezer")) return "";
+      return join(std::string(kRoot) + "/freezer", self.v1_path("freezer")) + "/" + name;
+  }
+  return "";
+}
+
 std::vector<std::string> gc_stale_cgroups(int min_age_s) noexcept {
   std::vector<std::string> removed;
   try {

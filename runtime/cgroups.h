@@ -90,6 +90,14 @@ class Cgroup {
 /// cannot be read).
 std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept;
 
+/// Where a sandbox's freezer cgroup goes when it is made lazily, at snapshot
+/// time (runtime/sandbox_freezer.h) rather than at every start: on a hybrid
+/// host "sbx-<id12>" in the empty cgroup2 tree at /sys/fs/cgroup/unified
+/// (cgroup.freeze needs no controller), on a legacy host in the v1 freezer
+/// hierarchy; both under sbx's own cgroup there. "" on a unified host (the
+/// sandbox's own cgroup has cgroup.freeze) or a legacy one without a freezer.
+std::string lazy_freezer_dir(const std::string& id);
+
 /// Removes stale sandbox cgroups: "sbx-*" children of sbx's own cgroup (in
 /// every hierarchy) that hold no process and are older than `min_age_s`
 /// seconds (a sandbox being started holds its empty cgroup for about a

@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -156,15 +157,20 @@ void make_mounts_private() {
   mnt(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "private propagation");
 }
 
-std::string tmpfs_size_option(uint64_t bytes) { return "size=" + std::to_string(bytes); }
+uint64_t tmpfs_inodes_for(uint64_t bytes) { return std::max<uint64_t>(bytes / 4096, 4096); }
+
+std::string tmpfs_size_option(uint64_t bytes) {
+  return "size=" + std::to_string(bytes) + ",nr_inodes=" + std::to_string(tmpfs_inodes_for(bytes));
+}
 
 int mount_staging_at(int state_dir_fd, uint64_t disk_bytes) {
   int fsfd = ::fsopen("tmpfs", FSOPEN_CLOEXEC);
   if (fsfd < 0) throw_errno("mount the staging tmpfs (fsopen)");
   int mfd = -1;
-  const std::string size = std::to_string(disk_bytes);
+  const std::string size = std::to_string(disk_bytes), inodes = std::to_string(tmpfs_inodes_for(disk_bytes));
   if (::fsconfig(fsfd, FSCONFIG_SET_STRING, "mode", "0700", 0) == 0 &&
-      (disk_bytes == 0 || ::fsconfig(fsfd, FSCONFIG_SET_STRING, "size", size.c_str(), 0) == 0) &&
+      (disk_bytes == 0 || (::fsconfig(fsfd, FSCONFIG_SET_STRING, "size", size.c_str(), 0) == 0 &&
+                           ::fsconfig(fsfd, FSCONFIG_SET_STRING, "nr_inodes", inodes.c_str(), 0) == 0)) &&
       ::fsconfig(fsfd, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0)
     mfd = ::fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
   int e = errno;

@@ -51,8 +51,14 @@ std::string mount_rootfs(const SandboxSpec& spec, const std::string& staging,
 /// to its root file system then fail with ENOSPC beyond it.
 int mount_staging_at(int state_dir_fd, uint64_t disk_bytes = 0);
 
-/// "size=BYTES" for a tmpfs holding a --disk limited upper dir (tmpfs rounds
-/// it up to whole pages; Documentation/filesystems/tmpfs.rst).
+/// Inodes (files, dirs, links) a --disk limit of `bytes` allows: one per
+/// 4 KiB, at least 4096 (ext4 makes one per 16 KiB). Without such a cap a
+/// tmpfs allows half of RAM in pages as inodes, and empty files cost kernel
+/// memory that size= does not count.
+uint64_t tmpfs_inodes_for(uint64_t bytes);
+
+/// "size=BYTES,nr_inodes=N" for a tmpfs holding a --disk limited upper dir
+/// (tmpfs rounds the size up to whole pages; Documentation/filesystems/tmpfs.rst).
 std::string tmpfs_size_option(uint64_t bytes);
 
 /// A host-side bind source, opened (open_tree(OPEN_TREE_CLONE)) while the host

@@ -1,8 +1,6 @@
 #include "snapshot/checkpoint.h"
 
 #include <fcntl.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 #include "oci/tree.h"
 #include "runtime/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
+#include "runtime/native_backend.h"
 #include "runtime/state.h"
 
 namespace sbx::snapshot {
@@ -30,12 +29,8 @@ using clock_type = std::chrono::steady_clock;
 
 std::string ckpt_dir(const std::string& root, const std::string& id) { return root + "/snapshots/checkpoints/" + id; }
 
-/// Runs argv with stdin on /dev/null and stdout+stderr into `out_file`
-/// (a file, not a pipe: a detached runsc sandbox keeps its stdio open).
-/// `rootfs_layers` non-empty: first mounts them read-only at `rootfs_target`
-/// in a private mount namespace that runsc (and its gofer) inherit.
-pid_t spawn(const std::vector<std::string>& argv, const std::string& out_file,
-            const std::vector<std::string>& rootfs_layers = {}, const std::string& rootfs_target = "") {
+/// Runs argv with stdin on /dev/null and stdout+stderr into `out_file`.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& out_file) {
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork for " + argv[0]);
   if (pid == 0) {
@@ -45,25 +40,6 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& out_file,
     if (out >= 0) {
       ::dup2(out, 1);
       ::dup2(out, 2);
-    }
-    if (!rootfs_layers.empty()) {
-      if (::unshare(CLONE_NEWNS) < 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) {
-        std::fprintf(stderr, "sbx: private mount namespace for runsc: %s\n", std::strerror(errno));
-        ::_exit(125);
-      }
-      int r;
-      if (rootfs_layers.size() == 1) {
-        r = ::mount(rootfs_layers[0].c_str(), rootfs_target.c_str(), nullptr, MS_BIND | MS_REC, nullptr);
-        if (r == 0) r = ::mount(nullptr, rootfs_target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr);
-      } else {
-        std::string lower;
-        for (auto it = rootfs_layers.rbegin(); it != rootfs_layers.rend(); ++it) lower += (lower.empty() ? "" : ":") + *it;
-        r = ::mount("overlay", rootfs_target.c_str(), "overlay", MS_RDONLY, ("lowerdir=" + lower).c_str());
-      }
-      if (r < 0) {
-        std::fprintf(stderr, "sbx: mount the image layers on %s: %s\n", rootfs_target.c_str(), std::strerror(errno));
-        ::_exit(125);
-      }
     }
     std::vector<char*> a;
     for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
@@ -113,35 +89,6 @@ std::vector<std::string> runsc_base(const std::string& runsc, const std::string&
   if (!log.empty()) a.insert(a.end(), {"--log", log});
   a.insert(a.end(), flags.begin(), flags.end());
   return a;
-}
-
-// The state of a sandbox sbx restore (or start_gvisor_detached) is starting:
-// "creating" by this process until its monitor answers (runtime/state.h).
-runtime::SandboxState restored_state(const std::string& id, const std::string& name, const std::string& image,
-                                     const json& config) {
-  runtime::SandboxState st;
-  st.id = id;
-  st.name = name;
-  st.image_id = st.image_ref = image;
-  st.runtime = "gvisor";
-  st.status = "creating";
-  st.created_ms = runtime::now_ms();
-  try {
-    st.command = config.at("process").at("args").get<std::vector<std::string>>();
-  } catch (const json::exception&) {
-  }
-  st.creator_pid = ::getpid();
-  st.creator_start = runtime::process_start_time(::getpid());
-  return st;
-}
-
-// Its monitor answered: the sandbox runs (pid: its monitor, as state.json says).
-void mark_running(RestoredSandbox& s) {
-  runtime::SandboxState st = runtime::read_state(s.dir);
-  st.status = "running";
-  st.started_ms = runtime::now_ms();
-  runtime::write_state(s.dir, st);
-  s.pid = st.pid;
 }
 
 }  // namespace
@@ -237,6 +184,7 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
 
 std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::string& name, const RestoreOptions& opts) {
   if (opts.count < 1 || opts.count > 4096) throw Error("--count must be between 1 and 4096");
+  if (opts.resume && opts.count != 1) throw Error("restore: resuming a sandbox needs --count 1");
   SnapshotRecord rec = find_record(root, name, "memory");
   if (rec.runtime != "gvisor") throw Error("snapshot '" + name + "' was taken with runtime " + rec.runtime + "; only gvisor memory snapshots can be restored here");
   const std::string cdir = ckpt_dir(root, rec.id);
@@ -252,128 +200,124 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
     if (!fs::exists(l)) throw Error("memory snapshot '" + name + "' needs image layer " + l + ", which is gone (was the image removed?)");
   if (layers.empty()) throw Error("memory snapshot '" + name + "' records no image layers");
   std::vector<std::string> flags = meta.value("runsc_flags", std::vector<std::string>{});
+  const std::string image = meta.value("image", "");
 
-  struct Pending {
-    RestoredSandbox s;
-    runtime::SandboxState st;
-    runtime::GvisorMonitor mon;
-    clock_type::time_point t0;
-  };
-  std::vector<Pending> ps;
-  std::string err;
-  runtime::GvisorLaunch launch;
-  launch.runsc = opts.runsc;
-  launch.runsc_flags = flags;
-  launch.layer_dirs = layers;
-  launch.restore_image = cdir + "/image";
-  launch.image = meta.value("image", "");
-  // Prepare every bundle and start every copy's monitor (each runs `runsc
-  // restore`) at once, then wait for them all. Each copy is a first-class
-  // sandbox: a fresh id, the name NAME or NAME-i, ps/exec/logs/stop/rm.
-  for (int i = 0; i < opts.count && err.empty(); ++i) {
-    Pending p;
-    p.s.id = random_hex(64);
-    p.s.dir = runtime::sandbox_dir(opts.run_root, p.s.id);
-    p.s.runsc_root = p.s.dir + "/runsc";
-    p.s.output = p.s.dir + "/log";
-    std::string sname = opts.name.empty() ? "" : (opts.count == 1 ? opts.name : opts.name + "-" + std::to_string(i + 1));
-    try {
-      fs::mkdir_p(p.s.dir + "/bundle/rootfs", 0700);
+  // Each copy is an ordinary long-lived gVisor sandbox (runtime/gvisor_lifecycle.h):
+  // its own id, state dir, name, monitor, runsc root, cgroups and bundle, with
+  // `runsc restore` in place of `runsc run`; ps/exec/logs/stop/rm work on it.
+  // One after another: each restore already keeps this host's CPUs busy.
+  std::vector<RestoredSandbox> out;
+  fs::mkdir_p(opts.run_root, 0700);
+  try {
+    for (int i = 0; i < opts.count; ++i) {
+      const std::string nm = opts.name.empty() ? "" : opts.count == 1 ? opts.name : opts.name + "-" + std::to_string(i + 1);
+      const auto t0 = clock_type::now();
+      RestoredSandbox s;
+      s.id = opts.resume ? opts.resume->id : runtime::new_sandbox_id();
+      s.dir = runtime::sandbox_dir(opts.run_root, s.id);
+      s.runsc_root = s.dir + "/runsc";
+      s.output = s.dir + "/log";
       json c = config;
-      c["root"]["path"] = p.s.dir + "/bundle/rootfs";
-      c["linux"]["cgroupsPath"] = "/sbx-" + p.s.id.substr(0, 12);  // its own cgroup
-      fs::write_file_atomic(p.s.dir + "/bundle/config.json", c.dump(), 0600);
-      fs::write_file_atomic(p.s.dir + "/config.json", c.dump(2), 0600);  // inspect, exec
-      p.st = restored_state(p.s.id, sname, launch.image, c);
-      runtime::write_state(p.s.dir, p.st);
-      if (!sname.empty()) runtime::claim_name(opts.run_root, sname, p.s.id);
-      p.t0 = clock_type::now();
-      p.mon = runtime::spawn_gvisor_monitor(p.s.dir, p.st, launch, nullptr);
-    } catch (const std::exception& e) {
-      err = "restore of '" + name + "' as " + p.s.id.substr(0, 12) + ": " + e.what();
+      c["root"]["path"] = s.dir + "/bundle/rootfs";
+      c["linux"]["cgroupsPath"] = "/sbx-" + s.id.substr(0, 12);  // its own cgroups
+      runtime::SandboxState st;
+      st.id = s.id;
+      st.name = nm;
+      st.image_id = st.image_ref = image;
+      st.runtime = "gvisor";
+      st.status = "creating";
+      st.created_ms = runtime::now_ms();
+      st.labels = {{"sbx.restored-from", name}};
+      st.command = c.value("/process/args"_json_pointer, std::vector<std::string>{});
+      if (opts.resume) {  // the same sandbox, going on
+        st.name = opts.resume->name;
+        st.labels = opts.resume->labels;
+        st.image_id = opts.resume->image_id;
+        st.image_ref = opts.resume->image_ref;
+        st.command = opts.resume->command;
+        st.created_ms = opts.resume->created_ms;
+      }
+      st.creator_pid = ::getpid();
+      st.creator_start = runtime::process_start_time(::getpid());
+      // As create: the dir appears under its id only once state.json is in it.
+      const std::string fresh = opts.run_root + "/.new-" + s.id;
+      if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
+      try {
+        fs::write_file_atomic(fresh + "/config.json", c.dump(2), 0600);  // inspect, exec
+        if (!opts.resume_log.empty()) fs::write_file_atomic(fresh + "/log", opts.resume_log, 0600);
+        runtime::write_state(fresh, st);
+        if (::rename(fresh.c_str(), s.dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + s.dir);
+      } catch (...) {
+        runtime::remove_tree(fresh);
+        throw;
+      }
+      out.push_back(s);  // from here on, a failure removes it with the others
+      if (!st.name.empty()) runtime::claim_name(opts.run_root, st.name, s.id);
+      runtime::GvisorLaunch l;
+      l.runsc = opts.runsc;
+      l.runsc_flags = flags;
+      l.layer_dirs = layers;
+      l.image = image;
+      l.restore_image = cdir + "/image";
+      const std::string bundle_config = s.dir + "/bundle/config.json";
+      runtime::start_gvisor_monitor(s.dir, st, l, [c, bundle_config](const std::string& rootfs) mutable {
+        c["root"]["path"] = rootfs;
+        fs::write_file_atomic(bundle_config, c.dump(), 0600);
+      });
+      st = runtime::read_state(s.dir);
+      st.status = "running";
+      st.started_ms = runtime::now_ms();
+      runtime::write_state(s.dir, st);
+      out.back().pid = st.pid;
+      out.back().restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
     }
-    ps.push_back(std::move(p));
-  }
-  for (auto& p : ps) {
-    if (p.mon.pid < 0) continue;
-    try {
-      runtime::await_gvisor_monitor(p.s.dir, p.s.id, p.mon);
-      p.s.restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - p.t0).count();
-      mark_running(p.s);
-    } catch (const std::exception& e) {
-      if (err.empty()) err = "runsc restore of '" + name + "' as " + p.s.id.substr(0, 12) + " failed: " + e.what();
-    }
-  }
-  if (!err.empty()) {
-    for (auto& p : ps) destroy_restored(opts.runsc, p.s);
-    throw Error(err);
+  } catch (const Error& e) {
+    for (const auto& s : out) destroy_restored(opts.runsc, s);
+    throw Error("restore of memory snapshot '" + name + "' failed: " + e.what() +
+                    (out.empty() ? "" : " (the copies started so far were removed)"),
+                e.err(), e.exit_code());
   }
   touch_record(root, name);
-  std::vector<RestoredSandbox> out;
-  for (auto& p : ps) out.push_back(p.s);
   return out;
 }
 
-RestoredSandbox start_gvisor_detached(const std::string& runsc, const std::string& run_root, const std::string& id,
-                                      const std::string& config_json, const std::vector<std::string>& layer_dirs,
-                                      const std::vector<std::string>& runsc_flags, const std::string& image) {
-  if (layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
-  RestoredSandbox s;
-  s.id = id;
-  s.dir = run_root + "/" + id;
-  s.runsc_root = s.dir + "/runsc";
-  s.output = s.dir + "/log";
-  if (fs::exists(s.dir)) throw Error("a sandbox named " + id + " exists already in " + run_root);
+SnapshotRecord checkpoint_gvisor_resume(const std::string& root, const std::string& run_root,
+                                        GvisorCheckpointRequest req) {
+  const std::string dir = runtime::sandbox_dir(run_root, req.container_id);
+  const runtime::SandboxState st = runtime::read_state(dir);
+  req.leave_running = false;
+  SnapshotRecord rec = checkpoint_gvisor(root, req);  // the sandbox stops here
+  // Its monitor sees runsc end and cleans up; wait for it (bounded), keep the log.
+  for (int i = 0; i < 2000 && runtime::state_alive(st); ++i) ::usleep(5000);
+  std::string log;
+  for (const char* f : {"/log.1", "/log"}) try {
+      log += fs::read_file(dir + f);
+    } catch (const Error&) {
+    }
+  runtime::remove_sandbox(run_root, st.id, true);
+  RestoreOptions o;
+  o.runsc = req.runsc;
+  o.run_root = run_root;
+  o.resume = &st;
+  o.resume_log = std::move(log);
   try {
-    fs::mkdir_p(s.dir + "/bundle/rootfs", 0700);
-    json c = json::parse(config_json);
-    c["root"]["path"] = s.dir + "/bundle/rootfs";
-    c["linux"]["cgroupsPath"] = "/sbx-" + id.substr(0, 12);
-    fs::write_file_atomic(s.dir + "/bundle/config.json", c.dump(), 0600);
-    fs::write_file_atomic(s.dir + "/config.json", c.dump(2), 0600);
-    runtime::SandboxState st = restored_state(id, "", image, c);
-    runtime::write_state(s.dir, st);
-    runtime::GvisorLaunch launch;
-    launch.runsc = runsc;
-    launch.runsc_flags = runsc_flags;
-    launch.layer_dirs = layer_dirs;
-    launch.image = image;
-    auto t0 = clock_type::now();
-    runtime::start_gvisor_monitor(s.dir, st, launch, nullptr);
-    s.restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-    mark_running(s);
-  } catch (const json::exception& e) {
-    destroy_restored(runsc, s);
-    throw Error(std::string("gvisor: invalid runtime config: ") + e.what());
-  } catch (...) {
-    destroy_restored(runsc, s);
-    throw;
+    restore_gvisor(root, rec.name, o);
+  } catch (const Error& e) {
+    throw Error("sandbox " + st.id.substr(0, 12) + " was checkpointed as '" + rec.name +
+                    "' but could not be resumed (--leave-running), so it is stopped: " + e.what() +
+                    "; start a copy with 'sbx restore " + rec.name + "'",
+                e.err(), e.exit_code());
   }
-  return s;
+  return rec;
 }
 
-void destroy_restored(const std::string& runsc, const RestoredSandbox& s) {
-  (void)runsc;  // the sandbox's meta.json names the runsc it runs under
-  if (s.dir.empty() || s.id.empty()) return;
+void destroy_restored(const std::string& /*runsc*/, const RestoredSandbox& s) {
+  if (s.dir.empty()) return;
   try {
     runtime::remove_sandbox(s.dir.substr(0, s.dir.rfind('/')), s.id, true);
   } catch (const Error& e) {
-    log::warn(e.what());
+    log::warn(std::string("remove restored sandbox: ") + e.what() + "; 'sbx gc' will retry");
   }
-}
-
-RestoredSandbox restored_from_dir(const std::string& run_root, const std::string& id) {
-  RestoredSandbox s;
-  s.id = id;
-  s.dir = run_root + "/" + id;
-  s.runsc_root = s.dir + "/runsc";
-  s.output = s.dir + "/log";
-  if (!fs::exists(s.dir)) throw Error("no sandbox " + id + " in " + run_root, ENOENT, 1);
-  try {
-    s.pid = runtime::read_state(s.dir).pid;  // its monitor
-  } catch (const Error&) {
-  }
-  return s;
 }
 
 }  // namespace sbx::snapshot

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/state.h"
 #include "snapshot/catalog.h"
 
 namespace sbx::snapshot {
@@ -50,46 +51,50 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
 
 /// One sandbox restored from a memory snapshot.
 struct RestoredSandbox {
-  std::string id;         ///< new sandbox id (also its runsc container id)
-  std::string dir;        ///< RUN_ROOT/<id>: a gVisor sandbox state dir (runtime/gvisor_lifecycle.h)
+  std::string id;         ///< new sandbox id (64 hex; also its runsc container id)
+  std::string dir;        ///< RUN_ROOT/<id>: the state dir (runtime/gvisor_lifecycle.h)
   std::string runsc_root; ///< RUN_ROOT/<id>/runsc
-  std::string output;     ///< RUN_ROOT/<id>/log: the first process's stdout+stderr (bounded, as `sbx logs`)
-  pid_t pid = 0;          ///< host pid of its monitor (state.json's pid)
-  double restore_ms = 0;  ///< time until runsc restore returned
+  std::string output;     ///< RUN_ROOT/<id>/log: the restored processes' stdout+stderr (`sbx logs`)
+  pid_t pid = 0;          ///< host pid of the sandbox's monitor (state.json "pid")
+  double restore_ms = 0;  ///< time until the copy ran (ms)
 };
 
 struct RestoreOptions {
   std::string runsc;            ///< runsc binary
   std::string run_root;         ///< where the new sandboxes' state dirs go
-  int count = 1;                ///< copies to start (the fork primitive)
-  std::string name;             ///< sandbox name (NAME, or NAME-1..N with count > 1); ids are always fresh
+  int count = 1;                ///< copies to start (the fork primitive), 1..4096
+  std::string name;             ///< name of the new sandbox; with count > 1: NAME-1 … NAME-N; empty: none
   std::vector<std::string> layer_dirs;  ///< override the recorded image layers (must be the same content)
+  /// Only with count 1: the sandbox continues as this one (its id, name,
+  /// labels, image, command, created time and log), for --leave-running.
+  const runtime::SandboxState* resume = nullptr;
+  std::string resume_log;       ///< with `resume`: its log so far, kept at the top of the new log
 };
 
-/// Starts `opts.count` independent sandboxes from memory snapshot `name`, in
-/// parallel. Each gets its own id, state dir, runsc root, cgroup
-/// (/sbx-<id12>), bundle and a private copy of the checkpointed memory and
-/// in-memory filesystem; siblings share nothing mutable. Each runs under its
-/// own monitor (runtime/gvisor_lifecycle.h), so ps/exec/logs/stop/rm work on
-/// it as on a created sandbox; destroy_restored() is `sbx rm -f`. If any copy fails, the ones started are
-/// destroyed and sbx::Error carries runsc's error. Updates last_used.
+/// Starts `opts.count` independent sandboxes from memory snapshot `name`, one
+/// after another. Each is an ordinary long-lived gVisor sandbox
+/// (runtime/gvisor_lifecycle.h: its own id, state dir, name, monitor, runsc
+/// root, cgroups /sbx-<id12>, bundle, and a private copy of the checkpointed
+/// memory and in-memory filesystem; siblings share nothing mutable), so `sbx
+/// ps/exec/logs/stop/rm` work on it; it is labelled sbx.restored-from=NAME.
+/// If any copy fails, the ones started are removed and sbx::Error carries
+/// runsc's error. Updates the snapshot's last_used.
 std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::string& name, const RestoreOptions& opts);
 
-/// Starts a long-lived gVisor sandbox from an OCI runtime config (`config_json`)
-/// on `layer_dirs`, detached under a monitor, with the state layout of every
-/// gVisor sandbox (runtime/gvisor_lifecycle.h), so it can be checkpointed. `runsc_flags` are runsc's global flags (e.g.
-/// --network=none, --overlay2=root:memory). This is the launch path `sbx
-/// restore` uses; `sbx create --runtime gvisor` should share it. Throws
-/// sbx::Error with runsc's output when it fails (nothing is left behind).
-RestoredSandbox start_gvisor_detached(const std::string& runsc, const std::string& run_root, const std::string& id,
-                                      const std::string& config_json, const std::vector<std::string>& layer_dirs,
-                                      const std::vector<std::string>& runsc_flags, const std::string& image = "");
+/// `sbx checkpoint --leave-running` of a gVisor sandbox created by sbx in
+/// `run_root`: checkpoints it (the sandbox stops), then restores it from that
+/// very checkpoint under the same id and name, keeping its labels and log, so
+/// it goes on from the same point. This is what runsc's own
+/// `checkpoint --leave-running` does (destroy, then restore in place), which
+/// fails on Debian 12's runsc 20221219 ("stopping container: context deadline
+/// exceeded") and kills the sandbox. Processes of `sbx exec` in it end. Throws
+/// sbx::Error as checkpoint_gvisor / restore_gvisor (when the restore fails,
+/// the checkpoint is kept and the error says so).
+SnapshotRecord checkpoint_gvisor_resume(const std::string& root, const std::string& run_root,
+                                        GvisorCheckpointRequest req);
 
-/// Kills and deletes a restored sandbox and removes its state dir, as `sbx rm
-/// -f` (no throw; problems are logged). `runsc` is unused (meta.json names it).
+/// Removes a restored sandbox as `sbx rm -f` does: kills it, releases runsc's
+/// state and cgroups, removes its state dir (no throw; problems are logged).
 void destroy_restored(const std::string& runsc, const RestoredSandbox& s);
-
-/// Reads a restored sandbox back from its state dir RUN_ROOT/<id>.
-RestoredSandbox restored_from_dir(const std::string& run_root, const std::string& id);
 
 }  // namespace sbx::snapshot

@@ -43,7 +43,8 @@ SnapshotRecord snapshot_dir(const std::string& root, const DirSnapshotRequest& r
   TreeTarResult r;
   try {
     std::unique_ptr<CgroupFreeze> freeze;
-    if (!req.freeze_cgroups.empty()) freeze = std::make_unique<CgroupFreeze>(req.freeze_cgroups);
+    if (!req.freeze_cgroups.empty())
+      freeze = std::make_unique<CgroupFreeze>(req.freeze_cgroups, std::chrono::milliseconds(5000), req.freeze_members);
     TreeTarOptions o;
     o.compression = Compression::Zstd;
     o.uid_map = req.uid_map;

@@ -23,6 +23,9 @@ struct DirSnapshotRequest {
   /// A sandbox in a user namespace (sandbox_fs.h sandbox_id_maps): owners are
   /// stored as the ids it saw, see TreeTarOptions. Empty: as on disk.
   std::vector<IdMapping> uid_map, gid_map;
+  /// The sandbox's own cgroups when freeze_cgroups[0] was made lazily (see
+  /// runtime/sandbox_freezer.h, CgroupFreeze): their processes are gathered in.
+  std::vector<std::string> freeze_members;
 };
 
 /// Captures `req.dir` into the catalog of store `root`. The blob is named by

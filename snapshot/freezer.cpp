@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "runtime/sandbox_freezer.h"
 
 namespace sbx::snapshot {
 
@@ -40,13 +41,10 @@ bool cgroup_frozen(const std::string& cg) {
   return st.rfind("FROZEN", 0) == 0;
 }
 
-CgroupFreeze::CgroupFreeze(std::vector<std::string> cgroups, std::chrono::milliseconds timeout) {
+CgroupFreeze::CgroupFreeze(std::vector<std::string> cgroups, std::chrono::milliseconds timeout,
+                           std::vector<std::string> members) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  try {
-    for (const auto& cg : cgroups) {
-      request(cg, true);
-      frozen_.push_back(cg);
-    }
+  auto await_frozen = [&] {
     for (const auto& cg : cgroups) {
       auto delay = std::chrono::microseconds(100);
       while (!cgroup_frozen(cg)) {
@@ -56,6 +54,23 @@ CgroupFreeze::CgroupFreeze(std::vector<std::string> cgroups, std::chrono::millis
         std::this_thread::sleep_for(delay);
         if (delay < std::chrono::milliseconds(10)) delay *= 2;
       }
+    }
+  };
+  if (!members.empty() && cgroups.size() != 1)
+    throw Error("CgroupFreeze: gathering members needs exactly one cgroup to gather into");
+  try {
+    if (!members.empty()) runtime::gather_processes(cgroups[0], members);
+    for (const auto& cg : cgroups) {
+      request(cg, true);
+      frozen_.push_back(cg);
+    }
+    await_frozen();
+    // A process that joined the members after the last pass (before the
+    // freeze) runs on outside: move it in (a process moved into a frozen
+    // cgroup freezes) and wait again, until a pass finds none.
+    for (int round = 0; !members.empty() && runtime::gather_processes(cgroups[0], members) > 0; ++round) {
+      if (round == 100) throw Error("processes keep joining the sandbox " + cgroups[0] + " while it is frozen; retry");
+      await_frozen();
     }
   } catch (...) {
     try {

@@ -16,11 +16,16 @@ namespace sbx::snapshot {
 class CgroupFreeze {
  public:
   /// Freezes and waits (up to `timeout`) until the kernel reports every cgroup
-  /// frozen. Throws sbx::Error naming the cgroup when it is neither v1 nor v2,
-  /// a write fails, or the freeze does not complete in time (the cgroups
-  /// frozen so far are thawed first).
+  /// frozen. With `members` (a freezer made lazily, runtime/sandbox_freezer.h:
+  /// the sandbox's own cgroups), processes listed there but not in cgroups[0]
+  /// are moved in before the freeze and once more after it (one that joined
+  /// late, e.g. an `sbx exec` that read the old state.json), then the freeze
+  /// is awaited again. Throws sbx::Error naming the cgroup when it is neither
+  /// v1 nor v2, a write fails, or the freeze does not complete in time (the
+  /// cgroups frozen so far are thawed first).
   explicit CgroupFreeze(std::vector<std::string> cgroups,
-                        std::chrono::milliseconds timeout = std::chrono::milliseconds(5000));
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(5000),
+                        std::vector<std::string> members = {});
   ~CgroupFreeze();
   CgroupFreeze(const CgroupFreeze&) = delete;
   CgroupFreeze& operator=(const CgroupFreeze&) = delete;

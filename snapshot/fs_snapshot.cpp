@@ -26,7 +26,8 @@ FsSnapshotResult snapshot_upper(oci::Store& store, const FsSnapshotRequest& req)
     {
       std::unique_ptr<CgroupFreeze> freeze;
       auto t0 = std::chrono::steady_clock::now();
-      if (!req.freeze_cgroups.empty()) freeze = std::make_unique<CgroupFreeze>(req.freeze_cgroups);
+      if (!req.freeze_cgroups.empty())
+        freeze = std::make_unique<CgroupFreeze>(req.freeze_cgroups, std::chrono::milliseconds(5000), req.freeze_members);
       res.layer = upper_to_layer(req.upper_dir, tar, req.uid_map, req.gid_map);
       if (freeze) {
         freeze->thaw();

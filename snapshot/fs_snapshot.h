@@ -22,6 +22,9 @@ struct FsSnapshotRequest {
   /// The sandbox's user-namespace maps (SandboxFs): owners go into the layer
   /// as container ids. Empty: as on disk.
   std::vector<IdMapping> uid_map, gid_map;
+  /// The sandbox's own cgroups when freeze_cgroups[0] was made lazily (see
+  /// runtime/sandbox_freezer.h, CgroupFreeze): their processes are gathered in.
+  std::vector<std::string> freeze_members;
   oci::CommitOptions commit;  ///< name, history and labels of the new image
 };
 

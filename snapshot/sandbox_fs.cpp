@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "oci/runtime_config.h"
+#include "runtime/sandbox_freezer.h"
 
 namespace sbx::snapshot {
 
@@ -65,7 +66,7 @@ SandboxFs sandbox_fs(const std::string& run_root, const runtime::SandboxState& s
   if (out.upper_dir.empty())
     throw Error("sandbox " + st.id + " has no disk-backed overlay upper dir (looked in " + dir +
                 "); file system snapshots need a sandbox made with 'sbx create' (sbx run keeps its writes on a private tmpfs)");
-  out.freeze_cgroups = freezable_cgroups(st);
+  freeze_cgroups(run_root, st, out.freeze_cgroups, out.freeze_members);
   sandbox_id_maps(run_root, st, out.uid_map, out.gid_map);
   return out;
 }
@@ -81,12 +82,15 @@ void sandbox_id_maps(const std::string& run_root, const runtime::SandboxState& s
   gid_map = spec.gid_mappings;
 }
 
-std::vector<std::string> freezable_cgroups(const runtime::SandboxState& st) {
-  std::vector<std::string> out;
-  if (!runtime::state_alive(st)) return out;
-  for (const auto& cg : st.cgroups)
-    if (fs::exists(cg + "/cgroup.freeze") || fs::exists(cg + "/freezer.state")) out.push_back(cg);
-  return out;
+void freeze_cgroups(const std::string& run_root, const runtime::SandboxState& st, std::vector<std::string>& cgroups,
+                    std::vector<std::string>& members) {
+  cgroups.clear();
+  members.clear();
+  if (!runtime::state_alive(st)) return;
+  if (auto f = runtime::sandbox_freezer(runtime::sandbox_dir(run_root, st.id))) {
+    cgroups = f->cgroups;
+    members = f->members;
+  }
 }
 
 GvisorCheckpointRequest gvisor_request(const std::string& run_root, const runtime::SandboxState& st) {

@@ -29,6 +29,10 @@ check "--disk 16m: a filler gets ENOSPC" grep -q 'No space left on device' <<<"$
 check "--disk 16m: at most 16 MiB written ($(tail -1 <<<"$out") bytes)" test "$(tail -1 <<<"$out")" -le 16777216
 check "--disk: volumes are not limited by it" bash -c "$SBX run --disk 4m -v $T:/vol $BB dd if=/dev/zero of=/vol/v bs=1M count=8 2>/dev/null && test \$(stat -c %s $T/v) = 8388608"
 rm -f "$T/v"
+# Inodes too: one per 4 KiB of --disk (at least 4096), so empty files cannot
+# use up kernel memory that size= does not count.
+n=$(run --disk 16m $BB sh -c 'mkdir /m && cd /m && seq 6000 | xargs touch 2>/dev/null; ls | wc -l')
+check "--disk 16m: about 4096 files fit, not 6000 (made $n)" bash -c "[ '$n' -ge 3500 ] && [ '$n' -le 4096 ]"
 expect_rc "--disk 0 is refused (125)" 125 run --disk 0 $BB true
 expect_rc "--disk 1x is refused (125)" 125 run --disk 1x $BB true
 # The native runtime's writable layer is a tmpfs: its bytes are memory charged

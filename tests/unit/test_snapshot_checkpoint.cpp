@@ -15,9 +15,12 @@
 #include "oci/store.h"
 #include "oci/runtime_config.h"
 #include "runtime/gvisor_backend.h"
+#include "runtime/gvisor_lifecycle.h"
+#include "runtime/lifecycle.h"
 #include "runtime/state.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
+#include "snapshot/sandbox_fs.h"
 
 using namespace sbx;
 namespace stdfs = std::filesystem;
@@ -69,6 +72,30 @@ const char* kLoop =
     "i=0; while true; do i=$((i+1)); if [ -f /tmp/flag ]; then echo \"$i flag\"; else echo $i; fi; "
     "echo $i > /tmp/count; sleep 0.1; done";
 
+/// Starts the sandbox to checkpoint the way `sbx create --runtime gvisor` does
+/// (runtime/gvisor_lifecycle.h: monitor, runsc run, --overlay2=root:memory).
+snapshot::RestoredSandbox start_original(const std::string& runsc, const std::string& run_root, SandboxSpec spec) {
+  spec.id.clear();
+  spec.runtime = "gvisor";
+  std::string id = runtime::create_gvisor_sandbox(spec, run_root, runsc);
+  snapshot::RestoredSandbox s;
+  s.id = id;
+  s.dir = runtime::sandbox_dir(run_root, id);
+  s.runsc_root = s.dir + "/runsc";
+  s.output = s.dir + "/log";
+  s.pid = runtime::read_state(s.dir).pid;
+  return s;
+}
+
+/// The checkpoint request `sbx checkpoint` builds for it.
+snapshot::GvisorCheckpointRequest request_for(const std::string& runsc, const std::string& run_root,
+                                              const snapshot::RestoredSandbox& s, const std::string& name) {
+  auto req = snapshot::gvisor_request(run_root, runtime::read_state(s.dir));
+  req.runsc = runsc;
+  req.name = name;
+  return req;
+}
+
 }  // namespace
 
 TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the checkpoint and then diverge") {
@@ -81,26 +108,17 @@ TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the check
   }
   std::string root = fx.base + "/root", run_root = fx.base + "/run";
   SandboxSpec spec;
-  spec.id = "ckpttest" + std::to_string(::getpid());
   spec.process.args = {"sh", "-c", kLoop};
   spec.process.env = {"PATH=/bin"};
   spec.process.capabilities = default_capabilities();
   spec.layer_dirs = fx.layers;
-  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
 
-  auto orig = snapshot::start_gvisor_detached(fx.runsc, run_root, spec.id, oci::to_runtime_config(spec), fx.layers, flags);
+  auto orig = start_original(fx.runsc, run_root, spec);
   fx.live.push_back(orig);
   CHECK(orig.pid > 0);
   REQUIRE(num(wait_count(orig.output, 5).back()) >= 5);
 
-  snapshot::GvisorCheckpointRequest req;
-  req.runsc = fx.runsc;
-  req.runsc_root = orig.runsc_root;
-  req.container_id = orig.id;
-  req.bundle = orig.dir + "/bundle";
-  req.runsc_flags = flags;
-  req.layer_dirs = fx.layers;
-  req.name = "counter";
+  auto req = request_for(fx.runsc, run_root, orig, "counter");
   auto t0 = std::chrono::steady_clock::now();
   auto rec = snapshot::checkpoint_gvisor(root, req);
   MESSAGE("checkpoint: " << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()
@@ -124,7 +142,7 @@ TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the check
   ro.count = 3;
   t0 = std::chrono::steady_clock::now();
   auto copies = snapshot::restore_gvisor(root, "counter", ro);
-  MESSAGE("restore x3 (parallel): " << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms");
+  MESSAGE("restore x3: " << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms");
   fx.live = copies;
   REQUIRE(copies.size() == 3);
   CHECK(copies[0].id != copies[1].id);
@@ -177,16 +195,14 @@ TEST_CASE("measure: fork N gvisor sandboxes from one memory snapshot" * doctest:
   int n = std::getenv("SBX_FORK_N") ? std::atoi(std::getenv("SBX_FORK_N")) : 10;
   std::string root = fx.base + "/root", run_root = fx.base + "/run";
   SandboxSpec spec;
-  spec.id = "forkbench" + std::to_string(::getpid());
   spec.process.args = {"sh", "-c", kLoop};
   spec.process.env = {"PATH=/bin"};
   spec.process.capabilities = default_capabilities();
   spec.layer_dirs = fx.layers;
-  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
-  auto orig = snapshot::start_gvisor_detached(fx.runsc, run_root, spec.id, oci::to_runtime_config(spec), fx.layers, flags);
+  auto orig = start_original(fx.runsc, run_root, spec);
   fx.live.push_back(orig);
   wait_count(orig.output, 3);
-  snapshot::GvisorCheckpointRequest req{fx.runsc, orig.runsc_root, orig.id, orig.dir + "/bundle", flags, fx.layers, "f", "", "", false};
+  auto req = request_for(fx.runsc, run_root, orig, "f");
   auto t0 = std::chrono::steady_clock::now();
   snapshot::checkpoint_gvisor(root, req);
   double ck = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -235,7 +251,7 @@ TEST_CASE("gvisor memory snapshot of a python process on the python image") {
   auto img = store.import(imgs, {"python:latest", {}});
   auto layers = store.layer_dirs(img);
   SandboxSpec spec;
-  spec.id = "pyckpt" + std::to_string(::getpid());
+  spec.image_id = img.id;
   spec.process.args = {"python3", "-c",
                        "import random, time, os\n"
                        "rng = random.Random(1234)\n"
@@ -248,11 +264,10 @@ TEST_CASE("gvisor memory snapshot of a python process on the python image") {
   spec.process.env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
   spec.process.capabilities = default_capabilities();
   spec.layer_dirs = layers;
-  const std::vector<std::string> flags = {"--network=none", "--overlay2=root:memory"};
-  auto orig = snapshot::start_gvisor_detached(runsc, run_root, spec.id, oci::to_runtime_config(spec), layers, flags, img.id);
+  auto orig = start_original(runsc, run_root, spec);
   fx.live.push_back(orig);
   REQUIRE(num(wait_count(orig.output, 5).back()) >= 5);
-  auto req = snapshot::GvisorCheckpointRequest{runsc, orig.runsc_root, orig.id, orig.dir + "/bundle", flags, layers, "py", "", img.id, false};
+  auto req = request_for(runsc, run_root, orig, "py");
   snapshot::checkpoint_gvisor(root, req);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const long at = num(lines_of(orig.output).back());
