@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 
 #include "common/error.h"
@@ -210,6 +211,34 @@ void FileOutput::drain(int ms) noexcept {
     if (::poll(&p, 1, 20) <= 0) continue;
     if (!pump()) break;
   }
+}
+
+namespace {
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+FileOutputPump::FileOutputPump(FileOutput& out, FileOutput& err) : out_(out), err_(err) {
+  if (out_.read_end < 0 && err_.read_end < 0) return;
+  thread_ = std::thread([this] {
+    for (;;) {
+      struct pollfd p[2] = {{out_.read_end, POLLIN, 0}, {err_.read_end, POLLIN, 0}};
+      if (p[0].fd < 0 && p[1].fd < 0) return;  // both at EOF
+      int64_t stop = stop_at_.load();
+      if (stop && steady_ms() >= stop) return;
+      if (::poll(p, 2, 20) <= 0) continue;
+      if (p[0].revents) out_.pump();
+      if (p[1].revents) err_.pump();
+    }
+  });
+}
+
+void FileOutputPump::finish(int ms) noexcept {
+  if (!thread_.joinable()) return;
+  stop_at_.store(steady_ms() + std::max(ms, 1));
+  thread_.join();
 }
 
 }  // namespace sbx::runtime::gvisor

@@ -4,7 +4,10 @@
 // cgroups, and reading runsc's errors. runsc: https://gvisor.dev/docs/.
 #pragma once
 #include <cstdint>
+#include <atomic>
+#include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/spec.h"
@@ -74,6 +77,25 @@ struct FileOutput {
   bool pump() noexcept;
   /// After the child ended: copies the rest, waiting up to `ms` for more.
   void drain(int ms) noexcept;
+};
+
+/// Pumps two FileOutputs on a thread of its own, for callers whose wait loop
+/// cannot poll them (sbx run's wait_runsc): starts after the fork, in the
+/// parent (after parent_side()); finish() stops it once the pipes reach EOF
+/// or `ms` after the child ended, whichever is first. No-op when neither is
+/// relayed.
+class FileOutputPump {
+ public:
+  FileOutputPump(FileOutput& out, FileOutput& err);
+  ~FileOutputPump() { finish(0); }
+  FileOutputPump(const FileOutputPump&) = delete;
+  FileOutputPump& operator=(const FileOutputPump&) = delete;
+  void finish(int ms) noexcept;
+
+ private:
+  FileOutput &out_, &err_;
+  std::atomic<int64_t> stop_at_{0};  ///< steady-clock ms; 0: not yet
+  std::thread thread_;
 };
 
 }  // namespace sbx::runtime::gvisor
