@@ -201,12 +201,34 @@ struct Monitor {
         end.reason = "signal";
         end.signal = sig;
       }
+      // gVisor has no OOM killer of its own: at --memory the host's memory
+      // cgroup kills the Sentry, which ends the sandbox. Read the count now:
+      // the cgroup goes with release_gvisor below (inspect cannot read it later).
+      if (oom_kills() > 0) end = EndRecord{"oom", kExitOom, SIGKILL, 0};
       write_end_if_absent(dir, end);
     }
     SandboxState st;
     st.id = id;
     release_gvisor(dir, st);
     ::_exit(code);
+  }
+
+  // OOM kills in the sandbox's memory cgroup (v1 memory.oom_control, v2
+  // memory.events: "oom_kill N").
+  uint64_t oom_kills() {
+    uint64_t n = 0;
+    std::vector<std::string> dirs = sandbox_cgroup_dirs(id);
+    for (const auto& d : runsc_cgroup_dirs(cgroup_name(id))) dirs.push_back(d);
+    for (const auto& d : dirs)
+      for (const char* f : {"/memory.oom_control", "/memory.events"}) {
+        try {
+          std::string text = fs::read_file(d + f);
+          auto pos = text.find("oom_kill ");
+          if (pos != std::string::npos) n += std::strtoull(text.c_str() + pos + 9, nullptr, 10);
+        } catch (const Error&) {
+        }
+      }
+    return n;
   }
 
   // Ends the sandbox for `reason` (timeout / idle).
@@ -855,6 +877,15 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
     std::string errors = runsc_errors(log);
     if (!errors.empty()) {
       throw_if_command_error(errors, req.args[0]);
+      // The sandbox itself ended under the command (its monitor records why).
+      std::optional<EndRecord> end;
+      for (int i = 0; i < 100 && !(end = read_end(dir)); ++i) ::usleep(10000);
+      if (end && end->reason == "oom")
+        throw Error("sandbox " + st.id.substr(0, 12) + " was killed while the command ran: out of memory (its --memory limit)",
+                    0, kExitOom);
+      if (end)
+        throw Error("sandbox " + st.id.substr(0, 12) + " ended while the command ran (" + end->reason + ")", 0,
+                    end->exit_code > 0 ? end->exit_code : kExitSbxFailed);
       if (!state_alive(st)) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
       throw Error("runsc exec in sandbox " + st.id.substr(0, 12) + " failed:\n" + errors, 0, kExitSbxFailed);
     }

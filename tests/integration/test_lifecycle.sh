@@ -204,6 +204,20 @@ sleep 1
 expect_eq "$(S logs "$ID4")" "py" "logs of a running python"
 expect_eq "$(S exec "$ID4" python3 -c 'print(6*7)')" "42" "exec python3 in the python image"
 
+# --- OOM under --memory ---------------------------------------------------------------
+# Native: the cgroup's OOM killer ends the command (137), the sandbox lives on.
+# gVisor has no OOM killer of its own: the host's kills the Sentry, which ends
+# the whole sandbox; exec says so (137) and inspect records "oom".
+IDM=$(S create --memory 64m python)
+S exec "$IDM" python3 -c 'x = bytearray(400 * 1024 * 1024); print(len(x))' >/dev/null 2>&1
+expect_eq "$?" 137 "exec over --memory: 137"
+if [ "$RUNTIME" = gvisor ]; then
+  S inspect "$IDM" | grep -q '"Reason": "oom"' && ok "gvisor: the sandbox's end is recorded as oom" || fail "oom: $(S inspect "$IDM" | grep -E 'Status|Reason')"
+else
+  expect_eq "$(S exec "$IDM" echo alive)" "alive" "native: the sandbox survives its exec's OOM"
+fi
+S rm -f "$IDM" >/dev/null
+
 # --- timeout, idle timeout, stop, kill -------------------------------------------
 ID5=$(S create --timeout 1s busybox)
 ID6=$(S create --idle-timeout 1500ms busybox)
