@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -74,6 +75,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
         oci::Store store(g.root);
         snapshot::FsSnapshotRequest req;
         std::string parent_id;
+        std::optional<fs::FileLock> one_at_a_time;
         if (!upper.empty()) {
           if (image.empty() || !id.empty()) throw Error("--upper needs --image and no sandbox ID");
           req.upper_dir = upper;
@@ -84,6 +86,9 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
           if (st.runtime == "gvisor")
             throw Error("sandbox " + id + " runs on gvisor, whose writes live in runsc's memory, not in a host directory; "
                         "save it with 'sbx checkpoint " + id + "' instead");
+          // Two snapshots of one sandbox at once: the first thaw would let the
+          // second read a running sandbox. They take turns.
+          one_at_a_time.emplace(runtime::sandbox_dir(g.run_root, st.id) + "/snapshot.lock");
           snapshot::SandboxFs sfs = snapshot::sandbox_fs(g.run_root, st);
           req.upper_dir = sfs.upper_dir;
           req.freeze_cgroups = sfs.freeze_cgroups;
@@ -148,6 +153,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
             throw Error("sandbox " + id + " runs on gvisor, whose files live in runsc's memory; directory snapshots need a native sandbox");
           if (!runtime::state_alive(st)) throw Error("sandbox " + id + " is not running; start it to snapshot a directory of it");
           req.parent = st.id;
+          fs::FileLock one_at_a_time(runtime::sandbox_dir(g.run_root, st.id) + "/snapshot.lock");  // as snapshot
           snapshot::freeze_cgroups(g.run_root, st, req.freeze_cgroups, req.freeze_members);
           snapshot::sandbox_id_maps(g.run_root, st, req.uid_map, req.gid_map);
           rec = snapshot::snapshot_sandbox_dir(g.root, st.pid, path, req);
@@ -213,7 +219,8 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
     static bool leave = false;
     cmd->add_option("ID", id, "Sandbox id or name")->required();
     cmd->add_option("--name", name, "Snapshot name (default: ckpt-<id>-<random>)");
-    cmd->add_flag("--leave-running", leave, "Keep the sandbox running after the checkpoint");
+    cmd->add_flag("--leave-running", leave,
+                  "Keep the sandbox running: it is resumed from the checkpoint under the same id and name");
     cmd->add_option("--runsc", runsc, "Path to runsc");
     cmd->callback([&] {
       action = [&] {
@@ -238,7 +245,7 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action) {
     static std::string name, newname, runsc;
     static int count = 1;
     cmd->add_option("NAME", name, "Memory snapshot")->required();
-    cmd->add_option("--name", newname, "Id of the new sandbox (with --count: NEW-1, NEW-2, ...)");
+    cmd->add_option("--name", newname, "Name of the new sandbox (with --count: NEW-1, NEW-2, ...)");
     cmd->add_option("--count", count, "Independent copies to start")->capture_default_str();
     cmd->add_option("--runsc", runsc, "Path to runsc");
     cmd->add_flag("--json", g.json, "Print JSON");

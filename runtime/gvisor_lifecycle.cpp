@@ -651,6 +651,11 @@ void kill_gvisor(const std::string& dir, const SandboxState& st, int sig) {
   std::vector<std::string> a = runsc_base(l, dir, "");
   a.insert(a.end(), {"kill", "--all", st.id, "KILL"});
   run_quiet(a);
+  // A container made by `runsc restore` (sbx restore) ignores `kill --all` in
+  // runsc 20221219 (its processes stay); killing its init ends them all.
+  a = runsc_base(l, dir, "");
+  a.insert(a.end(), {"kill", st.id, "KILL"});
+  run_quiet(a);
   struct pollfd p {fd, POLLIN, 0};
   if (::poll(&p, 1, 5000) <= 0) ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
   ::close(fd);

@@ -9,10 +9,13 @@
 //                (oci/runtime_config.h): what it was started with (inspect, exec).
 //   lock         flock(2): exclusive while state.json is changed or the sandbox
 //                is removed; nothing holds it while a sandbox merely runs.
+//   snapshot.lock  flock(2) held by `sbx snapshot`/`snapshot-dir` while they
+//                freeze and read the sandbox (one at a time per sandbox).
 //   end          written by the sandbox's own init (runtime/holder.h; on gVisor
 //                its monitor, runtime/gvisor_lifecycle.h) when the sandbox ends:
-//                "<reason> <exit_code> <signal> <unix ms>\n", reason one of exit,
-//                signal, timeout, idle, killed, failed. Atomic (temp+link).
+//                "<reason> <exit_code> <signal> <unix ms>
+", reason one of exit,
+//                signal, timeout, idle, killed, oom, failed. Atomic (temp+link).
 //   activity     its mtime is the last exec activity (idle timeout).
 //   log, log.1   stdout+stderr of the first process, bounded (runtime/holder.h).
 //   fs/upper, fs/work  the overlay's disk-backed upper dir (snapshots read it).

@@ -1,5 +1,6 @@
 #include "snapshot/freezer.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <thread>
@@ -58,6 +59,10 @@ CgroupFreeze::CgroupFreeze(std::vector<std::string> cgroups, std::chrono::millis
   };
   if (!members.empty() && cgroups.size() != 1)
     throw Error("CgroupFreeze: gathering members needs exactly one cgroup to gather into");
+  sigset_t stop;
+  ::sigemptyset(&stop);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::sigaddset(&stop, sig);
+  masked_ = ::pthread_sigmask(SIG_BLOCK, &stop, &old_mask_) == 0;
   try {
     if (!members.empty()) runtime::gather_processes(cgroups[0], members);
     for (const auto& cg : cgroups) {
@@ -92,6 +97,10 @@ void CgroupFreeze::thaw() {
     }
   }
   frozen_.clear();
+  if (masked_) {  // signals that came meanwhile are delivered now, after the thaw
+    masked_ = false;
+    ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
   if (!failed.empty()) throw Error("thaw sandbox cgroups: " + failed);
 }
 

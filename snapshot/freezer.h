@@ -3,6 +3,8 @@
 // freezer: v1 freezer.state (Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst)
 // or v2 cgroup.freeze / cgroup.events (Documentation/admin-guide/cgroup-v2.rst).
 #pragma once
+#include <signal.h>
+
 #include <chrono>
 #include <string>
 #include <vector>
@@ -10,7 +12,11 @@
 namespace sbx::snapshot {
 
 /// Freezes every process in the given cgroups for its lifetime and thaws them
-/// when destroyed (also on exceptions). Each path is a cgroup directory: a v1
+/// when destroyed (also on exceptions). While frozen, SIGINT, SIGTERM, SIGHUP
+/// and SIGQUIT are blocked in the calling thread (a Ctrl-C would otherwise end
+/// sbx with the sandbox left frozen); they are delivered after the thaw. A
+/// SIGKILLed sbx leaves it frozen until the next snapshot of it (which thaws
+/// at its end) or `sbx rm`. Each path is a cgroup directory: a v1
 /// freezer cgroup (has freezer.state) or a v2 cgroup (has cgroup.freeze).
 /// Only pass cgroups sbx created for the sandbox.
 class CgroupFreeze {
@@ -35,6 +41,8 @@ class CgroupFreeze {
 
  private:
   std::vector<std::string> frozen_;
+  sigset_t old_mask_{};
+  bool masked_ = false;
 };
 
 /// True when the cgroup (v1 freezer or v2) reports its processes frozen.

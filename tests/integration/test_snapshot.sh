@@ -193,6 +193,26 @@ z1=$(sbx exec writer cat /w/z); sleep 0.3; z2=$(sbx exec writer cat /w/z)
 sbx snapshot writer --name written:v2 >/dev/null
 pair=$(sbx run written:v2 -- sh -c 'echo $(cat /w/a) $(cat /w/z)'); read -r a2 z2 <<<"$pair"
 { [ "$a2" -gt "$a" ] && [ $((a2 - z2)) -ge 0 ] && [ $((a2 - z2)) -le 1 ]; } || fail "second snapshot: a=$a2 z=$z2"
+# Two snapshots at once take turns (one's thaw must not run the other's read unfrozen).
+sbx snapshot writer --name par:1 >/dev/null & p1=$!
+sbx snapshot writer --name par:2 >/dev/null & p2=$!
+wait $p1 || fail "parallel snapshot 1"; wait $p2 || fail "parallel snapshot 2"
+for t in 1 2; do
+  pair=$(sbx run par:$t -- sh -c 'echo $(cat /w/a) $(cat /w/z)'); read -r pa pz <<<"$pair"
+  { [ $((pa - pz)) -ge 0 ] && [ $((pa - pz)) -le 1 ]; } || fail "parallel snapshot $t is not consistent: a=$pa z=$pz"
+done
+sbx snapshots rm par:1 par:2 >/dev/null
+# SIGTERM (or Ctrl-C) while the sandbox is frozen: sbx thaws it before it dies.
+# (SIGTERM: a background job of a script ignores SIGINT.)
+frozen_file=$(cat "$T/saw-frozen")
+"$SBX" --root "$T/root" --run-root "$T/run" snapshot writer --name intr:1 >/dev/null 2>&1 & sp=$!
+seen=0
+for _ in $(seq 3000); do grep -qx "frozen 1\|FROZEN" "$frozen_file" 2>/dev/null && { seen=1; break; }; done
+[ $seen = 1 ] || fail "the interrupted snapshot was never seen freezing the sandbox"
+kill -TERM $sp; wait $sp && fail "sbx snapshot went on after SIGTERM"
+grep -qx "frozen 1\|FROZEN" "$frozen_file" && fail "SIGTERM during a snapshot left the sandbox frozen"
+z1=$(sbx exec writer cat /w/z); sleep 0.2; [ "$(sbx exec writer cat /w/z)" -gt "$z1" ] || fail "the writer stopped after an interrupted snapshot"
+sbx gc >/dev/null  # the interrupted snapshot's temp files in the store
 sbx snapshot-dir writer /w --name wdir >/dev/null
 sbx snapshots extract wdir "$T/wdir"
 a3=$(cat "$T/wdir/a"); z3=$(cat "$T/wdir/z")
