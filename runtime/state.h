@@ -13,8 +13,7 @@
 //                freeze and read the sandbox (one at a time per sandbox).
 //   end          written by the sandbox's own init (runtime/holder.h; on gVisor
 //                its monitor, runtime/gvisor_lifecycle.h) when the sandbox ends:
-//                "<reason> <exit_code> <signal> <unix ms>
-", reason one of exit,
+//                "<reason> <exit_code> <signal> <unix ms>\n", reason one of exit,
 //                signal, timeout, idle, killed, oom, failed. Atomic (temp+link).
 //   activity     its mtime is the last exec activity (idle timeout).
 //   log, log.1   stdout+stderr of the first process, bounded (runtime/holder.h).
