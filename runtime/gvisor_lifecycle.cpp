@@ -763,6 +763,12 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   if (pid == 0) {
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // Without -t: out of the terminal's foreground process group, so that a
+    // ^C reaches the command (sbx forwards it, runsc kill --pid) instead of
+    // killing runsc exec and leaving the command running. With -t the user's
+    // terminal is raw (^C travels through the pty) and runsc exec, which
+    // sets that terminal up, must stay in the foreground (else SIGTTOU).
+    if (!req.tty) ::setpgid(0, 0);
     if (in_fd >= 0) {
       ::dup2(in_fd, 0);
     } else if (!req.interactive && !req.tty) {  // (-t: the pty is the process's stdio)

@@ -75,6 +75,9 @@ echo "$OUT" | grep -q '^exit: 3$' && echo "$OUT" | grep -q '40 120' && ok "exec 
 echo "$OUT" | grep -q '^restored: yes$' && ok "exec -it: terminal mode restored" || fail "exec -it left the terminal raw"
 OUT=$($PTY --expect 'ready' --send '\x03' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh -c 'echo ready; sleep 30' 2>&1)
 echo "$OUT" | grep -q '^exit: 130$' && ok "exec -it: ^C ends the process (130)" || fail "exec -it ^C: $OUT"
+# Without -t, a ^C at the user's terminal reaches the command (its trap runs), not just sbx.
+OUT=$($PTY --expect 'ready' --send '\x03' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec box sh -c 'trap "echo got-int; exit 5" INT; echo ready; while true; do sleep 0.1; done' 2>&1)
+echo "$OUT" | grep -q '^exit: 5$' && echo "$OUT" | grep -q got-int && ok "exec: ^C is delivered to the command" || fail "exec ^C: $OUT"
 
 # --- user namespace (the default), --userns host, --disk -------------------------
 if native_only "user namespaces and create --disk are native features (gVisor has its own kernel; create --disk is refused there)"; then
