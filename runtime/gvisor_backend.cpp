@@ -175,6 +175,8 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     ::close(errpipe[1]);
     throw_errno("pipe", e);
   }
+  // Output to a regular file goes through a pipe (runsc would write it from offset 0).
+  FileOutput file_out(spec.process.terminal ? -1 : 1), file_err(spec.process.terminal ? -1 : 2);
   pid_t child = ::fork();
   if (child < 0) {
     int e = errno;
@@ -194,6 +196,8 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
         int fd = ::open("/dev/null", O_RDONLY);
         if (fd >= 0) ::dup2(fd, 0);
       }
+      if (file_out.write_end >= 0) ::dup2(file_out.write_end, 1);
+      if (file_err.write_end >= 0) ::dup2(file_err.write_end, 2);
       // A private mount namespace for runsc and its gofer: the rootfs overlay
       // exists only there and vanishes with them, so it can never leak.
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
@@ -237,6 +241,9 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   }
   (void)!::send(gopipe[1], "G", 1, MSG_NOSIGNAL);
   ::close(gopipe[1]);
+  file_out.parent_side();
+  file_err.parent_side();
+  FileOutputPump pump(file_out, file_err);
   // state.json names the sandbox's holder (runsc) and cgroups, so that `sbx ps`,
   // `sbx rmi` and, if sbx itself is killed, `sbx gc` / the next start see it
   // and can remove everything (runtime/lifecycle.h remove_sandbox).
@@ -295,6 +302,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     throw;
   }
   if (master >= 0) ::close(master);
+  pump.finish(500);
   ::sigprocmask(SIG_SETMASK, &old, nullptr);
   const int status = wr.wait_status;
   const bool timed_out = wr.timed_out;

@@ -4,12 +4,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 
 #include "common/error.h"
@@ -158,6 +160,85 @@ void throw_if_command_error(const std::string& errors, const std::string& cmd) {
     throw Error("exec: \"" + cmd + "\": executable file not found in $PATH", ENOENT, kExitNotFound);
   if (errors.find("permission denied") != std::string::npos)
     throw Error("exec: \"" + cmd + "\": permission denied", EACCES, kExitCannotExec);
+}
+
+FileOutput::FileOutput(int fd) noexcept {
+  struct stat sb;
+  int fl = fd < 0 ? -1 : ::fcntl(fd, F_GETFL);
+  if (fl < 0 || (fl & O_APPEND) || ::fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) return;
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) return;  // then runsc writes to the file itself
+  target = fd;
+  read_end = p[0];
+  write_end = p[1];
+}
+
+FileOutput::~FileOutput() {
+  if (read_end >= 0) ::close(read_end);
+  if (write_end >= 0) ::close(write_end);
+}
+
+void FileOutput::parent_side() noexcept {
+  if (write_end >= 0) ::close(write_end);
+  write_end = -1;
+  if (read_end >= 0) ::fcntl(read_end, F_SETFL, O_NONBLOCK);
+}
+
+bool FileOutput::pump() noexcept {
+  if (read_end < 0) return false;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(read_end, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    if (n <= 0) {
+      ::close(read_end);
+      read_end = -1;
+      return false;
+    }
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(target, buf + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      off += w;
+    }
+  }
+}
+
+void FileOutput::drain(int ms) noexcept {
+  for (int waited = 0; read_end >= 0 && waited < ms; waited += 20) {
+    struct pollfd p {read_end, POLLIN, 0};
+    if (::poll(&p, 1, 20) <= 0) continue;
+    if (!pump()) break;
+  }
+}
+
+namespace {
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+FileOutputPump::FileOutputPump(FileOutput& out, FileOutput& err) : out_(out), err_(err) {
+  if (out_.read_end < 0 && err_.read_end < 0) return;
+  thread_ = std::thread([this] {
+    for (;;) {
+      struct pollfd p[2] = {{out_.read_end, POLLIN, 0}, {err_.read_end, POLLIN, 0}};
+      if (p[0].fd < 0 && p[1].fd < 0) return;  // both at EOF
+      int64_t stop = stop_at_.load();
+      if (stop && steady_ms() >= stop) return;
+      if (::poll(p, 2, 20) <= 0) continue;
+      if (p[0].revents) out_.pump();
+      if (p[1].revents) err_.pump();
+    }
+  });
+}
+
+void FileOutputPump::finish(int ms) noexcept {
+  if (!thread_.joinable()) return;
+  stop_at_.store(steady_ms() + std::max(ms, 1));
+  thread_.join();
 }
 
 }  // namespace sbx::runtime::gvisor

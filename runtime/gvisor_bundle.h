@@ -4,7 +4,10 @@
 // cgroups, and reading runsc's errors. runsc: https://gvisor.dev/docs/.
 #pragma once
 #include <cstdint>
+#include <atomic>
+#include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/spec.h"
@@ -52,5 +55,47 @@ void apply_pids_limit_as_nproc(SandboxSpec& s);
 /// throws sbx::Error with exit code 127 (not found) or 126 (not executable),
 /// as the native backend; otherwise returns.
 void throw_if_command_error(const std::string& errors, const std::string& cmd);
+
+/// gVisor writes to a host regular file given as stdout/stderr at its own
+/// offset, starting from 0 (Debian's runsc 20221219): `(echo a; sbx exec ID
+/// echo b) > f` would overwrite "a". For such an fd (a regular file without
+/// O_APPEND) FileOutput makes a pipe for runsc instead (dup2 write_end onto
+/// the child's 1/2), and the parent copies what arrives with write(2), which
+/// uses and advances the file's shared offset. Any other fd: nothing to do
+/// (read_end/write_end stay -1). Not copyable.
+struct FileOutput {
+  int target = -1;  ///< the caller's fd (a regular file), -1: not relayed
+  int read_end = -1, write_end = -1;
+
+  explicit FileOutput(int fd) noexcept;
+  ~FileOutput();
+  FileOutput(const FileOutput&) = delete;
+  FileOutput& operator=(const FileOutput&) = delete;
+  /// In the parent after fork: closes the write end, makes the read end non-blocking.
+  void parent_side() noexcept;
+  /// Copies what is there to `target`; false at EOF (read_end is then closed).
+  bool pump() noexcept;
+  /// After the child ended: copies the rest, waiting up to `ms` for more.
+  void drain(int ms) noexcept;
+};
+
+/// Pumps two FileOutputs on a thread of its own, for callers whose wait loop
+/// cannot poll them (sbx run's wait_runsc): starts after the fork, in the
+/// parent (after parent_side()); finish() stops it once the pipes reach EOF
+/// or `ms` after the child ended, whichever is first. No-op when neither is
+/// relayed.
+class FileOutputPump {
+ public:
+  FileOutputPump(FileOutput& out, FileOutput& err);
+  ~FileOutputPump() { finish(0); }
+  FileOutputPump(const FileOutputPump&) = delete;
+  FileOutputPump& operator=(const FileOutputPump&) = delete;
+  void finish(int ms) noexcept;
+
+ private:
+  FileOutput &out_, &err_;
+  std::atomic<int64_t> stop_at_{0};  ///< steady-clock ms; 0: not yet
+  std::thread thread_;
+};
 
 }  // namespace sbx::runtime::gvisor

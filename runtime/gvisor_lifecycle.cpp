@@ -67,36 +67,6 @@ std::vector<std::string> runsc_base(const GvisorLaunch& l, const std::string& di
   ::_exit(127);
 }
 
-// Runs argv, returns its stdout (stderr to /dev/null) and sets `status`.
-std::string run_capture(const std::vector<std::string>& argv, int& status) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe");
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork for " + argv[0]);
-  if (pid == 0) {
-    int null = ::open("/dev/null", O_RDWR);
-    ::dup2(null, 0);
-    ::dup2(p[1], 1);
-    ::dup2(null, 2);
-    exec_argv(argv);
-  }
-  ::close(p[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(p[0], buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(p[0]);
-  status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return out;
-}
-
 int code_of(int wait_status) {
   return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : 128 + WTERMSIG(wait_status);
 }
@@ -179,14 +149,29 @@ struct Monitor {
     run_quiet(a);
   }
 
-  // True once runsc reports the container running (or already stopped).
+  // True once runsc reports the container running (or already stopped). Read
+  // from runsc's own state file under its --root (<id>_sandbox:<id>.state,
+  // JSON with "status"), not with `runsc state`: that costs a Go process
+  // start (~25 ms) per poll. A half-written file just reads as not yet.
   bool container_started() {
-    if (!fs::exists(dir + "/pid")) return false;
-    std::vector<std::string> a = runsc_base(launch, dir, "");
-    a.insert(a.end(), {"state", id});
-    int st = 0;
-    std::string out = run_capture(a, st);
-    return out.find("\"running\"") != std::string::npos || out.find("\"stopped\"") != std::string::npos;
+    DIR* d = ::opendir((dir + "/runsc").c_str());
+    if (!d) return false;
+    std::string file;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 6 && n.compare(n.size() - 6, 6, ".state") == 0) file = dir + "/runsc/" + n;
+    }
+    ::closedir(d);
+    if (file.empty()) return false;
+    std::string text;
+    try {
+      text = fs::read_file(file);
+    } catch (const Error&) {
+      return false;
+    }
+    for (const char* st : {"\"status\":\"running\"", "\"status\":\"stopped\"", "\"status\": \"running\"", "\"status\": \"stopped\""})
+      if (text.find(st) != std::string::npos) return true;
+    return false;
   }
 
   // Waits for runsc up to `ms`; true when it ended (status in `status`).
@@ -216,12 +201,34 @@ struct Monitor {
         end.reason = "signal";
         end.signal = sig;
       }
+      // gVisor has no OOM killer of its own: at --memory the host's memory
+      // cgroup kills the Sentry, which ends the sandbox. Read the count now:
+      // the cgroup goes with release_gvisor below (inspect cannot read it later).
+      if (oom_kills() > 0) end = EndRecord{"oom", kExitOom, SIGKILL, 0};
       write_end_if_absent(dir, end);
     }
     SandboxState st;
     st.id = id;
     release_gvisor(dir, st);
     ::_exit(code);
+  }
+
+  // OOM kills in the sandbox's memory cgroup (v1 memory.oom_control, v2
+  // memory.events: "oom_kill N").
+  uint64_t oom_kills() {
+    uint64_t n = 0;
+    std::vector<std::string> dirs = sandbox_cgroup_dirs(id);
+    for (const auto& d : runsc_cgroup_dirs(cgroup_name(id))) dirs.push_back(d);
+    for (const auto& d : dirs)
+      for (const char* f : {"/memory.oom_control", "/memory.events"}) {
+        try {
+          std::string text = fs::read_file(d + f);
+          auto pos = text.find("oom_kill ");
+          if (pos != std::string::npos) n += std::strtoull(text.c_str() + pos + 9, nullptr, 10);
+        } catch (const Error&) {
+        }
+      }
+    return n;
   }
 
   // Ends the sandbox for `reason` (timeout / idle).
@@ -497,7 +504,10 @@ void await_gvisor_monitor(const std::string& dir, const std::string& id, GvisorM
   if (msg.size() > 1 && msg[0] == 'E') {
     int code = std::atoi(msg.c_str() + 1);
     auto sp = msg.find(' ');
-    throw Error("gvisor: " + (sp == std::string::npos ? msg : msg.substr(sp + 1)), 0, code ? code : kExitSbxFailed);
+    std::string text = sp == std::string::npos ? msg : msg.substr(sp + 1);
+    // 126/127: the command's own error, worded as native create words it.
+    if (code != kExitNotFound && code != kExitCannotExec) text = "gvisor: " + text;
+    throw Error(text, 0, code ? code : kExitSbxFailed);
   }
   throw Error("gvisor: the monitor of sandbox " + id.substr(0, 12) + " died while starting runsc; see " + dir +
               "/runsc.log");
@@ -566,13 +576,16 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     // The cgroups: every one runsc may make for the relative cgroupsPath.
     st.cgroups = sandbox_cgroup_dirs(id);
     write_state(fresh, st);
+    crash_point("create-dir");
     if (::rename(fresh.c_str(), dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + dir);
   } catch (...) {
     remove_tree(fresh);
     throw;
   }
+  crash_point("create-state");
   try {
     if (!spec.name.empty()) claim_name(run_root, spec.name, id);
+    crash_point("create-name");
     // sbx makes the sandbox's cgroup itself, with its limits, as `sbx run
     // --runtime gvisor` does (runtime/gvisor_backend.cpp): runsc uses the
     // pre-created dirs as they are, and the OOM count outlives runsc. The
@@ -603,10 +616,12 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       fs::write_file_atomic(dir + "/bundle/config.json", oci::to_runtime_config(r, ro), 0600);
     };
     start_gvisor_monitor(dir, st, launch, write_config);
+    crash_point("create-started");
     st = read_state(dir);
     st.status = "running";
     st.started_ms = now_ms();
     write_state(dir, st);
+    crash_point("create-done");
   } catch (...) {
     try {
       remove_sandbox(run_root, id, true);
@@ -733,6 +748,7 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   }
   argv.push_back(st.id);
 
+  FileOutput file_out(req.tty ? -1 : (out_fd >= 0 ? out_fd : 1)), file_err(req.tty ? -1 : (err_fd >= 0 ? err_fd : 2));
   sigset_t mask, old;
   sigemptyset(&mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) sigaddset(&mask, sig);
@@ -747,6 +763,12 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   if (pid == 0) {
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // Without -t: out of the terminal's foreground process group, so that a
+    // ^C reaches the command (sbx forwards it, runsc kill --pid) instead of
+    // killing runsc exec and leaving the command running. With -t the user's
+    // terminal is raw (^C travels through the pty) and runsc exec, which
+    // sets that terminal up, must stay in the foreground (else SIGTTOU).
+    if (!req.tty) ::setpgid(0, 0);
     if (in_fd >= 0) {
       ::dup2(in_fd, 0);
     } else if (!req.interactive && !req.tty) {  // (-t: the pty is the process's stdio)
@@ -755,8 +777,13 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
     }
     if (out_fd >= 0) ::dup2(out_fd, 1);
     if (err_fd >= 0) ::dup2(err_fd, 2);
+    if (file_out.write_end >= 0) ::dup2(file_out.write_end, 1);
+    if (file_err.write_end >= 0) ::dup2(file_err.write_end, 2);
     exec_argv(argv);
   }
+  file_out.parent_side();
+  file_err.parent_side();
+  crash_point("exec-joined");  // (test-only) runsc exec dies with us: PR_SET_PDEATHSIG
   int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   int master = -1;
   if (req.tty) {
@@ -814,10 +841,12 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       int left = static_cast<int>(last_touch + touch_every - now);
       wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
     }
-    struct pollfd pfd[3] = {{sfd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
-    int n = relay ? relay->add_pollfds(pfd, 1, req.interactive) : 1;
+    struct pollfd pfd[5] = {{sfd, POLLIN, 0}, {file_out.read_end, POLLIN, 0}, {file_err.read_end, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    int n = relay ? relay->add_pollfds(pfd, 3, req.interactive) : 3;
     if (::poll(pfd, static_cast<nfds_t>(n), timed_out ? 100 : wait_ms) > 0) {
       if (relay) relay->handle(pfd);
+      if (pfd[1].revents) file_out.pump();
+      if (pfd[2].revents) file_err.pump();
       struct signalfd_siginfo si;
       while (::read(sfd, &si, sizeof si) == sizeof si) {
         if (si.ssi_signo == SIGCHLD) continue;
@@ -829,7 +858,9 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       }
     }
   }
-  // The process ended: drain its last output from the pty.
+  // The process ended: its last output to a file, from the pty.
+  file_out.drain(500);
+  file_err.drain(500);
   for (int i = 0; relay && relay->master_open() && i < 100; ++i) {
     struct pollfd pfd[2];
     int n = relay->add_pollfds(pfd, 0, false);
@@ -857,6 +888,15 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
     std::string errors = runsc_errors(log);
     if (!errors.empty()) {
       throw_if_command_error(errors, req.args[0]);
+      // The sandbox itself ended under the command (its monitor records why).
+      std::optional<EndRecord> end;
+      for (int i = 0; i < 100 && !(end = read_end(dir)); ++i) ::usleep(10000);
+      if (end && end->reason == "oom")
+        throw Error("sandbox " + st.id.substr(0, 12) + " was killed while the command ran: out of memory (its --memory limit)",
+                    0, kExitOom);
+      if (end)
+        throw Error("sandbox " + st.id.substr(0, 12) + " ended while the command ran (" + end->reason + ")", 0,
+                    end->exit_code > 0 ? end->exit_code : kExitSbxFailed);
       if (!state_alive(st)) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
       throw Error("runsc exec in sandbox " + st.id.substr(0, 12) + " failed:\n" + errors, 0, kExitSbxFailed);
     }

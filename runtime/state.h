@@ -11,9 +11,10 @@
 //                is removed; nothing holds it while a sandbox merely runs.
 //   snapshot.lock  flock(2) held by `sbx snapshot`/`snapshot-dir` while they
 //                freeze and read the sandbox (one at a time per sandbox).
-//   end          written by the sandbox's own init (runtime/holder.h) when the
-//                sandbox ends: "<reason> <exit_code> <signal> <unix ms>\n", reason
-//                one of exit, signal, timeout, idle, killed. Atomic (temp+rename).
+//   end          written by the sandbox's own init (runtime/holder.h; on gVisor
+//                its monitor, runtime/gvisor_lifecycle.h) when the sandbox ends:
+//                "<reason> <exit_code> <signal> <unix ms>\n", reason one of exit,
+//                signal, timeout, idle, killed, oom, failed. Atomic (temp+link).
 //   activity     its mtime is the last exec activity (idle timeout).
 //   log, log.1   stdout+stderr of the first process, bounded (runtime/holder.h).
 //   fs/upper, fs/work  the overlay's disk-backed upper dir (snapshots read it).
@@ -53,6 +54,7 @@ struct SandboxState {
   std::string image_id;
   std::string image_ref;
   std::string runtime = "native";  ///< "native" or "gvisor": commands dispatch on it
+  // (gVisor: `pid` is the sandbox's monitor, runtime/gvisor_lifecycle.h)
   std::string status = "running";  ///< as written: "creating", "running", "stopped"
   pid_t pid = 0;             ///< host pid of the sandbox's init
   uint64_t pid_start = 0;    ///< its start time (/proc/PID/stat field 22), against pid reuse

@@ -15,6 +15,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/tree.h"
+#include "runtime/cgroups.h"
 #include "runtime/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native_backend.h"
@@ -219,7 +220,9 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       s.output = s.dir + "/log";
       json c = config;
       c["root"]["path"] = s.dir + "/bundle/rootfs";
-      c["linux"]["cgroupsPath"] = "/sbx-" + s.id.substr(0, 12);  // its own cgroups
+      // Its own cgroups, under sbx's own (relative path; runsc makes them with
+      // the config's limits), as for create: never at the hierarchy roots.
+      c["linux"]["cgroupsPath"] = "sbx-" + s.id.substr(0, 12);
       runtime::SandboxState st;
       st.id = s.id;
       st.name = nm;
@@ -239,6 +242,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       }
       st.creator_pid = ::getpid();
       st.creator_start = runtime::process_start_time(::getpid());
+      st.cgroups = runtime::sandbox_cgroup_dirs(s.id);  // where runsc makes them (the monitor is our child)
       // As create: the dir appears under its id only once state.json is in it.
       const std::string fresh = opts.run_root + "/.new-" + s.id;
       if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);

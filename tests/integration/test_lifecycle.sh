@@ -49,6 +49,8 @@ expect_eq "$(S exec -e A=1 -e B=two -w /tmp box sh -c 'echo $A-$B-$(pwd)')" "1-t
 expect_eq "$(S exec -u nobody box id -u)" "65534" "-u nobody"
 expect_eq "$(echo piped | S exec -i box cat)" "piped" "-i passes stdin"
 expect_eq "$(echo piped | S exec box cat)" "" "without -i stdin is /dev/null"
+(echo first; S exec box sh -c 'echo second; echo third >&2'; echo fourth) > "$T/appended" 2>&1
+expect_eq "$(tr '\n' ' ' < "$T/appended")" "first second third fourth " "exec output to a file continues it (not from offset 0)"
 S exec --timeout 300ms box sleep 5 2>/dev/null; expect_eq "$?" 124 "exec --timeout: 124"
 # Same confinement as the first process.
 STATUS=$(S exec box cat /proc/self/status)
@@ -73,6 +75,9 @@ echo "$OUT" | grep -q '^exit: 3$' && echo "$OUT" | grep -q '40 120' && ok "exec 
 echo "$OUT" | grep -q '^restored: yes$' && ok "exec -it: terminal mode restored" || fail "exec -it left the terminal raw"
 OUT=$($PTY --expect 'ready' --send '\x03' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec -it box sh -c 'echo ready; sleep 30' 2>&1)
 echo "$OUT" | grep -q '^exit: 130$' && ok "exec -it: ^C ends the process (130)" || fail "exec -it ^C: $OUT"
+# Without -t, a ^C at the user's terminal reaches the command (its trap runs), not just sbx.
+OUT=$($PTY --expect 'ready' --send '\x03' -- "$SBX" --root "$ROOT" --run-root "$RUN" exec box sh -c 'trap "echo got-int; exit 5" INT; echo ready; while true; do sleep 0.1; done' 2>&1)
+echo "$OUT" | grep -q '^exit: 5$' && echo "$OUT" | grep -q got-int && ok "exec: ^C is delivered to the command" || fail "exec ^C: $OUT"
 
 # --- user namespace (the default), --userns host, --disk -------------------------
 if native_only "user namespaces and create --disk are native features (gVisor has its own kernel; create --disk is refused there)"; then
@@ -195,10 +200,26 @@ expect_eq "$(S wait "$ID3")" "3" "wait prints the exit code"
 expect_eq "$(S logs "$ID3" | sort | tr '\n' ' ')" "err out " "logs has stdout and stderr"
 S inspect "$ID3" | grep -q '"Reason": "exit"' && ok "inspect: reason exit" || fail "reason exit"
 S exec "$ID3" true 2>/dev/null; expect_eq "$?" 125 "exec in an ended sandbox: 125"
+S create busybox nosuchcmd >/dev/null 2>&1; expect_eq "$?" 127 "create with a missing command: 127"
+expect_eq "$(ls -A "$RUN" | grep -v '^.names$' | wc -l)" "$(S ps -aq | wc -l)" "a failed create leaves no state dir"
 ID4=$(S create python python3 -c 'import sys,time; print("py", flush=True); time.sleep(30)')
 sleep 1
 expect_eq "$(S logs "$ID4")" "py" "logs of a running python"
 expect_eq "$(S exec "$ID4" python3 -c 'print(6*7)')" "42" "exec python3 in the python image"
+
+# --- OOM under --memory ---------------------------------------------------------------
+# Native: the cgroup's OOM killer ends the command (137), the sandbox lives on.
+# gVisor has no OOM killer of its own: the host's kills the Sentry, which ends
+# the whole sandbox; exec says so (137) and inspect records "oom".
+IDM=$(S create --memory 64m python)
+S exec "$IDM" python3 -c 'x = bytearray(400 * 1024 * 1024); print(len(x))' >/dev/null 2>&1
+expect_eq "$?" 137 "exec over --memory: 137"
+if [ "$RUNTIME" = gvisor ]; then
+  S inspect "$IDM" | grep -q '"Reason": "oom"' && ok "gvisor: the sandbox's end is recorded as oom" || fail "oom: $(S inspect "$IDM" | grep -E 'Status|Reason')"
+else
+  expect_eq "$(S exec "$IDM" echo alive)" "alive" "native: the sandbox survives its exec's OOM"
+fi
+S rm -f "$IDM" >/dev/null
 
 # --- timeout, idle timeout, stop, kill -------------------------------------------
 ID5=$(S create --timeout 1s busybox)
@@ -253,6 +274,26 @@ echo "$MSG" | grep -q "unknown option --bogus" && ok "create --bogus: the messag
 expect_eq "$(S ps -aq | wc -l)" "$NCL" "create --bogus left no sandbox"
 S rm -f "$CL1" "$CL2" "$CL3" >/dev/null || fail "rm the create command-line sandboxes"
 expect_eq "$(find /sys/fs/cgroup -maxdepth 6 -type d \( -name "sbx-${CL1:0:12}" -o -name "sbx-${CL2:0:12}" -o -name "sbx-${CL3:0:12}" \) 2>/dev/null)" "" "no cgroups of the create command-line sandboxes left"
+
+# --- gVisor: restored sandboxes are first-class ---------------------------------
+# sbx restore starts each copy under its own monitor: ps, exec, logs, stop, rm.
+if [ "$RUNTIME" = gvisor ]; then
+  S create --name ctr busybox sh -c 'i=0; while true; do i=$((i+1)); echo $i; sleep 0.1; done' >/dev/null
+  S exec ctr sh -c 'echo kept > /tmp/state'
+  sleep 0.5
+  S checkpoint --name life-ckpt ctr >/dev/null || fail "checkpoint"
+  AT=$(S logs ctr | tail -1)
+  R=$(S restore life-ckpt --name copy --count 2) || fail "restore"
+  expect_eq "$(echo "$R" | wc -l)" 2 "restore --count 2 prints two ids"
+  expect_eq "$(S ps -q --filter name=copy-1 | wc -l)$(S ps -q --filter name=copy-2 | wc -l)" "11" "ps lists the restored copies by name"
+  expect_eq "$(S exec copy-2 cat /tmp/state)" "kept" "exec in a restored copy sees the checkpointed file system"
+  sleep 0.5
+  N=$(S logs copy-1 | tail -1)
+  [ "$N" -gt "$AT" ] 2>/dev/null && ok "logs of a restored copy continue from the checkpoint ($AT -> $N)" || fail "restored logs: '$AT' then '$N'"
+  S stop -t 1 copy-1 >/dev/null; S inspect copy-1 | grep -q '"Status": "exited"' && ok "stop a restored copy" || fail "stop restored"
+  S rm -f ctr copy-1 copy-2 >/dev/null && ok "rm -f the restored copies" || fail "rm restored"
+  S snapshots rm life-ckpt >/dev/null 2>&1
+fi
 
 # --- rm and leak check ------------------------------------------------------------------
 ID7=$(S create busybox)

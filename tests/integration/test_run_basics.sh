@@ -13,6 +13,9 @@ check "missing command says so" grep -q 'executable file not found' <<<"$out"
 expect_rc "non-executable file is 126" 126 run $BB /etc/passwd
 expect_rc "directory as command is 126" 126 run $BB /tmp
 expect_rc "killed by SIGKILL is 137" 137 run $BB sh -c 'kill -9 $$'
+# Output redirected to a file continues it (runsc alone writes from offset 0).
+(echo first; run $BB sh -c 'echo second; echo third >&2'; echo fourth) > "$T/appended" 2>&1
+check "output to a file continues it" test "$(tr '\n' ' ' < "$T/appended")" = "first second third fourth "
 expect_rc "killed by SIGTERM is 143" 143 run $BB sh -c 'kill -TERM $$'
 expect_rc "bad option is 125" 125 run --no-such-flag $BB true
 expect_rc "missing --rootfs dir is 125" 125 run --rootfs /nonexistent-sbx-dir true
