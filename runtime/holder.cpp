@@ -27,52 +27,11 @@ int64_t clock_ms(clockid_t c) {
 }
 
 struct Holder {
+  explicit Holder(const HolderConfig& c) : cfg(c), log(c.state_dirfd) {}
   HolderConfig cfg;
-  int log_out = -1;
-  int64_t log_size = 0;
+  SandboxLog log;  // STATE_DIR/log, through the state dir fd
   int64_t started_mono = 0;
   int64_t started_real = 0;
-
-  void open_log() {
-    log_out = ::openat(cfg.state_dirfd, "log", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    struct stat st;
-    log_size = (log_out >= 0 && ::fstat(log_out, &st) == 0) ? st.st_size : 0;
-  }
-
-  void write_log(const char* p, ssize_t n) {
-    if (log_out < 0) return;
-    if (log_size + n > kLogRotateBytes) {
-      ::close(log_out);
-      ::renameat(cfg.state_dirfd, "log", cfg.state_dirfd, "log.1");
-      open_log();
-      if (log_out < 0) return;
-    }
-    while (n > 0) {
-      ssize_t w = ::write(log_out, p, static_cast<size_t>(n));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      p += w;
-      n -= w;
-      log_size += w;
-    }
-  }
-
-  // Drains the log pipe (non-blocking). Returns false at EOF.
-  bool pump_log() {
-    char buf[16384];
-    for (;;) {
-      ssize_t n = ::read(cfg.log_fd, buf, sizeof buf);
-      if (n > 0) {
-        write_log(buf, n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) return true;
-      return false;
-    }
-  }
 
   // Records the end (first record wins: link(2) fails on an existing file).
   void record(const char* reason, int code, int sig) {
@@ -91,7 +50,7 @@ struct Holder {
   [[noreturn]] void finish(const char* reason, int code, int sig) {
     // Kill everything else first, so nothing writes after the record says "ended".
     ::kill(-1, SIGKILL);
-    if (cfg.log_fd >= 0) pump_log();
+    if (cfg.log_fd >= 0) log.pump_from(cfg.log_fd);
     record(reason, code, sig);
     ::_exit(code);
   }
@@ -123,8 +82,7 @@ struct Holder {
 }  // namespace
 
 void run_holder(const HolderConfig& cfg) {
-  Holder h;
-  h.cfg = cfg;
+  Holder h(cfg);
   h.started_mono = clock_ms(CLOCK_MONOTONIC);
   h.started_real = clock_ms(CLOCK_REALTIME);
   // Not dumpable: /proc/1/{fd,exe,mem,environ} stay closed to the sandbox.
@@ -152,7 +110,7 @@ void run_holder(const HolderConfig& cfg) {
   if (cfg.log_fd >= 0) {
     ::fcntl(cfg.log_fd, F_SETFL, ::fcntl(cfg.log_fd, F_GETFL) | O_NONBLOCK);
     ::fcntl(cfg.log_fd, F_SETFD, FD_CLOEXEC);
-    h.open_log();
+    h.log.open();
   }
   bool log_open = cfg.log_fd >= 0;
 
@@ -172,7 +130,7 @@ void run_holder(const HolderConfig& cfg) {
     int r = ::poll(pfd, 2, timeout);
     if (r < 0 && errno != EINTR) ::_exit(125);
     if (log_open && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      if (!h.pump_log()) {
+      if (!h.log.pump_from(cfg.log_fd)) {
         log_open = false;
         ::close(cfg.log_fd);
       }

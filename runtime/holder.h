@@ -18,10 +18,9 @@
 
 #include <cstdint>
 
-namespace sbx::runtime {
+#include "runtime/sandbox_log.h"  // kLogRotateBytes
 
-/// Size at which STATE_DIR/log is rotated to log.1 (bytes).
-inline constexpr int64_t kLogRotateBytes = 512 * 1024;
+namespace sbx::runtime {
 
 struct HolderConfig {
   int state_dirfd = -1;        ///< the sandbox's state dir (O_DIRECTORY|O_CLOEXEC)
