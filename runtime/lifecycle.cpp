@@ -30,19 +30,6 @@ std::string short_id(const std::string& dir) {
 
 bool is_gvisor(const SandboxState& st) { return st.runtime == "gvisor"; }
 
-// A pidfd for the state's init, or -1 when it is not (any more) that process.
-int open_init(const SandboxState& st) {
-  if (st.pid <= 0) return -1;
-  int fd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
-  if (fd < 0) return -1;
-  // Opened first, checked second: the pidfd then pins the process we checked.
-  if (process_start_time(st.pid) != st.pid_start) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // Waits up to `ms` (<0: forever) for the pidfd's process to exit.
 bool wait_pidfd(int pidfd, int ms) {
   struct pollfd p {pidfd, POLLIN, 0};
@@ -58,7 +45,7 @@ bool wait_pidfd(int pidfd, int ms) {
 void kill_sandbox(const std::string& dir, int sig) {
   SandboxState st = read_state(dir);
   if (is_gvisor(st)) return kill_gvisor(dir, st, sig);
-  int fd = open_init(st);
+  int fd = open_init_pidfd(st);
   if (fd < 0) throw Error("sandbox " + short_id(dir) + " is not running; see 'sbx ps -a'");
   // The init cannot record a SIGKILL itself: record it first (the init's own
   // record, if it is ending right now anyway, wins the link(2) race).
@@ -72,7 +59,7 @@ void kill_sandbox(const std::string& dir, int sig) {
 
 void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int sig) {
   SandboxState st = read_state(dir);
-  int fd = open_init(st);
+  int fd = open_init_pidfd(st);
   if (fd < 0) return;  // already ended
   // (gVisor: the monitor forwards the signal to the first process.)
   ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0);
@@ -93,7 +80,7 @@ void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int s
 
 std::optional<EndRecord> wait_sandbox(const std::string& dir, std::chrono::milliseconds timeout) {
   SandboxState st = read_state(dir);
-  int fd = open_init(st);
+  int fd = open_init_pidfd(st);
   if (fd >= 0) {
     bool ended = wait_pidfd(fd, timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1);
     ::close(fd);
@@ -185,7 +172,7 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
       } catch (const Error&) {
       }
     }
-    if (int fd = open_init(st); fd >= 0) {
+    if (int fd = open_init_pidfd(st); fd >= 0) {
       write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
       ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
       wait_pidfd(fd, 10000);
@@ -310,7 +297,7 @@ void read_logs(const std::string& dir, bool follow, const std::function<void(con
     return;
   }
   SandboxState st = read_state(dir);
-  int pidfd = open_init(st);
+  int pidfd = open_init_pidfd(st);
   for (;;) {
     bool alive = pidfd >= 0 && !wait_pidfd(pidfd, 100);
     if (fd >= 0) dump(fd);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +92,17 @@ SandboxState read_state(const std::string& dir) {
   } catch (const nlohmann::json::exception& e) {
     throw Error("malformed " + dir + "/state.json: " + e.what() + "; remove the sandbox with 'sbx rm -f' or 'sbx gc'");
   }
+}
+
+int open_init_pidfd(const SandboxState& st) noexcept {
+  if (st.pid <= 0) return -1;
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
+  if (fd < 0) return -1;
+  if (process_start_time(st.pid) != st.pid_start) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 uint64_t process_start_time(pid_t pid) {

@@ -82,6 +82,12 @@ uint64_t process_start_time(pid_t pid);
 /// True when the state's init process still exists (same pid and start time).
 bool state_alive(const SandboxState& st);
 
+/// A pidfd (pidfd_open(2)) for the state's init (native: the holder; gVisor:
+/// the monitor), or -1 when it is not (any more) that process. Opened first,
+/// checked second: the pidfd then pins the process that was checked. The
+/// caller closes it. No throw.
+int open_init_pidfd(const SandboxState& st) noexcept;
+
 /// Reads DIR/end, the init's record of how the sandbox ended; nullopt when absent.
 std::optional<EndRecord> read_end(const std::string& dir);
 
