@@ -62,6 +62,44 @@ void mount_disk_tmpfs(const std::string& path, uint64_t bytes) {
 
 }  // namespace
 
+SandboxState creating_state(const SandboxSpec& spec) {
+  SandboxState st;
+  st.id = spec.id;
+  st.name = spec.name;
+  st.image_id = spec.image_id;
+  st.image_ref = spec.image_ref;
+  st.runtime = spec.runtime;
+  st.status = "creating";
+  st.created_ms = now_ms();
+  st.labels = spec.labels;
+  st.command = spec.process.args;
+  st.timeout_ms = spec.timeout.count();
+  st.idle_timeout_ms = spec.idle_timeout.count();
+  st.creator_pid = ::getpid();
+  st.creator_start = process_start_time(::getpid());
+  return st;
+}
+
+void start_created(const std::string& run_root, const std::string& id, const std::function<void()>& start) {
+  const std::string dir = sandbox_dir(run_root, id);
+  try {
+    start();
+    crash_point("create-started");
+    SandboxState st = read_state(dir);
+    st.status = "running";
+    st.started_ms = now_ms();
+    write_state(dir, st);
+    crash_point("create-done");
+  } catch (...) {
+    try {
+      remove_sandbox(run_root, id, true);
+    } catch (const Error& e) {
+      log::warn("cleaning up after a failed create: " + std::string(e.what()) + "; 'sbx gc' will retry");
+    }
+    throw;
+  }
+}
+
 std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const CreateOptions& opts) {
   if (spec.runtime == "gvisor") return create_gvisor_sandbox(std::move(spec), run_root, "");
   if (spec.runtime != "native") throw Error("sbx create: unknown runtime '" + spec.runtime + "': use native or gvisor");
@@ -81,19 +119,7 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
     fs::mkdir_p(fresh + "/fs", 0700);
     if (spec.disk_bytes) mount_disk_tmpfs(fresh + "/fs", spec.disk_bytes);
     write_config(fresh, spec);
-    st.id = id;
-    st.name = spec.name;
-    st.image_id = spec.image_id;
-    st.image_ref = spec.image_ref;
-    st.runtime = spec.runtime;
-    st.status = "creating";
-    st.created_ms = now_ms();
-    st.labels = spec.labels;
-    st.command = spec.process.args;
-    st.timeout_ms = spec.timeout.count();
-    st.idle_timeout_ms = spec.idle_timeout.count();
-    st.creator_pid = ::getpid();
-    st.creator_start = process_start_time(::getpid());
+    st = creating_state(spec);
     write_state(fresh, st);
     crash_point("create-dir");
     if (::rename(fresh.c_str(), dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + dir);
@@ -102,7 +128,7 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
     throw;
   }
   crash_point("create-state");
-  try {
+  start_created(run_root, id, [&] {
     if (opts.userns) {
       // The range is taken once the dir has its id (allocate_id_range counts
       // only those) and recorded in config.json as linux.uidMappings, where
@@ -121,22 +147,8 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
     so.state_template = &st;
     so.userns = opts.userns;
     Sandbox sb = start(spec, so);  // state.json now names its init and cgroups
-    crash_point("create-started");
     sb.release();
-
-    st = read_state(dir);
-    st.status = "running";
-    st.started_ms = now_ms();
-    write_state(dir, st);
-    crash_point("create-done");
-  } catch (...) {
-    try {
-      remove_sandbox(run_root, id, true);
-    } catch (const Error& e) {
-      log::warn("cleaning up after a failed create: " + std::string(e.what()) + "; 'sbx gc' will retry");
-    }
-    throw;
-  }
+  });
   return id;
 }
 

@@ -343,14 +343,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   std::string errors = runsc_errors(log);
   if (WIFEXITED(status) && st.exit_code == 128 && !errors.empty()) {
     // runsc failed before or while starting the command.
-    const std::string& cmd = spec.process.args[0];
-    if (errors.find("failed to load") != std::string::npos ||
-        errors.find("error finding executable") != std::string::npos) {
-      if (errors.find("no such file or directory") != std::string::npos)
-        throw Error("exec: \"" + cmd + "\": executable file not found in $PATH", ENOENT, kExitNotFound);
-      if (errors.find("permission denied") != std::string::npos)
-        throw Error("exec: \"" + cmd + "\": permission denied", EACCES, kExitCannotExec);
-    }
+    throw_if_command_error(errors, spec.process.args[0]);  // 127 / 126, as create and exec
     throw Error("runsc failed to start the sandbox:\n" + errors);
   }
   return st;

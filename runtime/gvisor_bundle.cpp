@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
+#include <cstring>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -23,21 +24,28 @@ namespace sbx::runtime::gvisor {
 
 bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
 
-/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
-int run_quiet(const std::vector<std::string>& argv) {
+int run_with_output(const std::vector<std::string>& argv, int out_fd) {
+  // Everything the child needs is made before fork: the child of a threaded
+  // parent (FileOutputPump) may only make async-signal-safe calls.
+  std::vector<char*> a;
+  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  const std::string exec_failed = "sbx: execute " + argv[0] + ": ";
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork for " + argv[0]);
   if (pid == 0) {
-    int fd = ::open("/dev/null", O_RDWR);
-    if (fd >= 0) {
-      ::dup2(fd, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
+    int null = ::open("/dev/null", O_RDWR);
+    int out = out_fd >= 0 ? out_fd : null;
+    if (null >= 0) ::dup2(null, 0);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
     }
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
     ::execv(a[0], a.data());
+    const char* why = std::strerror(errno);
+    (void)!::write(2, exec_failed.data(), exec_failed.size());
+    (void)!::write(2, why, std::strlen(why));
+    (void)!::write(2, "\n", 1);
     ::_exit(127);
   }
   int st = 0;
@@ -45,6 +53,8 @@ int run_quiet(const std::vector<std::string>& argv) {
   }
   return st;
 }
+
+int run_quiet(const std::vector<std::string>& argv) { return run_with_output(argv, -1); }
 
 std::string read_tail(const std::string& path, size_t max) {
   try {

@@ -3,7 +3,6 @@
 // (runtime/gvisor_lifecycle.cpp): the bundle's rootfs and config, runsc's
 // cgroups, and reading runsc's errors. runsc: https://gvisor.dev/docs/.
 #pragma once
-#include <cstdint>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -17,8 +16,13 @@ namespace sbx::runtime::gvisor {
 /// True when `p` is an executable file for us (access X_OK).
 bool is_executable(const std::string& p);
 
-/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
-/// Throws sbx::Error only when fork fails.
+/// Runs `argv` (argv[0]: a path) to completion with stdin on /dev/null and
+/// stdout+stderr on `out_fd` (-1: /dev/null); returns its wait status. When
+/// argv[0] cannot be executed, says why on `out_fd` and the status is exit
+/// 127. Throws sbx::Error only when fork fails.
+int run_with_output(const std::vector<std::string>& argv, int out_fd);
+
+/// run_with_output(argv, -1): runsc commands whose output nobody reads.
 int run_quiet(const std::vector<std::string>& argv);
 
 /// The last `max` bytes of the file at `path` ("" when unreadable).

@@ -32,6 +32,7 @@
 #include "runtime/lifecycle.h"
 #include "runtime/native_backend.h"
 #include "runtime/pty_relay.h"
+#include "runtime/sandbox_log.h"
 #include "runtime/user.h"
 
 namespace sbx::runtime {
@@ -79,59 +80,27 @@ bool terminating(int sig) {
 // ---- the monitor ------------------------------------------------------------
 
 struct Monitor {
+  Monitor(std::string d, std::string i, GvisorLaunch l, int ready)
+      : dir(std::move(d)), id(std::move(i)), launch(std::move(l)), ready_fd(ready),
+        dirfd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)), log(dirfd) {}
   std::string dir, id;
   GvisorLaunch launch;
   int ready_fd = -1;           // to the creating sbx; -1 once answered
   int log_in = -1;             // runsc's stdout+stderr (the first process's)
-  int log_out = -1;
-  int64_t log_size = 0;
+  int dirfd = -1;              // the state dir (O_PATH), for the log; lives as long as the monitor
+  SandboxLog log;              // STATE_DIR/log
   pid_t runsc = -1;
   int last_signal = 0;         // last signal forwarded to the first process
   bool timed_out = false;
   int64_t started_mono = 0, started_real = 0;
 
-  void open_log() {
-    log_out = ::open((dir + "/log").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    struct stat sb;
-    log_size = (log_out >= 0 && ::fstat(log_out, &sb) == 0) ? sb.st_size : 0;
-  }
-
-  void write_log(const char* p, ssize_t n) {
-    if (log_out < 0) return;
-    if (log_size + n > kLogRotateBytes) {  // as the native holder: log + log.1
-      ::close(log_out);
-      ::rename((dir + "/log").c_str(), (dir + "/log.1").c_str());
-      open_log();
-      if (log_out < 0) return;
-    }
-    while (n > 0) {
-      ssize_t w = ::write(log_out, p, static_cast<size_t>(n));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      p += w;
-      n -= w;
-      log_size += w;
-    }
-  }
-
-  // Drains the log pipe (non-blocking). Returns false at EOF.
+  // Copies runsc's output into the log; false (log_in closed) at EOF.
   bool pump_log() {
     if (log_in < 0) return false;
-    char buf[16384];
-    for (;;) {
-      ssize_t n = ::read(log_in, buf, sizeof buf);
-      if (n > 0) {
-        write_log(buf, n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EAGAIN) return true;
-      ::close(log_in);
-      log_in = -1;
-      return false;
-    }
+    if (log.pump_from(log_in)) return true;
+    ::close(log_in);
+    log_in = -1;
+    return false;
   }
 
   void answer(const std::string& msg) {
@@ -312,7 +281,7 @@ struct Monitor {
     ::close(lp[1]);
     log_in = lp[0];
     ::fcntl(log_in, F_SETFL, O_NONBLOCK);
-    open_log();
+    log.open();
 
     // Until runsc runs the first process: answer the creating sbx.
     int status = 0;
@@ -380,17 +349,6 @@ void write_meta(const std::string& dir, const GvisorLaunch& l) {
   fs::write_file_atomic(dir + "/meta.json", meta.dump(2), 0600);
 }
 
-int open_pidfd(const SandboxState& st) {
-  if (st.pid <= 0) return -1;
-  int fd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
-  if (fd < 0) return -1;
-  if (process_start_time(st.pid) != st.pid_start) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 void set_env(std::vector<std::string>& env, const std::string& kv) {
   auto eq = kv.find('=');
   std::string key = kv.substr(0, eq == std::string::npos ? kv.size() : eq + 1);
@@ -438,8 +396,8 @@ GvisorLaunch read_gvisor_meta(const std::string& dir) {
   return l;
 }
 
-GvisorMonitor spawn_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
-                                   const std::function<void(const std::string& rootfs)>& write_config) {
+void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
+                          const std::function<void(const std::string& rootfs)>& write_config) {
   fs::mkdir_p(dir + "/bundle/rootfs", 0700);
   fs::mkdir_p(dir + "/scratch", 0700);
   fs::mkdir_p(dir + "/runsc", 0700);
@@ -468,11 +426,7 @@ GvisorMonitor spawn_gvisor_monitor(const std::string& dir, SandboxState st, cons
     }
     ::syscall(SYS_close_range, 4U, ~0U, 0U);
     ::fcntl(3, F_SETFD, FD_CLOEXEC);
-    Monitor m;
-    m.dir = dir;
-    m.id = st.id;
-    m.launch = launch;
-    m.ready_fd = 3;
+    Monitor m(dir, st.id, launch, 3);
     m.run(write_config);
   }
   ::close(ready[1]);
@@ -486,20 +440,17 @@ GvisorMonitor spawn_gvisor_monitor(const std::string& dir, SandboxState st, cons
     ::close(ready[0]);
     throw;
   }
-  return GvisorMonitor{pid, ready[0]};
-}
-
-void await_gvisor_monitor(const std::string& dir, const std::string& id, GvisorMonitor m) {
+  // The monitor's answer: "OK" once runsc runs the first process, "E<code> <text>", or EOF if it died.
   std::string msg;
   char buf[4096];
-  for (ssize_t n; (n = ::read(m.ready_fd, buf, sizeof buf)) != 0;) {
+  for (ssize_t n; (n = ::read(ready[0], buf, sizeof buf)) != 0;) {
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
     }
     msg.append(buf, static_cast<size_t>(n));
   }
-  ::close(m.ready_fd);
+  ::close(ready[0]);
   if (msg == "OK") return;
   if (msg.size() > 1 && msg[0] == 'E') {
     int code = std::atoi(msg.c_str() + 1);
@@ -509,14 +460,8 @@ void await_gvisor_monitor(const std::string& dir, const std::string& id, GvisorM
     if (code != kExitNotFound && code != kExitCannotExec) text = "gvisor: " + text;
     throw Error(text, 0, code ? code : kExitSbxFailed);
   }
-  throw Error("gvisor: the monitor of sandbox " + id.substr(0, 12) + " died while starting runsc; see " + dir +
+  throw Error("gvisor: the monitor of sandbox " + st.id.substr(0, 12) + " died while starting runsc; see " + dir +
               "/runsc.log");
-}
-
-void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
-                          const std::function<void(const std::string& rootfs)>& write_config) {
-  const std::string id = st.id;
-  await_gvisor_monitor(dir, id, spawn_gvisor_monitor(dir, std::move(st), launch, write_config));
 }
 
 std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path) {
@@ -560,19 +505,8 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     oci::RuntimeConfigOptions rc;
     rc.rootfs_path = dir + "/bundle/rootfs";
     fs::write_file_atomic(fresh + "/config.json", oci::to_runtime_config(shown, rc), 0600);
-    st.id = id;
-    st.name = spec.name;
-    st.image_id = spec.image_id;
-    st.image_ref = spec.image_ref;
+    st = creating_state(spec);
     st.runtime = "gvisor";
-    st.status = "creating";
-    st.created_ms = now_ms();
-    st.labels = spec.labels;
-    st.command = spec.process.args;
-    st.timeout_ms = spec.timeout.count();
-    st.idle_timeout_ms = spec.idle_timeout.count();
-    st.creator_pid = ::getpid();
-    st.creator_start = process_start_time(::getpid());
     // The cgroups: every one runsc may make for the relative cgroupsPath.
     st.cgroups = sandbox_cgroup_dirs(id);
     write_state(fresh, st);
@@ -583,7 +517,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     throw;
   }
   crash_point("create-state");
-  try {
+  start_created(run_root, id, [&] {
     if (!spec.name.empty()) claim_name(run_root, spec.name, id);
     crash_point("create-name");
     // sbx makes the sandbox's cgroup itself, with its limits, as `sbx run
@@ -616,25 +550,12 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       fs::write_file_atomic(dir + "/bundle/config.json", oci::to_runtime_config(r, ro), 0600);
     };
     start_gvisor_monitor(dir, st, launch, write_config);
-    crash_point("create-started");
-    st = read_state(dir);
-    st.status = "running";
-    st.started_ms = now_ms();
-    write_state(dir, st);
-    crash_point("create-done");
-  } catch (...) {
-    try {
-      remove_sandbox(run_root, id, true);
-    } catch (const Error& e) {
-      log::warn("cleaning up after a failed create: " + std::string(e.what()) + "; 'sbx gc' will retry");
-    }
-    throw;
-  }
+  });
   return id;
 }
 
 void kill_gvisor(const std::string& dir, const SandboxState& st, int sig) {
-  int fd = open_pidfd(st);
+  int fd = open_init_pidfd(st);
   if (fd < 0) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
   if (sig != SIGKILL) {
     // The monitor forwards it (and remembers it, to record "signal N").

@@ -76,17 +76,6 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
 void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
                           const std::function<void(const std::string& rootfs)>& write_config);
 
-/// start_gvisor_monitor in two halves, to start many sandboxes at once (sbx
-/// restore --count N): spawn forks the monitor and records it in state.json;
-/// await waits for its answer and throws as start_gvisor_monitor.
-struct GvisorMonitor {
-  pid_t pid = -1;
-  int ready_fd = -1;
-};
-GvisorMonitor spawn_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorLaunch& launch,
-                                   const std::function<void(const std::string& rootfs)>& write_config);
-void await_gvisor_monitor(const std::string& dir, const std::string& id, GvisorMonitor m);
-
 /// `sbx kill` on a gVisor sandbox: SIGKILL is recorded as "killed" and sent to
 /// every process of the sandbox (runsc kill --all); other signals go to the
 /// monitor, which forwards them to the first process (runsc kill). Throws

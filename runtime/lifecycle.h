@@ -41,6 +41,17 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
 /// rm-killed, rm-cgroups, rm-renamed.
 void crash_point(const char* step) noexcept;
 
+/// Shared by the native and gVisor create paths (runtime/create.cpp,
+/// runtime/gvisor_lifecycle.cpp).
+/// The state.json of a sandbox being built from `spec`: status "creating",
+/// its runtime, command and limits, and this sbx as its creator.
+SandboxState creating_state(const SandboxSpec& spec);
+/// Runs `start` (which starts the sandbox in RUN_ROOT/<id> and records its
+/// init in state.json), then marks it "running" with its start time. On a
+/// throw removes the sandbox (as rm -f; a failure there is logged and left to
+/// `sbx gc`) and rethrows.
+void start_created(const std::string& run_root, const std::string& id, const std::function<void()>& start);
+
 /// Sends `sig` to the sandbox's init (which forwards it to the first process;
 /// with none, a terminating signal ends the sandbox). SIGKILL ends it at once
 /// and is recorded as "killed". Throws sbx::Error when it is not running.

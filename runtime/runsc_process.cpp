@@ -13,37 +13,12 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/log.h"
+#include "runtime/gvisor_bundle.h"
 #include "runtime/init.h"
 #include "runtime/pty_relay.h"
 
 namespace sbx::runtime {
-
-namespace {
-
-/// Runs `argv` to completion with stdio on /dev/null; returns its wait status.
-int run_quiet(const std::vector<std::string>& argv) noexcept {
-  std::vector<char*> a;
-  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    int fd = ::open("/dev/null", O_RDWR);
-    if (fd >= 0) {
-      ::dup2(fd, 0);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    ::execv(a[0], a.data());
-    ::_exit(127);
-  }
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return st;
-}
-
-}  // namespace
 
 bool runsc_left_state(const std::string& root) noexcept {
   DIR* d = ::opendir(root.c_str());
@@ -72,7 +47,11 @@ RunscWaitResult wait_runsc(pid_t pid, const RunscWaitOptions& o) {
   using clock = std::chrono::steady_clock;
   RunscWaitResult out;
   auto kill_sandbox = [&](int sig) {
-    run_quiet({o.runsc, "--root", o.root, "kill", "--all", o.id, std::to_string(sig)});
+    try {
+      gvisor::run_quiet({o.runsc, "--root", o.root, "kill", "--all", o.id, std::to_string(sig)});
+    } catch (const Error& e) {  // fork failed: say so, the wait goes on
+      log::warn("forwarding signal " + std::to_string(sig) + " to the gVisor sandbox: " + e.what());
+    }
   };
   int sfd = ::signalfd(-1, &runsc_wait_signals(), SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) throw_errno("signalfd for the runsc wait");

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "oci/tree.h"
 #include "runtime/cgroups.h"
+#include "runtime/gvisor_bundle.h"
 #include "runtime/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native_backend.h"
@@ -30,32 +31,19 @@ using clock_type = std::chrono::steady_clock;
 
 std::string ckpt_dir(const std::string& root, const std::string& id) { return root + "/snapshots/checkpoints/" + id; }
 
-/// Runs argv with stdin on /dev/null and stdout+stderr into `out_file`.
-pid_t spawn(const std::vector<std::string>& argv, const std::string& out_file) {
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork for " + argv[0]);
-  if (pid == 0) {
-    int in = ::open("/dev/null", O_RDONLY);
-    int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (in >= 0) ::dup2(in, 0);
-    if (out >= 0) {
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-    }
-    std::vector<char*> a;
-    for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    std::fprintf(stderr, "sbx: execute %s: %s\n", argv[0].c_str(), std::strerror(errno));
-    ::_exit(127);
+/// Runs argv to completion with stdout+stderr appended to `out_file`; returns
+/// its exit code (128+N for signal N).
+int run_logged(const std::vector<std::string>& argv, const std::string& out_file) {
+  int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (out < 0) throw_errno("open " + out_file + " for the output of " + argv[0]);
+  int st;
+  try {
+    st = runtime::gvisor::run_with_output(argv, out);
+  } catch (...) {
+    ::close(out);
+    throw;
   }
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
+  ::close(out);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -108,7 +96,7 @@ void fail_native_checkpoint() {
   int fd = ::mkstemp(tmpl);
   if (fd < 0) throw_errno("create temp file for criu check");
   ::close(fd);
-  int code = wait_exit(spawn({criu, "check"}, tmpl));
+  int code = run_logged({criu, "check"}, tmpl);
   std::string out = tail_of(tmpl, 4000);
   ::unlink(tmpl);
   // criu check prints "Looks good." on success; some versions exit 0 with errors.
@@ -147,7 +135,7 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
     if (req.leave_running) argv.push_back("--leave-running");
     argv.push_back(req.container_id);
     std::string out = dir + "/checkpoint.log";
-    int code = wait_exit(spawn(argv, out));
+    int code = run_logged(argv, out);
     if (code != 0)
       throw Error("runsc checkpoint of sandbox " + req.container_id + " failed (exit " + std::to_string(code) +
                   "): " + tail_of(out));

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "runtime/cgroups.h"
 #include "runtime/gvisor_backend.h"
+#include "test_util.h"
 
 using namespace sbx;
 namespace stdfs = std::filesystem;
@@ -50,13 +51,8 @@ SandboxSpec spec_for(const BusyboxLayers& b, std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("gvisor backend runs commands under real runsc and leaves nothing behind") {
-  std::string runsc;
-  try {
-    runsc = runtime::find_runsc("");
-  } catch (const Error& e) {
-    MESSAGE("skipped: " << e.what());
-    return;
-  }
+  std::string runsc = test::runsc_or_skip();
+  if (runsc.empty()) return;
   CHECK(runtime::runsc_version(runsc).find("runsc version") == 0);
   BusyboxLayers b;
   std::string run_root = b.base + "/run";

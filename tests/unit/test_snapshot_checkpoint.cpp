@@ -21,6 +21,7 @@
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/sandbox_fs.h"
+#include "test_util.h"
 
 using namespace sbx;
 namespace stdfs = std::filesystem;
@@ -72,6 +73,16 @@ const char* kLoop =
     "i=0; while true; do i=$((i+1)); if [ -f /tmp/flag ]; then echo \"$i flag\"; else echo $i; fi; "
     "echo $i > /tmp/count; sleep 0.1; done";
 
+/// A sandbox on `layers` running kLoop (a counter that prints and keeps its count in /tmp/count).
+SandboxSpec counter_spec(const std::vector<std::string>& layers) {
+  SandboxSpec spec;
+  spec.process.args = {"sh", "-c", kLoop};
+  spec.process.env = {"PATH=/bin"};
+  spec.process.capabilities = default_capabilities();
+  spec.layer_dirs = layers;
+  return spec;
+}
+
 /// Starts the sandbox to checkpoint the way `sbx create --runtime gvisor` does
 /// (runtime/gvisor_lifecycle.h: monitor, runsc run, --overlay2=root:memory).
 snapshot::RestoredSandbox start_original(const std::string& runsc, const std::string& run_root, SandboxSpec spec) {
@@ -100,18 +111,10 @@ snapshot::GvisorCheckpointRequest request_for(const std::string& runsc, const st
 
 TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the checkpoint and then diverge") {
   Fixture fx;
-  try {
-    fx.runsc = runtime::find_runsc("");
-  } catch (const Error& e) {
-    MESSAGE("skipped: " << e.what());
-    return;
-  }
+  fx.runsc = test::runsc_or_skip();
+  if (fx.runsc.empty()) return;
   std::string root = fx.base + "/root", run_root = fx.base + "/run";
-  SandboxSpec spec;
-  spec.process.args = {"sh", "-c", kLoop};
-  spec.process.env = {"PATH=/bin"};
-  spec.process.capabilities = default_capabilities();
-  spec.layer_dirs = fx.layers;
+  SandboxSpec spec = counter_spec(fx.layers);
 
   auto orig = start_original(fx.runsc, run_root, spec);
   fx.live.push_back(orig);
@@ -194,11 +197,7 @@ TEST_CASE("measure: fork N gvisor sandboxes from one memory snapshot" * doctest:
   fx.runsc = runtime::find_runsc("");
   int n = std::getenv("SBX_FORK_N") ? std::atoi(std::getenv("SBX_FORK_N")) : 10;
   std::string root = fx.base + "/root", run_root = fx.base + "/run";
-  SandboxSpec spec;
-  spec.process.args = {"sh", "-c", kLoop};
-  spec.process.env = {"PATH=/bin"};
-  spec.process.capabilities = default_capabilities();
-  spec.layer_dirs = fx.layers;
+  SandboxSpec spec = counter_spec(fx.layers);
   auto orig = start_original(fx.runsc, run_root, spec);
   fx.live.push_back(orig);
   wait_count(orig.output, 3);
@@ -233,13 +232,8 @@ TEST_CASE("measure: fork N gvisor sandboxes from one memory snapshot" * doctest:
 TEST_CASE("gvisor memory snapshot of a python process on the python image") {
   const char* src = std::getenv("SBX_TEST_SRC");
   std::string imgs = std::string(src ? src : ".") + "/tests/images/out/python-oci";
-  std::string runsc;
-  try {
-    runsc = runtime::find_runsc("");
-  } catch (const Error& e) {
-    MESSAGE("skipped: " << e.what());
-    return;
-  }
+  std::string runsc = test::runsc_or_skip();
+  if (runsc.empty()) return;
   if (!stdfs::exists(imgs + "/index.json")) {
     MESSAGE("skipped: python test image not built");
     return;

@@ -7,6 +7,9 @@
 #include <string>
 #include <system_error>
 
+#include "common/error.h"
+#include "runtime/gvisor_backend.h"
+
 namespace sbx::test {
 
 /// A fresh directory /tmp/sbx-PREFIX.XXXXXX, removed with everything under it
@@ -28,5 +31,16 @@ struct TempDir {
 
 /// A well-formed sandbox id (64 hex digits) made of `c` ('a'..'f', '0'..'9').
 inline std::string fake_id(char c) { return std::string(64, c); }
+
+/// The runsc for tests that run real gVisor (runtime::find_runsc), or "" after
+/// a MESSAGE "skipped: ..." where none is installed (CI installs one).
+inline std::string runsc_or_skip() {
+  try {
+    return runtime::find_runsc("");
+  } catch (const Error& e) {
+    MESSAGE("skipped: " << e.what());
+    return "";
+  }
+}
 
 }  // namespace sbx::test
