@@ -243,6 +243,7 @@ struct Monitor {
     int sfd = ::signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
     const std::string rootfs = dir + "/bundle/rootfs";
     int lp[2] = {-1, -1};
+    int go[2] = {-1, -1};  // "in the cgroup, exec runsc" (EOF without it: give up)
     try {
       // A private mount namespace: the rootfs overlay exists only here (and in
       // runsc's gofer, our child) and vanishes with us.
@@ -251,11 +252,13 @@ struct Monitor {
       mount_rootfs(launch.layer_dirs, dir + "/scratch", rootfs);
       if (write_config) write_config(rootfs);
       if (::pipe2(lp, O_CLOEXEC) < 0) throw_errno("pipe");
+      if (::pipe2(go, O_CLOEXEC) < 0) throw_errno("pipe");
     } catch (const std::exception& e) {
       answer("E125 " + std::string(e.what()));
       ::_exit(125);
     }
     std::vector<std::string> argv = runsc_base(launch, dir, dir + "/runsc.log");
+    if (!launch.cgroup_dirs.empty()) argv.push_back("--ignore-cgroups");  // it starts in them (below)
     if (launch.restore_image.empty()) {
       argv.insert(argv.end(), {"run", "--bundle", dir + "/bundle", "--pid-file", dir + "/pid", id});
     } else {
@@ -276,9 +279,28 @@ struct Monitor {
       ::dup2(null, 0);
       ::dup2(lp[1], 1);
       ::dup2(lp[1], 2);
+      ::close(go[1]);
+      char g = 0;
+      while (::read(go[0], &g, 1) < 0 && errno == EINTR) {
+      }
+      if (g != 'G') ::_exit(125);
       exec_argv(argv);
     }
     ::close(lp[1]);
+    ::close(go[0]);
+    try {
+      // Into the sandbox's cgroup before it becomes runsc: its whole sandbox
+      // (sentry, gofer) then starts there, under the limits sbx applied.
+      for (const auto& d : launch.cgroup_dirs) fs::write_existing(d + "/cgroup.procs", std::to_string(runsc));
+    } catch (const std::exception& e) {
+      ::kill(runsc, SIGKILL);
+      while (::waitpid(runsc, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      answer("E125 " + std::string(e.what()));
+      ::_exit(125);
+    }
+    (void)!::write(go[1], "G", 1);
+    ::close(go[1]);
     log_in = lp[0];
     ::fcntl(log_in, F_SETFL, O_NONBLOCK);
     log.open();
@@ -507,7 +529,8 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     fs::write_file_atomic(fresh + "/config.json", oci::to_runtime_config(shown, rc), 0600);
     st = creating_state(spec);
     st.runtime = "gvisor";
-    // The cgroups: every one runsc may make for the relative cgroupsPath.
+    // The cgroups: the one sbx makes below (and, for sandboxes of an older sbx,
+    // those runsc made for a relative cgroupsPath: the same paths).
     st.cgroups = sandbox_cgroup_dirs(id);
     write_state(fresh, st);
     crash_point("create-dir");
@@ -527,11 +550,13 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     {
       SandboxSpec limits = spec;
       apply_pids_limit_as_nproc(limits);
-      Cgroup::create(id, limits.resources).release();  // state.json names it; rm removes it
+      Cgroup cg = Cgroup::create(id, limits.resources);
+      launch.cgroup_dirs = cg.paths();
+      cg.release();  // state.json names it; rm removes it
     }
     // The bundle's config is written inside the monitor's mount namespace:
     // the user (-u / the image's User) resolves in the image's /etc/passwd.
-    auto write_config = [spec, pause, dir, id](const std::string& rootfs) {
+    auto write_config = [spec, pause, dir](const std::string& rootfs) {
       SandboxSpec r = spec;
       if (!pause.empty()) {
         r.process.args = {kPauseInSandbox};
@@ -546,7 +571,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       apply_pids_limit_as_nproc(r);
       oci::RuntimeConfigOptions ro;
       ro.rootfs_path = rootfs;
-      ro.cgroups_path = cgroup_name(id);  // relative: under sbx's own cgroup, which sbx made
+      // No cgroupsPath: runsc starts in the cgroup sbx made (launch.cgroup_dirs).
       fs::write_file_atomic(dir + "/bundle/config.json", oci::to_runtime_config(r, ro), 0600);
     };
     start_gvisor_monitor(dir, st, launch, write_config);

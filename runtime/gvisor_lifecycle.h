@@ -56,6 +56,12 @@ struct GvisorLaunch {
   int64_t timeout_ms = 0;                 ///< 0: none
   int64_t idle_timeout_ms = 0;            ///< 0: none
   bool hold_only = false;                 ///< the first process is the pause helper
+  /// The sandbox's cgroup dirs, made by sbx (Cgroup::create): the monitor
+  /// moves the process that becomes runsc into them before exec and runs
+  /// runsc with --ignore-cgroups (no join/leave of cgroups by runsc, each an
+  /// RCU grace period; as `sbx run --runtime gvisor`). Empty: runsc does its
+  /// own cgroups from the config's linux.cgroupsPath.
+  std::vector<std::string> cgroup_dirs;
 };
 
 /// Creates and starts a long-lived gVisor sandbox from `spec` (spec.runtime
