@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "oci/runtime_config.h"
 #include "oci/tree.h"
 #include "runtime/cgroups.h"
 #include "runtime/gvisor_bundle.h"
@@ -190,6 +191,14 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
   if (layers.empty()) throw Error("memory snapshot '" + name + "' records no image layers");
   std::vector<std::string> flags = meta.value("runsc_flags", std::vector<std::string>{});
   const std::string image = meta.value("image", "");
+  // The limits the sandbox ran with (its config, --pids-limit head room
+  // included): each copy's cgroup gets them, as create does.
+  Resources limits;
+  try {
+    limits = oci::from_runtime_config(config.dump()).resources;
+  } catch (const Error& e) {
+    throw Error("memory snapshot '" + name + "': its config.json cannot be read (" + e.what() + ")");
+  }
 
   // Each copy is an ordinary long-lived gVisor sandbox (runtime/gvisor_lifecycle.h):
   // its own id, state dir, name, monitor, runsc root, cgroups and bundle, with
@@ -208,9 +217,9 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       s.output = s.dir + "/log";
       json c = config;
       c["root"]["path"] = s.dir + "/bundle/rootfs";
-      // Its own cgroups, under sbx's own (relative path; runsc makes them with
-      // the config's limits), as for create: never at the hierarchy roots.
-      c["linux"]["cgroupsPath"] = "sbx-" + s.id.substr(0, 12);
+      // Its own cgroup, made by sbx under sbx's own with the config's limits
+      // (below); runsc starts in it and does no cgroup work, as for create.
+      if (c.contains("linux")) c["linux"].erase("cgroupsPath");
       runtime::SandboxState st;
       st.id = s.id;
       st.name = nm;
@@ -230,7 +239,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       }
       st.creator_pid = ::getpid();
       st.creator_start = runtime::process_start_time(::getpid());
-      st.cgroups = runtime::sandbox_cgroup_dirs(s.id);  // where runsc makes them (the monitor is our child)
+      st.cgroups = runtime::sandbox_cgroup_dirs(s.id);  // where Cgroup::create makes them
       // As create: the dir appears under its id only once state.json is in it.
       const std::string fresh = opts.run_root + "/.new-" + s.id;
       if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
@@ -246,6 +255,11 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       out.push_back(s);  // from here on, a failure removes it with the others
       if (!st.name.empty()) runtime::claim_name(opts.run_root, st.name, s.id);
       runtime::GvisorLaunch l;
+      {
+        runtime::Cgroup cg = runtime::Cgroup::create(s.id, limits);
+        l.cgroup_dirs = cg.paths();
+        cg.release();  // state.json names it; rm (and a failure here) removes it
+      }
       l.runsc = opts.runsc;
       l.runsc_flags = flags;
       l.layer_dirs = layers;
