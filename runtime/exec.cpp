@@ -310,12 +310,15 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
       break;
     }
   }
-  // Drain what the process wrote last (what is there now: a process it left
-  // behind may still hold the pty).
+  // Drain what the process wrote last, until every slave end is closed (EIO)
+  // or nothing came for 200 ms (a process it left behind may still hold the
+  // pty). Not poll(0): the tty layer moves the slave's last writes to the
+  // master from a workqueue, so right after the exit they may not be there
+  // yet (seen under load: the final line of `exec -t` lost).
   while (relay && relay->master_open()) {
     struct pollfd pfd[2];
     int n = relay->add_pollfds(pfd, 0, false);
-    if (n == 0 || ::poll(pfd, static_cast<nfds_t>(n), 0) <= 0) break;
+    if (n == 0 || ::poll(pfd, static_cast<nfds_t>(n), 200) <= 0) break;
     relay->handle(pfd);
   }
   relay.reset();
