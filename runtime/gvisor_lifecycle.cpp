@@ -646,6 +646,14 @@ int exec_in_gvisor(const std::string& dir, const SandboxState& st, const Sandbox
 int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req,
                       int in_fd, int out_fd, int err_fd) {
   if (req.args.empty()) throw Error("sbx exec: give a COMMAND");
+  // Debian's runsc (20221219) does not give `exec --process` a pty of its own
+  // through --console-socket reliably: the command's terminal is runsc exec's
+  // own stdio, so without a terminal there its output is lost (status 1).
+  // Refuse rather than lose output, as docker refuses -it without a TTY.
+  if (req.tty && (::isatty(0) == 0 || ::isatty(1) == 0))
+    throw Error("sbx exec -t on a gVisor sandbox needs a terminal on stdin and stdout (this runsc loses the "
+                "command's output otherwise); run it from a terminal, or drop -t",
+                0, kExitSbxFailed);
   if (!state_alive(st) || fs::exists(dir + "/end"))
     throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
   GvisorLaunch l = read_gvisor_meta(dir);

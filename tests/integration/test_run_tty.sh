@@ -64,10 +64,10 @@ if [ "$BB" = busybox ]; then
   out=$($PTY --expect 'ready' --send 'hello\r' --send '\x04' -- $SBX exec -it "$id" sh -c 'echo ready; cat; echo done' 2>&1)
   check "exec -it: typed input reaches the command, ^D ends it" bash -c "grep -q '^hello$' <<<'$out' && grep -q '^done$' <<<'$out'"
   if [ "${SBX_TEST_RUNTIME:-native}" = gvisor ]; then
-    # Known bug, open: on gVisor, `exec -t` whose stdin is not a terminal often
-    # ends with status 1 and no output (runsc exec with --console-socket); seen
-    # since exec -t on gVisor landed. Not hidden: printed as a skip.
-    echo "skip (known gVisor bug): exec -t with stdin not a terminal"
+    # This runsc loses the output of `exec -t` without a terminal: sbx refuses it clearly.
+    out=$($SBX exec -t "$id" sh -c 'echo out-$((6*7))' </dev/null 2>&1); rc=$?
+    check "exec -t without a terminal (gvisor): exit 125" test "$rc" = 125
+    check "exec -t without a terminal (gvisor): the error says a terminal is needed" grep -q 'needs a terminal' <<<"$out"
   else
     out=$($SBX exec -t "$id" sh -c 'echo out-$((6*7))' </dev/null 2>&1 | tr -d '\r')
     check "exec -t without a terminal: the last output is relayed" grep -q '^out-42$' <<<"$out"
