@@ -9,7 +9,7 @@
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "runtime/gvisor_lifecycle.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 
 namespace sbx::cli {

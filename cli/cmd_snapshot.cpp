@@ -16,7 +16,7 @@
 #include "common/units.h"
 #include "oci/export.h"
 #include "oci/store.h"
-#include "runtime/gvisor_backend.h"
+#include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/state.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"

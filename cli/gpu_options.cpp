@@ -9,7 +9,7 @@
 #include "gpu/cdi.h"
 #include "gpu/nvidia.h"
 #include "gpu/nvproxy.h"
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::cli {
 

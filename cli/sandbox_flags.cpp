@@ -10,8 +10,8 @@
 #include "common/units.h"
 #include "oci/store.h"
 #include "runtime/image_config.h"
-#include "runtime/native_backend.h"
-#include "runtime/rlimits.h"
+#include "runtime/native/native_backend.h"
+#include "runtime/linux/rlimits.h"
 
 namespace sbx::cli {
 

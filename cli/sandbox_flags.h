@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::cli {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "gpu/host_root.h"
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::gpu {
 

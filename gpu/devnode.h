@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::gpu {
 

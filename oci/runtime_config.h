@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::oci {
 

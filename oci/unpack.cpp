@@ -242,7 +242,7 @@ void Unpacker::apply_xattrs(int fd, archive_entry* e) {
     // Only xattrs a rootfs legitimately carries. trusted.overlay.* in particular
     // must never come from an image: it would forge whiteouts or redirects.
     // user.overlay.* neither: overlayfs in a user namespace (mount option
-    // userxattr, runtime/mounts.cpp) reads its whiteouts and opaque marks there.
+    // userxattr, runtime/linux/mounts.cpp) reads its whiteouts and opaque marks there.
     if ((n.substr(0, 5) != "user." && n != "security.capability") || n.substr(0, 13) == "user.overlay.") {
       log::debug("layer " + blob_ + ": entry '" + cur_ + "': ignoring xattr " + std::string(n));
       continue;

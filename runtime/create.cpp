@@ -12,11 +12,11 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
-#include "runtime/gvisor_lifecycle.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
-#include "runtime/mounts.h"
-#include "runtime/native_backend.h"
-#include "runtime/userns.h"
+#include "runtime/linux/mounts.h"
+#include "runtime/native/native_backend.h"
+#include "runtime/linux/userns.h"
 
 namespace sbx::runtime {
 

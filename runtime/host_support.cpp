@@ -4,8 +4,8 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "runtime/cgroups.h"
-#include "runtime/gvisor_backend.h"
+#include "runtime/linux/cgroups.h"
+#include "runtime/gvisor/gvisor_backend.h"
 
 namespace sbx::runtime {
 

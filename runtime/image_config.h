@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "oci/image.h"
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::runtime {
 

@@ -15,9 +15,9 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
-#include "runtime/cgroups.h"
-#include "runtime/gvisor_lifecycle.h"
-#include "runtime/userns.h"
+#include "runtime/linux/cgroups.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
+#include "runtime/linux/userns.h"
 
 namespace sbx::runtime {
 
@@ -277,7 +277,7 @@ std::vector<std::string> gc(const std::string& run_root) {
   // recorded them, or a `sbx run` killed with SIGKILL).
   for (auto& c : gc_stale_cgroups()) removed.push_back(c);
   // (User-namespace ranges live in each sandbox's state dir: removing the
-  // dir frees the range; see runtime/userns.h.)
+  // dir frees the range; see runtime/linux/userns.h.)
   return removed;
 }
 

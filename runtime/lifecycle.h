@@ -1,12 +1,12 @@
 // Long-lived sandboxes without a daemon: create, signal, stop, wait, remove,
 // gc and logs, acting only on the state dir (runtime/state.h), the kernel
-// (pidfds, cgroups) and the sandbox's own init (runtime/holder.h).
+// (pidfds, cgroups) and the sandbox's own init (runtime/native/holder.h).
 //
 // Every function may run in any number of sbx processes at once: changes to a
 // sandbox's state dir happen under its flock; readers never need the lock
 // (state.json is replaced atomically, `end` is created with link(2)).
 // Every function dispatches on SandboxState::runtime ("native", or "gvisor":
-// runtime/gvisor_lifecycle.h, whose monitor process plays the init's part).
+// runtime/gvisor/gvisor_lifecycle.h, whose monitor process plays the init's part).
 #pragma once
 #include <chrono>
 #include <functional>
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 #include "runtime/state.h"
 
 namespace sbx::runtime {
@@ -28,7 +28,7 @@ namespace sbx::runtime {
 /// spec.disk_bytes (--disk) puts the upper dir on a tmpfs of that size mounted
 /// at RUN_ROOT/<id>/fs (removed with the state dir by rm and gc).
 struct CreateOptions {
-  /// A user namespace, as `sbx run` (runtime/userns.h): the range is recorded
+  /// A user namespace, as `sbx run` (runtime/linux/userns.h): the range is recorded
   /// in config.json (linux.uidMappings) and the upper dir is owned by the
   /// sandbox's root. Off: --userns host.
   bool userns = false;
@@ -42,7 +42,7 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
 void crash_point(const char* step) noexcept;
 
 /// Shared by the native and gVisor create paths (runtime/create.cpp,
-/// runtime/gvisor_lifecycle.cpp).
+/// runtime/gvisor/gvisor_lifecycle.cpp).
 /// The state.json of a sandbox being built from `spec`: status "creating",
 /// its runtime, command and limits, and this sbx as its creator.
 SandboxState creating_state(const SandboxSpec& spec);

@@ -1,8 +1,8 @@
 // STATE_DIR/log of a long-lived sandbox: the first process's stdout/stderr,
 // bounded as log + log.1 (each at most kLogRotateBytes; at the limit log
 // becomes log.1 and a new log starts). Written by the native holder
-// (runtime/holder.cpp, inside the sandbox, through a dir fd) and the gVisor
-// monitor (runtime/gvisor_lifecycle.cpp); read by `sbx logs`.
+// (runtime/native/holder.cpp, inside the sandbox, through a dir fd) and the gVisor
+// monitor (runtime/gvisor/gvisor_lifecycle.cpp); read by `sbx logs`.
 // Async-signal-safe enough for the holder: no allocation, no throw.
 #pragma once
 #include <sys/types.h>

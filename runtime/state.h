@@ -11,12 +11,12 @@
 //                is removed; nothing holds it while a sandbox merely runs.
 //   snapshot.lock  flock(2) held by `sbx snapshot`/`snapshot-dir` while they
 //                freeze and read the sandbox (one at a time per sandbox).
-//   end          written by the sandbox's own init (runtime/holder.h; on gVisor
-//                its monitor, runtime/gvisor_lifecycle.h) when the sandbox ends:
+//   end          written by the sandbox's own init (runtime/native/holder.h; on gVisor
+//                its monitor, runtime/gvisor/gvisor_lifecycle.h) when the sandbox ends:
 //                "<reason> <exit_code> <signal> <unix ms>\n", reason one of exit,
 //                signal, timeout, idle, killed, oom, failed. Atomic (temp+link).
 //   activity     its mtime is the last exec activity (idle timeout).
-//   log, log.1   stdout+stderr of the first process, bounded (runtime/holder.h).
+//   log, log.1   stdout+stderr of the first process, bounded (runtime/native/holder.h).
 //   fs/upper, fs/work  the overlay's disk-backed upper dir (snapshots read it).
 //   mnt/         where the sandbox's mount namespace stages its rootfs (a
 //                tmpfs there is visible only inside the sandbox).
@@ -54,7 +54,7 @@ struct SandboxState {
   std::string image_id;
   std::string image_ref;
   std::string runtime = "native";  ///< "native" or "gvisor": commands dispatch on it
-  // (gVisor: `pid` is the sandbox's monitor, runtime/gvisor_lifecycle.h)
+  // (gVisor: `pid` is the sandbox's monitor, runtime/gvisor/gvisor_lifecycle.h)
   std::string status = "running";  ///< as written: "creating", "running", "stopped"
   pid_t pid = 0;             ///< host pid of the sandbox's init
   uint64_t pid_start = 0;    ///< its start time (/proc/PID/stat field 22), against pid reuse
@@ -140,7 +140,7 @@ int remove_tree(const std::string& path) noexcept;
 int64_t now_ms();
 
 /// Removes RUN_ROOT/<id> dirs whose sandbox is gone (no live init, no live
-/// creator), with their cgroups, and stale sandbox cgroups (runtime/cgroups.h).
+/// creator), with their cgroups, and stale sandbox cgroups (runtime/linux/cgroups.h).
 /// Returns the removed paths. No throw.
 std::vector<std::string> gc(const std::string& run_root);
 

@@ -16,11 +16,11 @@
 #include "common/log.h"
 #include "oci/runtime_config.h"
 #include "oci/tree.h"
-#include "runtime/cgroups.h"
-#include "runtime/gvisor_bundle.h"
-#include "runtime/gvisor_lifecycle.h"
+#include "runtime/linux/cgroups.h"
+#include "runtime/gvisor/gvisor_bundle.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
-#include "runtime/native_backend.h"
+#include "runtime/native/native_backend.h"
 #include "runtime/state.h"
 
 namespace sbx::snapshot {
@@ -200,7 +200,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
     throw Error("memory snapshot '" + name + "': its config.json cannot be read (" + e.what() + ")");
   }
 
-  // Each copy is an ordinary long-lived gVisor sandbox (runtime/gvisor_lifecycle.h):
+  // Each copy is an ordinary long-lived gVisor sandbox (runtime/gvisor/gvisor_lifecycle.h):
   // its own id, state dir, name, monitor, runsc root, cgroups and bundle, with
   // `runsc restore` in place of `runsc run`; ps/exec/logs/stop/rm work on it.
   // One after another: each restore already keeps this host's CPUs busy.

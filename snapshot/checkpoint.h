@@ -52,7 +52,7 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
 /// One sandbox restored from a memory snapshot.
 struct RestoredSandbox {
   std::string id;         ///< new sandbox id (64 hex; also its runsc container id)
-  std::string dir;        ///< RUN_ROOT/<id>: the state dir (runtime/gvisor_lifecycle.h)
+  std::string dir;        ///< RUN_ROOT/<id>: the state dir (runtime/gvisor/gvisor_lifecycle.h)
   std::string runsc_root; ///< RUN_ROOT/<id>/runsc
   std::string output;     ///< RUN_ROOT/<id>/log: the restored processes' stdout+stderr (`sbx logs`)
   pid_t pid = 0;          ///< host pid of the sandbox's monitor (state.json "pid")
@@ -73,7 +73,7 @@ struct RestoreOptions {
 
 /// Starts `opts.count` independent sandboxes from memory snapshot `name`, one
 /// after another. Each is an ordinary long-lived gVisor sandbox
-/// (runtime/gvisor_lifecycle.h: its own id, state dir, name, monitor, runsc
+/// (runtime/gvisor/gvisor_lifecycle.h: its own id, state dir, name, monitor, runsc
 /// root, cgroups /sbx-<id12>, bundle, and a private copy of the checkpointed
 /// memory and in-memory filesystem; siblings share nothing mutable), so `sbx
 /// ps/exec/logs/stop/rm` work on it; it is labelled sbx.restored-from=NAME.

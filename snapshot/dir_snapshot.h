@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 #include "snapshot/catalog.h"
 
 namespace sbx::snapshot {
@@ -24,7 +24,7 @@ struct DirSnapshotRequest {
   /// stored as the ids it saw, see TreeTarOptions. Empty: as on disk.
   std::vector<IdMapping> uid_map, gid_map;
   /// The sandbox's own cgroups when freeze_cgroups[0] was made lazily (see
-  /// runtime/sandbox_freezer.h, CgroupFreeze): their processes are gathered in.
+  /// runtime/linux/sandbox_freezer.h, CgroupFreeze): their processes are gathered in.
   std::vector<std::string> freeze_members;
 };
 

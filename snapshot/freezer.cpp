@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
-#include "runtime/sandbox_freezer.h"
+#include "runtime/linux/sandbox_freezer.h"
 
 namespace sbx::snapshot {
 

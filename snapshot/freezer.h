@@ -22,7 +22,7 @@ namespace sbx::snapshot {
 class CgroupFreeze {
  public:
   /// Freezes and waits (up to `timeout`) until the kernel reports every cgroup
-  /// frozen. With `members` (a freezer made lazily, runtime/sandbox_freezer.h:
+  /// frozen. With `members` (a freezer made lazily, runtime/linux/sandbox_freezer.h:
   /// the sandbox's own cgroups), processes listed there but not in cgroups[0]
   /// are moved in before the freeze and once more after it (one that joined
   /// late, e.g. an `sbx exec` that read the old state.json), then the freeze

@@ -23,7 +23,7 @@ struct FsSnapshotRequest {
   /// as container ids. Empty: as on disk.
   std::vector<IdMapping> uid_map, gid_map;
   /// The sandbox's own cgroups when freeze_cgroups[0] was made lazily (see
-  /// runtime/sandbox_freezer.h, CgroupFreeze): their processes are gathered in.
+  /// runtime/linux/sandbox_freezer.h, CgroupFreeze): their processes are gathered in.
   std::vector<std::string> freeze_members;
   oci::CommitOptions commit;  ///< name, history and labels of the new image
 };

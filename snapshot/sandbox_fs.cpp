@@ -7,7 +7,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "oci/runtime_config.h"
-#include "runtime/sandbox_freezer.h"
+#include "runtime/linux/sandbox_freezer.h"
 
 namespace sbx::snapshot {
 

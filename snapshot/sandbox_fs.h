@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 #include "runtime/state.h"
 #include "snapshot/checkpoint.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::snapshot {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/spec.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::snapshot {
 

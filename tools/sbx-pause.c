@@ -2,7 +2,7 @@
  * --runtime gvisor IMAGE` without a COMMAND). runsc needs some process to run;
  * this one does nothing but wait, so that no sandbox depends on the image
  * having `sleep`. sbx bind-mounts it read-only into the sandbox
- * (runtime/gvisor_lifecycle.cpp). Static, no libc beyond a few system calls.
+ * (runtime/gvisor/gvisor_lifecycle.cpp). Static, no libc beyond a few system calls.
  *
  * As pid 1 of the sandbox it reaps orphaned `sbx exec` processes, and a
  * terminating signal (TERM, INT, HUP, QUIT, USR1, USR2, ALRM) ends it with

@@ -52,7 +52,7 @@ check "... restored" grep -q '^restored: yes$' <<<"$out"
 out=$($SBX run -t $BB sh -c 'echo out-$((6*7))' </dev/null 2>&1 | tr -d '\r')
 check "-t with stdin/stdout not a terminal still relays" grep -q '^out-42$' <<<"$out"
 
-# --- exec -t into a long-lived sandbox (create; runtime/exec.cpp's relay) ----------------
+# --- exec -t into a long-lived sandbox (create; runtime/native/exec.cpp's relay) ----------------
 if [ "$BB" = busybox ]; then
   id=$($SBX create $BB)
   out=$($PTY --size 25 90 --expect '# ' --check-raw --send 'stty size\r' --expect '25 90' \

@@ -1,4 +1,4 @@
-// runtime/console_socket.h with a real peer: a forked process that opens a
+// runtime/linux/console_socket.h with a real peer: a forked process that opens a
 // real pty and sends its master over the socket as an OCI runtime does
 // (runsc itself is exercised by tests/integration/test_run_tty.sh).
 #include <doctest.h>
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "runtime/console_socket.h"
+#include "runtime/linux/console_socket.h"
 #include "test_util.h"
 
 using namespace sbx;

@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "common/error.h"
-#include "runtime/cgroups.h"
-#include "runtime/gvisor_backend.h"
+#include "runtime/linux/cgroups.h"
+#include "runtime/gvisor/gvisor_backend.h"
 #include "test_util.h"
 
 using namespace sbx;

@@ -11,10 +11,10 @@
 #include <fstream>
 
 #include "common/error.h"
-#include "runtime/capabilities.h"
+#include "runtime/linux/capabilities.h"
 #include "runtime/image_config.h"
-#include "runtime/native_backend.h"
-#include "runtime/rlimits.h"
+#include "runtime/native/native_backend.h"
+#include "runtime/linux/rlimits.h"
 #include "runtime/user.h"
 #include "test_util.h"
 

@@ -14,8 +14,8 @@
 #include "common/fs.h"
 #include "oci/store.h"
 #include "oci/runtime_config.h"
-#include "runtime/gvisor_backend.h"
-#include "runtime/gvisor_lifecycle.h"
+#include "runtime/gvisor/gvisor_backend.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/state.h"
 #include "snapshot/catalog.h"
@@ -84,7 +84,7 @@ SandboxSpec counter_spec(const std::vector<std::string>& layers) {
 }
 
 /// Starts the sandbox to checkpoint the way `sbx create --runtime gvisor` does
-/// (runtime/gvisor_lifecycle.h: monitor, runsc run, --overlay2=root:memory).
+/// (runtime/gvisor/gvisor_lifecycle.h: monitor, runsc run, --overlay2=root:memory).
 snapshot::RestoredSandbox start_original(const std::string& runsc, const std::string& run_root, SandboxSpec spec) {
   spec.id.clear();
   spec.runtime = "gvisor";

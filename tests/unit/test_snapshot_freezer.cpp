@@ -15,7 +15,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "runtime/sandbox_freezer.h"
+#include "runtime/linux/sandbox_freezer.h"
 #include "snapshot/freezer.h"
 
 using namespace sbx;
@@ -93,7 +93,7 @@ std::set<pid_t> procs(const std::string& cg) {
 
 }  // namespace
 
-// The lazy freezer of a hybrid host (runtime/sandbox_freezer.h): a shell that
+// The lazy freezer of a hybrid host (runtime/linux/sandbox_freezer.h): a shell that
 // forks /bin/true without pause lives in a v1 pids cgroup (as a sandbox's
 // processes do); its processes are gathered into a fresh cgroup2 cgroup and
 // frozen there. While frozen, nothing can fork, so the sets are stable: every

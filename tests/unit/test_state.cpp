@@ -16,7 +16,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "runtime/holder.h"
+#include "runtime/native/holder.h"
 #include "runtime/state.h"
 #include "test_util.h"
 

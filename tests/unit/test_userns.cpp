@@ -1,4 +1,4 @@
-// runtime/userns.h: id-range allocation (real files under a temp run root) and,
+// runtime/linux/userns.h: id-range allocation (real files under a temp run root) and,
 // on the real kernel, the mechanism the native backend needs for user
 // namespaces: an idmapped detached mount of an image layer, attached inside a
 // new user+mount namespace and used as an overlay lower dir by the
@@ -20,8 +20,8 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "runtime/child_channel.h"
-#include "runtime/userns.h"
+#include "runtime/native/child_channel.h"
+#include "runtime/linux/userns.h"
 #include "test_util.h"
 
 using namespace sbx;

@@ -8,7 +8,7 @@
 #include <system_error>
 
 #include "common/error.h"
-#include "runtime/gvisor_backend.h"
+#include "runtime/gvisor/gvisor_backend.h"
 
 namespace sbx::test {
 

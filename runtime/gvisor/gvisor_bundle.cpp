@@ -1,0 +1,254 @@
+// Shared gVisor bundle helpers (runtime/gvisor/gvisor_bundle.h); moved out of
+// gvisor_backend.cpp so that long-lived sandboxes use the same code.
+#include "runtime/gvisor/gvisor_bundle.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "runtime/linux/mounts.h"
+#include "runtime/user.h"
+
+namespace sbx::runtime::gvisor {
+
+bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
+
+int run_with_output(const std::vector<std::string>& argv, int out_fd) {
+  // Everything the child needs is made before fork: the child of a threaded
+  // parent (FileOutputPump) may only make async-signal-safe calls.
+  std::vector<char*> a;
+  for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
+  const std::string exec_failed = "sbx: execute " + argv[0] + ": ";
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork for " + argv[0]);
+  if (pid == 0) {
+    int null = ::open("/dev/null", O_RDWR);
+    int out = out_fd >= 0 ? out_fd : null;
+    if (null >= 0) ::dup2(null, 0);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    ::execv(a[0], a.data());
+    const char* why = std::strerror(errno);
+    (void)!::write(2, exec_failed.data(), exec_failed.size());
+    (void)!::write(2, why, std::strlen(why));
+    (void)!::write(2, "\n", 1);
+    ::_exit(127);
+  }
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return st;
+}
+
+int run_quiet(const std::vector<std::string>& argv) { return run_with_output(argv, -1); }
+
+std::string read_tail(const std::string& path, size_t max) {
+  try {
+    std::string s = fs::read_file(path);
+    return s.size() > max ? s.substr(s.size() - max) : s;
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+/// Extracts the "msg" values of runsc's JSON log lines at level error.
+std::string runsc_errors(const std::string& log) {
+  std::string out;
+  size_t pos = 0;
+  while ((pos = log.find("\"msg\":\"", pos)) != std::string::npos) {
+    size_t line_end = log.find('\n', pos);
+    std::string line = log.substr(pos, line_end == std::string::npos ? std::string::npos : line_end - pos);
+    pos += 7;
+    if (line.find("\"level\":\"error\"") == std::string::npos) continue;
+    size_t end = line.find("\",\"", 7);
+    std::string msg = line.substr(7, end == std::string::npos ? std::string::npos : end - 7);
+    for (size_t q; (q = msg.find("\\\"")) != std::string::npos;) msg.erase(q, 1);  // JSON \" -> "
+    out += msg + "\n";
+  }
+  return out;
+}
+
+/// Builds the bundle's rootfs at `target` (in the caller's private mount
+/// namespace): an overlay of the image layers (bottom first in `layers`;
+/// overlayfs wants the top first in lowerdir) with its upper dir on a small
+/// private tmpfs at `scratch`. runsc's gofer creates mount points for volumes
+/// there; the sandbox's own writes go to runsc's memory overlay
+/// (--overlay2=root:memory), so the tmpfs stays tiny. Both vanish with the namespace.
+/// `disk_bytes` (--disk): runsc writes through its gofer into this overlay
+/// instead (--overlay2=none), and the tmpfs gets that size, so the host kernel
+/// answers ENOSPC beyond it. (This runsc's own overlay cannot be bounded: a
+/// size-limited file store makes the sentry die of SIGBUS when it fills.)
+void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target,
+                  uint64_t disk_bytes) {
+  if (layers.empty()) throw Error("cannot build the rootfs: the image has no layers");
+  const std::string tmpfs = "mode=0700," + (disk_bytes ? tmpfs_size_option(disk_bytes) : std::string("size=16m"));
+  if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmpfs.c_str()) < 0)
+    throw_errno("mount tmpfs on " + scratch);
+  const std::string upper = scratch + "/upper", work = scratch + "/work";
+  if (::mkdir(upper.c_str(), 0755) < 0 || ::mkdir(work.c_str(), 0700) < 0) throw_errno("mkdir in " + scratch);
+  std::string lower;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    if (!lower.empty()) lower += ':';
+    lower += *it;
+  }
+  std::string data = "lowerdir=" + lower + ",upperdir=" + upper + ",workdir=" + work;
+  if (::mount("overlay", target.c_str(), "overlay", 0, data.c_str()) < 0)
+    throw_errno("mount overlay of " + std::to_string(layers.size()) + " layers on " + target);
+}
+
+/// Resolves process.user against the image's /etc/passwd and /etc/group
+/// under `rootfs` (as the native backend does inside the sandbox) and sets
+/// uid, gid, supplementary groups and a default HOME.
+void resolve_process_user(Process& p, const std::string& rootfs) {
+  ResolvedUser u = resolve_user(p.user, rootfs);
+  p.uid = u.uid;
+  p.gid = u.gid;
+  p.additional_gids = u.groups;
+  bool has_home = false;
+  for (const auto& e : p.env) has_home |= e.rfind("HOME=", 0) == 0;
+  if (!has_home) p.env.push_back("HOME=" + u.home);
+}
+
+/// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
+/// every mounted hierarchy (v1 controllers, and the unified one).
+std::vector<std::string> runsc_cgroup_dirs(const std::string& name) {
+  std::vector<std::string> dirs = {"/sys/fs/cgroup/" + name};
+  if (DIR* d = ::opendir("/sys/fs/cgroup")) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.' || e->d_type != DT_DIR) continue;
+      dirs.push_back(std::string("/sys/fs/cgroup/") + e->d_name + "/" + name);
+    }
+    ::closedir(d);
+  }
+  return dirs;
+}
+
+/// --pids-limit inside gVisor: runsc applies linux.resources.pids to the
+/// sentry's host threads, not to the sandbox's tasks, so the limit is also
+/// given to gVisor's own kernel as RLIMIT_NPROC (which it enforces for every
+/// user, root included, since the sandbox has no CAP_SYS_RESOURCE): a fork
+/// bomb or a thread flood stops at the limit with EAGAIN, as on the native
+/// backend. An explicit lower --ulimit nproc wins. The host cgroup keeps a
+/// larger pids limit as a backstop.
+void apply_pids_limit_as_nproc(SandboxSpec& s) {
+  if (!s.resources.pids_limit || *s.resources.pids_limit <= 0) return;
+  const uint64_t limit = static_cast<uint64_t>(*s.resources.pids_limit);
+  for (auto& r : s.process.rlimits) {
+    if (r.type != "RLIMIT_NPROC") continue;
+    r.soft = std::min(r.soft, limit);
+    r.hard = std::min(r.hard, limit);
+    return;
+  }
+  s.process.rlimits.push_back({"RLIMIT_NPROC", limit, limit});
+  // The host pids cgroup holds the sentry, the gofer and (ptrace platform) a
+  // host stub per guest task: at the guest's own limit it would kill the
+  // whole sandbox, so the host limit leaves head room for them.
+  s.resources.pids_limit = *s.resources.pids_limit * 3 + 256;
+}
+
+void throw_if_command_error(const std::string& errors, const std::string& cmd) {
+  if (errors.find("failed to load") == std::string::npos &&
+      errors.find("error finding executable") == std::string::npos &&
+      errors.find("executable file not found") == std::string::npos)
+    return;
+  if (errors.find("no such file or directory") != std::string::npos ||
+      errors.find("not found") != std::string::npos)
+    throw Error("exec: \"" + cmd + "\": executable file not found in $PATH", ENOENT, kExitNotFound);
+  if (errors.find("permission denied") != std::string::npos)
+    throw Error("exec: \"" + cmd + "\": permission denied", EACCES, kExitCannotExec);
+}
+
+FileOutput::FileOutput(int fd) noexcept {
+  struct stat sb;
+  int fl = fd < 0 ? -1 : ::fcntl(fd, F_GETFL);
+  if (fl < 0 || (fl & O_APPEND) || ::fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) return;
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) return;  // then runsc writes to the file itself
+  target = fd;
+  read_end = p[0];
+  write_end = p[1];
+}
+
+FileOutput::~FileOutput() {
+  if (read_end >= 0) ::close(read_end);
+  if (write_end >= 0) ::close(write_end);
+}
+
+void FileOutput::parent_side() noexcept {
+  if (write_end >= 0) ::close(write_end);
+  write_end = -1;
+  if (read_end >= 0) ::fcntl(read_end, F_SETFL, O_NONBLOCK);
+}
+
+bool FileOutput::pump() noexcept {
+  if (read_end < 0) return false;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(read_end, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    if (n <= 0) {
+      ::close(read_end);
+      read_end = -1;
+      return false;
+    }
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(target, buf + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      off += w;
+    }
+  }
+}
+
+void FileOutput::drain(int ms) noexcept {
+  for (int waited = 0; read_end >= 0 && waited < ms; waited += 20) {
+    struct pollfd p {read_end, POLLIN, 0};
+    if (::poll(&p, 1, 20) <= 0) continue;
+    if (!pump()) break;
+  }
+}
+
+namespace {
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+FileOutputPump::FileOutputPump(FileOutput& out, FileOutput& err) : out_(out), err_(err) {
+  if (out_.read_end < 0 && err_.read_end < 0) return;
+  thread_ = std::thread([this] {
+    for (;;) {
+      struct pollfd p[2] = {{out_.read_end, POLLIN, 0}, {err_.read_end, POLLIN, 0}};
+      if (p[0].fd < 0 && p[1].fd < 0) return;  // both at EOF
+      int64_t stop = stop_at_.load();
+      if (stop && steady_ms() >= stop) return;
+      if (::poll(p, 2, 20) <= 0) continue;
+      if (p[0].revents) out_.pump();
+      if (p[1].revents) err_.pump();
+    }
+  });
+}
+
+void FileOutputPump::finish(int ms) noexcept {
+  if (!thread_.joinable()) return;
+  stop_at_.store(steady_ms() + std::max(ms, 1));
+  thread_.join();
+}
+
+}  // namespace sbx::runtime::gvisor

@@ -1,0 +1,105 @@
+// Pieces of a gVisor sandbox shared by `sbx run --runtime gvisor`
+// (runtime/gvisor/gvisor_backend.cpp) and long-lived gVisor sandboxes
+// (runtime/gvisor/gvisor_lifecycle.cpp): the bundle's rootfs and config, runsc's
+// cgroups, and reading runsc's errors. runsc: https://gvisor.dev/docs/.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "spec/sandbox_spec.h"
+
+namespace sbx::runtime::gvisor {
+
+/// True when `p` is an executable file for us (access X_OK).
+bool is_executable(const std::string& p);
+
+/// Runs `argv` (argv[0]: a path) to completion with stdin on /dev/null and
+/// stdout+stderr on `out_fd` (-1: /dev/null); returns its wait status. When
+/// argv[0] cannot be executed, says why on `out_fd` and the status is exit
+/// 127. Throws sbx::Error only when fork fails.
+int run_with_output(const std::vector<std::string>& argv, int out_fd);
+
+/// run_with_output(argv, -1): runsc commands whose output nobody reads.
+int run_quiet(const std::vector<std::string>& argv);
+
+/// The last `max` bytes of the file at `path` ("" when unreadable).
+std::string read_tail(const std::string& path, size_t max);
+
+/// Extracts the "msg" values of runsc's JSON log lines at level error.
+std::string runsc_errors(const std::string& log);
+
+/// Builds the bundle's rootfs at `target` (in the caller's private mount
+/// namespace): an overlay of the image layers (bottom first in `layers`)
+/// with its upper dir on a small private tmpfs at `scratch`. runsc's gofer
+/// creates mount points for volumes there; the sandbox's own writes go to
+/// runsc's memory overlay (--overlay2=root:memory). With `disk_bytes` (--disk,
+/// bytes; 0: none) the tmpfs gets that size and runsc must run with
+/// --overlay2=none, so writes land there and hit ENOSPC at the limit.
+/// Throws sbx::Error.
+void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target,
+                  uint64_t disk_bytes = 0);
+
+/// Resolves process.user against the image's /etc/passwd and /etc/group
+/// under `rootfs` (as the native backend does inside the sandbox) and sets
+/// uid, gid, supplementary groups and a default HOME. Throws sbx::Error.
+void resolve_process_user(Process& p, const std::string& rootfs);
+
+/// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
+/// every mounted hierarchy (v1 controllers, and the unified one).
+std::vector<std::string> runsc_cgroup_dirs(const std::string& name);
+
+/// --pids-limit inside gVisor: also given to gVisor's kernel as RLIMIT_NPROC
+/// (runsc's pids cgroup only holds the sentry); the host limit gets head room.
+void apply_pids_limit_as_nproc(SandboxSpec& s);
+
+/// When runsc's `errors` (runsc_errors) say that `cmd` could not be started,
+/// throws sbx::Error with exit code 127 (not found) or 126 (not executable),
+/// as the native backend; otherwise returns.
+void throw_if_command_error(const std::string& errors, const std::string& cmd);
+
+/// gVisor writes to a host regular file given as stdout/stderr at its own
+/// offset, starting from 0 (Debian's runsc 20221219): `(echo a; sbx exec ID
+/// echo b) > f` would overwrite "a". For such an fd (a regular file without
+/// O_APPEND) FileOutput makes a pipe for runsc instead (dup2 write_end onto
+/// the child's 1/2), and the parent copies what arrives with write(2), which
+/// uses and advances the file's shared offset. Any other fd: nothing to do
+/// (read_end/write_end stay -1). Not copyable.
+struct FileOutput {
+  int target = -1;  ///< the caller's fd (a regular file), -1: not relayed
+  int read_end = -1, write_end = -1;
+
+  explicit FileOutput(int fd) noexcept;
+  ~FileOutput();
+  FileOutput(const FileOutput&) = delete;
+  FileOutput& operator=(const FileOutput&) = delete;
+  /// In the parent after fork: closes the write end, makes the read end non-blocking.
+  void parent_side() noexcept;
+  /// Copies what is there to `target`; false at EOF (read_end is then closed).
+  bool pump() noexcept;
+  /// After the child ended: copies the rest, waiting up to `ms` for more.
+  void drain(int ms) noexcept;
+};
+
+/// Pumps two FileOutputs on a thread of its own, for callers whose wait loop
+/// cannot poll them (sbx run's wait_runsc): starts after the fork, in the
+/// parent (after parent_side()); finish() stops it once the pipes reach EOF
+/// or `ms` after the child ended, whichever is first. No-op when neither is
+/// relayed.
+class FileOutputPump {
+ public:
+  FileOutputPump(FileOutput& out, FileOutput& err);
+  ~FileOutputPump() { finish(0); }
+  FileOutputPump(const FileOutputPump&) = delete;
+  FileOutputPump& operator=(const FileOutputPump&) = delete;
+  void finish(int ms) noexcept;
+
+ private:
+  FileOutput &out_, &err_;
+  std::atomic<int64_t> stop_at_{0};  ///< steady-clock ms; 0: not yet
+  std::thread thread_;
+};
+
+}  // namespace sbx::runtime::gvisor

@@ -1,0 +1,289 @@
+#include "runtime/gvisor/gvisor_copy.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
+
+namespace sbx::runtime {
+
+namespace {
+
+namespace stdfs = std::filesystem;
+using ArchivePtr = std::unique_ptr<struct archive, int (*)(struct archive*)>;
+
+// A temp file in the sandbox's state dir, removed on scope exit.
+struct TempFile {
+  std::string path;
+  int fd = -1;
+  TempFile(const std::string& dir, const char* what) {
+    path = dir + "/.cp-" + std::to_string(::getpid()) + "-" + what;
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) throw_errno("create " + path);
+  }
+  ~TempFile() {
+    if (fd >= 0) ::close(fd);
+    ::unlink(path.c_str());
+  }
+  std::string text(size_t max = 2000) const {
+    try {
+      std::string s = fs::read_file(path);
+      return s.size() > max ? s.substr(s.size() - max) : s;
+    } catch (const Error&) {
+      return "";
+    }
+  }
+};
+
+std::string base_name(const std::string& p) {
+  std::string s = p;
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  auto slash = s.rfind('/');
+  return slash == std::string::npos ? s : s.substr(slash + 1);
+}
+
+// Runs `script` (sh -c) in the sandbox as its root with the given stdio.
+int run_script(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const std::string& script,
+               const std::vector<std::string>& args, int in_fd, int out_fd, int err_fd) {
+  ExecRequest req;
+  req.args = {"sh", "-c", script, "sbx-cp"};
+  req.args.insert(req.args.end(), args.begin(), args.end());
+  req.user = "0:0";
+  req.cwd = "/";
+  req.interactive = in_fd >= 0;
+  try {
+    return exec_in_gvisor_io(dir, st, spec, req, in_fd, out_fd, err_fd);
+  } catch (const Error& e) {
+    if (e.exit_code() == kExitNotFound)
+      throw Error("sbx cp: the image of sandbox " + st.id.substr(0, 12) +
+                      " has no 'sh'; gVisor sandboxes copy files through the image's sh and tar",
+                  0, kExitSbxFailed);
+    throw;
+  }
+}
+
+[[noreturn]] void script_failed(const SandboxState& st, int code, const std::string& what, const TempFile& err) {
+  std::string msg = err.text();
+  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  if (code == kExitNotFound || msg.find("tar: not found") != std::string::npos ||
+      msg.find("tar: command not found") != std::string::npos)
+    throw Error("sbx cp: the image of sandbox " + st.id.substr(0, 12) +
+                " has no 'tar'; gVisor sandboxes copy files through the image's tar");
+  throw Error("sbx cp: " + what + " in sandbox " + st.id.substr(0, 12) + " failed (exit " + std::to_string(code) +
+              ")" + (msg.empty() ? "" : ": " + msg));
+}
+
+// Adds HOST_PATH (not followed) and everything below it to `a` as NAME/...,
+// owned by root. Returns files and bytes.
+CopyResult add_tree(struct archive* a, const std::string& host_path, const std::string& name) {
+  CopyResult r;
+  auto add = [&](const std::string& path, const std::string& in_archive) {
+    struct stat sb;
+    if (::lstat(path.c_str(), &sb) < 0) throw_errno("sbx cp: stat " + path);
+    if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode) && !S_ISLNK(sb.st_mode)) return;  // as native cp
+    std::unique_ptr<struct archive_entry, void (*)(struct archive_entry*)> e(archive_entry_new(), archive_entry_free);
+    archive_entry_copy_stat(e.get(), &sb);
+    archive_entry_set_pathname(e.get(), in_archive.c_str());
+    archive_entry_set_uid(e.get(), 0);
+    archive_entry_set_gid(e.get(), 0);
+    archive_entry_set_nlink(e.get(), 1);
+    if (S_ISLNK(sb.st_mode)) {
+      std::error_code ec;
+      std::string target = stdfs::read_symlink(path, ec).string();
+      if (ec) throw Error("sbx cp: read the symlink " + path + ": " + ec.message());
+      archive_entry_set_symlink(e.get(), target.c_str());
+      archive_entry_set_size(e.get(), 0);
+    } else if (!S_ISREG(sb.st_mode)) {
+      archive_entry_set_size(e.get(), 0);
+    }
+    if (archive_write_header(a, e.get()) != ARCHIVE_OK)
+      throw Error("sbx cp: write the tar header of " + path + ": " + archive_error_string(a));
+    if (S_ISREG(sb.st_mode)) {
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (fd < 0) throw_errno("sbx cp: open " + path);
+      char buf[65536];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
+        if (archive_write_data(a, buf, static_cast<size_t>(n)) < 0) {
+          ::close(fd);
+          throw Error("sbx cp: write " + path + " to the tar: " + archive_error_string(a));
+        }
+        r.bytes += static_cast<uint64_t>(n);
+      }
+      ::close(fd);
+      ++r.files;
+    }
+  };
+  add(host_path, name);
+  struct stat sb;
+  if (::lstat(host_path.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    std::error_code ec;
+    // Never follows a symlink (recursive_directory_iterator's default).
+    for (auto it = stdfs::recursive_directory_iterator(host_path, ec); !ec && it != stdfs::recursive_directory_iterator();
+         it.increment(ec)) {
+      std::string rel = stdfs::path(it->path()).lexically_relative(host_path).string();
+      add(it->path().string(), name + "/" + rel);
+    }
+    if (ec) throw Error("sbx cp: read the directory " + host_path + ": " + ec.message());
+  }
+  return r;
+}
+
+// Extracts the tar in `tar_fd` (entries PREFIX or PREFIX/...) as NEW_NAME
+// below the directory `parent` (an fd), safely (see the header).
+CopyResult extract_as(int tar_fd, const std::string& prefix, int parent_fd, const std::string& new_name) {
+  CopyResult r;
+  ArchivePtr in(archive_read_new(), archive_read_free);
+  archive_read_support_format_tar(in.get());
+  if (::lseek(tar_fd, 0, SEEK_SET) < 0) throw_errno("sbx cp: rewind the tar");
+  if (archive_read_open_fd(in.get(), tar_fd, 65536) != ARCHIVE_OK)
+    throw Error(std::string("sbx cp: read the tar from the sandbox: ") + archive_error_string(in.get()));
+  ArchivePtr out(archive_write_disk_new(), archive_write_free);
+  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+                                                ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+                                                ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
+  // Relative paths below `parent`: the destination's own path is the user's.
+  int saved = ::open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (::fchdir(parent_fd) < 0) {
+    int e = errno;
+    if (saved >= 0) ::close(saved);
+    throw_errno("sbx cp: enter the destination directory", e);
+  }
+  auto rename_entry = [&](const char* p, std::string& outp) {
+    std::string s = p ? p : "";
+    while (s.rfind("./", 0) == 0) s.erase(0, 2);
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    if (s == prefix) {
+      outp = new_name;
+      return true;
+    }
+    if (s.compare(0, prefix.size() + 1, prefix + "/") != 0) return false;
+    outp = new_name + s.substr(prefix.size());
+    return true;
+  };
+  std::string err;
+  struct archive_entry* e;
+  int rc;
+  while ((rc = archive_read_next_header(in.get(), &e)) == ARCHIVE_OK) {
+    std::string path, link;
+    if (!rename_entry(archive_entry_pathname(e), path)) {
+      err = std::string("the sandbox sent an entry outside the copy: ") + archive_entry_pathname(e);
+      break;
+    }
+    auto type = archive_entry_filetype(e);
+    if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) continue;  // devices, fifos: skipped
+    if (const char* hl = archive_entry_hardlink(e)) {
+      if (!rename_entry(hl, link)) continue;  // a hard link to outside the copy: skipped
+      archive_entry_copy_hardlink(e, link.c_str());
+    }
+    archive_entry_copy_pathname(e, path.c_str());
+    if (archive_write_header(out.get(), e) != ARCHIVE_OK) {
+      err = std::string("write ") + path + ": " + archive_error_string(out.get());
+      break;
+    }
+    if (type == AE_IFREG && archive_entry_size(e) > 0) {
+      const void* buf;
+      size_t size;
+      la_int64_t off;
+      while ((rc = archive_read_data_block(in.get(), &buf, &size, &off)) == ARCHIVE_OK) {
+        if (archive_write_data_block(out.get(), buf, size, off) < 0) {
+          err = std::string("write ") + path + ": " + archive_error_string(out.get());
+          break;
+        }
+        r.bytes += size;
+      }
+      if (!err.empty()) break;
+    }
+    if (type == AE_IFREG) ++r.files;
+    archive_write_finish_entry(out.get());
+  }
+  if (err.empty() && rc != ARCHIVE_EOF) err = std::string("read the tar: ") + archive_error_string(in.get());
+  archive_write_close(out.get());
+  if (saved >= 0) {
+    (void)!::fchdir(saved);
+    ::close(saved);
+  }
+  if (!err.empty()) throw Error("sbx cp: " + err);
+  return r;
+}
+
+}  // namespace
+
+CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,
+                            const std::string& sandbox_path, const std::string& host_path) {
+  const std::string name = base_name(sandbox_path);
+  if (name.empty() || name == "/" || name == "." || name == "..")
+    throw Error("sbx cp: give a file or directory below / to copy out of a gVisor sandbox (not '" + sandbox_path + "')");
+  // Where it goes: into an existing directory under its own name, else as HOST_PATH.
+  struct stat sb;
+  std::string parent, new_name;
+  if (::stat(host_path.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    parent = host_path;
+    new_name = name;
+  } else {
+    parent = stdfs::path(host_path).parent_path().string();
+    if (parent.empty()) parent = ".";
+    new_name = base_name(host_path);
+  }
+  int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent_fd < 0) throw_errno("sbx cp: open the destination directory " + parent);
+  TempFile tar(dir, "out.tar"), err(dir, "out.err");
+  int code = run_script(dir, st, spec, "cd \"$(dirname \"$1\")\" && exec tar -cf - \"./$(basename \"$1\")\"",
+                        {sandbox_path}, -1, tar.fd, err.fd);
+  if (code != 0) {
+    ::close(parent_fd);
+    script_failed(st, code, "reading " + sandbox_path, err);
+  }
+  try {
+    CopyResult r = extract_as(tar.fd, name, parent_fd, new_name);
+    ::close(parent_fd);
+    return r;
+  } catch (...) {
+    ::close(parent_fd);
+    throw;
+  }
+}
+
+CopyResult copy_into_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,
+                            const std::string& host_path, const std::string& sandbox_path) {
+  struct stat sb;
+  if (::lstat(host_path.c_str(), &sb) < 0) throw_errno("sbx cp: " + host_path);
+  const std::string name = base_name(host_path);
+  if (name.empty() || name == "/" || name == "." || name == "..")
+    throw Error("sbx cp: give a file or directory to copy, not '" + host_path + "'");
+  TempFile tar(dir, "in.tar"), err(dir, "in.err");
+  CopyResult r;
+  {
+    ArchivePtr a(archive_write_new(), archive_write_free);
+    archive_write_set_format_pax_restricted(a.get());
+    if (archive_write_open_fd(a.get(), tar.fd) != ARCHIVE_OK)
+      throw Error(std::string("sbx cp: write the tar: ") + archive_error_string(a.get()));
+    r = add_tree(a.get(), host_path, name);
+    if (archive_write_close(a.get()) != ARCHIVE_OK)
+      throw Error(std::string("sbx cp: write the tar: ") + archive_error_string(a.get()));
+  }
+  if (::lseek(tar.fd, 0, SEEK_SET) < 0) throw_errno("sbx cp: rewind the tar");
+  // Into an existing directory under its own name; else as the destination,
+  // through a temp dir and rename, so that a symlink there is replaced.
+  const char* script =
+      "d=\"$1\"; n=\"$2\"\n"
+      "if [ -d \"$d\" ]; then cd \"$d\" && exec tar -xf -; fi\n"
+      "cd \"$(dirname \"$d\")\" || exit 3\n"
+      "b=\"$(basename \"$d\")\"; t=\".sbx-cp.$$\"\n"
+      "mkdir \"$t\" || exit 3\n"
+      "if (cd \"$t\" && tar -xf -); then rm -f \"$b\" 2>/dev/null; mv \"$t/$n\" \"$b\"; s=$?; else s=1; fi\n"
+      "rm -rf \"$t\"; exit $s\n";
+  int code = run_script(dir, st, spec, script, {sandbox_path, name}, tar.fd, -1, err.fd);
+  if (code != 0) script_failed(st, code, "writing " + sandbox_path, err);
+  return r;
+}
+
+}  // namespace sbx::runtime

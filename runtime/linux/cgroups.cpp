@@ -1,0 +1,368 @@
+#include "runtime/linux/cgroups.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+
+namespace sbx::runtime {
+
+namespace {
+
+constexpr const char* kRoot = "/sys/fs/cgroup";
+
+/// sbx's own cgroup per hierarchy: "memory" -> "/process_api/x", "" (v2) -> "/".
+struct SelfCgroups {
+  std::string v2;                                    ///< path in the unified tree, or ""
+  std::vector<std::pair<std::string, std::string>> v1;  ///< controller -> path
+  std::string v1_path(const std::string& ctrl) const {
+    for (auto& [c, p] : v1)
+      if (c == ctrl) return p;
+    return {};
+  }
+  bool has_v1(const std::string& ctrl) const {
+    for (auto& [c, p] : v1)
+      if (c == ctrl) return true;
+    return false;
+  }
+};
+
+// One line of /proc/PID/cgroup (cgroups(7)): "hierarchy-ID:controller-list:cgroup-path";
+// an empty controller list is the cgroup2 hierarchy's line.
+struct ProcCgroupLine {
+  std::string controllers, path;
+};
+
+std::vector<ProcCgroupLine> parse_proc_cgroup(const std::string& text) {
+  std::vector<ProcCgroupLine> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto a = line.find(':');
+    auto b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    out.push_back({line.substr(a + 1, b - a - 1), line.substr(b + 1)});
+  }
+  return out;
+}
+
+SelfCgroups read_self() {
+  SelfCgroups s;
+  std::string text;
+  try {
+    text = fs::read_file("/proc/self/cgroup");
+  } catch (const Error&) {
+    return s;
+  }
+  for (const auto& [ctrls, path] : parse_proc_cgroup(text)) {
+    if (ctrls.empty()) {
+      s.v2 = path;
+      continue;
+    }
+    std::istringstream cs(ctrls);
+    std::string c;
+    while (std::getline(cs, c, ','))
+      if (c.rfind("name=", 0) != 0) s.v1.emplace_back(c, path);
+  }
+  return s;
+}
+
+std::string join(const std::string& a, const std::string& b) {
+  if (b.empty() || b == "/") return a;
+  return a + (b[0] == '/' ? "" : "/") + b;
+}
+
+uint64_t read_key(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
+  std::string k;
+  uint64_t v;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return 0;
+}
+
+bool cgroup_has_procs(const std::string& dir) {
+  std::ifstream in(dir + "/cgroup.procs");
+  std::string line;
+  return static_cast<bool>(std::getline(in, line)) && !line.empty();
+}
+
+}  // namespace
+
+CgroupMode cgroup_mode() {
+  static const CgroupMode mode = [] {
+    struct statfs st {};
+    if (statfs(kRoot, &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC) return CgroupMode::Unified;
+    std::string unified = std::string(kRoot) + "/unified";
+    if (statfs(unified.c_str(), &st) == 0 && st.f_type == CGROUP2_SUPER_MAGIC) return CgroupMode::Hybrid;
+    return CgroupMode::Legacy;
+  }();
+  return mode;
+}
+
+Cgroup Cgroup::create(const std::string& id, const Resources& res) {
+  static const SelfCgroups self = read_self();
+  const CgroupMode mode = cgroup_mode();
+  const std::string name = "sbx-" + id.substr(0, 12);
+  Cgroup cg;
+  auto make = [&](const std::string& dir) {
+    if (::mkdir(dir.c_str(), 0755) < 0)
+      throw_errno_hint("create cgroup " + dir, "sbx needs root and a writable cgroup file system");
+    cg.dirs_.push_back(dir);
+    cg.procs_.push_back(dir + "/cgroup.procs");
+  };
+  auto write = [](const std::string& file, const std::string& value) { fs::write_existing(file, value); };
+  try {
+    if (mode == CgroupMode::Unified) {
+      std::string parent = join(kRoot, self.v2);
+      // Delegate the controllers we use to our children (fails harmlessly
+      // when the parent already does or is not allowed to).
+      fs::try_write_existing(parent + "/cgroup.subtree_control", "+memory +pids +cpu");
+      std::string dir = parent + "/" + name;
+      make(dir);
+      cg.unified_ = cg.memory_ = cg.pids_ = dir;
+      if (res.memory_bytes) {
+        write(dir + "/memory.max", std::to_string(*res.memory_bytes));
+        fs::try_write_existing(dir + "/memory.swap.max", "0");
+      }
+      if (res.pids_limit) write(dir + "/pids.max", std::to_string(*res.pids_limit));
+      if (res.cpus) {
+        long quota = std::lround(*res.cpus * 100000.0);
+        write(dir + "/cpu.max", std::to_string(quota) + " 100000");
+      }
+      if (!res.devices.empty())
+        log::warn("device cgroup rules are not enforced on cgroup v2 (needs BPF); CAP_MKNOD is dropped instead");
+      return cg;
+    }
+    auto v1dir = [&](const std::string& ctrl) {
+      return join(std::string(kRoot) + "/" + ctrl, self.v1_path(ctrl)) + "/" + name;
+    };
+    // A v1 memory cgroup is the most expensive one to create: only with a
+    // limit (the sandbox stays accounted to sbx's own memory cgroup otherwise).
+    if (self.has_v1("memory") && res.memory_bytes) {
+      cg.memory_ = v1dir("memory");
+      make(cg.memory_);
+      write(cg.memory_ + "/memory.limit_in_bytes", std::to_string(*res.memory_bytes));
+      // No swap beyond the limit (exists only with swap accounting).
+      fs::try_write_existing(cg.memory_ + "/memory.memsw.limit_in_bytes", std::to_string(*res.memory_bytes));
+    } else if (res.memory_bytes) {
+      throw Error("--memory needs the memory cgroup controller, which this host does not have");
+    }
+    if (self.has_v1("pids")) {
+      cg.pids_ = v1dir("pids");
+      make(cg.pids_);
+      if (res.pids_limit) write(cg.pids_ + "/pids.max", std::to_string(*res.pids_limit));
+    } else if (res.pids_limit) {
+      log::warn("the pids cgroup controller is missing: --pids-limit is not enforced");
+    }
+    if (res.cpus) {
+      if (!self.has_v1("cpu")) throw Error("--cpus needs the cpu cgroup controller, which this host does not have");
+      std::string dir = v1dir("cpu");
+      make(dir);
+      write(dir + "/cpu.cfs_period_us", "100000");
+      write(dir + "/cpu.cfs_quota_us", std::to_string(std::lround(*res.cpus * 100000.0)));
+    }
+    if (self.has_v1("devices")) {
+      // runc's default allow list: mknod of anything, read/write only of the
+      // harmless nodes sbx puts in /dev (and ptys).
+      std::string dir = v1dir("devices");
+      make(dir);
+      write(dir + "/devices.deny", "a");
+      static const char* allow[] = {"c *:* m", "b *:* m", "c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm",
+                                    "c 1:9 rwm", "c 5:0 rwm", "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm"};
+      for (const char* rule : allow) write(dir + "/devices.allow", rule);
+      for (const auto& d : res.devices) {
+        std::string rule = std::string(1, d.type) + " " + (d.major < 0 ? "*" : std::to_string(d.major)) + ":" +
+                           (d.minor < 0 ? "*" : std::to_string(d.minor)) + " " + d.access;
+        write(dir + (d.allow ? "/devices.allow" : "/devices.deny"), rule);
+      }
+    }
+    // Killing everything needs no cgroup: the sandbox is a pid namespace, and
+    // when its init dies the kernel kills the rest. The freezer is kept on
+    // pure v1 hosts only, for kill_all()'s fallback.
+    if (mode == CgroupMode::Legacy && self.has_v1("freezer")) {
+      cg.freezer_ = v1dir("freezer");
+      make(cg.freezer_);
+    }
+  } catch (...) {
+    cg.destroy();
+    throw;
+  }
+  return cg;
+}
+
+Cgroup::Cgroup(Cgroup&& o) noexcept { *this = std::move(o); }
+
+Cgroup& Cgroup::operator=(Cgroup&& o) noexcept {
+  if (this != &o) {
+    destroy();
+    dirs_ = std::move(o.dirs_);
+    procs_ = std::move(o.procs_);
+    memory_ = std::move(o.memory_);
+    pids_ = std::move(o.pids_);
+    freezer_ = std::move(o.freezer_);
+    unified_ = std::move(o.unified_);
+    o.dirs_.clear();
+    o.procs_.clear();
+  }
+  return *this;
+}
+
+Cgroup::~Cgroup() { destroy(); }
+
+void Cgroup::add(pid_t pid) const {
+  std::string text = std::to_string(pid);
+  for (const auto& p : procs_) fs::write_existing(p, text);
+}
+
+void Cgroup::kill_all() noexcept {
+  if (dirs_.empty()) return;
+  if (!unified_.empty() && fs::try_write_existing(unified_ + "/cgroup.kill", "1") == 0) return;
+  // v1: freeze so that nothing forks while we kill, then kill each, then thaw
+  // so that the SIGKILLs are delivered.
+  if (!freezer_.empty()) fs::try_write_existing(freezer_ + "/freezer.state", "FROZEN");
+  for (int round = 0; round < 3; ++round) {
+    bool any = false;
+    for (const auto& p : procs_) {
+      std::ifstream in(p);
+      pid_t pid;
+      while (in >> pid) {
+        any = true;
+        ::kill(pid, SIGKILL);
+      }
+    }
+    if (!any) break;
+  }
+  if (!freezer_.empty()) fs::try_write_existing(freezer_ + "/freezer.state", "THAWED");
+}
+
+uint64_t Cgroup::oom_kills() const noexcept {
+  if (memory_.empty()) return 0;
+  try {
+    if (cgroup_mode() == CgroupMode::Unified) return read_key(memory_ + "/memory.events", "oom_kill");
+    return read_key(memory_ + "/memory.oom_control", "oom_kill");
+  } catch (...) {
+    return 0;
+  }
+}
+
+std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept {
+  std::vector<std::string> dirs;
+  try {
+    const std::string name = "sbx-" + id.substr(0, 12);
+    const std::string text = fs::read_file("/proc/self/cgroup");
+    auto add = [&](const std::string& mount, const std::string& path) {
+      struct stat st {};
+      if (::stat(mount.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) return;
+      std::string dir = join(mount, path) + "/" + name;
+      if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+    };
+    for (const auto& [ctrls, path] : parse_proc_cgroup(text)) {
+      if (ctrls.empty()) {
+        if (cgroup_mode() != CgroupMode::Legacy)
+          add(cgroup_mode() == CgroupMode::Hybrid ? std::string(kRoot) + "/unified" : std::string(kRoot), path);
+        continue;
+      }
+      std::istringstream cs(ctrls);
+      std::string c;
+      while (std::getline(cs, c, ',')) add(std::string(kRoot) + "/" + (c.rfind("name=", 0) == 0 ? c.substr(5) : c), path);
+    }
+  } catch (...) {
+  }
+  return dirs;
+}
+
+uint64_t Cgroup::pids_max_hits() const noexcept {
+  if (pids_.empty()) return 0;
+  try {
+    return read_key(pids_ + "/pids.events", "max");
+  } catch (...) {
+    return 0;
+  }
+}
+
+void Cgroup::destroy() noexcept {
+  if (dirs_.empty()) return;
+  bool killed = false;
+  // Children first is not needed (we create no sub-cgroups); remove in reverse.
+  for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      if (::rmdir(it->c_str()) == 0 || errno == ENOENT) break;
+      if (errno != EBUSY) {
+        log::warn("cannot remove cgroup " + *it + ": " + std::strerror(errno) + "; 'sbx gc' will retry");
+        break;
+      }
+      // Processes are still in it (or exiting): kill them and retry shortly.
+      if (!killed) {
+        kill_all();
+        killed = true;
+      }
+      struct timespec ts {0, 2000000};
+      nanosleep(&ts, nullptr);
+      if (attempt == 49) log::warn("cgroup " + *it + " is still busy; 'sbx gc' will remove it");
+    }
+  }
+  dirs_.clear();
+  procs_.clear();
+}
+
+std::string lazy_freezer_dir(const std::string& id) {
+  static const SelfCgroups self = read_self();
+  const std::string name = "sbx-" + id.substr(0, 12);
+  switch (cgroup_mode()) {
+    case CgroupMode::Unified:
+      return "";
+    case CgroupMode::Hybrid:
+      return join(std::string(kRoot) + "/unified", self.v2) + "/" + name;
+    case CgroupMode::Legacy:
+      if (!self.has_v1("freezer")) return "";
+      return join(std::string(kRoot) + "/freezer", self.v1_path("freezer")) + "/" + name;
+  }
+  return "";
+}
+
+std::vector<std::string> gc_stale_cgroups(int min_age_s) noexcept {
+  std::vector<std::string> removed;
+  try {
+    SelfCgroups self = read_self();
+    std::vector<std::string> parents;
+    if (cgroup_mode() != CgroupMode::Unified)
+      for (auto& [ctrl, path] : self.v1) parents.push_back(join(std::string(kRoot) + "/" + ctrl, path));
+    if (cgroup_mode() == CgroupMode::Unified) parents.push_back(join(kRoot, self.v2));
+    if (cgroup_mode() == CgroupMode::Hybrid) parents.push_back(join(std::string(kRoot) + "/unified", self.v2));
+    time_t now = ::time(nullptr);
+    for (const auto& parent : parents) {
+      DIR* d = ::opendir(parent.c_str());
+      if (!d) continue;
+      while (struct dirent* e = ::readdir(d)) {
+        if (std::strncmp(e->d_name, "sbx-", 4) != 0 || std::strlen(e->d_name) != 16) continue;
+        std::string dir = parent + "/" + e->d_name;
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) continue;
+        if (now - st.st_ctime < min_age_s) continue;
+        if (cgroup_has_procs(dir)) continue;
+        if (::rmdir(dir.c_str()) == 0) removed.push_back(dir);
+      }
+      ::closedir(d);
+    }
+  } catch (...) {
+  }
+  return removed;
+}
+
+}  // namespace sbx::runtime

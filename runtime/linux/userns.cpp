@@ -1,0 +1,184 @@
+#include "runtime/linux/userns.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <linux/mount.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+
+namespace sbx::runtime {
+
+namespace {
+
+// "sbx:START:COUNT" from a subordinate-id file; false when there is none.
+bool sbx_entry(const std::string& path, IdPool& out) {
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("sbx:", 0) != 0) continue;
+    size_t c = line.find(':', 4);
+    if (c == std::string::npos) continue;
+    uint64_t start = 0, count = 0;
+    auto r1 = std::from_chars(line.data() + 4, line.data() + c, start);
+    auto r2 = std::from_chars(line.data() + c + 1, line.data() + line.size(), count);
+    if (r1.ec != std::errc() || r2.ec != std::errc() || start + count > (uint64_t{1} << 32))
+      throw Error(path + ": malformed entry '" + line + "'; expected sbx:START:COUNT");
+    out = {static_cast<uint32_t>(start), static_cast<uint32_t>(count)};
+    return true;
+  }
+  return false;
+}
+
+bool is_sandbox_id(const char* name) {
+  if (std::strlen(name) != 64) return false;
+  for (const char* p = name; *p; ++p)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return false;
+  return true;
+}
+
+void write_map(pid_t pid, const char* which, const std::vector<IdMapping>& maps) {
+  std::string text;
+  for (const auto& m : maps)
+    text += std::to_string(m.container_id) + " " + std::to_string(m.host_id) + " " + std::to_string(m.size) + "\n";
+  std::string path = "/proc/" + std::to_string(pid) + "/" + which;
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("open " + path);
+  // One write(2): the kernel accepts a map only whole.
+  ssize_t n = ::write(fd, text.data(), text.size());
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(text.size())) throw_errno("write " + path + " (\"" + text + "\")", n < 0 ? e : EIO);
+}
+
+}  // namespace
+
+IdPool id_pool(const std::string& subuid, const std::string& subgid) {
+  IdPool u, g;
+  bool hu = sbx_entry(subuid, u), hg = sbx_entry(subgid, g);
+  if (!hu && !hg) return {1u << 31, (1u << 31) - kIdRangeSize};
+  if (hu != hg || u.start != g.start || u.count != g.count)
+    throw Error("the 'sbx' entries of " + subuid + " and " + subgid +
+                " differ; give both the same START:COUNT (or remove both to use ids from 2^31)");
+  if (u.count < kIdRangeSize)
+    throw Error(subuid + ": the 'sbx' entry holds " + std::to_string(u.count) + " ids; a sandbox needs " +
+                std::to_string(kIdRangeSize));
+  return u;
+}
+
+IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool) {
+  int slots = static_cast<int>(pool.count / kIdRangeSize);
+  // The run root's own flock: no extra file in it.
+  int lockfd = ::open(run_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lockfd < 0) throw_errno("open the run root " + run_root);
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }  // closing drops the flock
+  } unlock{lockfd};
+  while (::flock(lockfd, LOCK_EX) < 0)
+    if (errno != EINTR) throw_errno("lock the run root " + run_root);
+  // Slots in use: those named by live (or not yet collected) state dirs.
+  std::vector<bool> used(static_cast<size_t>(slots), false);
+  if (DIR* d = ::opendir(run_root.c_str())) {
+    while (struct dirent* e = ::readdir(d)) {
+      if (!is_sandbox_id(e->d_name)) continue;
+      int fd = ::openat(::dirfd(d), (std::string(e->d_name) + "/userns").c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      char buf[16] = {};
+      ssize_t n = ::read(fd, buf, sizeof buf - 1);
+      ::close(fd);
+      int slot = -1;
+      if (n > 0) std::from_chars(buf, buf + n, slot);
+      if (slot >= 0 && slot < slots) used[static_cast<size_t>(slot)] = true;
+    }
+    ::closedir(d);
+  }
+  for (int slot = 0; slot < slots; ++slot) {
+    if (used[static_cast<size_t>(slot)]) continue;
+    std::string file = run_root + "/" + sandbox_id + "/userns";
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throw_errno("record the user-namespace range in " + file);
+    std::string text = std::to_string(slot) + "\n";
+    ssize_t n = ::write(fd, text.data(), text.size());
+    int e = errno;
+    ::close(fd);
+    if (n != static_cast<ssize_t>(text.size())) {
+      ::unlink(file.c_str());
+      throw_errno("write " + file, n < 0 ? e : EIO);
+    }
+    return {pool.start + static_cast<uint32_t>(slot) * kIdRangeSize, slot, file};
+  }
+  throw Error("all " + std::to_string(slots) + " user-namespace ranges of " + std::to_string(kIdRangeSize) +
+                  " ids are in use (sandboxes in " + run_root + "); run 'sbx gc', or pass --userns host",
+              EBUSY);
+}
+
+void release_id_range(const IdRange& r) noexcept {
+  if (!r.file.empty()) ::unlink(r.file.c_str());
+}
+
+std::vector<IdMapping> id_maps(const IdRange& r) { return {{0, r.host_start, kIdRangeSize}}; }
+
+uint32_t host_root_id(const std::vector<IdMapping>& maps) {
+  for (const auto& m : maps)
+    if (m.container_id == 0 && m.size > 0) return m.host_id;
+  throw Error("the sandbox's id map does not map id 0 (its root) to a host id");
+}
+
+void prepare_upper_for_userns(const std::string& upper_dir, uint32_t uid, uint32_t gid) {
+  fs::mkdir_p(upper_dir, 0700);
+  for (const auto& [sub, mode] : {std::pair<const char*, mode_t>{"upper", 0755}, {"work", 0700}}) {
+    std::string p = upper_dir + "/" + sub;
+    if (::mkdir(p.c_str(), mode) < 0 && errno != EEXIST) throw_errno("create " + p);
+    if (::lchown(p.c_str(), uid, gid) < 0) throw_errno("chown " + p + " to the sandbox's root (" + std::to_string(uid) + ")");
+  }
+  int fd = ::open(upper_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) throw_errno("open " + upper_dir);
+  // Through the fd: the dir itself, never a symlink planted in its place.
+  std::string self = "/proc/self/fd/" + std::to_string(fd);
+  if (::chown(self.c_str(), uid, gid) < 0 || ::chmod(self.c_str(), 0700) < 0) {
+    int e = errno;
+    ::close(fd);
+    throw_errno("chown " + upper_dir + " to the sandbox's root (" + std::to_string(uid) + ")", e);
+  }
+  ::close(fd);
+}
+
+void write_id_maps(pid_t pid, const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids) {
+  write_map(pid, "uid_map", uids);
+  write_map(pid, "gid_map", gids);
+}
+
+void idmap_tree(int tree_fd, int userns_fd, bool recursive, bool read_only, const std::string& what) {
+  struct mount_attr attr {};
+  attr.attr_set = MOUNT_ATTR_IDMAP | (read_only ? MOUNT_ATTR_RDONLY : 0);
+  attr.userns_fd = static_cast<uint64_t>(userns_fd);
+  if (::syscall(SYS_mount_setattr, tree_fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
+    throw_errno_hint("idmap the mount of " + what + " (mount_setattr MOUNT_ATTR_IDMAP)",
+                     "its file system may not support idmapped mounts; use --userns host");
+}
+
+int open_idmapped_tree(const std::string& path, int userns_fd, bool recursive, bool read_only) {
+  unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+  int fd = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, path.c_str(), flags));
+  if (fd < 0) throw_errno("open_tree " + path);
+  try {
+    idmap_tree(fd, userns_fd, recursive, read_only, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  return fd;
+}
+
+}  // namespace sbx::runtime

@@ -1,0 +1,95 @@
+// User namespaces for sandboxes: host id ranges and idmapped mounts.
+//
+// Like podman's --userns=auto, every sandbox gets its own range of 65536 host
+// uids/gids (0..65535 inside), taken from a pool: the "sbx" entries of
+// /etc/subuid and /etc/subgid when present, else [2^31, 2^32 - 65536) (ids no
+// login user has). A range is recorded in the sandbox's own state dir
+// (RUN_ROOT/<id>/userns, the slot number), allocated under an flock on the run
+// root itself: so it is released with the state dir when the sandbox ends, and
+// a SIGKILLed sbx's range is held until `sbx gc` removes its state dir.
+//
+// The image layers stay shared and unchanged on disk: the sandbox sees them
+// through idmapped mounts (mount_setattr(2) MOUNT_ATTR_IDMAP with the
+// sandbox's user namespace), so host uid 0 on disk is uid 0 inside and the
+// sandbox's root is an unprivileged uid on the host.
+// Kernel docs: admin-guide/namespaces, user_namespaces(7),
+// filesystems/idmappings.rst; mount_setattr(2).
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spec/sandbox_spec.h"
+
+namespace sbx::runtime {
+
+/// Ids per sandbox: 0..65535 inside, as podman --userns=auto.
+inline constexpr uint32_t kIdRangeSize = 65536;
+
+/// Where ranges come from: host ids [start, start + count).
+struct IdPool {
+  uint32_t start = 0;
+  uint32_t count = 0;
+};
+
+/// One sandbox's range: host ids [host_start, host_start + kIdRangeSize).
+struct IdRange {
+  uint32_t host_start = 0;
+  int slot = -1;     ///< index in the pool
+  std::string file;  ///< RUN_ROOT/<id>/userns, which holds the slot
+};
+
+/// The pool: the first "sbx:START:COUNT" line of `subuid` when it has one and
+/// `subgid` has the same (START and COUNT must match so that uid and gid
+/// ranges line up), else [2^31, 2^32 - 65536). Throws sbx::Error when the
+/// entries disagree or hold less than one range.
+IdPool id_pool(const std::string& subuid = "/etc/subuid", const std::string& subgid = "/etc/subgid");
+
+/// Takes the first free range of `pool` for sandbox `sandbox_id`, whose state
+/// dir RUN_ROOT/<sandbox_id> must exist. Ranges named in other state dirs are
+/// in use. Throws sbx::Error when every range is in use ("… all N
+/// user-namespace ranges are in use; run 'sbx gc' or pass --userns host").
+IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool);
+
+/// Releases `r` (removes its file, so the state dir can be removed). No throw.
+void release_id_range(const IdRange& r) noexcept;
+
+/// The maps of a range: container 0 -> host_start, 65536 ids.
+std::vector<IdMapping> id_maps(const IdRange& r);
+
+/// The host uid/gid that container id 0 maps to in `maps` (the sandbox's
+/// root). Throws sbx::Error when the maps do not map id 0.
+uint32_t host_root_id(const std::vector<IdMapping>& maps);
+
+/// A disk-backed overlay upper dir (`upper_dir`/upper and /work, as sbx
+/// create keeps it) for a sandbox in a user namespace whose root is host
+/// uid/gid `uid`/`gid`: creates upper (0755: the root of the sandbox's "/")
+/// and work (0700), owned by that root, and makes `upper_dir` itself 0700 and
+/// its own. Files the sandbox writes then land on disk with its mapped
+/// (unprivileged) host ids. The sandbox's init must open `upper_dir` (O_PATH)
+/// itself, in its own mount namespace (overlayfs clones the upper dir's mount,
+/// which must be in the mounter's namespace) and before it becomes the
+/// namespace's root (its way there is closed to that uid: RUN_ROOT is 0700
+/// and host root's). Throws sbx::Error.
+void prepare_upper_for_userns(const std::string& upper_dir, uint32_t uid, uint32_t gid);
+
+/// Writes /proc/PID/uid_map and gid_map (the caller is root in the parent
+/// namespace, so setgroups stays allowed). Throws sbx::Error naming the file.
+void write_id_maps(pid_t pid, const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids);
+
+/// A detached copy of the mount tree at `path` (open_tree(2) OPEN_TREE_CLONE,
+/// AT_RECURSIVE when `recursive`) made read-only when `read_only` and idmapped
+/// with the user namespace `userns_fd` (an fd of /proc/PID/ns/user). Attach
+/// it with move_mount(2); it is not visible anywhere until then. Needs
+/// CAP_SYS_ADMIN in the initial user namespace and a file system that supports
+/// idmapped mounts (ext4, xfs, btrfs, tmpfs, overlay lower layers, …). Throws
+/// sbx::Error naming the path (EINVAL: the file system cannot be idmapped).
+int open_idmapped_tree(const std::string& path, int userns_fd, bool recursive, bool read_only);
+
+/// The same for a detached tree `tree_fd` already opened (open_tree
+/// OPEN_TREE_CLONE) and not attached yet; `what` names it in errors.
+void idmap_tree(int tree_fd, int userns_fd, bool recursive, bool read_only, const std::string& what);
+
+}  // namespace sbx::runtime

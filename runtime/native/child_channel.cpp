@@ -1,0 +1,114 @@
+#include "runtime/native/child_channel.h"
+
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+#include "runtime/linux/seccomp.h"
+
+namespace sbx::runtime {
+
+void send_error(int sock, int code, const std::string& msg) noexcept {
+  std::string m = "E";
+  m += static_cast<char>(code);
+  m += msg;
+  (void)!::send(sock, m.data(), m.size(), MSG_NOSIGNAL);
+}
+
+void send_fd(int sock, int fd) {
+  char tag = 'P';
+  struct iovec iov {&tag, 1};
+  alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = buf;
+  msg.msg_controllen = sizeof buf;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  if (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) throw_errno("send the pty to sbx");
+}
+
+ChildReport read_child_report(int sock) {
+  ChildReport r;
+  for (;;) {
+    char buf[4096];
+    struct iovec iov {buf, sizeof buf};
+    alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+    struct msghdr msg {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof cbuf;
+    ssize_t n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      r.read_errno = errno;
+      break;
+    }
+    if (n == 0) break;  // EOF: the command was exec'd (or the child died)
+    if (buf[0] == 'P') {
+      struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      if (c && c->cmsg_type == SCM_RIGHTS) std::memcpy(&r.pty_master, CMSG_DATA(c), sizeof(int));
+    } else if (buf[0] == 'E' && n >= 2) {
+      r.exit_code = static_cast<unsigned char>(buf[1]);
+      r.error.assign(buf + 2, static_cast<size_t>(n - 2));
+    }
+  }
+  return r;
+}
+
+std::string find_executable(const std::string& cmd, const std::vector<std::string>& env) {
+  if (cmd.find('/') != std::string::npos) return cmd;
+  std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (const auto& e : env)
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  int err = ENOENT;
+  size_t start = 0;
+  for (;;) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string full = (dir.empty() ? "." : dir) + "/" + cmd;
+    struct stat st {};
+    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (::access(full.c_str(), X_OK) == 0) return full;
+      err = EACCES;
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  errno = err;
+  return {};
+}
+
+void exec_command(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                  bool no_new_privileges) {
+  std::string exe = find_executable(args[0], env);
+  if (exe.empty()) {
+    int err = errno;
+    if (err == EACCES) throw Error("exec: \"" + args[0] + "\": permission denied", err, kExitCannotExec);
+    throw Error("exec: \"" + args[0] + "\": executable file not found in $PATH", err, kExitNotFound);
+  }
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  if (no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
+  if (no_new_privileges) install_default_seccomp();  // last: nothing but execve after it
+  ::execve(exe.c_str(), argv.data(), envp.data());
+  int e = errno;
+  throw Error("exec " + exe + ": " + std::strerror(e) + " (" + errno_name(e) + ")", e,
+              (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitCannotExec);
+}
+
+}  // namespace sbx::runtime

@@ -1,0 +1,54 @@
+// The channel from a sandbox's child processes to sbx, and their last step
+// (exec), shared by the first process (runtime/native/native_backend.cpp) and
+// `sbx exec` (runtime/native/exec.cpp).
+//
+// A SOCK_SEQPACKET socketpair, close-on-exec on both sides. The child sends
+//   'E' <exit code byte> <message>   a setup or exec failure
+//   'P' + SCM_RIGHTS fd              the pty master (with a terminal)
+// and EOF (every child-side end closed, the last one by execve) means the
+// command is running. Other one-byte messages (sync steps) are the callers'.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace sbx::runtime {
+
+/// Child side: reports a failure (exit code 125/126/127, message for a
+/// person). Async-signal-safe enough for a forked child: no allocation
+/// besides the message; never throws; a send failure (sbx gone) is ignored.
+void send_error(int sock, int code, const std::string& msg) noexcept;
+
+/// Child side: sends the pty master `fd` to sbx ('P' + SCM_RIGHTS). Throws
+/// sbx::Error when sendmsg fails.
+void send_fd(int sock, int fd);
+
+/// What the child reported before EOF.
+struct ChildReport {
+  std::string error;     ///< the 'E' message; empty when the command runs
+  int exit_code = 0;     ///< the 'E' code (0 when none came)
+  int pty_master = -1;   ///< the 'P' fd (close-on-exec), or -1
+  int read_errno = 0;    ///< recvmsg's errno when reading failed (not EINTR)
+};
+
+/// Parent side: reads the channel until EOF (or a read error, kept in
+/// read_errno; the caller decides whether that is fatal). Ignores other
+/// messages.
+ChildReport read_child_report(int sock);
+
+/// PATH search as execvp(3), with the sandbox's PATH from `env` ("PATH=…";
+/// the OCI/podman default when absent): a `cmd` with a '/' is returned as it
+/// is. Returns "" with errno ENOENT (not found) or EACCES (found, not
+/// executable).
+std::string find_executable(const std::string& cmd, const std::vector<std::string>& env);
+
+/// The workload's last step: finds args[0] (find_executable), sets
+/// no_new_privs and installs the default seccomp profile last when
+/// `no_new_privileges` (nothing but execve runs after it), then execve.
+/// Never returns: throws sbx::Error with exit code 127 (not found: ENOENT,
+/// ENOTDIR), 126 (found but not executable) or 125 (prctl failed), and a
+/// message as podman/runc give ("exec: \"x\": executable file not found in
+/// $PATH").
+[[noreturn]] void exec_command(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                               bool no_new_privileges);
+
+}  // namespace sbx::runtime

@@ -1,0 +1,312 @@
+#include "runtime/native/copy.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "common/error.h"
+#include "common/fd.h"
+
+namespace sbx::runtime {
+
+namespace {
+
+struct Ctx {
+  bool into_sandbox;
+  uint32_t uid, gid;
+  std::string what;  // for messages: "sandbox abc:/x"
+  CopyResult result;
+  int depth = 0;
+};
+
+// Resolves `path` inside the root `rootfd` (the kernel keeps ".." and every
+// symlink inside it). `flags`: open flags for the result.
+int open_in_root(int rootfd, const std::string& path, uint64_t flags) {
+  struct open_how how {};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  long fd;
+  do {
+    fd = ::syscall(SYS_openat2, rootfd, path.c_str(), &how, sizeof how);
+  } while (fd < 0 && errno == EAGAIN);
+  return static_cast<int>(fd);
+}
+
+void split(const std::string& path, std::string& dir, std::string& base) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  auto slash = p.rfind('/');
+  if (slash == std::string::npos) {
+    dir = ".";
+    base = p;
+  } else {
+    dir = slash == 0 ? "/" : p.substr(0, slash);
+    base = p.substr(slash + 1);
+  }
+}
+
+void copy_data(int in, int out, const std::string& name, Ctx& c) {
+  for (;;) {
+    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
+    if (n == 0) return;
+    if (n > 0) {
+      c.result.bytes += static_cast<uint64_t>(n);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) throw_errno("copy " + name);
+    break;  // fall back to read/write
+  }
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("read " + name);
+    if (n == 0) return;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = ::write(out, buf + off, static_cast<size_t>(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) throw_errno("write " + name);
+      off += w;
+    }
+    c.result.bytes += static_cast<uint64_t>(n);
+  }
+}
+
+std::string temp_name(const char* name) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return std::string(".sbx-cp-") + std::to_string(rng() % 100000000) + "-" + std::string(name).substr(0, 100);
+}
+
+mode_t dest_mode(const struct stat& st, const Ctx& c) {
+  mode_t m = st.st_mode & 07777;
+  // A set-id file from a sandbox must not become a set-id file on the host.
+  if (!c.into_sandbox) m &= ~(S_ISUID | S_ISGID);
+  return m;
+}
+
+void finish_entry(int dst_dirfd, const char* name, int fd, const struct stat& st, Ctx& c) {
+  if (c.into_sandbox && ::fchownat(dst_dirfd, name, c.uid, c.gid, AT_SYMLINK_NOFOLLOW) < 0)
+    throw_errno(std::string("chown ") + name + " in " + c.what);
+  if (fd >= 0) {
+    if (::fchmod(fd, dest_mode(st, c)) < 0) throw_errno(std::string("chmod ") + name);
+    struct timespec ts[2] = {st.st_atim, st.st_mtim};
+    ::futimens(fd, ts);
+  } else {
+    struct timespec ts[2] = {st.st_atim, st.st_mtim};
+    ::utimensat(dst_dirfd, name, ts, AT_SYMLINK_NOFOLLOW);
+  }
+}
+
+/// New files in a user-namespace sandbox: its overlay gives a new inode the
+/// creator's fsuid/fsgid, and host root's has no id in the sandbox's
+/// namespace (EOVERFLOW). So entries are created as the sandbox's root
+/// (c.uid/c.gid, its host ids) for the one call, keeping sbx's capabilities
+/// (a change of fsuid away from 0 drops them; capabilities(7)).
+class CreateAs {
+ public:
+  explicit CreateAs(const Ctx& c) : on_(c.into_sandbox && (c.uid != 0 || c.gid != 0)) {
+    if (!on_) return;
+    hdr_.version = _LINUX_CAPABILITY_VERSION_3;
+    ::syscall(SYS_capget, &hdr_, caps_);
+    old_gid_ = static_cast<gid_t>(::setfsgid(c.gid));
+    old_uid_ = static_cast<uid_t>(::setfsuid(c.uid));
+    ::syscall(SYS_capset, &hdr_, caps_);
+  }
+  ~CreateAs() {
+    if (!on_) return;
+    int e = errno;
+    ::setfsuid(old_uid_);
+    ::setfsgid(old_gid_);
+    ::syscall(SYS_capset, &hdr_, caps_);
+    errno = e;
+  }
+  CreateAs(const CreateAs&) = delete;
+  CreateAs& operator=(const CreateAs&) = delete;
+
+ private:
+  bool on_;
+  uid_t old_uid_ = 0;
+  gid_t old_gid_ = 0;
+  struct __user_cap_header_struct hdr_ {};
+  struct __user_cap_data_struct caps_[2] {};
+};
+
+int rename_in(int dirfd, const std::string& from, const char* to, const Ctx& c) {
+  CreateAs as(c);  // a rename creates a name: the vfs wants the fsuid mapped too
+  return ::renameat(dirfd, from.c_str(), dirfd, to);
+}
+
+int create_file(int dirfd, const std::string& name, const Ctx& c) {
+  CreateAs as(c);
+  return ::openat(dirfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
+// Copies the entry `name` of `src_dirfd` to `dst_name` in `dst_dirfd`, never
+// following a symlink on either side.
+void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_name, Ctx& c) {
+  if (++c.depth > 256) throw Error("directory tree too deep at " + std::string(name));
+  struct stat st;
+  if (::fstatat(src_dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) throw_errno(std::string("stat ") + name);
+  if (S_ISREG(st.st_mode)) {
+    Fd in(::openat(src_dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (in.fd < 0) throw_errno(std::string("open ") + name);
+    struct stat st2;
+    if (::fstat(in.fd, &st2) < 0 || !S_ISREG(st2.st_mode)) throw Error(std::string(name) + " changed while copying it");
+    // Write a temp file and rename it over the target: a symlink or anything
+    // else at the destination is replaced, never written through.
+    std::string tmp = temp_name(dst_name);
+    Fd out(create_file(dst_dirfd, tmp, c));
+    if (out.fd < 0) throw_errno(std::string("create ") + dst_name + " in " + (c.into_sandbox ? c.what : "the host"));
+    try {
+      copy_data(in.fd, out.fd, name, c);
+      finish_entry(dst_dirfd, tmp.c_str(), out.fd, st2, c);
+      struct stat old;
+      if (::fstatat(dst_dirfd, dst_name, &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(old.st_mode))
+        throw Error(std::string("cannot overwrite directory ") + dst_name + " with a file");
+      if (rename_in(dst_dirfd, tmp, dst_name, c) < 0) throw_errno(std::string("rename to ") + dst_name);
+    } catch (...) {
+      ::unlinkat(dst_dirfd, tmp.c_str(), 0);
+      throw;
+    }
+    ++c.result.files;
+  } else if (S_ISDIR(st.st_mode)) {
+    int made;
+    {
+      CreateAs as(c);
+      made = ::mkdirat(dst_dirfd, dst_name, 0700);
+    }
+    if (made < 0) {
+      struct stat old;
+      if (errno != EEXIST || ::fstatat(dst_dirfd, dst_name, &old, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(old.st_mode))
+        throw Error(std::string("cannot create directory ") + dst_name + ": " +
+                    (errno == EEXIST ? "a file or symlink is in the way" : std::strerror(errno)));
+    }
+    Fd dst(::openat(dst_dirfd, dst_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dst.fd < 0) throw_errno(std::string("open directory ") + dst_name);
+    int sfd = ::openat(src_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd < 0) throw_errno(std::string("open directory ") + name);
+    DIR* d = ::fdopendir(sfd);
+    if (!d) {
+      ::close(sfd);
+      throw_errno(std::string("read directory ") + name);
+    }
+    try {
+      while (struct dirent* e = ::readdir(d)) {
+        if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
+        copy_entry(sfd, e->d_name, dst.fd, e->d_name, c);
+      }
+    } catch (...) {
+      ::closedir(d);
+      throw;
+    }
+    ::closedir(d);
+    finish_entry(dst_dirfd, dst_name, dst.fd, st, c);
+  } else if (S_ISLNK(st.st_mode)) {
+    char target[4096];
+    ssize_t n = ::readlinkat(src_dirfd, name, target, sizeof target - 1);
+    if (n < 0) throw_errno(std::string("readlink ") + name);
+    target[n] = 0;
+    std::string tmp = temp_name(dst_name);
+    int made;
+    {
+      CreateAs as(c);
+      made = ::symlinkat(target, dst_dirfd, tmp.c_str());
+    }
+    if (made < 0) throw_errno(std::string("create symlink ") + dst_name);
+    finish_entry(dst_dirfd, tmp.c_str(), -1, st, c);
+    if (rename_in(dst_dirfd, tmp, dst_name, c) < 0) {
+      int e = errno;
+      ::unlinkat(dst_dirfd, tmp.c_str(), 0);
+      throw_errno(std::string("rename to ") + dst_name, e);
+    }
+    ++c.result.files;
+  }
+  // Devices, fifos, sockets: skipped (as `docker cp` of a device is useless here).
+  --c.depth;
+}
+
+Fd open_root(const SandboxState& st) {
+  std::string sid = st.id.substr(0, 12);
+  if (st.runtime != "native") throw Error("sbx cp: sandbox " + sid + " uses runtime '" + st.runtime + "', not supported yet");
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
+  if (pidfd < 0 || process_start_time(st.pid) != st.pid_start) {
+    if (pidfd >= 0) ::close(pidfd);
+    throw Error("sandbox " + sid + " is not running; 'sbx cp' needs a running sandbox");
+  }
+  Fd root(::open(("/proc/" + std::to_string(st.pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  int e = errno;
+  // Still the same process after opening its root?
+  bool same = process_start_time(st.pid) == st.pid_start;
+  ::close(pidfd);
+  if (root.fd < 0 || !same) throw_errno("open the root of sandbox " + sid, same ? e : ESRCH);
+  return root;
+}
+
+}  // namespace
+
+CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_path, const std::string& host_path) {
+  Fd root = open_root(st);
+  Ctx c{false, 0, 0, "sandbox " + st.id.substr(0, 12), {}, 0};
+  std::string sdir, sbase;
+  split(sandbox_path, sdir, sbase);
+  Fd src_dir(open_in_root(root.fd, sdir, O_RDONLY | O_DIRECTORY));
+  if (src_dir.fd < 0) throw_errno("open " + sdir + " in " + c.what);
+  if (sbase.empty()) sbase = ".";
+  struct stat sst;
+  if (::fstatat(src_dir.fd, sbase.c_str(), &sst, AT_SYMLINK_NOFOLLOW) < 0)
+    throw_errno("copy " + sandbox_path + " from " + c.what);
+
+  std::string ddir, dbase;
+  struct stat dst;
+  if (::stat(host_path.c_str(), &dst) == 0 && S_ISDIR(dst.st_mode)) {
+    ddir = host_path;
+    dbase = sbase == "." ? "rootfs" : sbase;
+  } else {
+    split(host_path, ddir, dbase);
+  }
+  Fd dst_dir(::open(ddir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dst_dir.fd < 0) throw_errno("open the host directory " + ddir);
+  copy_entry(src_dir.fd, sbase.c_str(), dst_dir.fd, dbase.c_str(), c);
+  return c.result;
+}
+
+CopyResult copy_into_sandbox(const SandboxState& st, const std::string& host_path, const std::string& sandbox_path,
+                             uint32_t owner_uid, uint32_t owner_gid) {
+  Fd root = open_root(st);
+  Ctx c{true, owner_uid, owner_gid, "sandbox " + st.id.substr(0, 12), {}, 0};
+  std::string hdir, hbase;
+  split(host_path, hdir, hbase);
+  Fd src_dir(::open(hdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (src_dir.fd < 0) throw_errno("open the host directory " + hdir);
+  struct stat hst;
+  if (::fstatat(src_dir.fd, hbase.c_str(), &hst, AT_SYMLINK_NOFOLLOW) < 0) throw_errno("copy " + host_path);
+
+  // An existing directory (symlinks resolved inside the sandbox): copy into it.
+  std::string dbase;
+  Fd dst_dir(open_in_root(root.fd, sandbox_path, O_RDONLY | O_DIRECTORY));
+  if (dst_dir.fd >= 0) {
+    dbase = hbase;
+  } else {
+    std::string ddir;
+    split(sandbox_path, ddir, dbase);
+    dst_dir = Fd(open_in_root(root.fd, ddir, O_RDONLY | O_DIRECTORY));
+    if (dst_dir.fd < 0) throw_errno("open " + ddir + " in " + c.what);
+  }
+  if (dbase.empty() || dbase == "." || dbase == "..") throw Error("sbx cp: invalid destination " + sandbox_path);
+  copy_entry(src_dir.fd, hbase.c_str(), dst_dir.fd, dbase.c_str(), c);
+  return c.result;
+}
+
+}  // namespace sbx::runtime

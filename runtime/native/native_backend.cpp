@@ -1,0 +1,681 @@
+#include "runtime/native/native_backend.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "runtime/linux/capabilities.h"
+#include "runtime/native/child_channel.h"
+#include "runtime/linux/credentials.h"
+#include "runtime/native/holder.h"
+#include "runtime/native/init.h"
+#include "runtime/linux/mounts.h"
+#include "runtime/linux/namespaces.h"
+#include "runtime/linux/network.h"
+#include "runtime/linux/pty_relay.h"
+#include "runtime/linux/rlimits.h"
+#include "runtime/linux/seccomp.h"
+#include "runtime/state.h"
+#include "runtime/user.h"
+#include "runtime/linux/userns.h"
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+
+namespace sbx::runtime {
+
+namespace {
+
+// The error channel to sbx (send_error, send_fd) and the exec step are in
+// runtime/native/child_channel.h, shared with sbx exec.
+
+struct ChildCtx {
+  const SandboxSpec* spec;
+  const Cgroup* cgroup;
+  std::string state_dir;
+  std::string hostname;
+  int sock;
+  sigset_t caller_mask;
+  // User namespace (runtime/linux/userns.h): detached trees opened by sbx before
+  // the clone, so the child has the same fds; sbx idmaps them after it has
+  // written the child's id maps, then sends 'U'.
+  bool userns = false;
+  std::vector<int> idmapped_layers;
+  std::vector<BindSource> binds;
+  // Detached (sbx create) only: the holder's state dir fd and the log pipe.
+  bool detached = false;
+  int state_dirfd = -1;
+  int log_r = -1, log_w = -1;
+};
+
+/// Reads one sync byte from sbx; exits quietly when sbx failed or went away
+/// (sbx reports the error itself).
+void wait_for(int sock, char want) {
+  char go = 0;
+  ssize_t got;
+  do {
+    got = ::recv(sock, &go, 1, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1 || go != want) ::_exit(kExitSbxFailed);
+}
+
+/// The workload: credentials, limits, privileges, seccomp, exec. Runs in the
+/// sandbox after the init has built its file system. Never returns.
+[[noreturn]] void workload_main(const ChildCtx& c, const ResolvedUser& user, const std::vector<int>& caps,
+                                int pty_slave) noexcept {
+  const SandboxSpec& spec = *c.spec;
+  const Process& p = spec.process;
+  int code = kExitSbxFailed;
+  try {
+    // Signals: back to the caller's mask; dispositions reset at exec except
+    // "ignored", so un-ignore the ones a shell may have ignored.
+    for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+    ::sigprocmask(SIG_SETMASK, &c.caller_mask, nullptr);
+    // Session and stdio: the pty slave becomes the controlling terminal.
+    ::setsid();
+    if (pty_slave >= 0) {
+      if (::ioctl(pty_slave, TIOCSCTTY, 0) < 0) throw_errno("make the pty the controlling terminal");
+      for (int fd = 0; fd < 3; ++fd)
+        if (::dup2(pty_slave, fd) < 0) throw_errno("dup2 the pty");
+      if (pty_slave > 2) ::close(pty_slave);
+    } else if (!spec.stdin_open || c.detached) {
+      int fd = ::open("/dev/null", O_RDONLY);
+      if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
+      if (fd > 2) ::close(fd);
+    }
+    if (c.detached && (::dup2(c.log_w, 1) < 0 || ::dup2(c.log_w, 2) < 0)) throw_errno("redirect output to the log");
+    // Nothing of sbx's but stdio reaches the command.
+    ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+
+    std::vector<gid_t> groups(user.groups.begin(), user.groups.end());
+    for (auto g : p.additional_gids) groups.push_back(g);
+    apply_credentials(p, user, groups, caps);
+    if (::chdir(p.cwd.c_str()) < 0) throw_errno("chdir to the working directory " + p.cwd);
+    // A working directory outside the sandbox's root (e.g. -w /proc/self/fd/N
+    // through an fd that leaked into the init: CVE-2024-21626) has no path
+    // from "/": getcwd fails with ENOENT. Refuse to run there.
+    {
+      char cwd[4096];
+      if (!::getcwd(cwd, sizeof cwd) || cwd[0] != '/')
+        throw Error("the working directory " + p.cwd + " is outside the sandbox's root file system", ENOENT);
+    }
+
+    std::vector<std::string> env = p.env;
+    bool has_home = false;
+    for (const auto& e : env) has_home |= e.rfind("HOME=", 0) == 0;
+    if (!has_home) env.push_back("HOME=" + user.home);
+    exec_command(p.args, env, p.no_new_privileges);  // throws: 127 not found, 126 cannot exec
+  } catch (const Error& e) {
+    code = e.exit_code();
+    send_error(c.sock, code, e.what());
+  } catch (const std::exception& e) {
+    send_error(c.sock, code, e.what());
+  }
+  ::_exit(code);
+}
+
+/// Runs the image's ldconfig on spec.ldconfig_dirs (GPU driver libraries,
+/// see spec.h) inside the sandbox, with the workload's privileges (it is the
+/// image's code): bounding set, capabilities, no_new_privs, seccomp. Its
+/// failure is a warning, as the NVIDIA toolkit's update-ldcache hook.
+void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
+  std::string ldconfig;
+  for (const char* p : {"/sbin/ldconfig", "/usr/sbin/ldconfig"}) {
+    struct stat st {};
+    if (::stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+      ldconfig = p;
+      break;
+    }
+  }
+  if (ldconfig.empty()) {
+    log::debug("no ldconfig in the image; the GPU library dirs are not added to its ld.so.cache");
+    return;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork ldconfig");
+  if (pid == 0) {
+    try {
+      int null = ::open("/dev/null", O_RDWR);
+      if (null >= 0) {
+        ::dup2(null, 0);
+        ::dup2(null, 1);
+      }
+      ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
+      drop_bounding(caps);
+      if (::setgroups(0, nullptr) < 0) throw_errno("setgroups");
+      apply_capabilities(caps, true);
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
+      install_default_seccomp();
+      std::vector<char*> argv{const_cast<char*>(ldconfig.c_str())};
+      for (const auto& d : spec.ldconfig_dirs) argv.push_back(const_cast<char*>(d.c_str()));
+      argv.push_back(nullptr);
+      char* envp[] = {const_cast<char*>("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nullptr};
+      ::execve(ldconfig.c_str(), argv.data(), envp);
+    } catch (...) {
+    }
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    log::warn(ldconfig + " for the GPU libraries failed; programs may not find libcuda");
+}
+
+/// The sandbox's init: the ordered list of setup steps, then the pid-1 loop.
+[[noreturn]] void init_main(const ChildCtx& c) noexcept {
+  const SandboxSpec& spec = *c.spec;
+  try {
+    // Die with sbx: a SIGKILLed `sbx run` takes the whole pid namespace down.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct pollfd pfd {c.sock, 0, 0};
+    if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(kExitSbxFailed);  // sbx already gone
+
+    // 1. user namespace: wait until sbx has written our id maps and idmapped
+    //    the layers and volumes, then become the namespace's root (host uid =
+    //    the start of our range) before anything creates a file.
+    int state_fd = -1, upper_fd = -1;
+    if (c.userns) {
+      wait_for(c.sock, 'U');
+      // Still our host uid: the way to the state dir may be closed to the new one.
+      state_fd = ::open(c.state_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (state_fd < 0) throw_errno("open the state dir " + c.state_dir);
+      // And to a disk-backed upper dir (sbx create), opened here: overlayfs
+      // needs its mount to be in our mount namespace.
+      if (!spec.upper_dir.empty()) {
+        upper_fd = ::open(spec.upper_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (upper_fd < 0) throw_errno("open the upper dir " + spec.upper_dir);
+      }
+      if (::setresgid(0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
+      if (::setresuid(0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
+      // A change of euid clears the parent-death signal (prctl(2)): set it
+      // again, then make sure sbx did not die in between.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      struct pollfd again {c.sock, 0, 0};
+      if (::poll(&again, 1, 0) > 0 && (again.revents & POLLHUP)) ::_exit(kExitSbxFailed);
+    }
+
+    // 2. file system, inside our own mount namespace (nothing on the host).
+    make_mounts_private();
+    int staging_fd = c.userns ? mount_staging_at(state_fd, spec.upper_dir.empty() ? spec.disk_bytes : 0) : -1;
+    SandboxSpec through_fd;  // user namespace + disk-backed upper: reach it through upper_fd
+    if (upper_fd >= 0) {
+      through_fd = spec;
+      through_fd.upper_dir = "/proc/self/fd/" + std::to_string(upper_fd);
+    }
+    std::string root = c.userns
+                           ? mount_rootfs(upper_fd >= 0 ? through_fd : spec,
+                                          "/proc/self/fd/" + std::to_string(staging_fd), c.idmapped_layers, true)
+                           // Detached: stage below the state dir, so that a disk-backed upper
+                           // dir in it (spec.upper_dir, for snapshots) is not hidden by the tmpfs.
+                           : mount_rootfs(spec, c.detached ? c.state_dir + "/mnt" : c.state_dir);
+    std::vector<BindSource> binds;
+    UsernsSystem usys;
+    if (c.userns) {
+      binds = c.binds;
+      usys = prepare_system_in_userns(spec, root);  // proc, sysfs, host device nodes: before pivot_root
+    } else {
+      binds = open_bind_sources(spec);  // host paths: before pivot_root
+    }
+    pivot_into(root);
+    // Nothing that points into the host may stay open (CVE-2024-21626).
+    if (staging_fd >= 0) ::close(staging_fd);
+    if (upper_fd >= 0) ::close(upper_fd);
+    if (state_fd >= 0) ::close(state_fd);
+    if (c.userns)
+      mount_system_in_userns(spec, usys);
+    else
+      mount_system(spec);
+    mount_user(spec, binds);
+    mask_and_readonly_paths();
+
+    // 3. identity and network.
+    if (::sethostname(c.hostname.data(), c.hostname.size()) < 0) throw_errno("sethostname " + c.hostname);
+    if (spec.network == NetworkMode::None) bring_up_loopback();
+
+    // 4. user (from the image's /etc/passwd) and working directory (created
+    //    as docker does), before / may become read-only.
+    ResolvedUser user;
+    if (!spec.process.user.empty()) {
+      user = resolve_user(spec.process.user, "/");
+    } else {
+      user.uid = spec.process.uid;
+      user.gid = spec.process.gid;
+      user.home = user.uid == 0 ? "/root" : "/";
+    }
+    struct stat st {};
+    if (::stat(spec.process.cwd.c_str(), &st) < 0) fs::mkdir_p(spec.process.cwd);
+    std::vector<int> caps = parse_capabilities(spec.process.capabilities);
+    if (cgroup_mode() == CgroupMode::Unified) {
+      // No device cgroup without BPF: never let the sandbox create device nodes.
+      std::erase(caps, CAP_MKNOD);
+    }
+    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps);
+    finish_rootfs(spec);
+
+    // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
+    int slave = -1;
+    if (spec.process.terminal) {
+      int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (master < 0) throw_errno("open /dev/ptmx");
+      if (::unlockpt(master) < 0) throw_errno("unlock the pty");
+      slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+      if (slave < 0) throw_errno("open the pty's slave side");
+      send_fd(c.sock, master);
+      ::close(master);
+    }
+
+    // 6. cgroup: sbx moves us into the sandbox's cgroup while we build the
+    //    file system (the move waits for an RCU grace period); wait for its
+    //    go before anything runs, then make that cgroup our namespace's root.
+    wait_for(c.sock, 'G');
+    enter_cgroup_namespace();
+
+    // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
+    pid_t pid = -1;
+    if (!spec.process.args.empty()) {
+      pid = ::fork();
+      if (pid < 0) throw_errno("fork the workload");
+      if (pid == 0) workload_main(c, user, caps, slave);
+    }
+    if (slave >= 0) ::close(slave);
+    // Processes in the sandbox may not read or trace the init's memory.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (c.detached) {
+      // Outlive sbx only once sbx has recorded us in state.json (it sends 'G'
+      // then); if it dies before, EOF here and PDEATHSIG end the sandbox.
+      ::close(c.log_w);
+      char go = 0;
+      if (::recv(c.sock, &go, 1, 0) != 1 || go != 'G') ::_exit(kExitSbxFailed);
+      ::prctl(PR_SET_PDEATHSIG, 0);
+      ::close(c.sock);
+      // Let go of sbx's stdio (a `$(sbx create …)` must see EOF).
+      if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
+        for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+        if (null > 2) ::close(null);
+      }
+      HolderConfig h;
+      h.state_dirfd = c.state_dirfd;
+      h.workload = pid;
+      h.log_fd = c.log_r;
+      h.timeout_ms = spec.timeout.count();
+      h.idle_timeout_ms = spec.idle_timeout.count();
+      run_holder(h);
+    }
+    ::close(c.sock);
+    run_init(pid);
+  } catch (const std::exception& e) {
+    send_error(c.sock, kExitSbxFailed, e.what());
+  }
+  ::_exit(kExitSbxFailed);
+}
+
+int reap(Sandbox& sb, bool block) {
+  if (sb.exit_status >= 0 || sb.pid <= 0) return sb.exit_status;
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = ::waitid(P_PIDFD, static_cast<id_t>(sb.pidfd), &info, WEXITED | (block ? 0 : WNOHANG));
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0 || info.si_pid == 0) return -1;
+  sb.exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
+  return sb.exit_status;
+}
+
+}  // namespace
+
+std::string new_sandbox_id() {
+  unsigned char b[32];
+  if (::getrandom(b, sizeof b, 0) != sizeof b) throw_errno("getrandom");
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (unsigned char c : b) {
+    id += hex[c >> 4];
+    id += hex[c & 15];
+  }
+  return id;
+}
+
+Sandbox::Sandbox(Sandbox&& o) noexcept { *this = std::move(o); }
+
+Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
+  if (this != &o) {
+    destroy();
+    id = std::move(o.id);
+    pid = std::exchange(o.pid, -1);
+    pidfd = std::exchange(o.pidfd, -1);
+    pty_master = std::exchange(o.pty_master, -1);
+    cgroup = std::move(o.cgroup);
+    state_dir = std::move(o.state_dir);
+    id_range = std::exchange(o.id_range, IdRange{});
+    started = o.started;
+    exit_status = o.exit_status;
+    saved_mask = o.saved_mask;
+    o.state_dir.clear();
+  }
+  return *this;
+}
+
+Sandbox::~Sandbox() { destroy(); }
+
+void Sandbox::signal(int sig) noexcept {
+  if (pidfd >= 0 && exit_status < 0) ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0);
+}
+
+void Sandbox::destroy() noexcept {
+  if (pid > 0) {
+    if (exit_status < 0) {
+      signal(SIGKILL);
+      reap(*this, true);
+    }
+    pid = -1;
+    // Swallow forwarded signals that arrived after the last wait, then give
+    // the caller its signal mask back.
+    struct timespec zero {};
+    sigset_t set = forwarded_signals();
+    sigaddset(&set, SIGCHLD);
+    while (::sigtimedwait(&set, nullptr, &zero) > 0) {
+    }
+    ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
+  }
+  if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
+  if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
+  cgroup.destroy();
+  if (id_range.slot >= 0) {
+    release_id_range(id_range);
+    id_range = {};
+  }
+  if (!state_dir.empty()) {
+    ::unlink((state_dir + "/state.json").c_str());
+    if (::rmdir(state_dir.c_str()) < 0 && errno != ENOENT)
+      log::warn("cannot remove " + state_dir + ": " + std::strerror(errno) + "; 'sbx gc' will retry");
+    state_dir.clear();
+  }
+}
+
+void Sandbox::release() noexcept {
+  if (pid > 0) ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
+  pid = -1;
+  if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
+  if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
+  cgroup.release();
+  id_range = {};  // recorded in the state dir: freed when `sbx rm` removes it
+  state_dir.clear();
+}
+
+Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
+  if (opts.detached && spec.process.terminal)
+    throw Error("a detached sandbox has no terminal to attach (-t): use 'sbx exec -it' to get one");
+  if (spec.process.args.empty() && !opts.detached)
+    throw Error("no command to run: give one after the image, or use an image with an Entrypoint or Cmd");
+  Sandbox sb;
+  sb.id = spec.id.empty() ? new_sandbox_id() : spec.id;
+  sb.started = std::chrono::steady_clock::now();
+  if (::mkdir(opts.run_root.c_str(), 0700) < 0 && errno != EEXIST) fs::mkdir_p(opts.run_root, 0700);
+  std::string dir = opts.run_root + "/" + sb.id;
+  if (::mkdir(dir.c_str(), 0700) < 0 && !(opts.detached && errno == EEXIST))
+    throw_errno("create the sandbox state directory " + dir);
+  // Detached: the dir is the caller's (sbx create removes it on failure with
+  // everything in it); destroy() removes only a `sbx run` dir.
+  if (!opts.detached) sb.state_dir = dir;
+  sb.cgroup = Cgroup::create(sb.id, spec.resources);
+
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
+  ChildCtx ctx{&spec, &sb.cgroup, dir, spec.hostname.empty() ? sb.id.substr(0, 12) : spec.hostname, sv[1], {}, false, {}, {}};
+  struct CloseFds {
+    int* fds[3];
+    ~CloseFds() {
+      for (int* f : fds)
+        if (*f >= 0) ::close(std::exchange(*f, -1));
+    }
+  } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w}};
+  if (opts.detached) {
+    ctx.detached = true;
+    if (::mkdir((dir + "/mnt").c_str(), 0700) < 0 && errno != EEXIST) throw_errno("create " + dir + "/mnt");
+    ctx.state_dirfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int lp[2];
+    if (ctx.state_dirfd < 0 || ::pipe2(lp, O_CLOEXEC) < 0) {
+      int e = errno;
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw_errno("open the state directory " + dir, e);
+    }
+    ctx.log_r = lp[0];
+    ctx.log_w = lp[1];
+  }
+  // User namespace: a host id range, and the layers and volumes opened as
+  // detached trees now, so that the child inherits the same fds (runtime/linux/userns.h).
+  struct Trees {
+    std::vector<int> fds;
+    ~Trees() {
+      for (int fd : fds) ::close(fd);
+    }
+  } trees;
+  std::vector<IdMapping> uid_maps, gid_maps;
+  if (opts.userns) {
+    try {
+      if (!spec.uid_mappings.empty()) {
+        // Allocated by the caller (sbx create records them in config.json).
+        uid_maps = spec.uid_mappings;
+        gid_maps = spec.gid_mappings.empty() ? spec.uid_mappings : spec.gid_mappings;
+      } else {
+        sb.id_range = allocate_id_range(opts.run_root, sb.id, id_pool());
+        uid_maps = gid_maps = id_maps(sb.id_range);
+      }
+      const uint32_t root_uid = host_root_id(uid_maps), root_gid = host_root_id(gid_maps);
+      // A disk-backed upper dir (sbx create): owned by the sandbox's root, so
+      // its files land on disk with unprivileged host ids (the init opens it
+      // itself, in its own mount namespace: init_main).
+      if (!spec.upper_dir.empty()) prepare_upper_for_userns(spec.upper_dir, root_uid, root_gid);
+      // The holder (the init, as the sandbox's root) writes its log and end
+      // record into the state dir through state_dirfd.
+      if (opts.detached && ::fchown(ctx.state_dirfd, root_uid, root_gid) < 0)
+        throw_errno("chown the state directory " + dir + " to the sandbox's root");
+    } catch (...) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw;
+    }
+    ctx.userns = true;
+    for (const auto& l : spec.layer_dirs) {
+      int fd = ::open_tree(AT_FDCWD, l.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+      if (fd < 0) {
+        ::close(sv[0]);
+        ::close(sv[1]);
+        throw_errno("open the layer " + l + " (open_tree)");
+      }
+      trees.fds.push_back(fd);
+      ctx.idmapped_layers.push_back(fd);
+    }
+    try {
+      ctx.binds = open_bind_sources(spec);
+    } catch (...) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw;
+    }
+    for (const auto& b : ctx.binds) trees.fds.push_back(b.tree_fd);
+  }
+
+  sigset_t block = forwarded_signals();
+  sigaddset(&block, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &block, &sb.saved_mask);
+  ctx.caller_mask = sb.saved_mask;
+  pid_t pid;
+  try {
+    pid = clone_sandbox(clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0), &sb.pidfd);
+  } catch (...) {
+    ::sigprocmask(SIG_SETMASK, &sb.saved_mask, nullptr);
+    ::close(sv[0]);
+    ::close(sv[1]);
+    throw;
+  }
+  if (pid == 0) {
+    ::close(sv[0]);
+    init_main(ctx);
+  }
+  sb.pid = pid;
+  ::close(sv[1]);
+
+  int sock = sv[0];
+  try {
+    if (ctx.userns) {
+      // The child waits for 'U': its id maps, then the idmapped trees.
+      write_id_maps(pid, uid_maps, gid_maps);
+      std::string ns = "/proc/" + std::to_string(pid) + "/ns/user";
+      int userns_fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+      if (userns_fd < 0) throw_errno("open " + ns);
+      try {
+        for (size_t i = 0; i < ctx.idmapped_layers.size(); ++i)
+          idmap_tree(ctx.idmapped_layers[i], userns_fd, false, true, spec.layer_dirs[i]);
+        for (const auto& b : ctx.binds)
+          idmap_tree(b.tree_fd, userns_fd, true, false, b.mount->source);
+      } catch (...) {
+        ::close(userns_fd);
+        throw;
+      }
+      ::close(userns_fd);
+      (void)!::send(sock, "U", 1, MSG_NOSIGNAL);
+      for (int fd : trees.fds) ::close(fd);
+      trees.fds.clear();
+    }
+    if (!sb.cgroup.empty()) sb.cgroup.add(pid);
+    // (A failed send means the sandbox already failed: its message follows.)
+    (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
+    if (opts.write_state) {
+      // While the sandbox sets itself up.
+      SandboxState st = opts.state_template ? *opts.state_template : SandboxState{};
+      st.id = sb.id;
+      st.name = spec.name;
+      st.image_id = spec.image_id;
+      st.image_ref = spec.image_ref;
+      st.runtime = spec.runtime;
+      st.pid = pid;
+      st.pid_start = process_start_time(pid);
+      if (!st.created_ms) st.created_ms = now_ms();
+      st.cgroups = sb.cgroup.paths();
+      write_state(dir, st);
+    }
+    // A detached init may now outlive us: it is on record.
+    // (A failed send means the init already died: its error or EOF follows.)
+    if (opts.detached) (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
+    // The sandbox is busy building its file system: use the time to remove
+    // what an earlier, SIGKILLed sbx left behind (runtime/state.h gc()).
+    if (opts.gc_stale) gc(opts.run_root);
+    ChildReport report = read_child_report(sock);  // until EOF: exec'd (or setup died)
+    sb.pty_master = report.pty_master;
+    if (report.read_errno) throw_errno("read the sandbox's setup status", report.read_errno);
+    ::close(sock);
+    sock = -1;
+    if (!report.error.empty()) {
+      reap(sb, true);
+      throw Error(report.error, 0, report.exit_code ? report.exit_code : kExitSbxFailed);
+    }
+  } catch (...) {
+    if (sock >= 0) ::close(sock);
+    sb.destroy();
+    throw;
+  }
+  return sb;
+}
+
+ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {
+  ExitStatus out;
+  using clock = std::chrono::steady_clock;
+  sigset_t set = forwarded_signals();
+  int sfd = opts.forward_signals ? ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
+  std::optional<clock::time_point> deadline, kill_at;
+  if (opts.timeout.count() > 0) deadline = sb.started + opts.timeout;
+
+  std::optional<PtyRelay> relay;  // restores the user's terminal on every exit path
+  if (sb.pty_master >= 0) relay.emplace(sb.pty_master, opts.stdin_fd, opts.stdout_fd);
+  int interrupts = 0;
+  bool exited = false;
+  while (!exited || (relay && relay->master_open())) {
+    struct pollfd fds[4];
+    int n = 0;
+    fds[n++] = {sb.pidfd, exited ? short(0) : short(POLLIN), 0};
+    fds[n++] = {sfd, POLLIN, 0};
+    if (relay) n = relay->add_pollfds(fds, n, !exited);
+    int timeout_ms = -1;
+    auto now = clock::now();
+    for (auto& t : {deadline, kill_at})
+      if (t) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*t - now).count() + 1;
+        if (timeout_ms < 0 || left < timeout_ms) timeout_ms = static_cast<int>(std::max<int64_t>(left, 0));
+      }
+    if (exited) timeout_ms = 200;  // only draining the pty now
+    int r = ::poll(fds, static_cast<nfds_t>(n), timeout_ms);
+    if (r < 0 && errno != EINTR) throw_errno("poll");
+    now = clock::now();
+    if (r == 0 && exited) break;
+    if (deadline && now >= *deadline && !exited && !out.timed_out) {
+      out.timed_out = true;
+      sb.signal(SIGKILL);
+      deadline.reset();
+    }
+    if (kill_at && now >= *kill_at && !exited) {
+      sb.signal(SIGKILL);
+      kill_at.reset();
+    }
+    if (r <= 0) continue;
+    if (fds[0].revents & POLLIN) exited = true;
+    if (sfd >= 0 && (fds[1].revents & POLLIN)) {
+      struct signalfd_siginfo si;
+      while (::read(sfd, &si, sizeof si) == sizeof si) {
+        int sig = static_cast<int>(si.ssi_signo);
+        if (sig == SIGWINCH) {
+          if (relay) relay->resize();
+          continue;
+        }
+        out.forwarded_signal = sig;
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT) {
+          if (++interrupts >= 2) {
+            sb.signal(SIGKILL);
+            continue;
+          }
+          kill_at = now + opts.kill_grace;
+        }
+        sb.signal(sig);
+      }
+    }
+    if (relay) relay->handle(fds);
+  }
+  if (sfd >= 0) ::close(sfd);
+  int status = reap(sb, true);
+  if (status < 0) throw_errno("wait for the sandbox");
+  if (WIFEXITED(status)) {
+    out.exit_code = WEXITSTATUS(status);
+  } else {
+    out.exit_code = 128 + WTERMSIG(status);
+  }
+  if (out.exit_code > 128 && out.exit_code < 128 + 65) out.signal = out.exit_code - 128;
+  out.oom_kills = sb.cgroup.oom_kills();
+  out.pids_max_hits = sb.cgroup.pids_max_hits();
+  out.oom_killed = !out.timed_out && out.oom_kills > 0 && out.signal == SIGKILL;
+  return out;
+}
+
+}  // namespace sbx::runtime

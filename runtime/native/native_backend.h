@@ -1,0 +1,114 @@
+// The native backend: one SandboxSpec → one running sandbox built from Linux
+// namespaces, an overlay root, cgroups, capabilities and seccomp.
+//
+// Lifecycle, kept in three calls so that long-lived sandboxes (create/exec)
+// and other front ends can reuse the parts:
+//   Sandbox sb = start(spec, opts);   // returns once the workload has exec'd
+//   ExitStatus st = wait(sb, wopts);  // timeout, signal forwarding, pty relay
+//   sb.destroy();                     // (also by ~Sandbox) kill all, rm cgroup + state dir
+//
+// Process tree: sbx ─clone3(CLONE_NEW{NS,PID,IPC,UTS,NET})→ init (pid 1 in the
+// sandbox, runtime/native/init.h) ─fork→ workload (exec's the command).
+#pragma once
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "runtime/linux/cgroups.h"
+#include "spec/exit_status.h"
+#include "spec/sandbox_spec.h"
+#include "runtime/state.h"
+#include "runtime/linux/userns.h"
+
+namespace sbx::runtime {
+
+struct StartOptions {
+  std::string run_root = "/run/sbx";  ///< state dirs live in RUN_ROOT/<id>
+  /// Write RUN_ROOT/<id>/state.json (what `sbx rmi`/`sbx ps`/gc read).
+  bool write_state = true;
+  /// sbx create (runtime/lifecycle.h): the sandbox outlives sbx. The init
+  /// becomes runtime/native/holder.h's holder (spec.timeout / spec.idle_timeout, the
+  /// log, the end record) and stops dying with sbx once state.json names it;
+  /// the first process's stdout and stderr go to STATE_DIR/log and its stdin is
+  /// /dev/null; an empty spec.process.args runs no first process (hold only);
+  /// the state dir may already exist. Not with spec.process.terminal.
+  bool detached = false;
+  /// Fields of state.json start() does not know (labels, command, status, …);
+  /// start() fills in pid, pid_start, cgroups and the spec's ids.
+  const SandboxState* state_template = nullptr;
+  /// While the sandbox sets itself up, remove state dirs and cgroups of dead
+  /// sandboxes (runtime/state.h gc()); costs no wall time.
+  bool gc_stale = true;
+  /// Run the sandbox in its own user namespace (runtime/linux/userns.h): uid/gid
+  /// 0..65535 inside are a per-sandbox range of unprivileged host ids, the
+  /// image layers and volumes are idmapped. `sbx run` sets it unless
+  /// --userns host (or an option that needs the host's ids). With
+  /// spec.uid_mappings set, those are used (the caller allocated the range,
+  /// as sbx create does); otherwise start() allocates one and frees it in
+  /// destroy(). A disk-backed spec.upper_dir is then owned by the sandbox's
+  /// root (runtime/linux/userns.h prepare_upper_for_userns).
+  bool userns = false;
+};
+
+/// A started sandbox: a handle on its init process and its resources.
+/// Movable, not copyable; the destructor destroys it (kills and cleans up).
+class Sandbox {
+ public:
+  Sandbox() = default;
+  Sandbox(Sandbox&& o) noexcept;
+  Sandbox& operator=(Sandbox&& o) noexcept;
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+  ~Sandbox();
+
+  std::string id;
+  pid_t pid = -1;       ///< host pid of the sandbox's init (pid 1 inside)
+  int pidfd = -1;       ///< pidfd of the init (poll it to learn of its exit)
+  int pty_master = -1;  ///< with spec.process.terminal: the pty's master side
+  Cgroup cgroup;
+  std::string state_dir;  ///< RUN_ROOT/<id>
+  std::chrono::steady_clock::time_point started;
+  int exit_status = -1;  ///< set once the init has been reaped (raw wait status)
+  sigset_t saved_mask{}; ///< signal mask of the caller before start()
+  IdRange id_range;            ///< with StartOptions::userns: the host ids it holds
+
+  /// Sends `sig` to the sandbox's init (which forwards it to the workload;
+  /// SIGKILL kills the whole sandbox). No throw.
+  void signal(int sig) noexcept;
+  /// Forgets the sandbox without touching it (a detached one lives on), and
+  /// restores the caller's signal mask. No throw.
+  void release() noexcept;
+  /// Kills everything, reaps the init, removes the cgroup and the state dir,
+  /// restores the caller's signal mask. Idempotent, no throw.
+  void destroy() noexcept;
+};
+
+/// Starts `spec`. Returns when the workload has been exec'd. Blocks the
+/// signals of runtime/native/init.h forwarded_signals() plus SIGCHLD in the calling
+/// thread (wait() consumes them; destroy() restores the old mask).
+/// Errors: sbx::Error with exit code 125 for a setup failure ("mount overlay
+/// on …: EINVAL"), 127 when the command is not found, 126 when it cannot be
+/// executed; nothing is left behind on a throw.
+Sandbox start(const SandboxSpec& spec, const StartOptions& opts);
+
+struct WaitOptions {
+  std::chrono::milliseconds timeout{0};          ///< 0: none; counted from start()
+  bool forward_signals = true;                   ///< INT/TERM/HUP/… to the workload
+  std::chrono::milliseconds kill_grace{10000};   ///< after a forwarded TERM/INT: then SIGKILL
+  int stdin_fd = 0, stdout_fd = 1;               ///< pty relay ends (with a pty)
+};
+
+
+/// Waits for the sandbox's workload to end (or the timeout), relaying the pty
+/// and forwarding signals. On a timeout or a second INT/TERM it kills the
+/// sandbox. Reads OOM and pids events before returning. Throws sbx::Error only
+/// on a failure of sbx itself.
+ExitStatus wait(Sandbox& sb, const WaitOptions& opts);
+
+/// A fresh sandbox id: 64 random hex chars (as docker/podman).
+std::string new_sandbox_id();
+
+}  // namespace sbx::runtime
