@@ -21,8 +21,41 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${SBX_IMAGES:-$here/out}
 cache=${SBX_IMAGES_CACHE:-$here/cache}
-mirror=${SBX_DEBIAN_MIRROR:-$(awk '/^URIs:/ && $2 ~ /debian\/?$/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)}
-mirror=${mirror:-http://deb.debian.org/debian}
+suite=bookworm
+# The Debian mirror debootstrap fetches from: SBX_DEBIAN_MIRROR, else the one
+# this machine's own apt uses for $suite (so a host behind a local mirror or a
+# proxy builds with no extra setup). Reads the one-line format
+# (sources.list, sources.list.d/*.list: "deb [opts] URI SUITE COMPONENTS")
+# and the deb822 format (sources.list.d/*.sources: Types/URIs/Suites
+# paragraphs, sources.list(5)); prints the first URI that serves $suite.
+apt_mirror() {  # ETC_APT SUITE
+  local etc=$1 suite=$2 f
+  for f in "$etc/sources.list" "$etc"/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" |
+      awk -v s="$suite" '$1 == "deb" && $3 == s {print $2; exit}'
+  done
+  for f in "$etc"/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    # Paragraphs are separated by blank lines; field names are case-insensitive.
+    awk -v s="$suite" '
+      function flush() {
+        if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " s " ") && tolower(enabled) != "no" && uris != "") {
+          split(uris, u, " "); print u[1]; found = 1
+        }
+        types = uris = suites = enabled = ""
+      }
+      /^[ \t]*#/ {next}
+      /^[ \t]*$/ {flush(); if (found) exit; next}
+      {
+        key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
+        if (key == "types") types = $0; else if (key == "uris") uris = $0
+        else if (key == "suites") suites = $0; else if (key == "enabled") enabled = $0
+      }
+      END {if (!found) flush()}' "$f"
+  done | head -n 1
+}
+mirror=${SBX_DEBIAN_MIRROR:-$(apt_mirror "${SBX_APT_ETC:-/etc/apt}" "$suite" || true)}
 mkdir -p "$out" "$cache"
 script_hash=$(sha256sum "$0" | cut -d' ' -f1)
 
@@ -111,9 +144,10 @@ build_python() {
   work=$(mktemp -d "$out/.work-python.XXXXXX")
   local r=$work/rootfs
   mkdir -p "$cache/debootstrap"
-  echo "build.sh: python: debootstrap bookworm minbase + python3 from $mirror (about a minute)" >&2
+  [ -n "$mirror" ] || { echo "build.sh: no apt source for Debian $suite in ${SBX_APT_ETC:-/etc/apt}/sources.list{,.d/*.list,.d/*.sources}; set SBX_DEBIAN_MIRROR=URL of a Debian mirror" >&2; exit 1; }
+  echo "build.sh: python: debootstrap $suite minbase + python3 from $mirror (about a minute)" >&2
   debootstrap --variant=minbase --include=python3 --cache-dir="$cache/debootstrap" \
-    bookworm "$r" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+    "$suite" "$r" "$mirror" >"$work/debootstrap.log" 2>&1 ||
     { tail -30 "$work/debootstrap.log" >&2; echo "build.sh: debootstrap failed" >&2; exit 1; }
   # Keep it small and image-like: no caches, docs, device nodes or logs.
   rm -rf "$r"/var/cache/apt/* "$r"/var/lib/apt/lists/* "$r"/usr/share/doc/* "$r"/usr/share/man/* \
