@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -31,6 +33,26 @@ std::string short_id(const std::string& dir) {
 bool is_gvisor(const SandboxState& st) { return st.runtime == "gvisor"; }
 
 // Waits up to `ms` (<0: forever) for the pidfd's process to exit.
+// flock(2) on a directory itself, held by whoever empties a .trash-/.new- dir
+// (gc passes over one that is held, runtime/state.h). -1 when it is gone.
+struct DirLock {
+  int fd = -1;
+  DirLock(const std::string& path, bool wait) {
+    fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 && ::flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) < 0) ::close(std::exchange(fd, -1));
+  }
+  ~DirLock() {
+    if (fd >= 0) ::close(fd);
+  }
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+  /// False once the directory has been removed (by whoever held it before us).
+  bool still_there() const {
+    struct stat sb {};
+    return fd >= 0 && ::fstat(fd, &sb) == 0 && sb.st_nlink > 0;
+  }
+};
+
 bool wait_pidfd(int pidfd, int ms) {
   struct pollfd p {pidfd, POLLIN, 0};
   for (;;) {
@@ -188,6 +210,9 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
   crash_point("rm-cgroups");
   // Out of sight first: a crash from here on leaves only RUN_ROOT/.trash-<id>.
   std::string trash = run_root + "/.trash-" + id;
+  // Held until the tree is gone, so that the gc of another sbx does not empty
+  // the same .trash- dir beside us (each would fail on what the other removed).
+  DirLock removing(dir, true);
   if (::rename(dir.c_str(), trash.c_str()) < 0 && errno != ENOENT) throw_errno("rename " + dir + " to " + trash);
   crash_point("rm-renamed");
   if (have_state) release_name(run_root, st.name, id);
@@ -217,7 +242,11 @@ std::vector<std::string> gc(const std::string& run_root) {
         continue;
       }
       if (st.creator_pid == 0) {
-        remove = true;  // a `sbx run` sandbox whose sbx was killed
+        // A `sbx run` sandbox: its own sbx removes it when the run ends, so it
+        // is a leftover only once that sbx is gone too (killed). Its init
+        // alone being dead means nothing: that sbx may be about to clean up.
+        // (owner_pid 0: a state of an older sbx, which did not record it.)
+        remove = st.owner_pid <= 0 || process_start_time(st.owner_pid) != st.owner_start;
       } else if (st.status == "creating") {
         remove = process_start_time(st.creator_pid) != st.creator_start;
       }
@@ -253,6 +282,9 @@ std::vector<std::string> gc(const std::string& run_root) {
         }
         if (creator_alive) continue;
       }
+      // Someone (an `sbx rm`, another gc) is emptying it right now: theirs.
+      DirLock mine(path, false);
+      if (!mine.still_there()) continue;
       try {
         destroy_cgroup_dirs(read_state(path).cgroups);
       } catch (const Error&) {

@@ -43,7 +43,9 @@ void write_state(const std::string& dir, const SandboxState& st) {
                       {"timeout_ms", st.timeout_ms},
                       {"idle_timeout_ms", st.idle_timeout_ms},
                       {"creator_pid", st.creator_pid},
-                      {"creator_start", st.creator_start}};
+                      {"creator_start", st.creator_start},
+                      {"owner_pid", st.owner_pid},
+                      {"owner_start", st.owner_start}};
   // Temp file + rename (readers never see half a file) but no fsync: the run
   // root is volatile state (tmpfs /run), and an fsync on a disk-backed run
   // root costs milliseconds on every sandbox start. The temp name is per
@@ -88,6 +90,8 @@ SandboxState read_state(const std::string& dir) {
     st.idle_timeout_ms = j.value("idle_timeout_ms", int64_t{0});
     st.creator_pid = j.value("creator_pid", 0);
     st.creator_start = j.value("creator_start", uint64_t{0});
+    st.owner_pid = j.value("owner_pid", 0);
+    st.owner_start = j.value("owner_start", uint64_t{0});
     return st;
   } catch (const nlohmann::json::exception& e) {
     throw Error("malformed " + dir + "/state.json: " + e.what() + "; remove the sandbox with 'sbx rm -f' or 'sbx gc'");

@@ -4,7 +4,8 @@
 //   state.json   what sbx knows: {"id","name","image_id","image_ref","runtime",
 //                "status","pid","pid_start","created_ms","started_ms","cgroups",
 //                "labels","command","timeout_ms","idle_timeout_ms","creator_pid",
-//                "creator_start"}; written atomically (temp + rename) under `lock`.
+//                "creator_start","owner_pid","owner_start"}; written atomically
+//                (temp + rename) under `lock`.
 //   config.json  the sandbox's SandboxSpec as an OCI runtime-spec config.json
 //                (oci/runtime_config.h): what it was started with (inspect, exec).
 //   lock         flock(2): exclusive while state.json is changed or the sandbox
@@ -24,8 +25,11 @@
 // makes name uniqueness atomic across concurrent creates.
 // RUN_ROOT/.new-<id> is a create before its state.json exists (renamed to
 // <id> once it does); RUN_ROOT/.trash-<id> is an `rm` half-way. `gc` removes
-// both once nobody works on them. A sandbox with creator_pid != 0 was made by
-// `sbx create`; one with 0 by `sbx run` (gc removes it as soon as it is dead).
+// both once nobody works on them (a remover holds flock(2) on the directory
+// itself while it empties it, and gc passes over one that is held). A sandbox
+// with creator_pid != 0 was made by `sbx create`; one with 0 by `sbx run`,
+// whose sbx (owner_pid) removes the dir itself when the run ends: gc removes
+// it only once that sbx is gone too (killed).
 //
 // Nothing in these files is trusted blindly: `ps`/`inspect` check that the
 // recorded pid is still the same process (pid + start time from /proc/PID/stat).
@@ -67,6 +71,11 @@ struct SandboxState {
   int64_t idle_timeout_ms = 0;
   pid_t creator_pid = 0;        ///< the `sbx create` that is building it (status "creating")
   uint64_t creator_start = 0;
+  /// The `sbx run` that removes this dir when its run ends (0: a created
+  /// sandbox, or a state written by an older sbx). Until that process is gone,
+  /// no other sbx's gc touches the dir, even once the sandbox's init has ended.
+  pid_t owner_pid = 0;
+  uint64_t owner_start = 0;   ///< its start time (/proc/PID/stat field 22)
 };
 
 /// Writes DIR/state.json atomically. Throws sbx::Error.

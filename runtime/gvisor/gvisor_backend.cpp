@@ -259,6 +259,10 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     st.created_ms = st.started_ms = now_ms();
     st.cgroups = sandbox_cgroup_dirs(spec.id);
     st.command = spec.process.args;
+    // This sbx removes the dir when the run ends (cleanup()): the gc of
+    // another run starting meanwhile must leave it alone (runtime/state.h).
+    st.owner_pid = ::getpid();
+    st.owner_start = process_start_time(st.owner_pid);
     write_state(dir, st);
   } catch (const Error& e) {
     log::warn("gvisor: cannot write the state of sandbox " + spec.id.substr(0, 12) + ": " + e.what());

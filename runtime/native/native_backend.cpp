@@ -407,9 +407,11 @@ void Sandbox::destroy() noexcept {
     id_range = {};
   }
   if (!state_dir.empty()) {
-    ::unlink((state_dir + "/state.json").c_str());
-    if (::rmdir(state_dir.c_str()) < 0 && errno != ENOENT)
-      log::warn("cannot remove " + state_dir + ": " + std::strerror(errno) + "; 'sbx gc' will retry");
+    // The whole tree: `sbx exec`/`ps` beside the run may have added files
+    // (its lock). Nobody else removes it while this sbx lives (owner_pid);
+    // ENOENT: `sbx rm -f` did.
+    if (int e = remove_tree(state_dir); e && e != ENOENT)
+      log::warn("cannot remove " + state_dir + ": " + std::strerror(e) + "; 'sbx gc' will retry");
     state_dir.clear();
   }
 }
@@ -576,6 +578,12 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       st.pid_start = process_start_time(pid);
       if (!st.created_ms) st.created_ms = now_ms();
       st.cgroups = sb.cgroup.paths();
+      if (!opts.detached) {
+        // This sbx removes the dir when the run ends (destroy()): the gc of
+        // another run starting meanwhile must leave it alone (runtime/state.h).
+        st.owner_pid = ::getpid();
+        st.owner_start = process_start_time(st.owner_pid);
+      }
       write_state(dir, st);
     }
     // A detached init may now outlive us: it is on record.
