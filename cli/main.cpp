@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -40,6 +41,22 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // The first word that is neither an option nor an option's value should
+    // name a command: say so when it does not (CLI11 would only say that one
+    // is required), and list them.
+    for (int i = 1; i < argc && app.get_subcommands().empty(); ++i) {
+      std::string w = argv[i];
+      if (w.size() > 1 && w[0] == '-') {
+        const CLI::Option* o = w.find('=') == std::string::npos ? app.get_option_no_throw(w) : nullptr;
+        if (o && o->get_type_size() != 0) ++i;  // its value follows
+        continue;
+      }
+      if (!app.get_subcommands([&](CLI::App* s) { return s->check_name(w); }).empty()) break;
+      std::cerr << "sbx: unknown command '" << w << "'\nCommands:";
+      for (const auto* s : app.get_subcommands({})) std::cerr << " " << s->get_name();
+      std::cerr << "\nRun 'sbx --help' (or 'sbx COMMAND --help') for usage.\n";
+      return kExitSbxFailed;
+    }
     std::cerr << "sbx: " << e.what() << "\nRun 'sbx --help' (or 'sbx COMMAND --help') for usage.\n";
     return kExitSbxFailed;
   }

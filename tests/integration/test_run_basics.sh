@@ -18,6 +18,10 @@ expect_rc "killed by SIGKILL is 137" 137 run $BB sh -c 'kill -9 $$'
 check "output to a file continues it" test "$(tr '\n' ' ' < "$T/appended")" = "first second third fourth "
 expect_rc "killed by SIGTERM is 143" 143 run $BB sh -c 'kill -TERM $$'
 expect_rc "bad option is 125" 125 run --no-such-flag $BB true
+expect_rc "unknown command is 125" 125 $SBX --log-level warn no-such-command x
+out=$($SBX --log-level warn no-such-command x 2>&1)
+check "unknown command is named" grep -qx "sbx: unknown command 'no-such-command'" <<<"$out"
+check "unknown command lists the commands" grep -q '^Commands:.* run .*exec' <<<"$out"
 expect_rc "missing --rootfs dir is 125" 125 run --rootfs /nonexistent-sbx-dir true
 expect_rc "bad --memory is 125" 125 run --memory lots $BB true
 expect_rc "bad --network is 125" 125 run --network bridge $BB true
