@@ -1556,7 +1556,7 @@ def main():
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--only", default="", help="comma list of scenarios: start,throughput,humaneval,profile,exec,import,snapshot")
     ap.add_argument("--tools", default=",".join(TOOLS), help="comma list of tools")
-    ap.add_argument("--humaneval", default=str(HERE.parent.parent / "shared/data/HumanEval.jsonl.gz"))
+    ap.add_argument("--humaneval", default=str(HERE.parent / "tests/data/HumanEval.jsonl.gz"))
     ap.add_argument("--hyperfine", action="store_true", help="cross-check start latency with hyperfine")
     ap.add_argument("--note", default="", help="free text recorded in the results (e.g. why a run was made)")
     args = ap.parse_args()
@@ -1646,7 +1646,10 @@ def main():
     outdir.mkdir(parents=True, exist_ok=True)
     stem = started.strftime("%Y-%m-%dT%H%MZ") + ("-quick" if args.quick else "")
     jpath = outdir / f"{stem}.json"
-    jpath.write_text(json.dumps(res, indent=1) + "\n")
+    # Paths inside the checkout are recorded relative to it ("build/sbx",
+    # "bench/work/..."): the results say nothing about the machine's layout.
+    repo = str(Path(args.repo).resolve())
+    jpath.write_text(json.dumps(res, indent=1).replace(repo + "/", "").replace(repo, ".") + "\n")
     log(f"wrote {jpath}")
     r = subprocess.run([sys.executable, str(HERE / "report.py"), str(jpath)])
     if r.returncode:

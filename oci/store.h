@@ -1,7 +1,7 @@
 // The image store under --root (default /var/lib/sbx): content-addressed blobs,
 // unpacked layers shared read-only by every sandbox, and an index of images.
 //
-// Layout (see DESIGN.md):
+// Layout (see docs/design.md):
 //   ROOT/blobs/sha256/<hex>         verified blobs (manifests, configs, layers)
 //   ROOT/layers/<chain-id hex>/     one unpacked layer, usable as an overlay lower dir
 //   ROOT/images.json                index of images (written atomically)

@@ -4,11 +4,9 @@
 # --network none --timeout 10s --memory 256m: all must pass. The same with a
 # deliberately wrong solution must fail. Parallelism 2.
 source "$(dirname "$0")/../sandbox_lib.sh"
-data=""
-for d in "$SBX_TEST_SRC/../shared/data" "$SBX_TEST_SRC/shared/data" /work/shared/data; do
-  [ -f "$d/HumanEval.jsonl.gz" ] && { data=$d/HumanEval.jsonl.gz; break; }
-done
-[ -n "$data" ] || { echo "FAIL: HumanEval.jsonl.gz not found next to $SBX_TEST_SRC"; exit 1; }
+# The data ships with the repository (tests/data/HumanEval.LICENSE: MIT).
+data=$SBX_TEST_SRC/tests/data/HumanEval.jsonl.gz
+[ -f "$data" ] || { echo "FAIL: $data not found (SBX_TEST_SRC must be the repository)"; exit 1; }
 [ -n "$PY" ] || { echo "FAIL: no python image (run tests/images/build.sh)"; exit 1; }
 
 # Runs every program of DIR in its own sandbox; prints "NAME EXIT" lines.
