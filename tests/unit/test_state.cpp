@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +52,8 @@ TEST_CASE("state.json round-trips every field") {
   st.timeout_ms = 1500;
   st.idle_timeout_ms = 700;
   st.runtime = "gvisor";
+  st.owner_pid = 43;
+  st.owner_start = 98;
   write_state(t.path, st);
   SandboxState r = read_state(t.path);
   CHECK(r.id == st.id);
@@ -64,8 +67,44 @@ TEST_CASE("state.json round-trips every field") {
   CHECK(r.timeout_ms == 1500);
   CHECK(r.idle_timeout_ms == 700);
   CHECK(r.runtime == "gvisor");
+  CHECK(r.owner_pid == 43);
+  CHECK(r.owner_start == 98);
   fs::write_file_atomic(t.path + "/state.json", "{not json");
   CHECK_THROWS_AS(read_state(t.path), Error);
+}
+
+TEST_CASE("gc leaves a run's dir to its own sbx while that sbx lives, and a .trash- dir to its remover") {
+  TempDir t;
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  // A `sbx run` sandbox (creator_pid 0) whose init has ended.
+  SandboxState st = make_state(fake_id('b'));
+  st.pid = child;
+  st.pid_start = 1;
+  st.owner_pid = ::getpid();
+  st.owner_start = process_start_time(::getpid());
+  const std::string dir = t.path + "/" + st.id;
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  write_state(dir, st);
+  gc(t.path);
+  CHECK(fs::exists(dir + "/state.json"));  // its sbx is alive: it cleans up itself
+  st.owner_start += 1;  // that sbx is gone (killed): a leftover now
+  write_state(dir, st);
+  gc(t.path);
+  CHECK_FALSE(fs::exists(dir));
+
+  const std::string trash = t.path + "/.trash-" + fake_id('c');
+  REQUIRE(::mkdir(trash.c_str(), 0700) == 0);
+  fs::write_file_atomic(trash + "/f", "x");
+  int fd = ::open(trash.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX) == 0);  // someone is removing it
+  gc(t.path);
+  CHECK(fs::exists(trash + "/f"));
+  ::close(fd);
+  gc(t.path);
+  CHECK_FALSE(fs::exists(trash));
 }
 
 TEST_CASE("liveness compares pid and start time, and a zombie is dead") {
