@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "runtime/gvisor/gvisor.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -119,7 +120,7 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
   SnapshotRecord rec;
   rec.name = name;
   rec.kind = "memory";
-  rec.runtime = "gvisor";
+  rec.runtime = runtime::GvisorBackend::kName;
   rec.id = id;
   rec.size = dir_bytes(dir);
   rec.parent = req.parent.empty() ? req.container_id : req.parent;
@@ -143,7 +144,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
   if (opts.count < 1 || opts.count > 4096) throw Error("--count must be between 1 and 4096");
   if (opts.resume && opts.count != 1) throw Error("restore: resuming a sandbox needs --count 1");
   SnapshotRecord rec = find_record(root, name, "memory");
-  if (rec.runtime != "gvisor") throw Error("snapshot '" + name + "' was taken with runtime " + rec.runtime + "; only gvisor memory snapshots can be restored here");
+  if (rec.runtime != runtime::GvisorBackend::kName) throw Error("snapshot '" + name + "' was taken with runtime " + rec.runtime + "; only gvisor memory snapshots can be restored here");
   const std::string cdir = ckpt_dir(root, rec.id);
   json meta, config;
   try {
@@ -191,7 +192,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       st.id = s.id;
       st.name = nm;
       st.image_id = st.image_ref = image;
-      st.runtime = "gvisor";
+      st.runtime = runtime::GvisorBackend::kName;
       st.status = "creating";
       st.created_ms = runtime::now_ms();
       st.labels = {{"sbx.restored-from", name}};
