@@ -221,9 +221,16 @@ runtime::Stats Engine::stats(const std::string& ref) {
 }
 
 void Engine::remove(const std::string& id, bool force) {
-  // A half-created sandbox may have no readable state.json yet: rm must still
-  // work on it, and removal is the same for every backend (runtime/lifecycle.h).
-  runtime::remove_sandbox(cfg_.run_root, id, force);
+  std::unique_ptr<runtime::Backend> backend;
+  try {
+    backend = runtime::backend_for(runtime::open_sandbox(cfg_.run_root, id).state, backend_options());
+  } catch (const Error&) {
+    // A half-created sandbox may have no readable state.json (or one naming
+    // no backend): rm must still remove it, the same way for every backend.
+    runtime::remove_sandbox(cfg_.run_root, id, force);
+    return;
+  }
+  backend->remove(id, force);
 }
 
 int parse_signal(const std::string& text) {
