@@ -1,5 +1,5 @@
 // sbx create: start a detached, long-lived sandbox and print its id
-// (runtime/lifecycle.h). Takes sbx run's sandbox options (cli/sandbox_flags.h)
+// (engine::Engine::create). Takes sbx run's sandbox options (cli/sandbox_flags.h)
 // plus --label and --idle-timeout (no exec for that long); --timeout is a
 // hard lifetime.
 #include <CLI/CLI.hpp>
@@ -9,8 +9,6 @@
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "runtime/gvisor/gvisor_lifecycle.h"
-#include "runtime/lifecycle.h"
 
 namespace sbx::cli {
 
@@ -33,13 +31,11 @@ int create(const Globals& g, const CreateFlags& f) {
     if (eq == 0 || l.empty()) throw Error("invalid --label '" + l + "': use KEY=VALUE");
     spec.labels[l.substr(0, eq)] = eq == std::string::npos ? "" : l.substr(eq + 1);
   }
-  if (spec.runtime == "gvisor") {
-    std::cout << runtime::create_gvisor_sandbox(std::move(spec), g.run_root, f.sandbox.runsc) << std::endl;
-    return 0;
-  }
-  runtime::CreateOptions co;
-  co.userns = use_userns(f.sandbox, spec);  // as sbx run
-  std::cout << runtime::create_sandbox(std::move(spec), g.run_root, co) << std::endl;
+  engine::SandboxRequest req;
+  req.userns = use_userns(f.sandbox, spec);  // as sbx run
+  req.runsc = f.sandbox.runsc;
+  req.spec = std::move(spec);
+  std::cout << make_engine(g).create(req) << std::endl;
   return 0;
 }
 

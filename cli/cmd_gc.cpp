@@ -7,9 +7,6 @@
 
 #include "cli/commands.h"
 #include "common/units.h"
-#include "oci/store.h"
-#include "runtime/snapshot_copies.h"
-#include "runtime/state.h"
 #include "snapshot/catalog.h"
 
 namespace sbx::cli {
@@ -23,13 +20,10 @@ void register_gc_command(CLI::App& app, Globals& g, Action& action) {
     action = [&, older_than] {
       // Parse first: a bad value must not leave half the work done.
       int64_t age_s = older_than->empty() ? -1 : snapshot::parse_age_seconds(*older_than);
-      for (const auto& p : runtime::gc(g.run_root)) std::cout << "removed " << p << "\n";
-      for (const auto& p : runtime::gc_snapshot_copies(g.run_root)) std::cout << "removed " << p << "\n";
-      if (age_s >= 0) {
-        for (const auto& r : snapshot::gc(g.root, g.run_root, age_s))
-          std::cout << "removed snapshot " << r.name << " (" << r.kind << ")\n";
-      }
-      oci::GcResult r = oci::Store(g.root).gc(g.run_root);
+      engine::GcResult res = make_engine(g).gc(age_s);
+      for (const auto& p : res.removed) std::cout << "removed " << p << "\n";
+      for (const auto& r : res.snapshots) std::cout << "removed snapshot " << r.name << " (" << r.kind << ")\n";
+      const oci::GcResult& r = res.store;
       std::cout << "Removed " << r.blobs << " blobs (" << units::format_size(r.bytes) << "), " << r.layers
                 << " layers, " << r.temps << " temp dirs, " << r.images << " hidden images\n";
       return 0;

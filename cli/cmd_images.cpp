@@ -1,4 +1,4 @@
-// Image commands: import, images, inspect, tag, rmi, gc (implemented with oci/).
+// Image commands: import, images, inspect, tag, rmi (engine/engine.h).
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -70,9 +70,7 @@ struct ProgressLine {
 }  // namespace
 
 int inspect_image(const Globals& g, const std::string& ref) {
-  oci::Store store(g.root);
-  oci::ImageRecord img = store.resolve(ref);
-  std::cout << oci::image_inspect_json(img, store.layer_dirs(img)) << "\n";
+  std::cout << make_engine(g).inspect_image(ref) << "\n";
   return 0;
 }
 
@@ -87,15 +85,15 @@ void register_image_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_flag("-q,--quiet", quiet, "No progress output");
     cmd->callback([&] {
       action = [&] {
-        oci::Store store(g.root);
         ProgressLine line;
         line.tty = line.tty && !quiet;
-        oci::ImportOptions o;
-        o.name = name;
-        o.progress = [&](const oci::ImportProgress& p) { line(p); };
+        engine::ImportRequest req;
+        req.path = path;
+        req.name = name;
+        req.progress = [&](const oci::ImportProgress& p) { line(p); };
         oci::ImageRecord img;
         try {
-          img = store.import(path, o);
+          img = make_engine(g).import_image(req);
         } catch (...) {
           line.done();
           throw;
@@ -114,8 +112,7 @@ void register_image_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_flag("-q,--quiet", quiet, "Print image ids only");
     cmd->callback([&] {
       action = [&] {
-        oci::Store store(g.root);
-        auto imgs = store.list();
+        auto imgs = make_engine(g).list_images();
         if (g.json) {
           nlohmann::json arr = nlohmann::json::array();
           for (const auto& i : imgs)
@@ -162,7 +159,7 @@ void register_image_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_option("NAME", name, "New name: repository[:tag]")->required();
     cmd->callback([&] {
       action = [&] {
-        oci::Store(g.root).tag(ref, name);
+        make_engine(g).tag_image(ref, name);
         return 0;
       };
     });
@@ -176,11 +173,11 @@ void register_image_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_flag("-f,--force", force, "Remove even when a sandbox uses the image (its layers stay until 'sbx gc')");
     cmd->callback([&] {
       action = [&] {
-        oci::Store store(g.root);
+        auto eng = make_engine(g);
         int rc = 0;
         for (const auto& r : refs) {
           try {
-            oci::RemoveResult res = store.remove(r, g.run_root, force);
+            oci::RemoveResult res = eng.remove_image(r, force);
             for (const auto& u : res.untagged) std::cout << "Untagged: " << u << "\n";
             if (!res.deleted.empty()) std::cout << "Deleted: " << res.deleted << "\n";
           } catch (const Error& e) {

@@ -1,6 +1,6 @@
 // Long-lived sandboxes: sbx exec, ps, inspect, wait, stop, kill, rm, logs, cp
 // (sbx create is in cmd_create.cpp: it shares sbx run's options). Thin: parse,
-// resolve the id, call runtime/lifecycle.h, exec.h, copy.h; print.
+// call engine/engine.h, print.
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,12 +15,6 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/units.h"
-#include "oci/runtime_config.h"
-#include "runtime/native/copy.h"
-#include "runtime/native/exec.h"
-#include "runtime/gvisor/gvisor_copy.h"
-#include "runtime/gvisor/gvisor_lifecycle.h"
-#include "runtime/lifecycle.h"
 #include "runtime/state.h"
 
 namespace sbx::cli {
@@ -98,60 +92,8 @@ json info_json(const runtime::SandboxInfo& i, bool full) {
   return j;
 }
 
-// --filter label=k[=v] | name=N | status=S | id=PREFIX
-bool matches(const runtime::SandboxInfo& i, const std::vector<std::string>& filters) {
-  for (const auto& f : filters) {
-    auto eq = f.find('=');
-    if (eq == std::string::npos) throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
-    std::string key = f.substr(0, eq), val = f.substr(eq + 1);
-    if (key == "label") {
-      auto eq2 = val.find('=');
-      auto it = i.state.labels.find(val.substr(0, eq2));
-      if (it == i.state.labels.end()) return false;
-      if (eq2 != std::string::npos && it->second != val.substr(eq2 + 1)) return false;
-    } else if (key == "name") {
-      if (i.state.name != val) return false;
-    } else if (key == "status") {
-      if (i.status != val) return false;
-    } else if (key == "id") {
-      if (i.state.id.rfind(val, 0) != 0) return false;
-    } else {
-      throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
-    }
-  }
-  return true;
-}
-
 std::vector<runtime::SandboxInfo> list(const Globals& g, bool all, const std::vector<std::string>& filters) {
-  std::vector<runtime::SandboxInfo> out;
-  for (const auto& id : runtime::list_ids(g.run_root)) {
-    try {
-      auto info = runtime::inspect_dir(runtime::sandbox_dir(g.run_root, id));
-      if (!all && info.status != "running" && info.status != "creating") continue;
-      if (matches(info, filters)) out.push_back(std::move(info));
-    } catch (const Error&) {
-      // Removed meanwhile, or created so recently that state.json is not there yet.
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.state.created_ms > b.state.created_ms; });
-  return out;
-}
-
-int parse_signal(const std::string& text) {
-  if (text.empty()) throw Error("empty signal name");
-  if (std::isdigit(static_cast<unsigned char>(text[0]))) {
-    int n = std::atoi(text.c_str());
-    if (n <= 0 || n >= 65) throw Error("invalid signal '" + text + "'");
-    return n;
-  }
-  std::string name = text;
-  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-  for (int n = 1; n < 32; ++n) {
-    const char* abbrev = ::sigabbrev_np(n);
-    if (abbrev && name == abbrev) return n;
-  }
-  throw Error("invalid signal '" + text + "' (use a name like TERM, KILL, HUP, or a number)");
+  return make_engine(g).list({all, filters});
 }
 
 // "ID:PATH" (a sandbox path) or a host path; a host path with ':' can be given as ./a:b.
@@ -166,8 +108,9 @@ bool split_sandbox_path(const std::string& arg, std::string& ref, std::string& p
 }
 
 std::vector<std::string> resolve_all(const Globals& g, const std::vector<std::string>& refs) {
+  auto eng = make_engine(g);
   std::vector<std::string> ids;
-  for (const auto& r : refs) ids.push_back(runtime::resolve_id(g.run_root, r));
+  for (const auto& r : refs) ids.push_back(eng.resolve(r));
   return ids;
 }
 
@@ -218,11 +161,8 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
       if (!f->args.empty() && f->args[0] == "--") f->args.erase(f->args.begin());
       action = [f, &g] {
         if (f->id.empty()) throw Error("sbx exec: give a SANDBOX and a COMMAND; see 'sbx exec --help'");
-        std::string id = runtime::resolve_id(g.run_root, f->id);
-        std::string dir = runtime::sandbox_dir(g.run_root, id);
-        auto st = runtime::read_state(dir);
-        SandboxSpec spec = oci::from_runtime_config(fs::read_file(dir + "/config.json"));
-        runtime::ExecRequest req;
+        engine::ExecRequest req;
+        req.sandbox = f->id;
         req.args = f->args;
         for (const auto& e : f->env) {
           if (e.find('=') != std::string::npos) {
@@ -236,9 +176,9 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         req.interactive = f->interactive;
         req.tty = f->tty;
         if (!f->timeout.empty()) req.timeout = units::parse_duration(f->timeout, "--timeout");
-        int code = st.runtime == "gvisor" ? runtime::exec_in_gvisor(dir, st, spec, req)
-                                          : runtime::exec_in_sandbox(dir, st, spec, req);
-        if (code == kExitTimeout && req.timeout.count() > 0)
+        engine::ExecResult res = make_engine(g).exec(req);
+        int code = res.exit_code;
+        if (res.timed_out)
           std::cerr << "sbx: exec killed: timeout after " << f->timeout << "\n";
         return code;
       };
@@ -301,10 +241,11 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_flag("--json", *fmt_json, "Print JSON (the default and only format)");
     cmd->callback([refs, &g, &action] {
       action = [refs, &g] {
+        auto eng = make_engine(g);
         std::vector<std::string> ids;
         for (const auto& r : *refs) {
           try {
-            ids.push_back(runtime::resolve_id(g.run_root, r));
+            ids.push_back(eng.resolve(r));
           } catch (const Error&) {
             if (refs->size() == 1) return inspect_image(g, r);
             throw;
@@ -312,7 +253,7 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         }
         json arr = json::array();
         for (const auto& id : ids)
-          arr.push_back(info_json(runtime::inspect_dir(runtime::sandbox_dir(g.run_root, id)), true));
+          arr.push_back(info_json(eng.inspect(id), true));
         std::cout << arr.dump(2) << "\n";
         return 0;
       };
@@ -326,8 +267,9 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_option("SANDBOX", *refs, "Sandbox ids, id prefixes or names")->required();
     cmd->callback([refs, &g, &action] {
       action = [refs, &g] {
+        auto eng = make_engine(g);
         for (const auto& id : resolve_all(g, *refs)) {
-          auto end = runtime::wait_sandbox(runtime::sandbox_dir(g.run_root, id));
+          auto end = eng.wait(id);
           std::cout << (end ? end->exit_code : -1) << std::endl;
         }
         return 0;
@@ -344,9 +286,9 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_option("-t,--time", *time_s, "Seconds to wait before SIGKILL")->capture_default_str();
     cmd->callback([refs, time_s, &g, &action] {
       action = [refs, time_s, &g] {
+        auto eng = make_engine(g);
         for (const auto& id : resolve_all(g, *refs)) {
-          runtime::stop_sandbox(runtime::sandbox_dir(g.run_root, id),
-                                std::chrono::milliseconds(static_cast<int64_t>(*time_s * 1000)));
+          eng.stop(id, std::chrono::milliseconds(static_cast<int64_t>(*time_s * 1000)));
           std::cout << id << "\n";
         }
         return 0;
@@ -361,9 +303,10 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_option("-s,--signal", *sig, "Signal name or number")->capture_default_str();
     cmd->callback([refs, sig, &g, &action] {
       action = [refs, sig, &g] {
-        int n = parse_signal(*sig);
+        int n = engine::parse_signal(*sig);
+        auto eng = make_engine(g);
         for (const auto& id : resolve_all(g, *refs)) {
-          runtime::kill_sandbox(runtime::sandbox_dir(g.run_root, id), n);
+          eng.kill(id, n);
           std::cout << id << "\n";
         }
         return 0;
@@ -385,6 +328,7 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_option("--filter", f->filters, "label=KEY[=VALUE], name=, status=, id=")->allow_extra_args(false);
     cmd->callback([f, &g, &action] {
       action = [f, &g] {
+        auto eng = make_engine(g);
         std::vector<std::string> ids;
         if (f->all || !f->filters.empty()) {
           for (const auto& i : list(g, true, f->filters)) ids.push_back(i.state.id);
@@ -394,7 +338,7 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         int rc = 0;
         for (const auto& r : f->refs) {
           try {
-            ids.push_back(runtime::resolve_id(g.run_root, r));
+            ids.push_back(eng.resolve(r));
           } catch (const Error& e) {
             std::cerr << "sbx: error: " << e.what() << "\n";
             rc = e.exit_code();
@@ -402,7 +346,7 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         }
         for (const auto& id : ids) {
           try {
-            runtime::remove_sandbox(g.run_root, id, f->force);
+            eng.remove(id, f->force);
             std::cout << id << "\n";
           } catch (const Error& e) {
             std::cerr << "sbx: error: " << e.what() << "\n";
@@ -423,8 +367,7 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_flag("-f,--follow", *follow, "Keep printing until the sandbox ends");
     cmd->callback([ref, follow, &g, &action] {
       action = [ref, follow, &g] {
-        std::string id = runtime::resolve_id(g.run_root, *ref);
-        runtime::read_logs(runtime::sandbox_dir(g.run_root, id), *follow, [](const char* p, size_t n) {
+        make_engine(g).logs(*ref, *follow, [](const char* p, size_t n) {
           std::fwrite(p, 1, n, stdout);
           std::fflush(stdout);
         });
@@ -451,33 +394,9 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
           std::string other_ref, other_path;
           if (split_sandbox_path(*dst, other_ref, other_path))
             throw Error("sbx cp: copying between two sandboxes is not supported; copy through the host");
-          std::string id = runtime::resolve_id(g.run_root, ref);
-          std::string dir = runtime::sandbox_dir(g.run_root, id);
-          auto st = runtime::read_state(dir);
-          if (st.runtime == "gvisor") {
-            runtime::copy_from_gvisor(dir, st, oci::from_runtime_config(fs::read_file(dir + "/config.json")), path, *dst);
-            return 0;
-          }
-          runtime::copy_from_sandbox(st, path, *dst);
+          make_engine(g).copy_out(ref, path, *dst);
         } else if (split_sandbox_path(*dst, ref, path)) {
-          std::string id = runtime::resolve_id(g.run_root, ref);
-          std::string dir = runtime::sandbox_dir(g.run_root, id);
-          auto st = runtime::read_state(dir);
-          if (st.runtime == "gvisor") {
-            runtime::copy_into_gvisor(dir, st, oci::from_runtime_config(fs::read_file(dir + "/config.json")), *src, path);
-            return 0;
-          }
-          uint32_t uid = 0, gid = 0;
-          try {
-            // Files are owned by the sandbox's root: the host ids it maps to.
-            SandboxSpec spec = oci::from_runtime_config(fs::read_file(dir + "/config.json"));
-            for (const auto& m : spec.uid_mappings)
-              if (m.container_id == 0) uid = m.host_id;
-            for (const auto& m : spec.gid_mappings)
-              if (m.container_id == 0) gid = m.host_id;
-          } catch (const Error&) {
-          }
-          runtime::copy_into_sandbox(st, *src, path, uid, gid);
+          make_engine(g).copy_in(ref, *src, path);
         } else {
           throw Error("sbx cp: one of SRC and DEST must be SANDBOX:PATH");
         }

@@ -1,4 +1,4 @@
-// sbx run: start a throw-away sandbox, wait for it, clean up (runtime/).
+// sbx run: start a throw-away sandbox, wait for it, clean up (engine::Engine::run).
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
@@ -6,43 +6,11 @@
 #include "cli/commands.h"
 #include "cli/sandbox_flags.h"
 #include "cli/gpu_options.h"
-#include "oci/store.h"
-#include "runtime/gvisor/gvisor_backend.h"
 #include "common/error.h"
-#include "common/fs.h"
-#include "common/log.h"
-#include "common/units.h"
-#include "runtime/image_config.h"
-#include "runtime/native/native_backend.h"
-#include "runtime/linux/rlimits.h"
-#include "runtime/state.h"
-#include "runtime/snapshot_copies.h"
-#include "snapshot/dir_snapshot.h"
 
 namespace sbx::cli {
 
 namespace {
-
-/// Private copies of directory snapshots for one run, under
-/// RUN_ROOT/.snapshot-copies/<id>/<n>; all removed when the run ends.
-/// ('sbx gc' removes those of runs that were killed.)
-class SnapshotCopies {
- public:
-  SnapshotCopies(const std::string& run_root, const std::string& id)
-      : base_(run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id) {}
-  ~SnapshotCopies() {
-    if (used_) runtime::remove_snapshot_copies(base_);
-  }
-  std::string dir(size_t i) {
-    used_ = true;
-    fs::mkdir_p(base_, 0700);
-    return base_ + "/" + std::to_string(i);
-  }
-
- private:
-  std::string base_;
-  bool used_ = false;
-};
 
 struct RunFlags {
   SandboxFlags sandbox;  ///< the options run shares with create
@@ -65,36 +33,15 @@ int run(const Globals& g, RunFlags& f) {
   BuildOptions bo;
   bo.command = "run";
   bo.terminal = f.tty;
-  SandboxSpec spec = build_spec(g, f.sandbox, bo);
-  spec.stdin_open = f.interactive;
-  apply_gpu_options(f.gpu, spec);
-  // --mount-snapshot: a private, writable copy of each directory snapshot,
-  // removed when the run ends (or by 'sbx gc' after a crash).
-  SnapshotCopies copies(g.run_root, spec.id);
-  for (size_t i = 0; i < f.mount_snapshots.size(); ++i)
-    spec.mounts.push_back(snapshot::mount_snapshot(g.root, f.mount_snapshots[i], copies.dir(i)));
-  runtime::ExitStatus st;
-  if (spec.runtime == "gvisor") {
-    // gVisor's own kernel is the boundary; runsc runs the sandbox's processes
-    // as an unprivileged user of its own.
-    runtime::GvisorOptions go;
-    go.run_root = g.run_root;
-    go.runsc = f.sandbox.runsc;
-    st = runtime::run_gvisor(spec, go);
-  } else {
-    runtime::StartOptions so;
-    so.run_root = g.run_root;
-    // Root inside is not root on the host: a user namespace by default. The
-    // host network namespace is owned by the host's user namespace, so a
-    // sandbox sharing it could not mount its own /sys: --network host implies
-    // --userns host (as podman's sysfs needs).
-    so.userns = use_userns(f.sandbox, spec);
-    runtime::Sandbox sb = runtime::start(spec, so);
-    runtime::WaitOptions wo;
-    wo.timeout = spec.timeout;
-    st = runtime::wait(sb, wo);
-    sb.destroy();
-  }
+  engine::RunRequest req;
+  req.spec = build_spec(g, f.sandbox, bo);
+  req.spec.stdin_open = f.interactive;
+  apply_gpu_options(f.gpu, req.spec, f.sandbox.runsc);
+  req.mount_snapshots = f.mount_snapshots;
+  // Root inside is not root on the host: a user namespace by default (native).
+  req.userns = use_userns(f.sandbox, req.spec);
+  req.runsc = f.sandbox.runsc;
+  const ExitStatus st = make_engine(g).run(req).status;
   if (st.timed_out) {
     std::cerr << "sbx: sandbox killed: timeout after " << f.sandbox.timeout << "\n";
     return kExitTimeout;

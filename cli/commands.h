@@ -1,9 +1,12 @@
 // The CLI's command registry. Each cli/cmd_*.cpp adds one subcommand (or a few
 // closely related ones) and stays thin: parse flags, build a request or a
-// SandboxSpec, call the library, print. Only cli/ prints and picks exit codes.
+// SandboxSpec, call the engine (engine/engine.h), print. Only cli/ prints and
+// picks exit codes.
 #pragma once
 #include <functional>
 #include <string>
+
+#include "engine/engine.h"
 
 namespace CLI {
 class App;
@@ -18,6 +21,9 @@ struct Globals {
   std::string log_level = "warn";
   bool json = false;
 };
+
+/// The engine over the global options' directories.
+inline engine::Engine make_engine(const Globals& g) { return engine::Engine({g.root, g.run_root}); }
 
 /// What to run once the command line is parsed; returns the process exit code.
 using Action = std::function<int()>;

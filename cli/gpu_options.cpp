@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "gpu/cdi.h"
 #include "gpu/nvidia.h"
-#include "gpu/nvproxy.h"
+#include "engine/engine.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::cli {
@@ -28,34 +28,13 @@ void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
       ->allow_extra_args(false);
 }
 
-void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec) {
-  if (o.gpus.empty() && o.devices.empty()) return;
-  gpu::HostRoot root{o.host_root};
-  SandboxSpec out = spec;  // all-or-nothing
-  if (o.gpus == "none" || o.gpus == "void") {
-    gpu::apply_gpus({}, {}, root, out);  // docker's "no GPUs": needs no driver
-  } else if (!o.gpus.empty()) {
-    gpu::DiscoverOptions d;
-    d.root = root;
-    auto host = gpu::discover_nvidia(d);
-    auto selected = gpu::select_gpus(host, o.gpus);
-    if (out.runtime == "gvisor" && !selected.empty()) {
-      gpu::require_nvproxy();
-      out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
-    }
-    gpu::apply_gpus(host, selected, root, out);
-  }
-  std::vector<std::string> cdi;
-  for (const auto& dev : o.devices) {
-    if (gpu::is_cdi_name(dev))
-      cdi.push_back(dev);
-    else if (!dev.empty() && dev.front() == '/')
-      gpu::apply_host_device(dev, root, out);
-    else
-      throw Error("--device " + dev + ": expected a CDI name (vendor/class=name) or a host device path (/dev/...)");
-  }
-  if (!cdi.empty()) gpu::CdiRegistry::load(root).apply(cdi, root, out);
-  spec = std::move(out);
+void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec, const std::string& runsc) {
+  engine::GpuRequest r;
+  r.gpus = o.gpus;
+  r.devices = o.devices;
+  r.host_root = o.host_root;
+  r.runsc = runsc;
+  engine::Engine({}).apply_gpus(r, spec);
 }
 
 void print_gpu_info(std::ostream& out) {

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "oci/store.h"
+#include "runtime/backends.h"
 #include "runtime/image_config.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/linux/rlimits.h"
@@ -212,8 +213,7 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
   for (const auto& u : f.ulimits) spec.process.rlimits.push_back(runtime::parse_ulimit(u));
   for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) log::warn(w);
   if (!f.timeout.empty()) spec.timeout = units::parse_duration(f.timeout, "--timeout");
-  if (f.runtime != "native" && f.runtime != "gvisor")
-    throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
+  runtime::validate_backend_name(f.runtime);  // the registry knows the names
   spec.runtime = f.runtime;
   return spec;
 }

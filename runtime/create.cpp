@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/gvisor/gvisor.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -101,7 +102,7 @@ void start_created(const std::string& run_root, const std::string& id, const std
 }
 
 std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const CreateOptions& opts) {
-  if (spec.runtime == "gvisor") return create_gvisor_sandbox(std::move(spec), run_root, "");
+  if (spec.runtime == GvisorBackend::kName) return create_gvisor_sandbox(std::move(spec), run_root, "");
   if (spec.runtime != "native") throw Error("sbx create: unknown runtime '" + spec.runtime + "': use native or gvisor");
   if (spec.id.empty()) spec.id = new_sandbox_id();
   const std::string id = spec.id;

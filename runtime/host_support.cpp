@@ -6,6 +6,7 @@
 #include "common/fs.h"
 #include "runtime/linux/cgroups.h"
 #include "runtime/gvisor/gvisor_backend.h"
+#include "runtime/gvisor/gvisor.h"
 
 namespace sbx::runtime {
 
@@ -51,7 +52,7 @@ std::vector<RuntimeSupport> probe_runtimes(const std::string& runsc) {
   }
   out.push_back(native);
 
-  RuntimeSupport gv{"gvisor", false, ""};
+  RuntimeSupport gv{GvisorBackend::kName, false, ""};
   try {
     std::string path = find_runsc(runsc);
     gv.detail = path + ": " + runsc_version(path);

@@ -20,6 +20,7 @@
 #include "runtime/linux/cgroups.h"
 #include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/linux/userns.h"
+#include "runtime/gvisor/gvisor.h"
 
 namespace sbx::runtime {
 
@@ -30,7 +31,7 @@ std::string short_id(const std::string& dir) {
   return dir.substr(slash == std::string::npos ? 0 : slash + 1, 12);
 }
 
-bool is_gvisor(const SandboxState& st) { return st.runtime == "gvisor"; }
+bool is_gvisor(const SandboxState& st) { return st.runtime == GvisorBackend::kName; }
 
 // Waits up to `ms` (<0: forever) for the pidfd's process to exit.
 // flock(2) on a directory itself, held by whoever empties a .trash-/.new- dir

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "runtime/gvisor/gvisor.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -83,39 +84,6 @@ std::vector<std::string> runsc_base(const std::string& runsc, const std::string&
 
 }  // namespace
 
-void fail_native_checkpoint() {
-  const std::string hint = "; checkpoint a sandbox started with --runtime gvisor instead";
-  std::string criu;
-  for (const char* p : {"/usr/sbin/criu", "/usr/bin/criu", "/usr/local/sbin/criu", "/usr/local/bin/criu"})
-    if (::access(p, X_OK) == 0) {
-      criu = p;
-      break;
-    }
-  if (criu.empty())
-    throw Error("memory snapshots of native sandboxes need CRIU (https://criu.org), which is not installed" + hint);
-  char tmpl[] = "/tmp/sbx-criu-check.XXXXXX";
-  int fd = ::mkstemp(tmpl);
-  if (fd < 0) throw_errno("create temp file for criu check");
-  ::close(fd);
-  int code = run_logged({criu, "check"}, tmpl);
-  std::string out = tail_of(tmpl, 4000);
-  ::unlink(tmpl);
-  // criu check prints "Looks good." on success; some versions exit 0 with errors.
-  bool ok = code == 0 && out.find("Error") == std::string::npos;
-  if (!ok) {
-    std::string first;
-    size_t p = out.find("Error");
-    first = p == std::string::npos ? out.substr(0, out.find('\n')) : out.substr(p, out.find('\n', p) - p);
-    std::string why = out.find("vdso") != std::string::npos
-                          ? " (this CRIU cannot parse this kernel's vDSO layout; CRIU 4.1 or newer fixes it)"
-                          : "";
-    throw Error("memory snapshots of native sandboxes need a working CRIU, but 'criu check' fails on this host: " +
-                    first + why + hint,
-                0, kExitSbxFailed);
-  }
-  throw Error("this host has a working CRIU, but sbx does not checkpoint native sandboxes with CRIU yet" + hint);
-}
-
 SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpointRequest& req) {
   if (req.container_id.empty()) throw Error("checkpoint: no sandbox id given");
   std::string name = req.name.empty() ? "ckpt-" + req.container_id.substr(0, 12) + "-" + random_hex(6) : req.name;
@@ -152,7 +120,7 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
   SnapshotRecord rec;
   rec.name = name;
   rec.kind = "memory";
-  rec.runtime = "gvisor";
+  rec.runtime = runtime::GvisorBackend::kName;
   rec.id = id;
   rec.size = dir_bytes(dir);
   rec.parent = req.parent.empty() ? req.container_id : req.parent;
@@ -176,7 +144,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
   if (opts.count < 1 || opts.count > 4096) throw Error("--count must be between 1 and 4096");
   if (opts.resume && opts.count != 1) throw Error("restore: resuming a sandbox needs --count 1");
   SnapshotRecord rec = find_record(root, name, "memory");
-  if (rec.runtime != "gvisor") throw Error("snapshot '" + name + "' was taken with runtime " + rec.runtime + "; only gvisor memory snapshots can be restored here");
+  if (rec.runtime != runtime::GvisorBackend::kName) throw Error("snapshot '" + name + "' was taken with runtime " + rec.runtime + "; only gvisor memory snapshots can be restored here");
   const std::string cdir = ckpt_dir(root, rec.id);
   json meta, config;
   try {
@@ -224,7 +192,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       st.id = s.id;
       st.name = nm;
       st.image_id = st.image_ref = image;
-      st.runtime = "gvisor";
+      st.runtime = runtime::GvisorBackend::kName;
       st.status = "creating";
       st.created_ms = runtime::now_ms();
       st.labels = {{"sbx.restored-from", name}};

@@ -18,17 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "runtime/native/criu.h"
 #include "runtime/state.h"
 #include "snapshot/catalog.h"
 
 namespace sbx::snapshot {
 
-/// Throws sbx::Error explaining why native (CRIU) memory snapshots cannot work
-/// on this host: CRIU missing, or `criu check` failing (its first error line is
-/// quoted; Debian 12's CRIU 3.17 fails on newer kernels' vDSO layout, fixed in
-/// CRIU 4.1), always suggesting `--runtime gvisor`. When `criu check` passes it
-/// still throws: native checkpointing through CRIU is not implemented yet.
-[[noreturn]] void fail_native_checkpoint();
+/// Native memory snapshots: see runtime/native/criu.h (the native backend's
+/// refusal of checkpoints).
+using runtime::fail_native_checkpoint;
 
 /// A running gVisor sandbox to checkpoint.
 struct GvisorCheckpointRequest {

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-namespace sbx::runtime {
+namespace sbx::spec {
 
 struct ExitStatus {
   int exit_code = 0;        ///< the workload's code, 128+N for signal N
@@ -15,4 +15,11 @@ struct ExitStatus {
   int forwarded_signal = 0;    ///< last signal sbx received and forwarded
 };
 
-}  // namespace sbx::runtime
+}  // namespace sbx::spec
+
+namespace sbx {
+using spec::ExitStatus;
+}
+namespace sbx::runtime {
+using spec::ExitStatus;  // runtime::ExitStatus, as the backends return it
+}

@@ -1,6 +1,6 @@
 #include "spec/sandbox_spec.h"
 
-namespace sbx {
+namespace sbx::spec {
 
 const std::vector<std::string>& default_capabilities() {
   // The default set of podman (containers.conf) and docker/moby.
@@ -12,4 +12,4 @@ const std::vector<std::string>& default_capabilities() {
   return caps;
 }
 
-}  // namespace sbx
+}  // namespace sbx::spec

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace sbx {
+namespace sbx::spec {
 
 /// config.json "mounts" entry. Options as mount(8): "ro", "nosuid", "bind",
 /// "rbind", "size=64m", "mode=1777", ...
@@ -143,4 +143,19 @@ struct SandboxSpec {
 /// Capabilities container engines grant by default (podman/docker/runc list).
 const std::vector<std::string>& default_capabilities();
 
+}  // namespace sbx::spec
+
+namespace sbx {
+// The value types are used everywhere as sbx::X; these keep that spelling.
+using spec::default_capabilities;
+using spec::DeviceNode;
+using spec::DeviceRule;
+using spec::Hook;
+using spec::IdMapping;
+using spec::Mount;
+using spec::NetworkMode;
+using spec::Process;
+using spec::Resources;
+using spec::Rlimit;
+using spec::SandboxSpec;
 }  // namespace sbx

@@ -640,7 +640,7 @@ void release_gvisor(const std::string& dir, const SandboxState& st) noexcept {
 }
 
 int exec_in_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req) {
-  return exec_in_gvisor_io(dir, st, spec, req, -1, -1, -1);
+  return exec_in_gvisor_io(dir, st, spec, req, req.stdin_fd, req.stdout_fd, req.stderr_fd);
 }
 
 int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req,

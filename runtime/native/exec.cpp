@@ -91,10 +91,16 @@ void set_env(std::vector<std::string>& env, const std::string& kv) {
       for (int fd = 0; fd < 3; ++fd)
         if (::dup2(slave, fd) < 0) throw_errno("dup2 the pty");
       if (slave > 2) ::close(slave);
-    } else if (!req.interactive) {
-      int fd = ::open("/dev/null", O_RDONLY);
-      if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
-      if (fd > 2) ::close(fd);
+    } else {
+      if (req.stdin_fd >= 0) {
+        if (::dup2(req.stdin_fd, 0) < 0) throw_errno("dup2 the exec's stdin");
+      } else if (!req.interactive) {
+        int fd = ::open("/dev/null", O_RDONLY);
+        if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
+        if (fd > 2) ::close(fd);
+      }
+      if (req.stdout_fd >= 0 && ::dup2(req.stdout_fd, 1) < 0) throw_errno("dup2 the exec's stdout");
+      if (req.stderr_fd >= 0 && ::dup2(req.stderr_fd, 2) < 0) throw_errno("dup2 the exec's stderr");
     }
     ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
 

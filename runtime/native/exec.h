@@ -26,6 +26,9 @@ struct ExecRequest {
   bool interactive = false;       ///< -i: keep stdin (else /dev/null)
   bool tty = false;               ///< -t: a pty from the sandbox's devpts, relayed
   std::chrono::milliseconds timeout{0};  ///< 0: none; then SIGKILL and exit code 124
+  /// Without tty: the process's stdin/stdout/stderr (-1: sbx's own; stdin is
+  /// then /dev/null unless `interactive`). For front ends that capture output.
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
 };
 
 /// Runs `req` in the sandbox whose state dir is `dir` (its state `st` and spec

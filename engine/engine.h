@@ -1,0 +1,204 @@
+// The engine: the one facade every front end (the CLI today; an API server,
+// an OCI-runtime command line, SDKs next) includes. It owns the flows that
+// combine the layers below — image store (oci/), backends (runtime/backend.h,
+// chosen through runtime/backends.h), snapshots (snapshot/), GPUs (gpu/) —
+// so that no front end repeats them.
+//
+// Plain request structs in, plain result structs out. It never prints and
+// never exits: errors are sbx::Error (common/error.h) with the exit code a
+// command line should use; output of sandboxes goes to file descriptors the
+// caller gives, log output through callbacks.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oci/export.h"
+#include "oci/image.h"
+#include "oci/store.h"
+#include "runtime/backend.h"
+#include "runtime/state.h"
+#include "snapshot/catalog.h"
+#include "snapshot/checkpoint.h"
+#include "snapshot/fs_snapshot.h"
+#include "spec/exit_status.h"
+#include "spec/sandbox_spec.h"
+
+namespace sbx::engine {
+
+/// Where the engine keeps its state.
+struct Config {
+  std::string root = "/var/lib/sbx";  ///< image store and snapshots (--root)
+  std::string run_root = "/run/sbx";  ///< live sandbox state (--run-root)
+};
+
+// ---- images -----------------------------------------------------------------
+
+struct ImportRequest {
+  std::string path;  ///< OCI layout dir, oci-archive or docker-archive
+  std::string name;  ///< repository[:tag]; empty: the archive's own name
+  std::function<void(const oci::ImportProgress&)> progress;  ///< optional
+};
+
+// ---- sandboxes --------------------------------------------------------------
+
+/// `run` or `create`: the spec (spec.runtime names the backend) and how to
+/// start it.
+struct SandboxRequest {
+  SandboxSpec spec;
+  bool userns = false;  ///< native: its own user namespace (runtime/linux/userns.h)
+  std::string runsc;    ///< gVisor: runsc binary; empty: from $PATH
+};
+
+/// GPUs and devices for a spec (gpu/nvidia.h, gpu/cdi.h).
+struct GpuRequest {
+  std::string gpus;                  ///< --gpus: all, 0, 0,1, UUID, device=…, count=N, none
+  std::vector<std::string> devices;  ///< --device: CDI names or host nodes
+  std::string host_root = "/";       ///< where the host's driver files are (tests: a fake root)
+  std::string runsc;                 ///< gVisor: runsc binary to check for nvproxy
+};
+
+struct RunRequest : SandboxRequest {
+  /// --mount-snapshot NAME:/TARGET: a private, writable copy of each directory
+  /// snapshot, removed when the run ends (or by gc after a crash).
+  std::vector<std::string> mount_snapshots;
+  runtime::RunIo io;
+};
+
+struct RunResult {
+  std::string id;
+  ExitStatus status;                 ///< exit code, signal, timed_out, oom_killed, …
+  std::chrono::milliseconds elapsed{0};  ///< wall time from the request to the end
+};
+
+struct ExecRequest : runtime::ExecRequest {
+  std::string sandbox;  ///< id, unique id prefix or name
+};
+
+struct ExecResult {
+  int exit_code = 0;       ///< as `run`: the code, 124 timeout, 126/127, 128+N
+  bool timed_out = false;  ///< req.timeout fired (exit_code 124)
+};
+
+/// ps / rm --filter: label=KEY[=VALUE], name=NAME, status=STATUS, id=PREFIX.
+struct ListRequest {
+  bool all = false;  ///< also ended ones (else running and creating only)
+  std::vector<std::string> filters;
+};
+
+// ---- snapshots --------------------------------------------------------------
+
+/// A file-system snapshot: a sandbox's writable layer as a new image.
+struct FsSnapshotRequest {
+  std::string sandbox;       ///< id, prefix or name; or empty with upper_dir
+  std::string upper_dir;     ///< instead of a sandbox: this overlay upper dir …
+  std::string parent_image;  ///< … on this image
+  std::string name;          ///< new image name repository[:tag]; empty: none
+};
+
+struct DirSnapshotRequest {
+  std::string sandbox;   ///< id, prefix or name; or empty with host_dir
+  std::string path;      ///< directory inside the sandbox
+  std::string host_dir;  ///< instead of a sandbox: this host directory
+  std::string name;      ///< empty: dir-<digest prefix>
+};
+
+struct CheckpointRequest {
+  std::string sandbox;         ///< id, prefix or name
+  std::string name;            ///< empty: ckpt-<id>-<random>
+  bool leave_running = false;  ///< resume it from the checkpoint under the same id
+  std::string runsc;           ///< empty: from $PATH
+};
+
+struct RestoreRequest {
+  std::string snapshot;  ///< memory snapshot name
+  std::string name;      ///< new sandbox's name (count > 1: NAME-1, NAME-2, …)
+  int count = 1;         ///< independent copies ("fork N")
+  std::string runsc;
+};
+
+/// What gc removed.
+struct GcResult {
+  std::vector<std::string> removed;                 ///< state dirs, cgroups, snapshot copies
+  std::vector<snapshot::SnapshotRecord> snapshots;  ///< with older_than
+  oci::GcResult store;                              ///< blobs, layers, temps
+};
+
+/// The facade. Cheap to construct; holds no state besides Config, so any
+/// number of engines (in any number of processes) may act at once: the
+/// layers below lock what they change.
+class Engine {
+ public:
+  explicit Engine(Config c) : cfg_(std::move(c)) {}
+  const Config& config() const noexcept { return cfg_; }
+
+  // Images (oci/store.h). Each throws sbx::Error as the store does.
+  oci::ImageRecord import_image(const ImportRequest& req);
+  std::vector<oci::ImageRecord> list_images();
+  /// The image's `inspect` JSON (oci::image_inspect_json).
+  std::string inspect_image(const std::string& ref);
+  void tag_image(const std::string& ref, const std::string& name);
+  /// Refused while a sandbox uses it unless `force`.
+  oci::RemoveResult remove_image(const std::string& ref, bool force);
+  /// Writes an image as an archive (oci/export.h).
+  oci::ExportResult export_image(const std::string& ref, const std::string& out, const std::string& format,
+                                 const std::string& name);
+
+  // Sandboxes.
+  /// Adds GPUs/devices to `spec` for its backend (all or nothing).
+  void apply_gpus(const GpuRequest& req, SandboxSpec& spec);
+  /// Runs to completion in a throw-away sandbox; nothing is left when it returns.
+  RunResult run(const RunRequest& req);
+  /// Starts a detached sandbox; returns its id.
+  std::string create(const SandboxRequest& req);
+  ExecResult exec(const ExecRequest& req);
+  /// Host → sandbox (docker cp semantics).
+  runtime::CopyResult copy_in(const std::string& sandbox, const std::string& host_path, const std::string& sandbox_path);
+  /// Sandbox → host.
+  runtime::CopyResult copy_out(const std::string& sandbox, const std::string& sandbox_path, const std::string& host_path);
+  /// The full id of `ref` (id, unique prefix or name). Throws sbx::Error.
+  std::string resolve(const std::string& ref);
+  /// Newest first.
+  std::vector<runtime::SandboxInfo> list(const ListRequest& req);
+  runtime::SandboxInfo inspect(const std::string& ref);
+  /// The first process's output (log.1, then log); `follow`: until it ends.
+  void logs(const std::string& ref, bool follow, const std::function<void(const char*, size_t)>& out);
+  /// Until it ended; how it ended (nullopt: no end record).
+  std::optional<runtime::EndRecord> wait(const std::string& ref);
+  /// SIGTERM, then SIGKILL after `grace`. Returns the full id.
+  std::string stop(const std::string& ref, std::chrono::milliseconds grace);
+  /// Returns the full id.
+  std::string kill(const std::string& ref, int sig);
+  runtime::Stats stats(const std::string& ref);
+  /// Removes the sandbox with this full id (force: kills it first).
+  void remove(const std::string& id, bool force);
+
+  // Snapshots (snapshot/).
+  snapshot::FsSnapshotResult snapshot_fs(const FsSnapshotRequest& req);
+  snapshot::SnapshotRecord snapshot_dir(const DirSnapshotRequest& req);
+  snapshot::SnapshotRecord checkpoint(const CheckpointRequest& req);
+  std::vector<snapshot::RestoredSandbox> restore(const RestoreRequest& req);
+  std::vector<snapshot::SnapshotRecord> list_snapshots();
+  snapshot::SnapshotRecord remove_snapshot(const std::string& name);
+  /// Into `dir` (created; must be absent or empty).
+  void extract_snapshot(const std::string& name, const std::string& dir);
+  /// Snapshots not used for `older_than_s` seconds.
+  std::vector<snapshot::SnapshotRecord> prune_snapshots(int64_t older_than_s);
+
+  /// Removes what killed sandboxes left, unreferenced blobs and layers, and
+  /// (older_than_s >= 0) snapshots not used for that long.
+  GcResult gc(int64_t older_than_s = -1);
+
+ private:
+  runtime::BackendOptions backend_options(const std::string& runsc = "") const;
+  Config cfg_;
+};
+
+/// "TERM", "SIGKILL", "9" → the signal number. Throws sbx::Error.
+int parse_signal(const std::string& text);
+
+}  // namespace sbx::engine

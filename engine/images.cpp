@@ -1,0 +1,34 @@
+// Engine: images (oci/store.h, oci/export.h).
+#include "engine/engine.h"
+
+namespace sbx::engine {
+
+oci::ImageRecord Engine::import_image(const ImportRequest& req) {
+  oci::Store store(cfg_.root);
+  oci::ImportOptions o;
+  o.name = req.name;
+  o.progress = req.progress;
+  return store.import(req.path, o);
+}
+
+std::vector<oci::ImageRecord> Engine::list_images() { return oci::Store(cfg_.root).list(); }
+
+std::string Engine::inspect_image(const std::string& ref) {
+  oci::Store store(cfg_.root);
+  oci::ImageRecord img = store.resolve(ref);
+  return oci::image_inspect_json(img, store.layer_dirs(img));
+}
+
+void Engine::tag_image(const std::string& ref, const std::string& name) { oci::Store(cfg_.root).tag(ref, name); }
+
+oci::RemoveResult Engine::remove_image(const std::string& ref, bool force) {
+  return oci::Store(cfg_.root).remove(ref, cfg_.run_root, force);
+}
+
+oci::ExportResult Engine::export_image(const std::string& ref, const std::string& out, const std::string& format,
+                                       const std::string& name) {
+  oci::Store store(cfg_.root);
+  return oci::export_image(store, ref, out, oci::parse_archive_format(format), name);
+}
+
+}  // namespace sbx::engine

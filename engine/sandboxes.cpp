@@ -1,0 +1,253 @@
+// Engine: sandboxes — run, create, exec, cp, ps, inspect, logs, wait, stop,
+// kill, stats, rm. Each resolves the sandbox (id, unique prefix or name:
+// runtime/state.h) and hands it to its backend (runtime/backends.h).
+#include <signal.h>
+#include <string.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "engine/engine.h"
+#include "gpu/cdi.h"
+#include "gpu/nvidia.h"
+#include "gpu/nvproxy.h"
+#include "runtime/backends.h"
+#include "runtime/lifecycle.h"
+#include "runtime/native/native_backend.h"
+#include "runtime/snapshot_copies.h"
+#include "snapshot/dir_snapshot.h"
+
+namespace sbx::engine {
+
+namespace {
+
+/// Private copies of directory snapshots for one run, under
+/// RUN_ROOT/.snapshot-copies/<id>/<n>; all removed when the run ends.
+/// ('sbx gc' removes those of runs that were killed.)
+class SnapshotCopies {
+ public:
+  SnapshotCopies(const std::string& run_root, const std::string& id)
+      : base_(run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id) {}
+  ~SnapshotCopies() {
+    if (used_) runtime::remove_snapshot_copies(base_);
+  }
+  SnapshotCopies(const SnapshotCopies&) = delete;
+  SnapshotCopies& operator=(const SnapshotCopies&) = delete;
+  std::string dir(size_t i) {
+    used_ = true;
+    fs::mkdir_p(base_, 0700);
+    return base_ + "/" + std::to_string(i);
+  }
+
+ private:
+  std::string base_;
+  bool used_ = false;
+};
+
+// label=k[=v] | name=N | status=S | id=PREFIX
+bool matches(const runtime::SandboxInfo& i, const std::vector<std::string>& filters) {
+  for (const auto& f : filters) {
+    auto eq = f.find('=');
+    if (eq == std::string::npos) throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
+    std::string key = f.substr(0, eq), val = f.substr(eq + 1);
+    if (key == "label") {
+      auto eq2 = val.find('=');
+      auto it = i.state.labels.find(val.substr(0, eq2));
+      if (it == i.state.labels.end()) return false;
+      if (eq2 != std::string::npos && it->second != val.substr(eq2 + 1)) return false;
+    } else if (key == "name") {
+      if (i.state.name != val) return false;
+    } else if (key == "status") {
+      if (i.status != val) return false;
+    } else if (key == "id") {
+      if (i.state.id.rfind(val, 0) != 0) return false;
+    } else {
+      throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+runtime::BackendOptions Engine::backend_options(const std::string& runsc) const {
+  runtime::BackendOptions o;
+  o.run_root = cfg_.run_root;
+  o.runsc = runsc;
+  return o;
+}
+
+void Engine::apply_gpus(const GpuRequest& o, SandboxSpec& spec) {
+  if (o.gpus.empty() && o.devices.empty()) return;
+  gpu::HostRoot root{o.host_root};
+  SandboxSpec out = spec;  // all-or-nothing
+  if (o.gpus == "none" || o.gpus == "void") {
+    gpu::apply_gpus({}, {}, root, out);  // docker's "no GPUs": needs no driver
+  } else if (!o.gpus.empty()) {
+    gpu::DiscoverOptions d;
+    d.root = root;
+    auto host = gpu::discover_nvidia(d);
+    auto selected = gpu::select_gpus(host, o.gpus);
+    if (!selected.empty() && runtime::backend_for(out.runtime)->gpus_need_nvproxy()) {
+      gpu::require_nvproxy(o.runsc.empty() ? "runsc" : o.runsc);
+      out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
+    }
+    gpu::apply_gpus(host, selected, root, out);
+  }
+  std::vector<std::string> cdi;
+  for (const auto& dev : o.devices) {
+    if (gpu::is_cdi_name(dev))
+      cdi.push_back(dev);
+    else if (!dev.empty() && dev.front() == '/')
+      gpu::apply_host_device(dev, root, out);
+    else
+      throw Error("--device " + dev + ": expected a CDI name (vendor/class=name) or a host device path (/dev/...)");
+  }
+  if (!cdi.empty()) gpu::CdiRegistry::load(root).apply(cdi, root, out);
+  spec = std::move(out);
+}
+
+RunResult Engine::run(const RunRequest& req) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
+  backend->require(runtime::Operation::Run);
+  RunResult r;
+  r.id = req.spec.id.empty() ? runtime::new_sandbox_id() : req.spec.id;
+  const SandboxSpec* spec = &req.spec;
+  SandboxSpec with_copies;
+  // --mount-snapshot: a private, writable copy of each directory snapshot,
+  // removed when the run ends (or by 'sbx gc' after a crash).
+  SnapshotCopies copies(cfg_.run_root, r.id);
+  if (!req.mount_snapshots.empty() || req.spec.id.empty()) {
+    with_copies = req.spec;
+    with_copies.id = r.id;
+    for (size_t i = 0; i < req.mount_snapshots.size(); ++i)
+      with_copies.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
+    spec = &with_copies;
+  }
+  r.status = backend->run(*spec, req.userns, req.io);
+  r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  return r;
+}
+
+std::string Engine::create(const SandboxRequest& req) {
+  auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
+  backend->require(runtime::Operation::Create);
+  return backend->create(req.spec, req.userns);
+}
+
+std::string Engine::resolve(const std::string& ref) { return runtime::resolve_id(cfg_.run_root, ref); }
+
+ExecResult Engine::exec(const ExecRequest& req) {
+  if (req.sandbox.empty()) throw Error("sbx exec: give a SANDBOX and a COMMAND; see 'sbx exec --help'");
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(req.sandbox));
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::Exec);
+  ExecResult r;
+  r.exit_code = backend->exec(sb, req);
+  r.timed_out = r.exit_code == kExitTimeout && req.timeout.count() > 0;
+  return r;
+}
+
+runtime::CopyResult Engine::copy_in(const std::string& sandbox, const std::string& host_path,
+                                    const std::string& sandbox_path) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(sandbox));
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::CopyIn);
+  return backend->copy_in(sb, host_path, sandbox_path);
+}
+
+runtime::CopyResult Engine::copy_out(const std::string& sandbox, const std::string& sandbox_path,
+                                     const std::string& host_path) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(sandbox));
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::CopyOut);
+  return backend->copy_out(sb, sandbox_path, host_path);
+}
+
+std::vector<runtime::SandboxInfo> Engine::list(const ListRequest& req) {
+  // Check the filters first: a bad one is an error even with no sandbox.
+  for (const auto& f : req.filters) {
+    auto eq = f.find('=');
+    std::string key = eq == std::string::npos ? "" : f.substr(0, eq);
+    if (key != "label" && key != "name" && key != "status" && key != "id")
+      throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
+  }
+  std::vector<runtime::SandboxInfo> out;
+  for (const auto& id : runtime::list_ids(cfg_.run_root)) {
+    try {
+      auto info = runtime::inspect_dir(runtime::sandbox_dir(cfg_.run_root, id));
+      if (!req.all && info.status != "running" && info.status != "creating") continue;
+      if (matches(info, req.filters)) out.push_back(std::move(info));
+    } catch (const Error&) {
+      // Removed meanwhile, or created so recently that state.json is not there yet.
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.state.created_ms > b.state.created_ms; });
+  return out;
+}
+
+runtime::SandboxInfo Engine::inspect(const std::string& ref) {
+  return runtime::inspect_dir(runtime::sandbox_dir(cfg_.run_root, resolve(ref)));
+}
+
+void Engine::logs(const std::string& ref, bool follow, const std::function<void(const char*, size_t)>& out) {
+  runtime::read_logs(runtime::sandbox_dir(cfg_.run_root, resolve(ref)), follow, out);
+}
+
+std::optional<runtime::EndRecord> Engine::wait(const std::string& ref) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  return runtime::backend_for(sb.state, backend_options())->wait(sb);
+}
+
+std::string Engine::stop(const std::string& ref, std::chrono::milliseconds grace) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  runtime::backend_for(sb.state, backend_options())->stop(sb, grace);
+  return sb.state.id;
+}
+
+std::string Engine::kill(const std::string& ref, int sig) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  runtime::backend_for(sb.state, backend_options())->signal(sb, sig);
+  return sb.state.id;
+}
+
+runtime::Stats Engine::stats(const std::string& ref) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  return runtime::backend_for(sb.state, backend_options())->stats(sb);
+}
+
+void Engine::remove(const std::string& id, bool force) {
+  std::unique_ptr<runtime::Backend> backend;
+  try {
+    backend = runtime::backend_for(runtime::open_sandbox(cfg_.run_root, id).state, backend_options());
+  } catch (const Error&) {
+    // A half-created sandbox may have no readable state.json (or one naming
+    // no backend): rm must still remove it, the same way for every backend.
+    runtime::remove_sandbox(cfg_.run_root, id, force);
+    return;
+  }
+  backend->remove(id, force);
+}
+
+int parse_signal(const std::string& text) {
+  if (text.empty()) throw Error("empty signal name");
+  if (std::isdigit(static_cast<unsigned char>(text[0]))) {
+    int n = std::atoi(text.c_str());
+    if (n <= 0 || n >= 65) throw Error("invalid signal '" + text + "'");
+    return n;
+  }
+  std::string name = text;
+  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  for (int n = 1; n < 32; ++n) {
+    const char* abbrev = ::sigabbrev_np(n);
+    if (abbrev && name == abbrev) return n;
+  }
+  throw Error("invalid signal '" + text + "' (use a name like TERM, KILL, HUP, or a number)");
+}
+
+}  // namespace sbx::engine

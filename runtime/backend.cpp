@@ -1,0 +1,114 @@
+// The parts of runtime/backend.h every backend shares: the refusal, and the
+// operations that act only on the state dir and the kernel (runtime/lifecycle.h
+// dispatches inside on the sandbox's monitor or init).
+#include "runtime/backend.h"
+
+#include <cstdlib>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "oci/runtime_config.h"
+#include "runtime/lifecycle.h"
+
+namespace sbx::runtime {
+
+const char* operation_name(Operation op) noexcept {
+  switch (op) {
+    case Operation::Run: return "run";
+    case Operation::Create: return "create";
+    case Operation::Exec: return "exec";
+    case Operation::CopyIn: return "copy into a sandbox";
+    case Operation::CopyOut: return "copy out of a sandbox";
+    case Operation::Signal: return "signal";
+    case Operation::Wait: return "wait";
+    case Operation::Stats: return "stats";
+    case Operation::FsSnapshot: return "file system snapshots";
+    case Operation::DirSnapshot: return "directory snapshots";
+    case Operation::Checkpoint: return "memory checkpoints";
+    case Operation::Restore: return "restore from a memory checkpoint";
+    case Operation::Remove: return "remove";
+  }
+  return "?";
+}
+
+SandboxSpec SandboxRef::spec() const { return oci::from_runtime_config(fs::read_file(dir + "/config.json")); }
+
+std::string Backend::refusal(Operation op) const { return std::string(operation_name(op)) + " are not supported"; }
+
+void Backend::require(Operation op) const {
+  if (!supports(op)) throw Error(std::string(name()) + ": " + refusal(op));
+}
+
+void Backend::signal(const SandboxRef& sb, int sig) {
+  require(Operation::Signal);
+  kill_sandbox(sb.dir, sig);
+}
+
+void Backend::stop(const SandboxRef& sb, std::chrono::milliseconds grace, int sig) {
+  require(Operation::Signal);
+  stop_sandbox(sb.dir, grace, sig);
+}
+
+std::optional<EndRecord> Backend::wait(const SandboxRef& sb, std::chrono::milliseconds timeout) {
+  require(Operation::Wait);
+  return wait_sandbox(sb.dir, timeout);
+}
+
+namespace {
+
+/// The first number in DIR/FILE, or nullopt when the file is missing.
+std::optional<uint64_t> read_number(const std::string& dir, const char* file) {
+  try {
+    std::string s = fs::read_file(dir + "/" + file);
+    return std::strtoull(s.c_str(), nullptr, 10);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Stats Backend::stats(const SandboxRef& sb) {
+  require(Operation::Stats);
+  Stats s;
+  // Each cgroup dir of the sandbox (v1: one per controller; v2: one) has
+  // some of these files; take each from the first dir that has it.
+  for (const auto& cg : sb.state.cgroups) {
+    if (!s.memory_bytes) {
+      if (auto v = read_number(cg, "memory.current")) s.memory_bytes = *v;
+      else if (auto v1 = read_number(cg, "memory.usage_in_bytes")) s.memory_bytes = *v1;
+    }
+    if (!s.pids) {
+      if (auto v = read_number(cg, "pids.current")) s.pids = *v;
+    }
+    if (!s.cpu_ns) {
+      if (auto v = read_number(cg, "cpuacct.usage")) s.cpu_ns = *v;
+    }
+  }
+  s.oom_kills = inspect_dir(sb.dir).oom_kills;
+  return s;
+}
+
+WritableLayer Backend::writable_layer(const SandboxRef&) {
+  require(Operation::FsSnapshot);
+  throw Error(std::string(name()) + ": " + refusal(Operation::FsSnapshot));
+}
+
+void Backend::check_dir_snapshot(const SandboxRef& sb) {
+  require(Operation::DirSnapshot);
+  if (!state_alive(sb.state))
+    throw Error("sandbox " + sb.state.id.substr(0, 12) + " is not running; start it to snapshot a directory of it");
+}
+
+void Backend::check_checkpoint(const SandboxRef& sb) {
+  require(Operation::Checkpoint);
+  if (!state_alive(sb.state))
+    throw Error("sandbox " + sb.state.id.substr(0, 12) + " is not running; only a running sandbox can be checkpointed");
+}
+
+void Backend::remove(const std::string& id, bool force) {
+  require(Operation::Remove);
+  remove_sandbox(opts_.run_root, id, force);
+}
+
+}  // namespace sbx::runtime
