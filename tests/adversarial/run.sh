@@ -255,13 +255,16 @@ case_hostread() {
   ln -s /etc/shadow "$T/vol/shadow"
   ln -s "$T/secret" "$T/vol/secret"
   ln -s "../../../../../../../..$T/secret" "$T/vol/up"
+  # Owned by an unprivileged host user, so that the sandbox's root may write
+  # there (a host-root-owned volume is read-only to it: issue 22).
+  chown 4242:4242 "$T/vol"
   # Mount points that exist in the image (gVisor cannot create them).
   sb -v "$T/vol:/var" "${P[@]}" "${IMG[@]}" -- /bin/sh -c \
     "/home/probe hostread /var/secret $secret; /home/probe hostread /var/up $secret; cat /var/shadow 2>&1 | head -c 64; echo; ln -s / /var/root-link-from-inside; echo planted"
   indent <"$T/out/last"
   if grep -q '^ESCAPE' "$T/out/last"; then fail volume-symlinks "$(grep -m1 ESCAPE "$T/out/last")"; return; fi
   grep -q '^planted' "$T/out/last" || { fail volume-symlinks "the sandbox did not run (rc=$(cat "$T/out/rc"))"; return; }
-  if grep -q "$(head -1 /etc/shadow | cut -d: -f1-2)" "$T/out/last" && [ -n "$(head -1 /etc/shadow | cut -d: -f2)" ]; then
+  if grep -qF "$(head -1 /etc/shadow | cut -d: -f1-2)" "$T/out/last" && [ -n "$(head -1 /etc/shadow | cut -d: -f2)" ]; then
     fail volume-symlinks "host /etc/shadow readable through /vol/shadow"; return
   fi
   [ "$(grep -c '^done' "$T/out/last")" = 2 ] || { fail volume-symlinks "probe did not finish"; return; }
@@ -543,6 +546,70 @@ case_created() {  # long-lived sandboxes: the same probes through `sbx exec`, an
   "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1 || fail created "rm -f"
 }
 
+case_volume_setid() {  # issue 22 item 1: host root through a read-write volume
+  # Root inside copies a binary into the volume and makes it set-uid, set-gid,
+  # file-capable (v2, and v3 keyed to uid 0 and 65534 inside), chowns one to
+  # root after the chmod, tries a hard link, and attacks a host-root file that
+  # is already there. The HOST then checks owner, mode and security.capability
+  # (stat, getxattr); nothing set-id is ever run on the host.
+  local owner ok=1 detail=""
+  for owner in 0 4242; do
+    local V=$T/setid-$owner
+    rm -rf "$V"; mkdir -p "$V"; chown "$owner:$owner" "$V"; chmod 755 "$V"
+    echo hostfile >"$V/hostroot"; chmod 644 "$V/hostroot"
+    sb -v "$V:/var" "${P[@]}" "${IMG[@]}" -- /bin/sh -c '
+      cp /bin/busybox /var/suid && chmod 4755 /var/suid
+      cp /bin/busybox /var/sgid && chmod 2755 /var/sgid
+      cp /bin/busybox /var/cap2 && /home/probe setcap /var/cap2
+      cp /bin/busybox /var/cap3 && /home/probe setcap /var/cap3 0
+      cp /bin/busybox /var/cap3n && /home/probe setcap /var/cap3n 65534
+      ln /bin/busybox /var/hardlink 2>&1 && chmod 4755 /var/hardlink
+      cp /bin/busybox /var/chowned && chmod 4755 /var/chowned && chown 0:0 /var/chowned; chmod 6755 /var/chowned
+      chmod 4755 /var/hostroot 2>&1; chown 0:0 /var/hostroot 2>&1
+      echo planted'
+    indent <"$T/out/last"
+    grep -q '^planted' "$T/out/last" || { fail volume-setid "owner $owner: the sandbox did not run (rc=$(cat "$T/out/rc"))"; ok=0; continue; }
+    local bad
+    bad=$(python3 - "$V" <<'PY'
+import os, stat, struct, sys
+for n in sorted(os.listdir(sys.argv[1])):
+    p = os.path.join(sys.argv[1], n); st = os.lstat(p)
+    if st.st_uid == 0 and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        print("%s: host-root-owned, mode %o" % (n, st.st_mode & 0o7777))
+    if st.st_gid == 0 and st.st_mode & stat.S_ISGID and st.st_mode & stat.S_IXGRP:
+        print("%s: set-gid to host gid 0, mode %o" % (n, st.st_mode & 0o7777))
+    try:
+        v = os.getxattr(p, "security.capability", follow_symlinks=False)
+    except OSError:
+        continue
+    magic = struct.unpack("<I", v[:4])[0] >> 24
+    rootid = struct.unpack("<I", v[20:24])[0] if len(v) >= 24 else 0
+    if magic == 2 or rootid == 0:
+        print("%s: file capabilities that work on the host (v%d, rootid %d)" % (n, magic, rootid))
+PY
+)
+    [ "$(stat -c '%u %a' "$V/hostroot")" = "0 644" ] || bad+=" hostroot: now $(stat -c '%u %a' "$V/hostroot")"
+    if [ -n "$bad" ]; then
+      if [ "$runtime" = gvisor ]; then unsupported volume-setid "gVisor, owner $owner: $(tr '\n' ';' <<<"$bad")"; return; fi
+      if [ $userns_host = 1 ]; then na volume-setid "--userns host: the sandbox's root is host root (SECURITY.md); landed: $(tr '\n' ';' <<<"$bad")"; return; fi
+      fail volume-setid "owner $owner: $(tr '\n' ';' <<<"$bad")"; ok=0; continue
+    fi
+    if [ "$owner" != 0 ] && [ "$runtime" = native ] && [ $userns_host = 0 ]; then
+      # keep-id: what the sandbox's root made is the directory owner's.
+      [ "$(stat -c %u "$V/suid" 2>/dev/null)" = "$owner" ] || { fail volume-setid "owner $owner: /var/suid is $(stat -c %u "$V/suid" 2>&1), not the directory's owner"; ok=0; continue; }
+    fi
+    detail+="owner $owner: $(ls "$V" | wc -l) files, none host-root set-id or file-capable; "
+  done
+  if [ "$runtime" = native ] && [ $userns_host = 0 ] && [ $ok = 1 ]; then
+    # The opt-in keeps the old identity mapping (documented as unsafe).
+    local V=$T/setid-host
+    rm -rf "$V"; mkdir -p "$V"
+    sb -v "$V:/var:idmap=host" "${P[@]}" "${IMG[@]}" -- /bin/sh -c 'echo x >/var/f'
+    [ "$(stat -c %u "$V/f" 2>/dev/null)" = 0 ] || { fail volume-setid ":idmap=host did not write as host root (rc=$(cat "$T/out/rc"))"; ok=0; }
+  fi
+  [ $ok = 1 ] && pass volume-setid "$detail"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -583,7 +650,7 @@ host_intact() {
 
 # ------------------------------------------------------------------ main ---
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
-for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
+for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
          forkbomb threads membomb disk spin argv hostile_rootfs exe created sbx_killed; do
   want "$c" || continue
   "case_$c"
