@@ -26,6 +26,7 @@ struct ExecRequest {
   bool interactive = false;       ///< -i: keep stdin (else /dev/null)
   bool tty = false;               ///< -t: a pty from the sandbox's devpts, relayed
   std::chrono::milliseconds timeout{0};  ///< 0: none; then SIGKILL and exit code 124
+  int cancel_fd = -1;  ///< gVisor (sbx cp): once readable, SIGKILL the command (-1: none)
 };
 
 /// Runs `req` in the sandbox whose state dir is `dir` (its state `st` and spec
