@@ -47,6 +47,17 @@ void mount_rootfs(const std::vector<std::string>& layers, const std::string& scr
 /// uid, gid, supplementary groups and a default HOME. Throws sbx::Error.
 void resolve_process_user(Process& p, const std::string& rootfs);
 
+/// Read-write volumes of a gVisor sandbox (issue 22): runsc's gofer writes
+/// them as host root, so a file the sandbox makes set-uid there would be
+/// set-uid host root. In the monitor's private mount namespace, each such
+/// volume (not ro, not `idmap=host`) is replaced by an idmapped copy attached
+/// at `at_dir`/vol<N>, whose map makes the gofer's uid/gid 0 the source's owner
+/// (or, for a host-root source, the unprivileged id 2^32-65537) and ids
+/// 1..65535 the unprivileged ids above it; host id 0 is not mapped, so host
+/// root's files there can be neither chowned nor made set-id. `idmap=host` is
+/// dropped from the options runsc sees. Throws sbx::Error.
+void idmap_volumes_for_gvisor(std::vector<Mount>& mounts, const std::string& at_dir);
+
 /// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
 /// every mounted hierarchy (v1 controllers, and the unified one).
 std::vector<std::string> runsc_cgroup_dirs(const std::string& name);

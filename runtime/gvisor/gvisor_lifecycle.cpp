@@ -568,6 +568,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
         r.mounts.push_back(m);
       }
       resolve_process_user(r.process, rootfs);
+      idmap_volumes_for_gvisor(r.mounts, dir + "/bundle");  // never host root through a volume
       apply_pids_limit_as_nproc(r);
       oci::RuntimeConfigOptions ro;
       ro.rootfs_path = rootfs;

@@ -179,6 +179,10 @@ int volume_idmap_userns(uint32_t root_host, uint32_t owner_uid, uint32_t owner_g
     if (outside(owner)) return {{root_host, root_host, kIdRangeSize}};
     return {{owner, root_host, 1}, {root_host + 1, root_host + 1, kIdRangeSize - 1}};
   };
+  return idmap_userns(map_for(owner_uid), map_for(owner_gid));
+}
+
+int idmap_userns(const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids) {
   // A process that only holds the namespace until we have an fd of it.
   int go[2];
   if (::pipe2(go, O_CLOEXEC) < 0) throw_errno("pipe for the volume's user namespace");
@@ -197,7 +201,7 @@ int volume_idmap_userns(uint32_t root_host, uint32_t owner_uid, uint32_t owner_g
   }
   int fd = -1;
   try {
-    write_id_maps(pid, map_for(owner_uid), map_for(owner_gid));
+    write_id_maps(pid, uids, gids);
     std::string ns = "/proc/" + std::to_string(pid) + "/ns/user";
     fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw_errno("open " + ns);

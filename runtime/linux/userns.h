@@ -110,6 +110,11 @@ enum class VolumeIdmap {
 /// Kernel docs: filesystems/idmappings.rst; user_namespaces(7).
 int volume_idmap_userns(uint32_t root_host, uint32_t owner_uid, uint32_t owner_gid);
 
+/// A new user namespace with the maps `uids`/`gids` (container_id: the id
+/// inside, here the id on disk; host_id: the kernel id) held by no process:
+/// an fd of it, for idmap_tree (close it after). Throws sbx::Error.
+int idmap_userns(const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids);
+
 /// The same for a detached tree `tree_fd` already opened (open_tree
 /// OPEN_TREE_CLONE) and not attached yet; `what` names it in errors.
 void idmap_tree(int tree_fd, int userns_fd, bool recursive, bool read_only, const std::string& what);

@@ -610,6 +610,84 @@ PY
   [ $ok = 1 ] && pass volume-setid "$detail"
 }
 
+case_cp_out() {  # issue 22 item 2: `sbx cp` out of a hostile sandbox
+  local S=("$SBX" --root "$R" --run-root "$RR") id out ok=1 detail=""
+  local uflag=()
+  [ $userns_host = 1 ] && uflag=(--userns host)
+  [ "${IMG[0]}" = busybox ] || { na cp-out "needs the busybox image"; return; }
+  # The creating user's environment holds a secret: the sandbox must not get it through sbx cp.
+  id=$(SBX_ADV_CP_SECRET=cpsecret-$marker "${S[@]}" create "${rtflag[@]}" "${uflag[@]}" busybox -- sleep 600 2>"$T/out/last") ||
+    { indent <"$T/out/last"; fail cp-out "create failed"; return; }
+  local hostpid=$$
+  "${S[@]}" exec "$id" sh -c "mkdir -p /work /evil && ln -s /proc/1 /work/pdir && ln -s /proc/self/root /work/selfroot &&
+    ln -s /proc/$hostpid /work/hostpid && ln -s /proc/1/root /work/initroot &&
+    cp /bin/busybox /work/suid && chmod 4755 /work/suid && cp /bin/busybox /work/sgid && chmod 2755 /work/sgid &&
+    chown 0:0 /work/suid /work/sgid && chmod u+s /work/suid && echo planted" >"$T/out/last" 2>&1
+  grep -q planted "$T/out/last" || { indent <"$T/out/last"; fail cp-out "could not plant the links"; "${S[@]}" rm -f "$id" >/dev/null 2>&1; return; }
+  out=$T/cpout; rm -rf "$out"; mkdir -p "$out"
+  local p n=0
+  for p in /work/pdir/environ /work/selfroot/etc/passwd /work/hostpid/environ /work/initroot/etc/passwd /work/pdir/root/etc/passwd /work/pdir; do
+    n=$((n + 1))
+    "${S[@]}" cp "$id:$p" "$out/c$n" >"$T/out/last" 2>&1
+    local rc=$?
+    log "    cp $p: rc=$rc $(head -c 200 "$T/out/last" | tr '\n' ' ')"
+  done
+  if grep -rqs "cpsecret-$marker" "$out"; then fail cp-out "the creating user's environment reached the host: $(grep -rls "cpsecret-$marker" "$out" | head -2 | tr '\n' ' ')"; ok=0; fi
+  if grep -rqsF "$(head -1 /etc/shadow | cut -d: -f1-2)" "$out" 2>/dev/null && [ -n "$(find "$out" -name shadow)" ]; then fail cp-out "host files reached through a magic link"; ok=0; fi
+  # Set-id files arrive without their bits.
+  "${S[@]}" cp "$id:/work/suid" "$out/suid" >/dev/null 2>&1 && "${S[@]}" cp "$id:/work/sgid" "$out/sgid" >/dev/null 2>&1 ||
+    { fail cp-out "copying a plain file out failed"; ok=0; }
+  local f
+  for f in "$out/suid" "$out/sgid"; do
+    [ -e "$f" ] || continue
+    if [ $(( 0$(stat -c %a "$f") & 06000 )) != 0 ]; then fail cp-out "$(basename "$f") arrived with mode $(stat -c %a "$f")"; ok=0; fi
+  done
+  [ $ok = 1 ] && detail="magic links (/proc/1, /proc/self/root, /proc/<host pid>, /proc/1/root) gave nothing; set-id bits stripped"
+  if [ "$runtime" = gvisor ] && [ $ok = 1 ]; then
+    # The sandbox's own sh and tar make the stream there: a hostile sh sends
+    # zeros forever, stalls, lies about a size (short, or endless data).
+    python3 - "$T/lie-short.tar" "$T/lie-header.tar" <<'PY'
+import sys, tarfile
+ti = tarfile.TarInfo("./f"); ti.size = 1 << 30; ti.mode = 0o644
+h = ti.tobuf(tarfile.USTAR_FORMAT)
+open(sys.argv[1], "wb").write(h + b"x" * 10)
+open(sys.argv[2], "wb").write(h)
+PY
+    "${S[@]}" cp "$T/lie-short.tar" "$id:/lie-short.tar" >/dev/null 2>&1
+    "${S[@]}" cp "$T/lie-header.tar" "$id:/lie-header.tar" >/dev/null 2>&1
+    "${S[@]}" exec "$id" sh -c 'cd /evil && for m in zeros stall short huge; do mkdir -p $m; echo x >$m/f; done
+      rm /bin/sh && cat >/bin/sh <<"X"
+#!/bin/busybox sh
+case "$4" in
+ */zeros/*) exec busybox cat /dev/zero ;;
+ */stall/*) exec busybox sleep 1000 ;;
+ */short/*) exec busybox cat /lie-short.tar ;;
+ */huge/*) busybox cat /lie-header.tar; exec busybox cat /dev/zero ;;
+esac
+exec /bin/busybox sh "$@"
+X
+      busybox chmod 755 /bin/sh' >/dev/null 2>&1
+    local m want t0 took rc
+    for m in zeros stall short huge; do
+      rm -rf "$out/$m"
+      t0=$SECONDS
+      SBX_CP_STALL_TIMEOUT=3 SBX_CP_MAX_BYTES=$((64 << 20)) timeout 120 "${S[@]}" cp "$id:/evil/$m/f" "$out/$m" >"$T/out/last" 2>&1
+      rc=$? took=$((SECONDS - t0))
+      log "    hostile tar '$m': rc=$rc after ${took}s: $(head -c 200 "$T/out/last" | tr '\n' ' ')"
+      want=125; [ $m = stall ] && want=124
+      [ $rc = $want ] || { fail cp-out "hostile tar '$m': rc=$rc, expected $want"; ok=0; }
+      grep -q 'sbx: error: sbx cp:' "$T/out/last" || { fail cp-out "hostile tar '$m': no clear error"; ok=0; }
+      [ ! -e "$out/$m" ] || { fail cp-out "hostile tar '$m': left $(du -sh "$out/$m" | cut -f1) at the destination"; ok=0; }
+      [ -z "$(find "$RR" -name '.cp-*' 2>/dev/null)" ] || { fail cp-out "hostile tar '$m': something staged in the run root"; ok=0; }
+    done
+    "${S[@]}" exec "$id" busybox ps >"$T/out/last" 2>&1
+    if grep -qE 'sleep 1000|cat /dev/zero' "$T/out/last"; then fail cp-out "the hostile sandbox-side tar still runs: $(grep -E 'sleep 1000|cat' "$T/out/last" | tr '\n' ';')"; ok=0; fi
+    [ $ok = 1 ] && detail+="; hostile tar (zeros, stall, short, endless) stopped with 125/124/125/125, nothing left"
+  fi
+  "${S[@]}" rm -f "$id" >/dev/null 2>&1 || { fail cp-out "rm -f"; ok=0; }
+  [ $ok = 1 ] && pass cp-out "$detail"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -651,7 +729,7 @@ host_intact() {
 # ------------------------------------------------------------------ main ---
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
-         forkbomb threads membomb disk spin argv hostile_rootfs exe created sbx_killed; do
+         forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed; do
   want "$c" || continue
   "case_$c"
 done
