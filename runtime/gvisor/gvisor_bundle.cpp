@@ -253,8 +253,6 @@ void FileOutputPump::finish(int ms) noexcept {
 }
 
 void idmap_volumes_for_gvisor(std::vector<Mount>& mounts, const std::string& at_dir) {
-  // Above sbx's default pool of native ranges ([2^31, 2^32 - 65536)): no login user's.
-  constexpr uint32_t kBase = 4294901759u;  // 2^32 - 65537; kBase + 65535 = 2^32 - 2
   int n = 0;
   for (auto& m : mounts) {
     if (m.type != "bind") continue;
@@ -267,11 +265,7 @@ void idmap_volumes_for_gvisor(std::vector<Mount>& mounts, const std::string& at_
     if (ro || host) continue;
     struct stat st {};
     if (::stat(m.source.c_str(), &st) < 0) throw_errno("volume source " + m.source);
-    auto map_for = [](uint32_t owner) -> std::vector<IdMapping> {
-      uint32_t root = owner != 0 && owner < kBase ? owner : kBase;
-      return {{root, 0, 1}, {kBase + 1, 1, 65535}};
-    };
-    int ns = idmap_userns(map_for(st.st_uid), map_for(st.st_gid));
+    int ns = host_ids_volume_userns(st.st_uid, st.st_gid);
     int tree = -1;
     try {
       tree = open_idmapped_tree(m.source, ns, true, false);

@@ -51,10 +51,9 @@ void resolve_process_user(Process& p, const std::string& rootfs);
 /// them as host root, so a file the sandbox makes set-uid there would be
 /// set-uid host root. In the monitor's private mount namespace, each such
 /// volume (not ro, not `idmap=host`) is replaced by an idmapped copy attached
-/// at `at_dir`/vol<N>, whose map makes the gofer's uid/gid 0 the source's owner
-/// (or, for a host-root source, the unprivileged id 2^32-65537) and ids
-/// 1..65535 the unprivileged ids above it; host id 0 is not mapped, so host
-/// root's files there can be neither chowned nor made set-id. `idmap=host` is
+/// at `at_dir`/vol<N>, idmapped with runtime/linux/userns.h
+/// host_ids_volume_userns (the gofer's root writes as the source's owner or an
+/// unprivileged id; host id 0 is not mapped). `idmap=host` is
 /// dropped from the options runsc sees. Throws sbx::Error.
 void idmap_volumes_for_gvisor(std::vector<Mount>& mounts, const std::string& at_dir);
 

@@ -115,6 +115,18 @@ int volume_idmap_userns(uint32_t root_host, uint32_t owner_uid, uint32_t owner_g
 /// an fd of it, for idmap_tree (close it after). Throws sbx::Error.
 int idmap_userns(const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids);
 
+/// The user namespace to idmap a read-write volume with when the sandbox's
+/// ids are host ids (gVisor's gofer writes as host root; native --userns
+/// host): kernel id 0 (the sandbox's root) writes as the source's owner
+/// `owner_uid`/`owner_gid`, or, for host root's source, the unprivileged id
+/// kVolumeIdBase; kernel ids 1..65535 as kVolumeIdBase+1.. (above sbx's
+/// default pool of native ranges, so no login user's). Host id 0 on disk is
+/// not mapped: host root's files there show as nobody, and cannot be chowned,
+/// made set-id or given file capabilities. An fd; close it after idmap_tree.
+/// Throws sbx::Error.
+inline constexpr uint32_t kVolumeIdBase = 4294901759u;  // 2^32 - 65537; +65535 = 2^32 - 2
+int host_ids_volume_userns(uint32_t owner_uid, uint32_t owner_gid);
+
 /// The same for a detached tree `tree_fd` already opened (open_tree
 /// OPEN_TREE_CLONE) and not attached yet; `what` names it in errors.
 void idmap_tree(int tree_fd, int userns_fd, bool recursive, bool read_only, const std::string& what);

@@ -588,19 +588,23 @@ for n in sorted(os.listdir(sys.argv[1])):
         print("%s: file capabilities that work on the host (v%d, rootid %d)" % (n, magic, rootid))
 PY
 )
-    [ "$(stat -c '%u %a' "$V/hostroot")" = "0 644" ] || bad+=" hostroot: now $(stat -c '%u %a' "$V/hostroot")"
+    if [ "$(stat -c '%u %a' "$V/hostroot")" != "0 644" ]; then
+      # --userns host: the sandbox's root holds CAP_CHOWN over the host's file
+      # systems, and the kernel lets it chown a file whose owner the idmap does
+      # not map (chown_ok); it then owns it as an unprivileged id, never as root.
+      if [ $userns_host = 1 ] && [ "$(stat -c %u "$V/hostroot")" != 0 ]; then log "    note: --userns host took host root's file as $(stat -c '%u %a' "$V/hostroot")"
+      else bad+=" hostroot: now $(stat -c '%u %a' "$V/hostroot")"; fi
+    fi
     if [ -n "$bad" ]; then
-      if [ "$runtime" = gvisor ]; then unsupported volume-setid "gVisor, owner $owner: $(tr '\n' ';' <<<"$bad")"; return; fi
-      if [ $userns_host = 1 ]; then na volume-setid "--userns host: the sandbox's root is host root (SECURITY.md); landed: $(tr '\n' ';' <<<"$bad")"; return; fi
       fail volume-setid "owner $owner: $(tr '\n' ';' <<<"$bad")"; ok=0; continue
     fi
-    if [ "$owner" != 0 ] && [ "$runtime" = native ] && [ $userns_host = 0 ]; then
+    if [ "$owner" != 0 ]; then
       # keep-id: what the sandbox's root made is the directory owner's.
       [ "$(stat -c %u "$V/suid" 2>/dev/null)" = "$owner" ] || { fail volume-setid "owner $owner: /var/suid is $(stat -c %u "$V/suid" 2>&1), not the directory's owner"; ok=0; continue; }
     fi
     detail+="owner $owner: $(ls "$V" | wc -l) files, none host-root set-id or file-capable; "
   done
-  if [ "$runtime" = native ] && [ $userns_host = 0 ] && [ $ok = 1 ]; then
+  if [ $ok = 1 ]; then
     # The opt-in keeps the old identity mapping (documented as unsafe).
     local V=$T/setid-host
     rm -rf "$V"; mkdir -p "$V"
@@ -612,11 +616,10 @@ PY
 
 case_cp_out() {  # issue 22 item 2: `sbx cp` out of a hostile sandbox
   local S=("$SBX" --root "$R" --run-root "$RR") id out ok=1 detail=""
-  local uflag=()
-  [ $userns_host = 1 ] && uflag=(--userns host)
   [ "${IMG[0]}" = busybox ] || { na cp-out "needs the busybox image"; return; }
   # The creating user's environment holds a secret: the sandbox must not get it through sbx cp.
-  id=$(SBX_ADV_CP_SECRET=cpsecret-$marker "${S[@]}" create "${rtflag[@]}" "${uflag[@]}" busybox -- sleep 600 2>"$T/out/last") ||
+  # (rtflag carries --runtime and --userns host.)
+  id=$(SBX_ADV_CP_SECRET=cpsecret-$marker "${S[@]}" create "${rtflag[@]}" busybox -- sleep 600 2>"$T/out/last") ||
     { indent <"$T/out/last"; fail cp-out "create failed"; return; }
   local hostpid=$$
   "${S[@]}" exec "$id" sh -c "mkdir -p /work /evil && ln -s /proc/1 /work/pdir && ln -s /proc/self/root /work/selfroot &&
