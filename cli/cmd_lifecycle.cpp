@@ -384,7 +384,10 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         "Usage: sbx cp SANDBOX:SRC HOST-DEST\n"
         "       sbx cp HOST-SRC SANDBOX:DEST\n\n"
         "Modes and mtimes are kept; symlinks are copied as symlinks and never followed out of\n"
-        "the sandbox. A destination that is an existing directory receives the source under its name.");
+        "the sandbox. A destination that is an existing directory receives the source under its name.\n"
+        "Out of a sandbox, set-uid/set-gid bits are cleared and no file capability is copied.\n"
+        "gVisor: SBX_CP_MAX_BYTES bounds the sandbox's tar stream (default none); a tar silent for\n"
+        "SBX_CP_STALL_TIMEOUT seconds (default 30) is killed, exit status 124.");
     cmd->add_option("SRC", *src, "Source")->required();
     cmd->add_option("DEST", *dst, "Destination")->required();
     cmd->callback([src, dst, &g, &action] {

@@ -112,7 +112,7 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
       ->each([f](const std::string&) { f->workdir_set = true; });
   cmd.add_option("-u,--user", f->user, "User: NAME|UID[:GROUP|GID], resolved in the image's /etc/passwd")
       ->each([f](const std::string&) { f->user_set = true; });
-  cmd.add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:ro]")->allow_extra_args(false);
+  cmd.add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:OPTS] (ro, nosuid, nodev, noexec; idmap=host: sandbox root writes as host root, unsafe)")->allow_extra_args(false);
   cmd.add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]")->allow_extra_args(false);
   cmd.add_flag("--read-only", f->read_only, "Mount the root file system read-only");
   cmd.add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
@@ -247,8 +247,10 @@ Mount parse_volume(const std::string& text) {
     while (std::getline(in, o, ',')) {
       if (o == "ro" || o == "rw" || o == "nosuid" || o == "nodev" || o == "noexec" || o == "z" || o == "Z") {
         if (o != "rw" && o != "z" && o != "Z") m.options.push_back(o);
+      } else if (o == "idmap=host") {
+        m.options.push_back(o);  // opt-in: sandbox ids are host ids on disk (runtime/linux/userns.h)
       } else {
-        throw Error("invalid --volume '" + text + "': unknown option '" + o + "' (ro, rw, nosuid, nodev, noexec)");
+        throw Error("invalid --volume '" + text + "': unknown option '" + o + "' (ro, rw, nosuid, nodev, noexec, idmap=host)");
       }
     }
   }

@@ -22,7 +22,12 @@ _sbx() {
     esac
   done
   case $prev in
-    --root|--run-root|-v|--volume|--env-file|--rootfs|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    -v|--volume)
+      # HOST:CONTAINER:OPTS: the options after the second colon.
+      if [[ $cur == *:*:* ]]; then COMPREPLY=($(compgen -W "ro rw nosuid nodev noexec idmap=host" -P "${cur%:*}:" -- "${cur##*:}"))
+      else COMPREPLY=($(compgen -f -- "$cur")); fi
+      return ;;
+    --root|--run-root|--env-file|--rootfs|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
     --network) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;

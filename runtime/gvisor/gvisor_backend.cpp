@@ -204,6 +204,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
       mount_rootfs(spec.layer_dirs, scratch, rootfs, spec.disk_bytes);
       resolve_process_user(resolved.process, rootfs);
+      idmap_volumes_for_gvisor(resolved.mounts, bundle);  // never host root through a volume
       fs::write_file_atomic(bundle + "/config.json", oci::to_runtime_config(resolved, ro), 0600);
       char go = 0;
       while (::read(gopipe[0], &go, 1) < 0 && errno == EINTR) {

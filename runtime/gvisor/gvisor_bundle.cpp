@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "runtime/linux/mounts.h"
+#include "runtime/linux/userns.h"
 #include "runtime/user.h"
 
 namespace sbx::runtime::gvisor {
@@ -249,6 +250,46 @@ void FileOutputPump::finish(int ms) noexcept {
   if (!thread_.joinable()) return;
   stop_at_.store(steady_ms() + std::max(ms, 1));
   thread_.join();
+}
+
+void idmap_volumes_for_gvisor(std::vector<Mount>& mounts, const std::string& at_dir) {
+  int n = 0;
+  for (auto& m : mounts) {
+    if (m.type != "bind") continue;
+    bool ro = false, host = false;
+    for (const auto& o : m.options) {
+      ro = ro || o == "ro";
+      host = host || o == "idmap=host";
+    }
+    std::erase(m.options, std::string("idmap=host"));
+    if (ro || host) continue;
+    struct stat st {};
+    if (::stat(m.source.c_str(), &st) < 0) throw_errno("volume source " + m.source);
+    int ns = host_ids_volume_userns(st.st_uid, st.st_gid);
+    int tree = -1;
+    try {
+      tree = open_idmapped_tree(m.source, ns, true, false);
+    } catch (...) {
+      ::close(ns);
+      throw;
+    }
+    ::close(ns);
+    std::string at = at_dir + "/vol" + std::to_string(n++);
+    int made = 0;
+    if (S_ISDIR(st.st_mode)) {
+      made = ::mkdir(at.c_str(), 0700);
+    } else {
+      int f = ::open(at.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+      made = f < 0 ? -1 : ::close(f);
+    }
+    if ((made < 0 && errno != EEXIST) || ::move_mount(tree, "", AT_FDCWD, at.c_str(), MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+      int e = errno;
+      ::close(tree);
+      throw_errno("attach the idmapped volume " + m.source + " at " + at, e);
+    }
+    ::close(tree);
+    m.source = at;
+  }
 }
 
 }  // namespace sbx::runtime::gvisor

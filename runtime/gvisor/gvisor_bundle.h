@@ -47,6 +47,16 @@ void mount_rootfs(const std::vector<std::string>& layers, const std::string& scr
 /// uid, gid, supplementary groups and a default HOME. Throws sbx::Error.
 void resolve_process_user(Process& p, const std::string& rootfs);
 
+/// Read-write volumes of a gVisor sandbox (issue 22): runsc's gofer writes
+/// them as host root, so a file the sandbox makes set-uid there would be
+/// set-uid host root. In the monitor's private mount namespace, each such
+/// volume (not ro, not `idmap=host`) is replaced by an idmapped copy attached
+/// at `at_dir`/vol<N>, idmapped with runtime/linux/userns.h
+/// host_ids_volume_userns (the gofer's root writes as the source's owner or an
+/// unprivileged id; host id 0 is not mapped). `idmap=host` is
+/// dropped from the options runsc sees. Throws sbx::Error.
+void idmap_volumes_for_gvisor(std::vector<Mount>& mounts, const std::string& at_dir);
+
 /// The cgroups runsc makes for linux.cgroupsPath "/NAME": NAME at the root of
 /// every mounted hierarchy (v1 controllers, and the unified one).
 std::vector<std::string> runsc_cgroup_dirs(const std::string& name);

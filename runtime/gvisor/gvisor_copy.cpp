@@ -3,10 +3,16 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <thread>
 #include <filesystem>
 #include <memory>
 
@@ -53,13 +59,14 @@ std::string base_name(const std::string& p) {
 
 // Runs `script` (sh -c) in the sandbox as its root with the given stdio.
 int run_script(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const std::string& script,
-               const std::vector<std::string>& args, int in_fd, int out_fd, int err_fd) {
+               const std::vector<std::string>& args, int in_fd, int out_fd, int err_fd, int cancel_fd = -1) {
   ExecRequest req;
   req.args = {"sh", "-c", script, "sbx-cp"};
   req.args.insert(req.args.end(), args.begin(), args.end());
   req.user = "0:0";
   req.cwd = "/";
   req.interactive = in_fd >= 0;
+  req.cancel_fd = cancel_fd;
   try {
     return exec_in_gvisor_io(dir, st, spec, req, in_fd, out_fd, err_fd);
   } catch (const Error& e) {
@@ -137,15 +144,71 @@ CopyResult add_tree(struct archive* a, const std::string& host_path, const std::
   return r;
 }
 
-// Extracts the tar in `tar_fd` (entries PREFIX or PREFIX/...) as NEW_NAME
-// below the directory `parent` (an fd), safely (see the header).
-CopyResult extract_as(int tar_fd, const std::string& prefix, int parent_fd, const std::string& new_name) {
+// libarchive's message, never NULL (it is when the read callback failed).
+const char* aerr(struct archive* a) {
+  const char* m = archive_error_string(a);
+  return m ? m : "stopped";
+}
+
+// The sandbox's tar, read from a pipe as it comes (nothing staged on the
+// host): at most `limit` bytes in all (0: no limit), and no more than
+// `stall_ms` without a byte. On a breach `error` says which and the read
+// fails, so libarchive stops.
+struct TarStream {
+  int fd = -1;
+  uint64_t limit = 0;
+  int stall_ms = 30000;
+  uint64_t total = 0;
+  std::string error;
+  int error_code = kExitSbxFailed;
+  char buf[65536];
+
+  /// Up to sizeof buf bytes into buf: >0, 0 at EOF, -1 on a breach or error.
+  ssize_t next() {
+    for (;;) {
+      struct pollfd pfd {fd, POLLIN, 0};
+      int r = ::poll(&pfd, 1, stall_ms);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) {
+        error = "the sandbox's tar sent nothing for " + std::to_string(stall_ms / 1000) +
+                " s; stopped it (a stalled or hostile sandbox; SBX_CP_STALL_TIMEOUT=SECONDS sets the limit)";
+        error_code = kExitTimeout;
+        return -1;
+      }
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n < 0) {
+        error = std::string("read the tar from the sandbox: ") + std::strerror(errno);
+        return -1;
+      }
+      total += static_cast<uint64_t>(n);
+      if (limit && total > limit) {
+        error = "the sandbox sent more than " + std::to_string(limit) +
+                " bytes; stopped (SBX_CP_MAX_BYTES=BYTES sets the limit)";
+        return -1;
+      }
+      return n;
+    }
+  }
+};
+
+la_ssize_t tar_stream_read(struct archive*, void* p, const void** out) {
+  auto* s = static_cast<TarStream*>(p);
+  ssize_t n = s->next();
+  *out = s->buf;
+  return n < 0 ? ARCHIVE_FATAL : n;
+}
+
+// Extracts the tar from `src` (entries PREFIX or PREFIX/...) as NEW_NAME
+// below the directory `parent` (an fd), safely (see the header); set-id bits
+// are cleared (host_mode_from_sandbox) and no extended attribute is written.
+CopyResult extract_as(TarStream& src, const std::string& prefix, int parent_fd, const std::string& new_name) {
   CopyResult r;
   ArchivePtr in(archive_read_new(), archive_read_free);
   archive_read_support_format_tar(in.get());
-  if (::lseek(tar_fd, 0, SEEK_SET) < 0) throw_errno("sbx cp: rewind the tar");
-  if (archive_read_open_fd(in.get(), tar_fd, 65536) != ARCHIVE_OK)
-    throw Error(std::string("sbx cp: read the tar from the sandbox: ") + archive_error_string(in.get()));
+  if (archive_read_open(in.get(), &src, nullptr, tar_stream_read, nullptr) != ARCHIVE_OK)
+    throw Error("sbx cp: " + (src.error.empty() ? std::string("read the tar from the sandbox: ") + aerr(in.get()) : src.error),
+                0, src.error_code);
   ArchivePtr out(archive_write_disk_new(), archive_write_free);
   archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
                                                 ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
@@ -185,8 +248,10 @@ CopyResult extract_as(int tar_fd, const std::string& prefix, int parent_fd, cons
       archive_entry_copy_hardlink(e, link.c_str());
     }
     archive_entry_copy_pathname(e, path.c_str());
+    archive_entry_set_perm(e, host_mode_from_sandbox(archive_entry_perm(e)));
+    archive_entry_xattr_clear(e);
     if (archive_write_header(out.get(), e) != ARCHIVE_OK) {
-      err = std::string("write ") + path + ": " + archive_error_string(out.get());
+      err = std::string("write ") + path + ": " + aerr(out.get());
       break;
     }
     if (type == AE_IFREG && archive_entry_size(e) > 0) {
@@ -195,24 +260,44 @@ CopyResult extract_as(int tar_fd, const std::string& prefix, int parent_fd, cons
       la_int64_t off;
       while ((rc = archive_read_data_block(in.get(), &buf, &size, &off)) == ARCHIVE_OK) {
         if (archive_write_data_block(out.get(), buf, size, off) < 0) {
-          err = std::string("write ") + path + ": " + archive_error_string(out.get());
+          err = std::string("write ") + path + ": " + aerr(out.get());
           break;
         }
         r.bytes += size;
       }
+      if (err.empty() && rc != ARCHIVE_EOF) err = std::string("read ") + path + " from the tar: " + aerr(in.get());
       if (!err.empty()) break;
     }
     if (type == AE_IFREG) ++r.files;
     archive_write_finish_entry(out.get());
   }
-  if (err.empty() && rc != ARCHIVE_EOF) err = std::string("read the tar: ") + archive_error_string(in.get());
+  if (err.empty() && rc != ARCHIVE_EOF) err = std::string("read the tar: ") + aerr(in.get());
   archive_write_close(out.get());
   if (saved >= 0) {
     (void)!::fchdir(saved);
     ::close(saved);
   }
+  if (!src.error.empty()) throw Error("sbx cp: " + src.error, 0, src.error_code);
   if (!err.empty()) throw Error("sbx cp: " + err);
+  // What follows the archive's end (tar pads to whole records) is read and
+  // dropped, up to 1 MiB: a tar that keeps sending is stopped there.
+  for (uint64_t after = 0;;) {
+    ssize_t n = src.next();
+    if (n == 0) break;
+    if (n < 0) throw Error("sbx cp: " + src.error, 0, src.error_code);
+    after += static_cast<uint64_t>(n);
+    if (after > (1u << 20)) throw Error("sbx cp: the sandbox's tar kept sending after the end of the archive; stopped");
+  }
   return r;
+}
+
+uint64_t env_number(const char* name, uint64_t dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end) throw Error(std::string("invalid ") + name + "='" + v + "': expected a whole number");
+  return n;
 }
 
 }  // namespace
@@ -235,21 +320,80 @@ CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, cons
   }
   int parent_fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (parent_fd < 0) throw_errno("sbx cp: open the destination directory " + parent);
-  TempFile tar(dir, "out.tar"), err(dir, "out.err");
-  int code = run_script(dir, st, spec, "cd \"$(dirname \"$1\")\" && exec tar -cf - \"./$(basename \"$1\")\"",
-                        {sandbox_path}, -1, tar.fd, err.fd);
+  // Streamed: the sandbox's tar writes into a pipe that the extraction reads
+  // (TarStream bounds it); runsc exec runs on a thread of its own, and a
+  // breach writes to `cancel`, which makes it SIGKILL the tar in the sandbox.
+  TempFile err(dir, "out.err");
+  TarStream src;
+  src.limit = env_number("SBX_CP_MAX_BYTES", 0);
+  src.stall_ms = static_cast<int>(std::min<uint64_t>(env_number("SBX_CP_STALL_TIMEOUT", 30), 86400) * 1000);
+  if (src.stall_ms == 0) src.stall_ms = 30000;
+  int data[2], cancel[2];
+  if (::pipe2(data, O_CLOEXEC) < 0) {
+    ::close(parent_fd);
+    throw_errno("sbx cp: pipe");
+  }
+  if (::pipe2(cancel, O_CLOEXEC) < 0) {
+    ::close(parent_fd);
+    ::close(data[0]);
+    ::close(data[1]);
+    throw_errno("sbx cp: pipe");
+  }
+  src.fd = data[0];
+  struct stat before;
+  const bool existed = ::fstatat(parent_fd, new_name.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
+  int code = 0;
+  std::exception_ptr exec_error;
+  // SIGCHLD of runsc exec must reach the runner's signalfd, not this thread.
+  sigset_t chld, old_mask;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &chld, &old_mask);
+  std::thread runner([&] {
+    try {
+      code = run_script(dir, st, spec, "cd \"$(dirname \"$1\")\" && exec tar -cf - \"./$(basename \"$1\")\"",
+                        {sandbox_path}, -1, data[1], err.fd, cancel[0]);
+    } catch (...) {
+      exec_error = std::current_exception();
+    }
+    ::close(data[1]);  // EOF for the reader, once runsc exec's own copy is gone too
+  });
+  CopyResult r;
+  std::exception_ptr extract_error;
+  try {
+    r = extract_as(src, name, parent_fd, new_name);
+  } catch (...) {
+    extract_error = std::current_exception();
+    (void)!::write(cancel[1], "x", 1);
+  }
+  ::close(data[0]);  // a tar still writing gets EPIPE
+  runner.join();
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ::close(cancel[0]);
+  ::close(cancel[1]);
+  auto undo = [&] {
+    // A failed copy leaves nothing new behind (an entry that was there before stays).
+    if (existed) return;
+    std::error_code ec;
+    stdfs::remove_all(stdfs::path("/proc/self/fd/" + std::to_string(parent_fd)) / new_name, ec);
+  };
+  if (extract_error) {
+    undo();
+    ::close(parent_fd);
+    std::rethrow_exception(extract_error);
+  }
+  if (exec_error) {
+    undo();
+    ::close(parent_fd);
+    std::rethrow_exception(exec_error);
+  }
   if (code != 0) {
+    undo();
     ::close(parent_fd);
     script_failed(st, code, "reading " + sandbox_path, err);
   }
-  try {
-    CopyResult r = extract_as(tar.fd, name, parent_fd, new_name);
-    ::close(parent_fd);
-    return r;
-  } catch (...) {
-    ::close(parent_fd);
-    throw;
-  }
+  ::close(parent_fd);
+  return r;
 }
 
 CopyResult copy_into_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,

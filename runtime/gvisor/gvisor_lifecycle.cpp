@@ -568,6 +568,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
         r.mounts.push_back(m);
       }
       resolve_process_user(r.process, rootfs);
+      idmap_volumes_for_gvisor(r.mounts, dir + "/bundle");  // never host root through a volume
       apply_pids_limit_as_nproc(r);
       oci::RuntimeConfigOptions ro;
       ro.rootfs_path = rootfs;
@@ -772,7 +773,7 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   const int64_t start = mono_ms();
   const int64_t touch_every = st.idle_timeout_ms > 0 ? std::clamp<int64_t>(st.idle_timeout_ms / 3, 50, 10000) : 0;
   int64_t last_touch = start;
-  bool timed_out = false;
+  bool timed_out = false, cancelled = false;
   int status = 0;
   for (;;) {
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
@@ -795,9 +796,15 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       int left = static_cast<int>(last_touch + touch_every - now);
       wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
     }
-    struct pollfd pfd[5] = {{sfd, POLLIN, 0}, {file_out.read_end, POLLIN, 0}, {file_err.read_end, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    struct pollfd pfd[6] = {{sfd, POLLIN, 0}, {file_out.read_end, POLLIN, 0}, {file_err.read_end, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
     int n = relay ? relay->add_pollfds(pfd, 3, req.interactive) : 3;
+    const int cancel_at = n;
+    if (req.cancel_fd >= 0 && !cancelled) pfd[n++] = {req.cancel_fd, POLLIN, 0};
     if (::poll(pfd, static_cast<nfds_t>(n), timed_out ? 100 : wait_ms) > 0) {
+      if (cancel_at < n && pfd[cancel_at].revents) {  // the caller gave up on it (sbx cp: stalled, too big)
+        cancelled = true;
+        kill_in_sandbox(SIGKILL);
+      }
       if (relay) relay->handle(pfd);
       if (pfd[1].revents) file_out.pump();
       if (pfd[2].revents) file_err.pump();

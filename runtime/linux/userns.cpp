@@ -5,7 +5,10 @@
 #include <sys/file.h>
 #include <linux/mount.h>
 #include <sys/mount.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -166,6 +169,83 @@ void idmap_tree(int tree_fd, int userns_fd, bool recursive, bool read_only, cons
   if (::syscall(SYS_mount_setattr, tree_fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
     throw_errno_hint("idmap the mount of " + what + " (mount_setattr MOUNT_ATTR_IDMAP)",
                      "its file system may not support idmapped mounts; use --userns host");
+}
+
+int volume_idmap_userns(uint32_t root_host, uint32_t owner_uid, uint32_t owner_gid) {
+  auto outside = [root_host](uint32_t id) { return id == 0 || (id >= root_host && id - root_host < kIdRangeSize); };
+  if (outside(owner_uid) && outside(owner_gid)) return -1;
+  // map: on-disk id (inside the idmap's namespace) -> the sandbox's kernel id.
+  auto map_for = [root_host, &outside](uint32_t owner) -> std::vector<IdMapping> {
+    if (outside(owner)) return {{root_host, root_host, kIdRangeSize}};
+    return {{owner, root_host, 1}, {root_host + 1, root_host + 1, kIdRangeSize - 1}};
+  };
+  return idmap_userns(map_for(owner_uid), map_for(owner_gid));
+}
+
+int idmap_userns(const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids) {
+  // A process that only holds the namespace until we have an fd of it. It
+  // says its pid as /proc sees it (readlink /proc/self): the caller may be a
+  // sandbox's init, in a pid namespace of its own, with the host's /proc.
+  int go[2], said[2];
+  if (::pipe2(go, O_CLOEXEC) < 0) throw_errno("pipe for the volume's user namespace");
+  if (::pipe2(said, O_CLOEXEC) < 0) {
+    int e = errno;
+    ::close(go[0]);
+    ::close(go[1]);
+    throw_errno("pipe for the volume's user namespace", e);
+  }
+  pid_t pid = static_cast<pid_t>(::syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+  if (pid == 0) {
+    ::close(go[1]);
+    ::close(said[0]);
+    char self[32] = {};
+    ssize_t n = ::readlink("/proc/self", self, sizeof self - 1);
+    if (n > 0) (void)!::write(said[1], self, static_cast<size_t>(n));
+    ::close(said[1]);
+    char c;
+    (void)!::read(go[0], &c, 1);
+    ::_exit(0);
+  }
+  int e = errno;
+  ::close(go[0]);
+  ::close(said[1]);
+  if (pid < 0) {
+    ::close(go[1]);
+    ::close(said[0]);
+    throw_errno("create the user namespace for a volume's id map", e);
+  }
+  int fd = -1;
+  try {
+    char buf[32] = {};
+    ssize_t n;
+    while ((n = ::read(said[0], buf, sizeof buf - 1)) < 0 && errno == EINTR) {
+    }
+    int seen = 0;
+    if (n <= 0 || std::from_chars(buf, buf + n, seen).ec != std::errc() || seen <= 0)
+      throw Error("the user namespace for a volume's id map: its process did not say its pid");
+    write_id_maps(seen, uids, gids);
+    std::string ns = "/proc/" + std::to_string(seen) + "/ns/user";
+    fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw_errno("open " + ns);
+  } catch (...) {
+    ::close(said[0]);
+    ::close(go[1]);
+    ::waitpid(pid, nullptr, 0);
+    throw;
+  }
+  ::close(said[0]);
+  ::close(go[1]);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  return fd;
+}
+
+int host_ids_volume_userns(uint32_t owner_uid, uint32_t owner_gid) {
+  auto map_for = [](uint32_t owner) -> std::vector<IdMapping> {
+    uint32_t root = owner != 0 && owner < kVolumeIdBase ? owner : kVolumeIdBase;
+    return {{root, 0, 1}, {kVolumeIdBase + 1, 1, 65535}};
+  };
+  return idmap_userns(map_for(owner_uid), map_for(owner_gid));
 }
 
 int open_idmapped_tree(const std::string& path, int userns_fd, bool recursive, bool read_only) {

@@ -88,6 +88,45 @@ void write_id_maps(pid_t pid, const std::vector<IdMapping>& uids, const std::vec
 /// sbx::Error naming the path (EINVAL: the file system cannot be idmapped).
 int open_idmapped_tree(const std::string& path, int userns_fd, bool recursive, bool read_only);
 
+/// How a read-write volume's files map between the sandbox and the host disk
+/// (the default, and the old `:idmap=host`). See volume_idmap_userns.
+enum class VolumeIdmap {
+  Owner,  ///< sandbox root <-> the host dir's owner, or an unprivileged id
+  Host,   ///< sandbox id N <-> host id N on disk (`:idmap=host`, opt-in)
+};
+
+/// The user namespace to idmap a read-write volume with, so that nothing the
+/// sandbox writes there is owned by host root (issue 22): the sandbox's root
+/// (host id `root_host`, the start of its range) writes files as the volume
+/// directory's owner `owner_uid`/`owner_gid` (podman's keep-id/`:U` idea), and
+/// every other sandbox id as its own unprivileged host id. On-disk id 0 is
+/// never mapped: host root's files in the volume appear as nobody (65534)
+/// inside, and the kernel refuses the sandbox chown, chmod (set-id bits) and
+/// security.capability on them (capable_wrt_inode_uidgid needs a mapped
+/// owner). Returns -1 when no idmap is needed (an owner of 0, or one inside
+/// the sandbox's range: the sandbox's own mapping already writes its
+/// unprivileged ids), else an fd of a new user namespace (close it after
+/// idmap_tree). Needs CAP_SETUID/CAP_SETGID. Throws sbx::Error.
+/// Kernel docs: filesystems/idmappings.rst; user_namespaces(7).
+int volume_idmap_userns(uint32_t root_host, uint32_t owner_uid, uint32_t owner_gid);
+
+/// A new user namespace with the maps `uids`/`gids` (container_id: the id
+/// inside, here the id on disk; host_id: the kernel id) held by no process:
+/// an fd of it, for idmap_tree (close it after). Throws sbx::Error.
+int idmap_userns(const std::vector<IdMapping>& uids, const std::vector<IdMapping>& gids);
+
+/// The user namespace to idmap a read-write volume with when the sandbox's
+/// ids are host ids (gVisor's gofer writes as host root; native --userns
+/// host): kernel id 0 (the sandbox's root) writes as the source's owner
+/// `owner_uid`/`owner_gid`, or, for host root's source, the unprivileged id
+/// kVolumeIdBase; kernel ids 1..65535 as kVolumeIdBase+1.. (above sbx's
+/// default pool of native ranges, so no login user's). Host id 0 on disk is
+/// not mapped: host root's files there show as nobody, and cannot be chowned,
+/// made set-id or given file capabilities. An fd; close it after idmap_tree.
+/// Throws sbx::Error.
+inline constexpr uint32_t kVolumeIdBase = 4294901759u;  // 2^32 - 65537; +65535 = 2^32 - 2
+int host_ids_volume_userns(uint32_t owner_uid, uint32_t owner_gid);
+
 /// The same for a detached tree `tree_fd` already opened (open_tree
 /// OPEN_TREE_CLONE) and not attached yet; `what` names it in errors.
 void idmap_tree(int tree_fd, int userns_fd, bool recursive, bool read_only, const std::string& what);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <utility>
@@ -25,6 +26,7 @@ namespace {
 struct Ctx {
   bool into_sandbox;
   uint32_t uid, gid;
+  uid_t reader_uid = 0;  // copy out: the sandbox root's host uid (SandboxSide)
   std::string what;  // for messages: "sandbox abc:/x"
   CopyResult result;
   int depth = 0;
@@ -90,10 +92,8 @@ std::string temp_name(const char* name) {
 }
 
 mode_t dest_mode(const struct stat& st, const Ctx& c) {
-  mode_t m = st.st_mode & 07777;
   // A set-id file from a sandbox must not become a set-id file on the host.
-  if (!c.into_sandbox) m &= ~(S_ISUID | S_ISGID);
-  return m;
+  return c.into_sandbox ? st.st_mode & 07777 : host_mode_from_sandbox(st.st_mode);
 }
 
 void finish_entry(int dst_dirfd, const char* name, int fd, const struct stat& st, Ctx& c) {
@@ -143,6 +143,71 @@ class CreateAs {
   struct __user_cap_data_struct caps_[2] {};
 };
 
+/// While sbx reads the sandbox's side of a copy out, it acts as the
+/// sandbox's root would toward the sandbox's processes, never as host root:
+/// the sandbox's /proc (reached through its root) serves /proc/PID/environ,
+/// mem, maps, fd/ … after a ptrace access check (ptrace_may_access; proc(5)),
+/// which host root passes for the sandbox's init (that the sandbox itself
+/// cannot read: a planted /work/pdir -> /proc/1 handed its environment, the
+/// creating user's, to `sbx cp`). Host root owns the sandbox's user namespace,
+/// so it holds every capability in it whatever its effective set
+/// (user_namespaces(7)); hence the effective uid becomes the sandbox root's
+/// host uid (`reader_uid`, 0 with --userns host) and the effective
+/// capabilities only CAP_DAC_READ_SEARCH (read any file the sandbox shows),
+/// without CAP_SYS_PTRACE. The saved uid stays 0, so both come back after.
+class SandboxSide {
+ public:
+  SandboxSide(bool on, uid_t reader_uid) : on_(on), uid_(reader_uid) {
+    if (!on_) return;
+    hdr_.version = _LINUX_CAPABILITY_VERSION_3;
+    if (::syscall(SYS_capget, &hdr_, saved_) < 0) throw_errno("sbx cp: read sbx's capabilities");
+    if (uid_ != 0 && ::setresuid(static_cast<uid_t>(-1), uid_, static_cast<uid_t>(-1)) < 0)
+      throw_errno("sbx cp: act as the sandbox's root (uid " + std::to_string(uid_) + ")");
+    struct __user_cap_data_struct less[2] {};
+    for (int i = 0; i < 2; ++i) less[i].permitted = saved_[i].permitted;
+    less[CAP_TO_INDEX(CAP_DAC_READ_SEARCH)].effective = CAP_TO_MASK(CAP_DAC_READ_SEARCH);
+    if (::syscall(SYS_capset, &hdr_, less) < 0) {
+      int e = errno;
+      restore();
+      throw_errno("sbx cp: drop capabilities to read the sandbox", e);
+    }
+  }
+  ~SandboxSide() {
+    if (!on_) return;
+    int e = errno;
+    restore();
+    errno = e;
+  }
+  SandboxSide(const SandboxSide&) = delete;
+  SandboxSide& operator=(const SandboxSide&) = delete;
+
+ private:
+  void restore() noexcept {
+    if (uid_ != 0) (void)!::setresuid(static_cast<uid_t>(-1), 0, static_cast<uid_t>(-1));
+    ::syscall(SYS_capset, &hdr_, saved_);
+  }
+  bool on_;
+  uid_t uid_;
+  struct __user_cap_header_struct hdr_ {};
+  struct __user_cap_data_struct saved_[2] {};
+};
+
+/// The effective uid of the sandbox's init (its root: the start of its id
+/// range, or 0 with --userns host), from /proc/PID/status. Throws sbx::Error.
+uid_t sandbox_root_uid(pid_t pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/status";
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.fd < 0) throw_errno("sbx cp: open " + path);
+  char buf[4096];
+  ssize_t n = ::read(fd.fd, buf, sizeof buf - 1);
+  if (n <= 0) throw_errno("sbx cp: read " + path);
+  buf[n] = 0;
+  const char* u = std::strstr(buf, "\nUid:");
+  unsigned long real = 0, eff = 0;
+  if (!u || std::sscanf(u + 5, "%lu %lu", &real, &eff) != 2) throw Error("sbx cp: no Uid line in " + path);
+  return static_cast<uid_t>(eff);
+}
+
 int rename_in(int dirfd, const std::string& from, const char* to, const Ctx& c) {
   CreateAs as(c);  // a rename creates a name: the vfs wants the fsuid mapped too
   return ::renameat(dirfd, from.c_str(), dirfd, to);
@@ -157,11 +222,19 @@ int create_file(int dirfd, const std::string& name, const Ctx& c) {
 // following a symlink on either side.
 void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_name, Ctx& c) {
   if (++c.depth > 256) throw Error("directory tree too deep at " + std::string(name));
+  const bool src_sandbox = !c.into_sandbox;  // the source side is the sandbox's: read it as its root
   struct stat st;
-  if (::fstatat(src_dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) throw_errno(std::string("stat ") + name);
+  {
+    SandboxSide as(src_sandbox, c.reader_uid);
+    if (::fstatat(src_dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) throw_errno(std::string("stat ") + name);
+  }
   if (S_ISREG(st.st_mode)) {
-    Fd in(::openat(src_dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (in.fd < 0) throw_errno(std::string("open ") + name);
+    Fd in;
+    {
+      SandboxSide as(src_sandbox, c.reader_uid);
+      in = Fd(::openat(src_dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+      if (in.fd < 0) throw_errno(std::string("open ") + name);
+    }
     struct stat st2;
     if (::fstat(in.fd, &st2) < 0 || !S_ISREG(st2.st_mode)) throw Error(std::string(name) + " changed while copying it");
     // Write a temp file and rename it over the target: a symlink or anything
@@ -195,15 +268,25 @@ void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_
     }
     Fd dst(::openat(dst_dirfd, dst_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dst.fd < 0) throw_errno(std::string("open directory ") + dst_name);
-    int sfd = ::openat(src_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sfd < 0) throw_errno(std::string("open directory ") + name);
+    int sfd;
+    {
+      SandboxSide as(src_sandbox, c.reader_uid);
+      sfd = ::openat(src_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (sfd < 0) throw_errno(std::string("open directory ") + name);
+    }
     DIR* d = ::fdopendir(sfd);
     if (!d) {
       ::close(sfd);
       throw_errno(std::string("read directory ") + name);
     }
     try {
-      while (struct dirent* e = ::readdir(d)) {
+      for (;;) {
+        struct dirent* e;
+        {
+          SandboxSide as(src_sandbox, c.reader_uid);  // (proc checks access while listing)
+          e = ::readdir(d);
+        }
+        if (!e) break;
         if (!std::strcmp(e->d_name, ".") || !std::strcmp(e->d_name, "..")) continue;
         copy_entry(sfd, e->d_name, dst.fd, e->d_name, c);
       }
@@ -215,8 +298,12 @@ void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_
     finish_entry(dst_dirfd, dst_name, dst.fd, st, c);
   } else if (S_ISLNK(st.st_mode)) {
     char target[4096];
-    ssize_t n = ::readlinkat(src_dirfd, name, target, sizeof target - 1);
-    if (n < 0) throw_errno(std::string("readlink ") + name);
+    ssize_t n;
+    {
+      SandboxSide as(src_sandbox, c.reader_uid);
+      n = ::readlinkat(src_dirfd, name, target, sizeof target - 1);
+      if (n < 0) throw_errno(std::string("readlink ") + name);
+    }
     target[n] = 0;
     std::string tmp = temp_name(dst_name);
     int made;
@@ -257,16 +344,20 @@ Fd open_root(const SandboxState& st) {
 }  // namespace
 
 CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_path, const std::string& host_path) {
-  Fd root = open_root(st);
-  Ctx c{false, 0, 0, "sandbox " + st.id.substr(0, 12), {}, 0};
+  Fd root = open_root(st);  // (/proc/PID/root itself needs the ptrace access: opened first)
+  Ctx c{false, 0, 0, sandbox_root_uid(st.pid), "sandbox " + st.id.substr(0, 12), {}, 0};
   std::string sdir, sbase;
   split(sandbox_path, sdir, sbase);
-  Fd src_dir(open_in_root(root.fd, sdir, O_RDONLY | O_DIRECTORY));
-  if (src_dir.fd < 0) throw_errno("open " + sdir + " in " + c.what);
-  if (sbase.empty()) sbase = ".";
-  struct stat sst;
-  if (::fstatat(src_dir.fd, sbase.c_str(), &sst, AT_SYMLINK_NOFOLLOW) < 0)
-    throw_errno("copy " + sandbox_path + " from " + c.what);
+  Fd src_dir;
+  {
+    SandboxSide as(true, c.reader_uid);
+    src_dir = Fd(open_in_root(root.fd, sdir, O_RDONLY | O_DIRECTORY));
+    if (src_dir.fd < 0) throw_errno("open " + sdir + " in " + c.what);
+    if (sbase.empty()) sbase = ".";
+    struct stat sst;
+    if (::fstatat(src_dir.fd, sbase.c_str(), &sst, AT_SYMLINK_NOFOLLOW) < 0)
+      throw_errno("copy " + sandbox_path + " from " + c.what);
+  }
 
   std::string ddir, dbase;
   struct stat dst;
@@ -284,8 +375,8 @@ CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_
 
 CopyResult copy_into_sandbox(const SandboxState& st, const std::string& host_path, const std::string& sandbox_path,
                              uint32_t owner_uid, uint32_t owner_gid) {
-  Fd root = open_root(st);
-  Ctx c{true, owner_uid, owner_gid, "sandbox " + st.id.substr(0, 12), {}, 0};
+  Fd root = open_root(st);  // (/proc/PID/root itself needs the ptrace access: opened first)
+  Ctx c{true, owner_uid, owner_gid, 0, "sandbox " + st.id.substr(0, 12), {}, 0};
   std::string hdir, hbase;
   split(host_path, hdir, hbase);
   Fd src_dir(::open(hdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

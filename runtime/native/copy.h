@@ -7,9 +7,18 @@
 // is an *at() call on a directory fd with O_NOFOLLOW: a symlink is copied as a
 // symlink, never followed. Regular files, directories and symlinks are copied
 // with their permission bits and mtimes; other file types are skipped.
+// RESOLVE_NO_MAGICLINKS refuses /proc/*/root, cwd, exe and fd/N on the way;
+// /proc/self in the sandbox's /proc does not exist for sbx (another pid
+// namespace). The copy runs without CAP_SYS_PTRACE, so sbx has no more access
+// to the sandbox's processes (/proc/PID/environ, mem, …) than a process of its
+// uid: a sandbox that plants /x -> /proc/1 gets sbx cp EACCES, as it does.
+// Set-id bits never reach the host (cleared on every copy out), nor do
+// extended attributes (file capabilities).
 // Semantics as `docker cp`: if the destination is an existing directory the
 // source is copied into it under its own name, else it is created.
 #pragma once
+#include <sys/stat.h>
+
 #include <string>
 
 #include "runtime/state.h"
@@ -20,6 +29,12 @@ struct CopyResult {
   uint64_t files = 0;
   uint64_t bytes = 0;
 };
+
+/// The permission bits a file copied out of a sandbox gets on the host: its
+/// own, less set-uid and set-gid (a sandbox's set-id file never becomes one
+/// on the host). Used by every copy to the host, native and gVisor; neither
+/// copies extended attributes, so no file capability arrives either.
+inline mode_t host_mode_from_sandbox(mode_t mode) { return mode & 07777 & ~static_cast<mode_t>(S_ISUID | S_ISGID); }
 
 /// Copies SANDBOX_PATH (absolute, inside the sandbox) to HOST_PATH. Files
 /// created on the host are owned by the caller. Throws sbx::Error when the

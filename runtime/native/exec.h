@@ -29,6 +29,7 @@ struct ExecRequest {
   /// Without tty: the process's stdin/stdout/stderr (-1: sbx's own; stdin is
   /// then /dev/null unless `interactive`). For front ends that capture output.
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
+  int cancel_fd = -1;  ///< gVisor (sbx cp): once readable, SIGKILL the command (-1: none)
 };
 
 /// Runs `req` in the sandbox whose state dir is `dir` (its state `st` and spec

@@ -237,6 +237,26 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       usys = prepare_system_in_userns(spec, root);  // proc, sysfs, host device nodes: before pivot_root
     } else {
       binds = open_bind_sources(spec);  // host paths: before pivot_root
+      // --userns host: the sandbox's ids are host ids; a read-write volume is
+      // idmapped so that its root is not host root there (runtime/linux/userns.h).
+      for (auto& b : binds) {
+        bool ro = false, host = false;
+        for (const auto& o : b.mount->options) {
+          ro = ro || o == "ro";
+          host = host || o == "idmap=host";
+        }
+        if (ro || host) continue;
+        struct stat vst {};
+        if (::fstat(b.tree_fd, &vst) < 0) throw_errno("stat the volume " + b.mount->source);
+        int vns = host_ids_volume_userns(vst.st_uid, vst.st_gid);
+        try {
+          idmap_tree(b.tree_fd, vns, true, false, b.mount->source);
+        } catch (...) {
+          ::close(vns);
+          throw;
+        }
+        ::close(vns);
+      }
     }
     pivot_into(root);
     // Nothing that points into the host may stay open (CVE-2024-21626).
@@ -552,8 +572,30 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       try {
         for (size_t i = 0; i < ctx.idmapped_layers.size(); ++i)
           idmap_tree(ctx.idmapped_layers[i], userns_fd, false, true, spec.layer_dirs[i]);
-        for (const auto& b : ctx.binds)
-          idmap_tree(b.tree_fd, userns_fd, true, false, b.mount->source);
+        for (const auto& b : ctx.binds) {
+          // Read-only volumes and `:idmap=host`: the sandbox's own map (its ids
+          // are the host's on disk). Read-write: never host root (volume_idmap_userns).
+          bool ro = false, host = false;
+          for (const auto& o : b.mount->options) {
+            ro = ro || o == "ro";
+            host = host || o == "idmap=host";
+          }
+          if (ro || host) {
+            idmap_tree(b.tree_fd, userns_fd, true, false, b.mount->source);
+            continue;
+          }
+          struct stat vst {};
+          if (::fstat(b.tree_fd, &vst) < 0) throw_errno("stat the volume " + b.mount->source);
+          int vns = volume_idmap_userns(host_root_id(uid_maps), vst.st_uid, vst.st_gid);
+          if (vns < 0) continue;  // the sandbox's ids land on disk as they are (unprivileged)
+          try {
+            idmap_tree(b.tree_fd, vns, true, false, b.mount->source);
+          } catch (...) {
+            ::close(vns);
+            throw;
+          }
+          ::close(vns);
+        }
       } catch (...) {
         ::close(userns_fd);
         throw;

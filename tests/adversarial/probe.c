@@ -37,6 +37,7 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -651,6 +652,27 @@ static int cmd_info(void) {
   return 0;
 }
 
+// Writes security.capability = cap_setuid,cap_setgid+ep on FILE: a v2 entry
+// (ROOTID < 0) or a v3 one keyed to ROOTID (the uid, in this namespace, the
+// capability is for). The host decides whether it took (getxattr there).
+static int cmd_setcap(const char* file, long rootid) {
+  struct {
+    uint32_t magic_etc;
+    struct { uint32_t permitted, inheritable; } data[2];
+    uint32_t rootid;
+  } v = {0};
+  const uint32_t bits = (1u << 6) | (1u << 7);  // CAP_SETGID, CAP_SETUID
+  v.magic_etc = (rootid < 0 ? 0x02000000u : 0x03000000u) | 1u;  // VFS_CAP_REVISION_2/3 | EFFECTIVE
+  v.data[0].permitted = bits;
+  v.rootid = rootid < 0 ? 0 : (uint32_t)rootid;
+  size_t size = rootid < 0 ? 20 : 24;
+  char what[64];
+  snprintf(what, sizeof what, "setcap-%s", rootid < 0 ? "v2" : "v3");
+  if (setxattr(file, "security.capability", &v, size, 0) < 0) ok(what, errno);
+  else info(what, "written (the host checks what landed)");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) {
@@ -674,6 +696,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "spin")) rc = cmd_spin();
   else if (!strcmp(c, "robind") && argc == 3) rc = cmd_robind(argv[2]);
   else if (!strcmp(c, "info")) rc = cmd_info();
+  else if (!strcmp(c, "setcap") && (argc == 3 || argc == 4)) rc = cmd_setcap(argv[2], argc == 4 ? atol(argv[3]) : -1);
   if (rc == 2) {
     fprintf(stderr, "probe: bad usage: %s\n", c);
     return 2;

@@ -255,13 +255,16 @@ case_hostread() {
   ln -s /etc/shadow "$T/vol/shadow"
   ln -s "$T/secret" "$T/vol/secret"
   ln -s "../../../../../../../..$T/secret" "$T/vol/up"
+  # Owned by an unprivileged host user, so that the sandbox's root may write
+  # there (a host-root-owned volume is read-only to it: issue 22).
+  chown 4242:4242 "$T/vol"
   # Mount points that exist in the image (gVisor cannot create them).
   sb -v "$T/vol:/var" "${P[@]}" "${IMG[@]}" -- /bin/sh -c \
     "/home/probe hostread /var/secret $secret; /home/probe hostread /var/up $secret; cat /var/shadow 2>&1 | head -c 64; echo; ln -s / /var/root-link-from-inside; echo planted"
   indent <"$T/out/last"
   if grep -q '^ESCAPE' "$T/out/last"; then fail volume-symlinks "$(grep -m1 ESCAPE "$T/out/last")"; return; fi
   grep -q '^planted' "$T/out/last" || { fail volume-symlinks "the sandbox did not run (rc=$(cat "$T/out/rc"))"; return; }
-  if grep -q "$(head -1 /etc/shadow | cut -d: -f1-2)" "$T/out/last" && [ -n "$(head -1 /etc/shadow | cut -d: -f2)" ]; then
+  if grep -qF "$(head -1 /etc/shadow | cut -d: -f1-2)" "$T/out/last" && [ -n "$(head -1 /etc/shadow | cut -d: -f2)" ]; then
     fail volume-symlinks "host /etc/shadow readable through /vol/shadow"; return
   fi
   [ "$(grep -c '^done' "$T/out/last")" = 2 ] || { fail volume-symlinks "probe did not finish"; return; }
@@ -543,6 +546,151 @@ case_created() {  # long-lived sandboxes: the same probes through `sbx exec`, an
   "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1 || fail created "rm -f"
 }
 
+case_volume_setid() {  # issue 22 item 1: host root through a read-write volume
+  # Root inside copies a binary into the volume and makes it set-uid, set-gid,
+  # file-capable (v2, and v3 keyed to uid 0 and 65534 inside), chowns one to
+  # root after the chmod, tries a hard link, and attacks a host-root file that
+  # is already there. The HOST then checks owner, mode and security.capability
+  # (stat, getxattr); nothing set-id is ever run on the host.
+  local owner ok=1 detail=""
+  for owner in 0 4242; do
+    local V=$T/setid-$owner
+    rm -rf "$V"; mkdir -p "$V"; chown "$owner:$owner" "$V"; chmod 755 "$V"
+    echo hostfile >"$V/hostroot"; chmod 644 "$V/hostroot"
+    sb -v "$V:/var" "${P[@]}" "${IMG[@]}" -- /bin/sh -c '
+      cp /bin/busybox /var/suid && chmod 4755 /var/suid
+      cp /bin/busybox /var/sgid && chmod 2755 /var/sgid
+      cp /bin/busybox /var/cap2 && /home/probe setcap /var/cap2
+      cp /bin/busybox /var/cap3 && /home/probe setcap /var/cap3 0
+      cp /bin/busybox /var/cap3n && /home/probe setcap /var/cap3n 65534
+      ln /bin/busybox /var/hardlink 2>&1 && chmod 4755 /var/hardlink
+      cp /bin/busybox /var/chowned && chmod 4755 /var/chowned && chown 0:0 /var/chowned; chmod 6755 /var/chowned
+      chmod 4755 /var/hostroot 2>&1; chown 0:0 /var/hostroot 2>&1
+      echo planted'
+    indent <"$T/out/last"
+    grep -q '^planted' "$T/out/last" || { fail volume-setid "owner $owner: the sandbox did not run (rc=$(cat "$T/out/rc"))"; ok=0; continue; }
+    local bad
+    bad=$(python3 - "$V" <<'PY'
+import os, stat, struct, sys
+for n in sorted(os.listdir(sys.argv[1])):
+    p = os.path.join(sys.argv[1], n); st = os.lstat(p)
+    if st.st_uid == 0 and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        print("%s: host-root-owned, mode %o" % (n, st.st_mode & 0o7777))
+    if st.st_gid == 0 and st.st_mode & stat.S_ISGID and st.st_mode & stat.S_IXGRP:
+        print("%s: set-gid to host gid 0, mode %o" % (n, st.st_mode & 0o7777))
+    try:
+        v = os.getxattr(p, "security.capability", follow_symlinks=False)
+    except OSError:
+        continue
+    magic = struct.unpack("<I", v[:4])[0] >> 24
+    rootid = struct.unpack("<I", v[20:24])[0] if len(v) >= 24 else 0
+    if magic == 2 or rootid == 0:
+        print("%s: file capabilities that work on the host (v%d, rootid %d)" % (n, magic, rootid))
+PY
+)
+    if [ "$(stat -c '%u %a' "$V/hostroot")" != "0 644" ]; then
+      # --userns host: the sandbox's root holds CAP_CHOWN over the host's file
+      # systems, and the kernel lets it chown a file whose owner the idmap does
+      # not map (chown_ok); it then owns it as an unprivileged id, never as root.
+      if [ $userns_host = 1 ] && [ "$(stat -c %u "$V/hostroot")" != 0 ]; then log "    note: --userns host took host root's file as $(stat -c '%u %a' "$V/hostroot")"
+      else bad+=" hostroot: now $(stat -c '%u %a' "$V/hostroot")"; fi
+    fi
+    if [ -n "$bad" ]; then
+      fail volume-setid "owner $owner: $(tr '\n' ';' <<<"$bad")"; ok=0; continue
+    fi
+    if [ "$owner" != 0 ]; then
+      # keep-id: what the sandbox's root made is the directory owner's.
+      [ "$(stat -c %u "$V/suid" 2>/dev/null)" = "$owner" ] || { fail volume-setid "owner $owner: /var/suid is $(stat -c %u "$V/suid" 2>&1), not the directory's owner"; ok=0; continue; }
+    fi
+    detail+="owner $owner: $(ls "$V" | wc -l) files, none host-root set-id or file-capable; "
+  done
+  if [ $ok = 1 ]; then
+    # The opt-in keeps the old identity mapping (documented as unsafe).
+    local V=$T/setid-host
+    rm -rf "$V"; mkdir -p "$V"
+    sb -v "$V:/var:idmap=host" "${P[@]}" "${IMG[@]}" -- /bin/sh -c 'echo x >/var/f'
+    [ "$(stat -c %u "$V/f" 2>/dev/null)" = 0 ] || { fail volume-setid ":idmap=host did not write as host root (rc=$(cat "$T/out/rc"))"; ok=0; }
+  fi
+  [ $ok = 1 ] && pass volume-setid "$detail"
+}
+
+case_cp_out() {  # issue 22 item 2: `sbx cp` out of a hostile sandbox
+  local S=("$SBX" --root "$R" --run-root "$RR") id out ok=1 detail=""
+  [ "${IMG[0]}" = busybox ] || { na cp-out "needs the busybox image"; return; }
+  # The creating user's environment holds a secret: the sandbox must not get it through sbx cp.
+  # (rtflag carries --runtime and --userns host.)
+  id=$(SBX_ADV_CP_SECRET=cpsecret-$marker "${S[@]}" create "${rtflag[@]}" busybox -- sleep 600 2>"$T/out/last") ||
+    { indent <"$T/out/last"; fail cp-out "create failed"; return; }
+  local hostpid=$$
+  "${S[@]}" exec "$id" sh -c "mkdir -p /work /evil && ln -s /proc/1 /work/pdir && ln -s /proc/self/root /work/selfroot &&
+    ln -s /proc/$hostpid /work/hostpid && ln -s /proc/1/root /work/initroot &&
+    cp /bin/busybox /work/suid && chmod 4755 /work/suid && cp /bin/busybox /work/sgid && chmod 2755 /work/sgid &&
+    chown 0:0 /work/suid /work/sgid && chmod u+s /work/suid && echo planted" >"$T/out/last" 2>&1
+  grep -q planted "$T/out/last" || { indent <"$T/out/last"; fail cp-out "could not plant the links"; "${S[@]}" rm -f "$id" >/dev/null 2>&1; return; }
+  out=$T/cpout; rm -rf "$out"; mkdir -p "$out"
+  local p n=0
+  for p in /work/pdir/environ /work/selfroot/etc/passwd /work/hostpid/environ /work/initroot/etc/passwd /work/pdir/root/etc/passwd /work/pdir; do
+    n=$((n + 1))
+    "${S[@]}" cp "$id:$p" "$out/c$n" >"$T/out/last" 2>&1
+    local rc=$?
+    log "    cp $p: rc=$rc $(head -c 200 "$T/out/last" | tr '\n' ' ')"
+  done
+  if grep -rqs "cpsecret-$marker" "$out"; then fail cp-out "the creating user's environment reached the host: $(grep -rls "cpsecret-$marker" "$out" | head -2 | tr '\n' ' ')"; ok=0; fi
+  if grep -rqsF "$(head -1 /etc/shadow | cut -d: -f1-2)" "$out" 2>/dev/null && [ -n "$(find "$out" -name shadow)" ]; then fail cp-out "host files reached through a magic link"; ok=0; fi
+  # Set-id files arrive without their bits.
+  "${S[@]}" cp "$id:/work/suid" "$out/suid" >/dev/null 2>&1 && "${S[@]}" cp "$id:/work/sgid" "$out/sgid" >/dev/null 2>&1 ||
+    { fail cp-out "copying a plain file out failed"; ok=0; }
+  local f
+  for f in "$out/suid" "$out/sgid"; do
+    [ -e "$f" ] || continue
+    if [ $(( 0$(stat -c %a "$f") & 06000 )) != 0 ]; then fail cp-out "$(basename "$f") arrived with mode $(stat -c %a "$f")"; ok=0; fi
+  done
+  [ $ok = 1 ] && detail="magic links (/proc/1, /proc/self/root, /proc/<host pid>, /proc/1/root) gave nothing; set-id bits stripped"
+  if [ "$runtime" = gvisor ] && [ $ok = 1 ]; then
+    # The sandbox's own sh and tar make the stream there: a hostile sh sends
+    # zeros forever, stalls, lies about a size (short, or endless data).
+    python3 - "$T/lie-short.tar" "$T/lie-header.tar" <<'PY'
+import sys, tarfile
+ti = tarfile.TarInfo("./f"); ti.size = 1 << 30; ti.mode = 0o644
+h = ti.tobuf(tarfile.USTAR_FORMAT)
+open(sys.argv[1], "wb").write(h + b"x" * 10)
+open(sys.argv[2], "wb").write(h)
+PY
+    "${S[@]}" cp "$T/lie-short.tar" "$id:/lie-short.tar" >/dev/null 2>&1
+    "${S[@]}" cp "$T/lie-header.tar" "$id:/lie-header.tar" >/dev/null 2>&1
+    "${S[@]}" exec "$id" sh -c 'cd /evil && for m in zeros stall short huge; do mkdir -p $m; echo x >$m/f; done
+      rm /bin/sh && cat >/bin/sh <<"X"
+#!/bin/busybox sh
+case "$4" in
+ */zeros/*) exec busybox cat /dev/zero ;;
+ */stall/*) exec busybox sleep 1000 ;;
+ */short/*) exec busybox cat /lie-short.tar ;;
+ */huge/*) busybox cat /lie-header.tar; exec busybox cat /dev/zero ;;
+esac
+exec /bin/busybox sh "$@"
+X
+      busybox chmod 755 /bin/sh' >/dev/null 2>&1
+    local m want t0 took rc
+    for m in zeros stall short huge; do
+      rm -rf "$out/$m"
+      t0=$SECONDS
+      SBX_CP_STALL_TIMEOUT=3 SBX_CP_MAX_BYTES=$((64 << 20)) timeout 120 "${S[@]}" cp "$id:/evil/$m/f" "$out/$m" >"$T/out/last" 2>&1
+      rc=$? took=$((SECONDS - t0))
+      log "    hostile tar '$m': rc=$rc after ${took}s: $(head -c 200 "$T/out/last" | tr '\n' ' ')"
+      want=125; [ $m = stall ] && want=124
+      [ $rc = $want ] || { fail cp-out "hostile tar '$m': rc=$rc, expected $want"; ok=0; }
+      grep -q 'sbx: error: sbx cp:' "$T/out/last" || { fail cp-out "hostile tar '$m': no clear error"; ok=0; }
+      [ ! -e "$out/$m" ] || { fail cp-out "hostile tar '$m': left $(du -sh "$out/$m" | cut -f1) at the destination"; ok=0; }
+      [ -z "$(find "$RR" -name '.cp-*' 2>/dev/null)" ] || { fail cp-out "hostile tar '$m': something staged in the run root"; ok=0; }
+    done
+    "${S[@]}" exec "$id" busybox ps >"$T/out/last" 2>&1
+    if grep -qE 'sleep 1000|cat /dev/zero' "$T/out/last"; then fail cp-out "the hostile sandbox-side tar still runs: $(grep -E 'sleep 1000|cat' "$T/out/last" | tr '\n' ';')"; ok=0; fi
+    [ $ok = 1 ] && detail+="; hostile tar (zeros, stall, short, endless) stopped with 125/124/125/125, nothing left"
+  fi
+  "${S[@]}" rm -f "$id" >/dev/null 2>&1 || { fail cp-out "rm -f"; ok=0; }
+  [ $ok = 1 ] && pass cp-out "$detail"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -583,8 +731,8 @@ host_intact() {
 
 # ------------------------------------------------------------------ main ---
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
-for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
-         forkbomb threads membomb disk spin argv hostile_rootfs exe created sbx_killed; do
+for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
+         forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed; do
   want "$c" || continue
   "case_$c"
 done

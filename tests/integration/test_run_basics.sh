@@ -82,9 +82,22 @@ check "HOME of root" test "$out" = /root
 # --- file system --------------------------------------------------------------
 mkdir -p "$T/vol"
 echo host-data >"$T/vol/in"
+# A volume owned by a host user: the sandbox's root writes as that user (keep-id).
+chown 4242:4242 "$T/vol"
 out=$(run -v "$T/vol:/data" $BB sh -c 'cat /data/in; echo from-sandbox >/data/out')
 check "-v rw: read" test "$out" = host-data
 check "-v rw: written file on the host" grep -q from-sandbox "$T/vol/out"
+if [ "${SBX_TEST_RUNTIME:-native}" = native ]; then
+  check "-v rw: the sandbox's root writes as the volume's owner" test "$(stat -c %u:%g "$T/vol/out")" = 4242:4242
+  mkdir -p "$T/rootvol"
+  chmod 755 "$T/rootvol"
+  expect_rc "-v rw of a host-root dir: the sandbox's root is not host root there" 1 \
+    run -v "$T/rootvol:/data" $BB sh -c 'echo x >/data/new 2>/dev/null'
+  check "-v rw of a host-root dir: nothing written" test ! -e "$T/rootvol/new"
+  run -v "$T/rootvol:/data:idmap=host" $BB sh -c 'echo x >/data/new' >/dev/null 2>&1
+  check "-v :idmap=host (opt-in): the old identity mapping" test "$(stat -c %u "$T/rootvol/new" 2>/dev/null)" = 0
+fi
+expect_rc "-v with an unknown option is 125" 125 run -v "$T/vol:/data:idmap=bogus" $BB true
 expect_rc "-v :ro refuses writes" 1 run -v "$T/vol:/data:ro" $BB sh -c 'echo x >/data/new 2>/dev/null'
 check "-v :ro wrote nothing" test ! -e "$T/vol/new"
 out=$(run -v "$T/vol/in:/etc/injected" $BB cat /etc/injected)

@@ -33,8 +33,9 @@ expect_rc "a small program fits under --memory" 0 run --memory 32m $BB sh -c 'he
 out=$(run --disk 16m $BB sh -c 'dd if=/dev/zero of=/big bs=1M count=64 2>&1; stat -c %s /big')
 check "--disk 16m: a filler gets ENOSPC" grep -q 'No space left on device' <<<"$out"
 check "--disk 16m: at most 16 MiB written ($(tail -1 <<<"$out") bytes)" test "$(tail -1 <<<"$out")" -le 16777216
-check "--disk: volumes are not limited by it" bash -c "$SBX run --disk 4m -v $T:/vol $BB dd if=/dev/zero of=/vol/v bs=1M count=8 2>/dev/null && test \$(stat -c %s $T/v) = 8388608"
-rm -f "$T/v"
+mkdir -p "$T/dvol" && chown 4242:4242 "$T/dvol"  # writable by the sandbox's root (keep-id)
+check "--disk: volumes are not limited by it" bash -c "$SBX run --disk 4m -v $T/dvol:/vol $BB dd if=/dev/zero of=/vol/v bs=1M count=8 2>/dev/null && test \$(stat -c %s $T/dvol/v) = 8388608"
+rm -rf "$T/dvol"
 # Inodes too: one per 4 KiB of --disk (at least 4096), so empty files cannot
 # use up kernel memory that size= does not count.
 n=$(run --disk 16m $BB sh -c 'mkdir /m && cd /m && seq 6000 | xargs touch 2>/dev/null; ls | wc -l')

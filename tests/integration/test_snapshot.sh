@@ -90,7 +90,8 @@ expect_code 125 "not found" sbx export nosuch -o "$T/x.tar"
 
 echo "== directory snapshot: python writes, busybox mounts"
 mkdir -p "$T/proj"
-sbx run -v "$T/proj:/work" python -- python3 -c '
+# :idmap=host: the sandbox's ids are the host's on disk (uid 1000 stays 1000).
+sbx run -v "$T/proj:/work:idmap=host" python -- python3 -c '
 import os
 os.makedirs("/work/src", exist_ok=True)
 open("/work/src/model.py", "w").write("W = [1, 2, 3]\n")
@@ -100,7 +101,7 @@ os.chown("/work/src/model.py", 1000, 1000)'
 name=$(sbx snapshot-dir --host-dir "$T/proj" --name proj)
 [ "$name" = proj ] || fail "snapshot-dir printed '$name'"
 sbx snapshots extract proj "$T/copy1"
-out=$(sbx run -v "$T/copy1:/mnt/proj" busybox -- sh -c 'cat /mnt/proj/latest; stat -c "%u %a" /mnt/proj/src/model.py; echo changed > /mnt/proj/src/model.py')
+out=$(sbx run -v "$T/copy1:/mnt/proj:idmap=host" busybox -- sh -c 'cat /mnt/proj/latest; stat -c "%u %a" /mnt/proj/src/model.py; echo changed > /mnt/proj/src/model.py')
 [ "$out" = "$(printf 'W = [1, 2, 3]\n1000 640')" ] || fail "busybox sandbox sees '$out'"
 sbx snapshots extract proj "$T/copy2"
 [ "$(cat "$T/copy2/src/model.py")" = "W = [1, 2, 3]" ] || fail "the snapshot changed after a sandbox wrote to its copy"
