@@ -67,6 +67,7 @@ int run(const Globals& g, RunFlags& f) {
   bo.terminal = f.tty;
   SandboxSpec spec = build_spec(g, f.sandbox, bo);
   spec.stdin_open = f.interactive;
+  f.gpu.runsc = f.sandbox.runsc;
   apply_gpu_options(f.gpu, spec);
   // --mount-snapshot: a private, writable copy of each directory snapshot,
   // removed when the run ends (or by 'sbx gc' after a crash).

@@ -40,7 +40,7 @@ void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec) {
     auto host = gpu::discover_nvidia(d);
     auto selected = gpu::select_gpus(host, o.gpus);
     if (out.runtime == "gvisor" && !selected.empty()) {
-      gpu::require_nvproxy();
+      gpu::require_nvproxy(o.runsc);
       out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
     }
     gpu::apply_gpus(host, selected, root, out);

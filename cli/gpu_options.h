@@ -22,6 +22,7 @@ struct GpuOptions {
   /// Where the host's /dev, /proc, /etc are: "/", or $SBX_GPU_HOST_ROOT when
   /// set (tests point it at a fake device tree; see tests/gpu/fake_host_e2e.sh).
   std::string host_root = default_host_root();
+  std::string runsc;  ///< --runsc (gvisor: the binary whose --nvproxy is checked); empty: $PATH
   static std::string default_host_root();
 };
 

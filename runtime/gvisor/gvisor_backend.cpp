@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "gpu/nvproxy.h"
 #include "oci/runtime_config.h"
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/console_socket.h"
@@ -83,8 +84,14 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   auto nv = spec.annotations.find("dev.sbx.gvisor.nvproxy");
   const bool nvproxy = nv != spec.annotations.end() && nv->second == "true";
   if (!spec.devices.empty() && !nvproxy)
-    throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy, which this runsc does not support; use --runtime native");
+    throw Error("gvisor: device passthrough under gVisor is for NVIDIA GPUs only (--gpus, through runsc --nvproxy); "
+                "for --device use --runtime native");
   const std::string runsc = find_runsc(opts.runsc);
+  // --gpus: the selected /dev/nvidia* nodes are in spec.devices and the driver
+  // files in spec.mounts (gpu/nvidia.h, as on native); runsc --nvproxy takes
+  // the GPUs from those device entries. A runsc without it is refused here too
+  // (the CLI checked already; library callers may not have).
+  if (nvproxy) gpu::require_nvproxy(runsc);
 
   // What killed sandboxes left behind (as the native start does); runsc's own
   // start takes far longer than this scan.
