@@ -659,13 +659,13 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   // Debian 12's runsc (20221219) does not give `exec --process` a pty of its
   // own through --console-socket reliably: the command's terminal is runsc
   // exec's own stdio, so without a terminal there its output is lost (status
-  // 1). Refuse rather than lose output, as docker refuses -it without a TTY.
-  // Newer runsc (exec_tty: runtime/gvisor/runsc_features.h) has no such bug.
+  // 1); bookworm-backports' 20240729 still does in about half the runs.
+  // Refuse rather than lose output, as docker refuses -it without a TTY,
+  // unless the runsc is known to be fixed (exec_tty: runtime/gvisor/runsc_features.h).
   if (req.tty && (::isatty(0) == 0 || ::isatty(1) == 0) && !runsc_features(l.runsc).exec_tty)
     throw Error("sbx exec -t on a gVisor sandbox needs a terminal on stdin and stdout with " + l.runsc + " (" +
                     runsc_features(l.runsc).version +
-                    ": it loses the command's output otherwise); run it from a terminal, drop -t, or use runsc "
-                    "from bookworm-backports (0.0~20240729 or later)",
+                    ": it loses the command's output otherwise); run it from a terminal, or drop -t",
                 0, kExitSbxFailed);
   touch_activity(dir.c_str());
 

@@ -64,9 +64,10 @@ if [ "$BB" = busybox ]; then
   out=$($PTY --expect 'ready' --send 'hello\r' --send '\x04' -- $SBX exec -it "$id" sh -c 'echo ready; cat; echo done' 2>&1)
   check "exec -it: typed input reaches the command, ^D ends it" bash -c "grep -q '^hello$' <<<'$out' && grep -q '^done$' <<<'$out'"
   if [ "${SBX_TEST_RUNTIME:-native}" = gvisor ]; then
-    # runsc 20221219 loses the output of `exec -t` without a terminal: sbx
-    # refuses it clearly there. A runsc with the fix (sbx info: exec-tty yes,
-    # bookworm-backports' 20240729) relays it. Both runsc, where both exist.
+    # runsc 20221219 loses the output of `exec -t` without a terminal, and
+    # bookworm-backports' 20240729 still does in about half the runs: sbx
+    # refuses it clearly there. A runsc known to be fixed (sbx info: exec-tty
+    # yes; none yet) relays it. Both runsc, where both exist.
     for rs in "$(command -v runsc)" "${SBX_OLD_RUNSC:-/var/cache/sbx-test/runsc-20221219/runsc}"; do
       [ -x "$rs" ] || { echo "SKIP: exec -t without a terminal: no runsc at '$rs' (tests/old_runsc.sh fetches the old one)"; continue; }
       ver=$("$rs" --version | head -1)
