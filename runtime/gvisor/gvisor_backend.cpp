@@ -341,7 +341,11 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // Sentry, a stub, or (while it sets the sandbox up inside the cgroup) runsc
   // itself; each ends the sandbox, and runsc then reports a SIGKILL or its own
   // failure (128). Reported as on the native backend: 137, "out of memory".
-  if (oom_kills > 0 && (st.signal == SIGKILL || (WIFEXITED(status) && st.exit_code == 128))) {
+  // runsc 20240729 (systrap platform) survives the kill of a stub process,
+  // the host process holding one application process's memory: that
+  // process then ends with status 1, no signal, so any failure after an OOM
+  // kill counts (as a long-lived sandbox's monitor counts any OOM kill).
+  if (oom_kills > 0 && (st.signal == SIGKILL || (WIFEXITED(status) && st.exit_code != 0))) {
     st.oom_killed = true;
     st.signal = SIGKILL;
     st.exit_code = 128 + SIGKILL;
