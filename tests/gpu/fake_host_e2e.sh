@@ -18,6 +18,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 SBX=$(readlink -f "${SBX:-build/sbx}")
 work=$(mktemp -d /tmp/sbx-gpu-fake.XXXXXX)
+# Traversable by the sandbox's unprivileged host ids: under its user namespace
+# sbx binds the fake host's nodes from there, as from a real host's /dev.
+chmod 755 "$work"
 cleanup() {
   findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
   rm -rf "$work"
