@@ -15,10 +15,12 @@ namespace sbx::cli {
 void register_info_command(CLI::App& app, Globals& g, Action& action) {
   auto* cmd = app.add_subcommand("info", "Show what this host offers: runtimes, cgroup mode, paths, GPUs");
   auto json = std::make_shared<bool>(false);
+  auto runsc = std::make_shared<std::string>();
   cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([&, json] {
-    action = [&, json] {
-      auto runtimes = runtime::probe_runtimes();
+  cmd->add_option("--runsc", *runsc, "Path to the runsc to describe (default: from $PATH)");
+  cmd->callback([&, json, runsc] {
+    action = [&, json, runsc] {
+      auto runtimes = runtime::probe_runtimes(*runsc);
       if (*json) {
         nlohmann::json j;
         j["version"] = SBX_VERSION;
@@ -27,6 +29,7 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
         j["cgroup_mode"] = runtime::cgroup_mode_name();
         for (auto& r : runtimes) {
           j["runtimes"][r.name] = {{"usable", r.usable}, {"detail", r.detail}};
+          if (!r.features.empty()) j["runtimes"][r.name]["features"] = r.features;
         }
         std::ostringstream gpu;
         print_gpu_info(gpu);

@@ -27,7 +27,7 @@ _sbx() {
       if [[ $cur == *:*:* ]]; then COMPREPLY=($(compgen -W "ro rw nosuid nodev noexec idmap=host" -P "${cur%:*}:" -- "${cur##*:}"))
       else COMPREPLY=($(compgen -f -- "$cur")); fi
       return ;;
-    --root|--run-root|--env-file|--rootfs|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --root|--run-root|--env-file|--rootfs|-o|--runsc) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
     --network) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;
@@ -51,6 +51,7 @@ _sbx() {
     inspect|rmi|tag|export) COMPREPLY=($(compgen -W "$images $sandboxes" -- "$cur")) ;;
     exec|wait|stop|kill|rm|logs|snapshot|snapshot-dir|checkpoint) COMPREPLY=($(compgen -W "$sandboxes" -- "$cur")) ;;
     import|cp) COMPREPLY=($(compgen -f -- "$cur")) ;;
+    info) COMPREPLY=($(compgen -W "--json --runsc" -- "$cur")) ;;
   esac
 }
 complete -F _sbx sbx

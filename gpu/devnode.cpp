@@ -26,6 +26,7 @@ DeviceNode stat_device_node(const std::string& host_path, const std::string& con
   else
     throw Error(host_path + " is not a character or block device node");
   n.path = container_path;
+  if (host_path != container_path) n.host_path = host_path;
   n.major = major(st.st_rdev);
   n.minor = minor(st.st_rdev);
   n.file_mode = st.st_mode & 07777;

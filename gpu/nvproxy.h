@@ -13,14 +13,15 @@ namespace sbx::gpu {
 /// word ("-nvproxy" / "--nvproxy"), not a prefix of another one.
 bool runsc_output_has_nvproxy(std::string_view flags_output);
 
-/// Runs `<runsc> flags` (stdout and stderr, 5 s at most) and checks its
-/// output with runsc_output_has_nvproxy. Throws sbx::Error when runsc cannot be
-/// run at all.
-bool runsc_supports_nvproxy(const std::string& runsc_path = "runsc");
+/// Whether the runsc at `runsc_path` (empty: found on $PATH, as
+/// runtime::find_runsc) has --nvproxy: runtime::runsc_features, which checks
+/// `runsc flags` with runsc_output_has_nvproxy. Throws sbx::Error when runsc
+/// cannot be found or run at all.
+bool runsc_supports_nvproxy(const std::string& runsc_path = "");
 
 /// Throws sbx::Error ("--gpus with --runtime gvisor needs runsc with nvproxy
 /// support: <path> (version ...) has none; upgrade gVisor ... or use the native
-/// runtime") unless runsc_supports_nvproxy(runsc_path).
-void require_nvproxy(const std::string& runsc_path = "runsc");
+/// runtime") unless runsc_supports_nvproxy(runsc_path) (empty: $PATH).
+void require_nvproxy(const std::string& runsc_path = "");
 
 }  // namespace sbx::gpu

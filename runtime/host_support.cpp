@@ -7,6 +7,7 @@
 #include "runtime/linux/cgroups.h"
 #include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/gvisor/gvisor.h"
+#include "runtime/gvisor/runsc_features.h"
 
 namespace sbx::runtime {
 
@@ -36,7 +37,7 @@ std::string cgroup_mode_name() {
 
 std::vector<RuntimeSupport> probe_runtimes(const std::string& runsc) {
   std::vector<RuntimeSupport> out;
-  RuntimeSupport native{"native", true, ""};
+  RuntimeSupport native{"native", true, "", {}};
   std::string missing;
   if (::geteuid() != 0) missing += "needs root; ";
   if (!kernel_has_filesystem("overlay")) missing += "overlayfs missing (modprobe overlay); ";
@@ -52,10 +53,12 @@ std::vector<RuntimeSupport> probe_runtimes(const std::string& runsc) {
   }
   out.push_back(native);
 
-  RuntimeSupport gv{GvisorBackend::kName, false, ""};
+  RuntimeSupport gv{GvisorBackend::kName, false, "", {}};
   try {
     std::string path = find_runsc(runsc);
-    gv.detail = path + ": " + runsc_version(path);
+    RunscFeatures f = runsc_features(path);
+    gv.detail = path + ": " + f.version + "; " + describe_runsc_features(f);
+    gv.features = {{"nvproxy", f.nvproxy}, {"overlay_size", f.overlay_size}, {"exec_tty", f.exec_tty}};
     gv.usable = ::geteuid() == 0;
     if (!gv.usable) gv.detail += "; needs root";
   } catch (const Error& e) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -84,8 +85,28 @@ std::vector<std::string> runsc_base(const std::string& runsc, const std::string&
 
 }  // namespace
 
+void refuse_gpu_checkpoint(const GvisorCheckpointRequest& req) {
+  bool gpu = std::find(req.runsc_flags.begin(), req.runsc_flags.end(), "--nvproxy") != req.runsc_flags.end();
+  if (!gpu && !req.bundle.empty() && fs::exists(req.bundle + "/config.json")) {
+    try {
+      auto cfg = json::parse(fs::read_file(req.bundle + "/config.json"));
+      if (cfg.contains("linux") && cfg["linux"].contains("devices"))
+        for (const auto& d : cfg["linux"]["devices"])
+          if (d.value("path", "").rfind("/dev/nvidia", 0) == 0) gpu = true;
+    } catch (const json::exception& e) {
+      throw Error("checkpoint: " + req.bundle + "/config.json is corrupt: " + e.what());
+    }
+  }
+  if (gpu)
+    throw Error("cannot checkpoint sandbox " + req.container_id.substr(0, 12) +
+                ": it has NVIDIA GPUs (runsc --nvproxy), and runsc cannot save GPU state (device memory and "
+                "driver objects live outside the sandbox's kernel); nothing was written and the sandbox keeps "
+                "running. Checkpoint a sandbox started without --gpus");
+}
+
 SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpointRequest& req) {
   if (req.container_id.empty()) throw Error("checkpoint: no sandbox id given");
+  refuse_gpu_checkpoint(req);  // before anything is written
   std::string name = req.name.empty() ? "ckpt-" + req.container_id.substr(0, 12) + "-" + random_hex(6) : req.name;
   if (name.find('/') != std::string::npos || name.find(':') != std::string::npos || name[0] == '.')
     throw Error("invalid snapshot name '" + name + "': use letters, digits, '.', '-', '_' (no '/' or ':')");

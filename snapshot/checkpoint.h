@@ -42,9 +42,17 @@ struct GvisorCheckpointRequest {
   bool leave_running = false; ///< keep the sandbox running (else runsc stops it)
 };
 
+/// Throws sbx::Error when `req` is a sandbox with NVIDIA GPUs (runsc_flags has
+/// --nvproxy, or its bundle config lists /dev/nvidia* devices): gVisor cannot
+/// checkpoint GPU state (nvproxy keeps device memory and driver objects in the
+/// host driver; runsc has no save/restore for them), so sbx refuses before
+/// writing anything rather than leave a snapshot that cannot be restored.
+void refuse_gpu_checkpoint(const GvisorCheckpointRequest& req);
+
 /// Checkpoints the container into the catalog of store `root` and returns the
 /// record (kind "memory", runtime "gvisor"). Throws sbx::Error with runsc's
-/// error output when the checkpoint fails; nothing is recorded then.
+/// error output when the checkpoint fails, and refuse_gpu_checkpoint's error
+/// for a sandbox with GPUs; nothing is recorded then.
 SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpointRequest& req);
 
 /// One sandbox restored from a memory snapshot.

@@ -40,6 +40,11 @@ struct DeviceNode {
   uint32_t file_mode = 0666;
   uint32_t uid = 0;
   uint32_t gid = 0;
+  /// (Last, so that brace initialisers of the fields above stay valid.)
+  /// Where the node is on the host, when not at `path` (a CDI hostPath, a
+  /// GPU host root): what a user-namespaced sandbox bind-mounts, since it
+  /// cannot mknod. Empty: `path`.
+  std::string host_path;
 };
 
 /// config.json linux.resources.devices entry (device cgroup rule).

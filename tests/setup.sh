@@ -13,6 +13,10 @@ if [ -n "$missing" ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends $(cat .ci/packages) >/dev/null
 fi
+# runsc (gVisor) from bookworm-backports, pinned so nothing else comes from it.
+bash .ci/runsc-backports.sh
+# Debian 12's own runsc too, for the tests that cover sbx on both (cached; optional).
+tests/old_runsc.sh >/dev/null || echo "setup.sh: tests on the old runsc will be skipped" >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
 # Real OCI test images (busybox, python), built with umoci/skopeo/debootstrap;

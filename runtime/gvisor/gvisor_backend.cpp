@@ -21,6 +21,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "gpu/nvproxy.h"
 #include "oci/runtime_config.h"
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/console_socket.h"
@@ -83,8 +84,14 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   auto nv = spec.annotations.find("dev.sbx.gvisor.nvproxy");
   const bool nvproxy = nv != spec.annotations.end() && nv->second == "true";
   if (!spec.devices.empty() && !nvproxy)
-    throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy, which this runsc does not support; use --runtime native");
+    throw Error("gvisor: device passthrough under gVisor is for NVIDIA GPUs only (--gpus, through runsc --nvproxy); "
+                "for --device use --runtime native");
   const std::string runsc = find_runsc(opts.runsc);
+  // --gpus: the selected /dev/nvidia* nodes are in spec.devices and the driver
+  // files in spec.mounts (gpu/nvidia.h, as on native); runsc --nvproxy takes
+  // the GPUs from those device entries. A runsc without it is refused here too
+  // (the CLI checked already; library callers may not have).
+  if (nvproxy) gpu::require_nvproxy(runsc);
 
   // What killed sandboxes left behind (as the native start does); runsc's own
   // start takes far longer than this scan.
@@ -339,7 +346,11 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // Sentry, a stub, or (while it sets the sandbox up inside the cgroup) runsc
   // itself; each ends the sandbox, and runsc then reports a SIGKILL or its own
   // failure (128). Reported as on the native backend: 137, "out of memory".
-  if (oom_kills > 0 && (st.signal == SIGKILL || (WIFEXITED(status) && st.exit_code == 128))) {
+  // runsc 20240729 (systrap platform) survives the kill of a stub process,
+  // the host process holding one application process's memory: that
+  // process then ends with status 1, no signal, so any failure after an OOM
+  // kill counts (as a long-lived sandbox's monitor counts any OOM kill).
+  if (oom_kills > 0 && (st.signal == SIGKILL || (WIFEXITED(status) && st.exit_code != 0))) {
     st.oom_killed = true;
     st.signal = SIGKILL;
     st.exit_code = 128 + SIGKILL;

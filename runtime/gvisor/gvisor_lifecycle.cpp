@@ -28,6 +28,7 @@
 #include "runtime/linux/console_socket.h"
 #include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/gvisor/gvisor_bundle.h"
+#include "runtime/gvisor/runsc_features.h"
 #include "runtime/native/holder.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native/native_backend.h"
@@ -492,12 +493,18 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   if (!spec.devices.empty())
     throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy; use --runtime native");
   if (spec.process.terminal) throw Error("gvisor: -t is not supported by 'sbx create --runtime gvisor'");
-  if (spec.disk_bytes)
-    throw Error("gvisor: --disk works with 'sbx run --runtime gvisor' only: a long-lived gVisor sandbox keeps its "
-                "writes in runsc's memory overlay (so checkpoints include them), which this runsc cannot bound; "
-                "bound it with --memory, or use --runtime native");
   GvisorLaunch launch;
   launch.runsc = find_runsc(runsc_path);
+  // A long-lived sandbox keeps its writes in runsc's memory overlay, so that
+  // checkpoints include them. Bounding that overlay needs --overlay2's size
+  // option (RunscFeatures::overlay_size), which no Debian runsc has yet
+  // (20221219 and 20240729 reject "root:memory,size=N"); until one does the
+  // writes count against --memory and --disk is refused here.
+  if (spec.disk_bytes)
+    throw Error("gvisor: --disk works with 'sbx run --runtime gvisor' only: a long-lived gVisor sandbox keeps its "
+                "writes in runsc's memory overlay (so checkpoints include them), and " + launch.runsc + " (" +
+                runsc_features(launch.runsc).version + ") cannot bound it (no --overlay2 size option); "
+                "bound it with --memory, or use --runtime native");
   launch.layer_dirs = spec.layer_dirs;
   launch.image = spec.image_id.empty() ? spec.image_ref : spec.image_id;
   launch.timeout_ms = spec.timeout.count();
@@ -647,17 +654,20 @@ int exec_in_gvisor(const std::string& dir, const SandboxState& st, const Sandbox
 int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req,
                       int in_fd, int out_fd, int err_fd) {
   if (req.args.empty()) throw Error("sbx exec: give a COMMAND");
-  // Debian's runsc (20221219) does not give `exec --process` a pty of its own
-  // through --console-socket reliably: the command's terminal is runsc exec's
-  // own stdio, so without a terminal there its output is lost (status 1).
-  // Refuse rather than lose output, as docker refuses -it without a TTY.
-  if (req.tty && (::isatty(0) == 0 || ::isatty(1) == 0))
-    throw Error("sbx exec -t on a gVisor sandbox needs a terminal on stdin and stdout (this runsc loses the "
-                "command's output otherwise); run it from a terminal, or drop -t",
-                0, kExitSbxFailed);
   if (!state_alive(st) || fs::exists(dir + "/end"))
     throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
   GvisorLaunch l = read_gvisor_meta(dir);
+  // Debian 12's runsc (20221219) does not give `exec --process` a pty of its
+  // own through --console-socket reliably: the command's terminal is runsc
+  // exec's own stdio, so without a terminal there its output is lost (status
+  // 1); bookworm-backports' 20240729 still does in about half the runs.
+  // Refuse rather than lose output, as docker refuses -it without a TTY,
+  // unless the runsc is known to be fixed (exec_tty: runtime/gvisor/runsc_features.h).
+  if (req.tty && (::isatty(0) == 0 || ::isatty(1) == 0) && !runsc_features(l.runsc).exec_tty)
+    throw Error("sbx exec -t on a gVisor sandbox needs a terminal on stdin and stdout with " + l.runsc + " (" +
+                    runsc_features(l.runsc).version +
+                    ": it loses the command's output otherwise); run it from a terminal, or drop -t",
+                0, kExitSbxFailed);
   touch_activity(dir.c_str());
 
   // The process exactly as native exec computes it (runtime/native/exec.cpp).

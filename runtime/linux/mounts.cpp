@@ -399,7 +399,7 @@ UsernsSystem prepare_system_in_userns(const SandboxSpec& spec, const std::string
     u.devices.emplace_back(in_sandbox, fd);
   };
   for (const char* d : {"null", "zero", "full", "random", "urandom", "tty"}) add(std::string("/dev/") + d, std::string("/dev/") + d);
-  for (const auto& d : spec.devices) add(d.path, d.path);
+  for (const auto& d : spec.devices) add(d.host_path.empty() ? d.path : d.host_path, d.path);
   return u;
 }
 

@@ -6,7 +6,8 @@
 # does not), ELF libraries built with cc (libcuda.so.<ver> whose cuInit returns
 # 42), an ld.so.cache written by the real ldconfig, and a stand-in nvidia-smi.
 # It checks what the real runtime makes of the SandboxSpec: nodes, cgroup
-# rules, read-only mounts, ldconfig in the sandbox, env, errors.
+# rules, read-only mounts, ldconfig in the sandbox, env, errors; and, for
+# --runtime gvisor, what sbx hands runsc (--nvproxy) or why it refuses.
 #
 #   SBX=build/sbx ROOTFS=<unpacked glibc rootfs with python3> tests/gpu/fake_host_e2e.sh
 # Without ROOTFS it unpacks $SBX_IMAGES/python-oci (default tests/images/out)
@@ -17,6 +18,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 SBX=$(readlink -f "${SBX:-build/sbx}")
 work=$(mktemp -d /tmp/sbx-gpu-fake.XXXXXX)
+# Traversable by the sandbox's unprivileged host ids: under its user namespace
+# sbx binds the fake host's nodes from there, as from a real host's /dev.
+chmod 755 "$work"
 cleanup() {
   findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
   rm -rf "$work"
@@ -96,6 +100,36 @@ devices:
 YAML
 out=$(sbx run --rootfs "$ROOTFS" --device example.com/fake=one -- sh -c 'ls -l /dev/fake-one; echo $FAKE_DEVICE' 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -q '235, *1' <<<"$out" && grep -q '^one$' <<<"$out" && pass "CDI --device example.com/fake=one: node 235:1 and env" || fail "CDI: rc=$rc $out"
+
+# --- gVisor: --gpus through runsc --nvproxy ------------------------------------
+# The fake tree fools sbx's discovery but not runsc: nvproxy opens the host's
+# real /dev/nvidiactl, and this machine has no GPU. So what is checked here is
+# sbx's side: a runsc without nvproxy is refused before anything starts, and
+# with one sbx hands runsc --nvproxy and the selected devices (runsc then fails
+# in its nvproxy setup, finding no driver) and leaves nothing behind. The
+# real run is tests/gpu/verify_on_gpu_host.sh's gVisor pass.
+old_runsc=${SBX_OLD_RUNSC:-/var/cache/sbx-test/runsc-20221219/runsc}
+if [ -x "$old_runsc" ]; then
+  out=$(sbx run --runtime gvisor --runsc "$old_runsc" --rootfs "$ROOTFS" --gpus 0 -- true 2>&1); rc=$?
+  [ $rc -eq 125 ] && grep -q 'needs runsc with nvproxy support' <<<"$out" && grep -q '20221219' <<<"$out" &&
+    pass "gvisor --gpus on runsc 20221219 (no nvproxy): exit 125, $out" || fail "gvisor --gpus on the old runsc: rc=$rc $out"
+else
+  echo "SKIP: no old runsc at $old_runsc (tests/old_runsc.sh fetches it)"
+fi
+new_runsc=$(command -v runsc || true)
+if [ -n "$new_runsc" ] && "$SBX" info --runsc "$new_runsc" 2>/dev/null | grep -q 'nvproxy yes'; then
+  out=$(sbx --log-level debug run --runtime gvisor --runsc "$new_runsc" --rootfs "$ROOTFS" --gpus 0 -- true 2>&1); rc=$?
+  echo "--- sbx run --runtime gvisor --gpus 0 on the fake host (rc=$rc):"; echo "$out" | tail -5; echo "---"
+  [ $rc -eq 125 ] && grep -qi 'nvproxy\|nvidia' <<<"$out" &&
+    pass "gvisor --gpus 0 with nvproxy: runsc got --nvproxy and failed in its GPU setup (no real driver here): exit 125" ||
+    fail "gvisor --gpus 0 with nvproxy: rc=$rc $out"
+  out=$(sbx run --runtime gvisor --runsc "$new_runsc" --rootfs "$ROOTFS" --device example.com/fake=one -- true 2>&1); rc=$?
+  [ $rc -eq 125 ] && grep -q 'NVIDIA GPUs only' <<<"$out" && pass "gvisor --device (CDI): refused, $out" || fail "gvisor --device: rc=$rc $out"
+  [ -z "$(find "$work/run" -mindepth 1 -maxdepth 1 -regextype egrep -regex '.*/[0-9a-f]{64}')" ] &&
+    pass "gvisor: no sandbox state left in the run root" || fail "gvisor: state left: $(ls "$work/run")"
+else
+  echo "SKIP: no runsc with nvproxy on PATH (.ci/runsc-backports.sh installs one)"
+fi
 
 left=$(findmnt -rn -o TARGET | grep -F "$work/")
 [ -z "$left" ] && pass "no mounts left behind" || fail "mounts left: $left"

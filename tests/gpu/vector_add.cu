@@ -20,7 +20,7 @@ __global__ void add(const float* a, const float* b, float* c, int n) {
   } while (0)
 
 int main() {
-  const int n = 1 << 20;
+  const int n = 1 << 24;  // 2^24 floats (64 MiB per vector), checked on the host side
   int count = 0;
   CHECK(cudaGetDeviceCount(&count));
   cudaDeviceProp prop{};

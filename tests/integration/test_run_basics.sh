@@ -110,4 +110,16 @@ run $BB sh -c 'echo changed >/etc/passwd; rm /bin/ls'
 out=$(run $BB sh -c 'grep -c root /etc/passwd; ls / >/dev/null && echo ls-ok')
 check "changes do not persist between sandboxes" test "$out" = "$(printf '1\nls-ok')"
 
+# --- sbx info: the runsc found and what it can do (runtime/gvisor/runsc_features.h) ---
+# Both releases where both exist: the current one (bookworm-backports) and
+# Debian 12's own (tests/old_runsc.sh); the answer must agree with `runsc flags`.
+for rs in "$(command -v runsc)" "${SBX_OLD_RUNSC:-/var/cache/sbx-test/runsc-20221219/runsc}"; do
+  [ -x "$rs" ] || { echo "SKIP: sbx info features: no runsc at '$rs' (tests/old_runsc.sh fetches the old one)"; continue; }
+  ver=$("$rs" --version | head -1)
+  if "$rs" flags 2>&1 | grep -qE '^ +-nvproxy$'; then want=true; yn=yes; else want=false; yn=no; fi
+  got=$($SBX info --json --runsc "$rs" | python3 -c 'import json,sys; print(str(json.load(sys.stdin)["runtimes"]["gvisor"]["features"]["nvproxy"]).lower())')
+  check "sbx info --json --runsc ($ver): features.nvproxy=$got, as 'runsc flags' says" test "$got" = "$want"
+  check "sbx info --runsc ($ver): names the version and 'nvproxy $yn'" bash -c "'$SBX' info --runsc '$rs' | grep -qE 'gvisor: .*${ver}; nvproxy $yn, overlay-size (yes|no), exec-tty (yes|no)'"
+done
+
 finish

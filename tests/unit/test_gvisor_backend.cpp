@@ -106,7 +106,7 @@ TEST_CASE("gvisor backend runs commands under real runsc and leaves nothing behi
 TEST_CASE("gvisor backend refuses what it cannot honour") {
   BusyboxLayers b;
   auto s = spec_for(b, {"true"});
-  s.devices.push_back({"/dev/nvidia0", 'c', 195, 0, 0666, 0, 0});
+  s.devices.push_back({"/dev/nvidia0", 'c', 195, 0, 0666, 0, 0, ""});
   CHECK_THROWS_WITH_AS(runtime::run_gvisor(s, {"", b.base + "/run"}), doctest::Contains("nvproxy"), Error);
   CHECK_THROWS_WITH_AS(runtime::find_runsc("/nonexistent/runsc"), doctest::Contains("--runsc"), Error);
 }

@@ -25,7 +25,7 @@ static SandboxSpec sample_spec() {
   s.hostname = "box";
   s.readonly_rootfs = true;
   s.mounts = {{"/data", "bind", "/srv/data", {"rbind", "ro"}}, {"/tmp", "tmpfs", "tmpfs", {"size=64m"}}};
-  s.devices = {{"/dev/nvidia0", 'c', 195, 0, 0666, 0, 0}};
+  s.devices = {{"/dev/nvidia0", 'c', 195, 0, 0666, 0, 0, ""}};
   s.resources.memory_bytes = 256 << 20;
   s.resources.cpus = 1.5;
   s.resources.pids_limit = 1024;

@@ -295,3 +295,44 @@ TEST_CASE("gvisor memory snapshot of a python process on the python image") {
   fx.live.clear();
   CHECK(stdfs::is_empty(run_root));
 }
+
+// A gVisor sandbox with GPUs (runsc --nvproxy) cannot be checkpointed: runsc
+// cannot save GPU state. sbx refuses before writing anything. No GPU exists on
+// the test machine, so the sandbox is described the way sbx records one (its
+// runsc flags and bundle config); the refusal happens before runsc is run.
+TEST_CASE("gvisor checkpoint of a sandbox with GPUs is refused, nothing written") {
+  test::TempDir t("ckpt-gpu");
+  const std::string root = t.path + "/store", bundle = t.path + "/bundle";
+  fs::mkdir_p(bundle, 0700);
+  snapshot::GvisorCheckpointRequest req;
+  req.runsc = "/nonexistent/runsc";  // never reached
+  req.runsc_root = t.path + "/runsc";
+  req.container_id = test::fake_id('a');
+  req.bundle = bundle;
+  req.name = "gpu-ckpt";
+  SUBCASE("started with --nvproxy") {
+    fs::write_file_atomic(bundle + "/config.json", R"({"ociVersion":"1.0.2","linux":{}})", 0600);
+    req.runsc_flags = {"--network=none", "--overlay2=root:memory", "--nvproxy"};
+  }
+  SUBCASE("an NVIDIA device in its config") {
+    fs::write_file_atomic(bundle + "/config.json",
+                          R"({"linux":{"devices":[{"path":"/dev/nvidiactl","type":"c","major":195,"minor":255}]}})", 0600);
+    req.runsc_flags = {"--network=none"};
+  }
+  CHECK_THROWS_WITH_AS(snapshot::checkpoint_gvisor(root, req), doctest::Contains("runsc cannot save GPU state"), Error);
+  CHECK_THROWS_WITH_AS(snapshot::checkpoint_gvisor(root, req), doctest::Contains("nothing was written"), Error);
+  CHECK(!stdfs::exists(root + "/snapshots"));  // no half-written snapshot, no catalog entry
+}
+
+TEST_CASE("refuse_gpu_checkpoint lets a sandbox without GPUs through") {
+  test::TempDir t("ckpt-nogpu");
+  fs::write_file_atomic(t.path + "/config.json",
+                        R"({"linux":{"devices":[{"path":"/dev/fuse","type":"c","major":10,"minor":229}]}})", 0600);
+  snapshot::GvisorCheckpointRequest req;
+  req.container_id = test::fake_id('b');
+  req.bundle = t.path;
+  req.runsc_flags = {"--network=none", "--overlay2=root:memory"};
+  CHECK_NOTHROW(snapshot::refuse_gpu_checkpoint(req));
+  fs::write_file_atomic(t.path + "/config.json", "{not json", 0600);
+  CHECK_THROWS_WITH_AS(snapshot::refuse_gpu_checkpoint(req), doctest::Contains("is corrupt"), Error);
+}

@@ -2,6 +2,7 @@
 #pragma once
 #include <doctest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -41,6 +42,17 @@ inline std::string runsc_or_skip() {
     MESSAGE("skipped: " << e.what());
     return "";
   }
+}
+
+/// Debian 12's own runsc (0.0~20221219: no --nvproxy, the exec -t bug), for
+/// tests that cover sbx on both runsc releases: $SBX_OLD_RUNSC, else where
+/// tests/old_runsc.sh caches it; "" after a MESSAGE "skipped: ..." without one.
+inline std::string old_runsc_or_skip() {
+  const char* e = std::getenv("SBX_OLD_RUNSC");
+  std::string p = e && *e ? e : "/var/cache/sbx-test/runsc-20221219/runsc";
+  if (::access(p.c_str(), X_OK) == 0) return p;
+  MESSAGE("skipped: no old runsc at " << p << " (run tests/old_runsc.sh as root, or set SBX_OLD_RUNSC)");
+  return "";
 }
 
 }  // namespace sbx::test
