@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <exception>
 
@@ -60,6 +61,10 @@ size_t on_body(char* p, size_t size, size_t n, void* ud) {
       }
       c->started = true;
       c->req->sink(std::string_view(p, len));
+    } else if (c->req->sink) {
+      // An error answer to a streamed request: keep its start for the message.
+      size_t room = c->req->max_body > c->resp->body.size() ? c->req->max_body - c->resp->body.size() : 0;
+      c->resp->body.append(p, std::min(room, len));
     } else {
       if (c->resp->body.size() + len > c->req->max_body) {
         c->too_big = true;

@@ -361,7 +361,9 @@ ImageRecord resolve_or_pull(Store& store, const std::string& ref, PullPolicy pol
     try {
       return store.resolve(ref);
     } catch (const Error&) {
-      if (!qualified && !policy_explicit) throw;  // a short name: no network unless asked
+      if (!qualified && !policy_explicit)  // a short name: no network unless asked
+        throw Error("image '" + ref + "' not found in the store; to pull it from Docker Hub run 'sbx pull " + ref +
+                    "' (or add --pull=missing), or import it with 'sbx import'");
     }
     return pull_image(store, ref, opts);
   }

@@ -1,6 +1,7 @@
 // The distribution-spec client (see oci/registry_client.h).
 #include "oci/registry_client.h"
 
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -137,7 +138,8 @@ bool is_loopback_registry(const std::string& registry) {
     return host == "::1";
   }
   host = host.substr(0, host.find(':'));
-  return host == "localhost" || host.rfind("127.", 0) == 0;
+  in_addr a;  // a real IPv4 address in 127.0.0.0/8, not "127.0.0.1.example.com"
+  return host == "localhost" || (::inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127);
 }
 
 RegistryClient::RegistryClient(RemoteRef ref, std::string actions, RegistryOptions opts)
