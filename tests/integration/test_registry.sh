@@ -139,6 +139,39 @@ out=$("$SBX" --root "$T/root5" --run-root "$T/run" run --rm "$R/snap/img:v1" -- 
 [ "$out" = from-snapshot ] || fail "snapshot pushed and pulled back reads '$out'"
 pass "push of a snapshot, pulled back and run"
 
+# An OCI index with two platforms (the same manifest listed for linux/amd64 and
+# linux/arm64; PUT with curl): the host's is picked, an absent one is a clear error.
+msize=$(stat -c %s "$IMAGES/busybox-oci/blobs/sha256/$man")
+cat >"$T/index.json" <<JSON
+{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[
+ {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:$man","size":$msize,"platform":{"os":"linux","architecture":"arm64","variant":"v8"}},
+ {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:$man","size":$msize,"platform":{"os":"linux","architecture":"amd64"}}]}
+JSON
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Content-Type: application/vnd.oci.image.index.v1+json" \
+  --data-binary @"$T/index.json" "http://$R/v2/busybox/manifests/multi")
+[ "$code" = 201 ] || fail "PUT of the test index: HTTP $code"
+if [ "$(uname -m)" = x86_64 ]; then
+  id=$("$SBX" --root "$T/root9" pull -q "$R/busybox:multi") || fail "pull of a two-platform index"
+  [ "$id" = "$ID" ] || fail "index pull gave $id"
+fi
+id=$("$SBX" --root "$T/root9" pull -q --platform linux/arm64 "$R/busybox:multi") || fail "pull --platform linux/arm64"
+set +e
+"$SBX" --root "$T/root9" pull -q --platform linux/s390x "$R/busybox:multi" >/dev/null 2>"$T/err"; rc=$?
+set -e
+[ $rc = 125 ] && grep -q "no image for linux/s390x (it has: linux/arm64/v8, linux/amd64)" "$T/err" ||
+  fail "absent platform: rc $rc, $(cat "$T/err")"
+pass "image index: the host's platform picked, --platform honoured, an absent platform named"
+
+# The python image: pulled on run, and python runs.
+if [ -d "$IMAGES/python-oci" ]; then
+  skopeo copy -q --dest-tls-verify=false "oci:$IMAGES/python-oci:latest" "docker://$R/python:3" >/dev/null
+  out=$("$SBX" --root "$T/root10" --run-root "$T/run" run --rm "$R/python:3" -- python3 -c 'print(6*7)' 2>/dev/null)
+  [ "$out" = 42 ] || fail "python pulled on run printed '$out'"
+  pass "python image pulled on run, python3 runs"
+else
+  echo "skip: $IMAGES/python-oci not built"
+fi
+
 # Two pulls of the same image at once into one empty store: both succeed, one image.
 "$SBX" --root "$T/root6" pull -q "$R/busybox" >"$T/a" 2>&1 &
 a=$!
@@ -204,6 +237,49 @@ S logout "$R2" >/dev/null 2>&1; rc=$?
 set -e
 [ $rc = 125 ] || fail "logout when not logged in: rc $rc"
 pass "push with Basic auth; logout removes the entry"
+
+# --- Bearer tokens: a token server of our own (tests/integration/token_server.py)
+# whose JWTs the registry checks against a test certificate (auth.token).
+mkdir -p "$T/tok"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=sbx token signer" \
+  -keyout "$T/tok/key.pem" -out "$T/tok/cert.pem" 2>/dev/null
+python3 "$SRC/tests/integration/token_server.py" "$T/tok/key.pem" "$T/tok/cert.pem" sbx-test-issuer \
+  tester s3cret-pw "$T/tok/port" "$T/tok/log" &
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$T/tok/port" ] && break; sleep 0.05; done
+P3=$(free_port)
+R3=127.0.0.1:$P3
+start_registry bearer "$P3" "auth:
+  token:
+    realm: http://127.0.0.1:$(cat "$T/tok/port")/token
+    service: sbx-test-registry
+    issuer: sbx-test-issuer
+    rootcertbundle: $T/tok/cert.pem"
+# Its storage starts as a copy of the plain registry's (busybox is in it).
+mkdir -p "$T/bearer/storage"
+cp -a "$T/plain/storage/." "$T/bearer/storage/"
+: >"$T/tok/log"
+id=$("$SBX" --root "$T/rb1" pull -q "$R3/busybox" 2>"$T/err") || fail "anonymous Bearer pull: $(cat "$T/err")"
+[ "$id" = "$ID" ] || fail "Bearer pull gave $id"
+[ "$(grep -c '^anonymous repository:busybox:pull' "$T/tok/log")" = 1 ] ||
+  fail "want one anonymous token for the whole pull (reused): $(cat "$T/tok/log")"
+pass "anonymous Bearer-token pull, one token reused for every request"
+set +e
+S push -q "$R/busybox" "$R3/anon/busybox:v1" >/dev/null 2>"$T/err"; rc=$?
+set -e
+[ $rc = 125 ] && grep -q "sbx login" "$T/err" || fail "anonymous push: rc $rc, $(cat "$T/err")"
+set +e
+echo nope | S login -u tester --password-stdin "$R3" >/dev/null 2>"$T/err"; rc=$?
+set -e
+[ $rc = 125 ] && grep -qi "wrong user name or password" "$T/err" || fail "Bearer bad password: rc $rc, $(cat "$T/err")"
+echo s3cret-pw | S login -u tester --password-stdin "$R3" >/dev/null || fail "Bearer login"
+: >"$T/tok/log"
+dig=$(S push -q "$R/busybox" "$R3/team/busybox:v1") || fail "push with a Bearer token"
+grep -q "^tester repository:team/busybox:pull,push" "$T/tok/log" || fail "push token request: $(cat "$T/tok/log")"
+id=$("$SBX" --root "$T/rb2" pull -q "$R3/team/busybox:v1") || fail "pull back from the Bearer registry"
+[ "$id" = "$ID" ] || fail "Bearer pull back gave $id"
+S logout "$R3" >/dev/null
+pass "Bearer: wrong password refused (125), login, push with a pull,push token, pull back"
 
 # --- faults: tests/integration/fake_registry.py.
 start_fake() {  # MODE
