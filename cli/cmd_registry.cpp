@@ -126,7 +126,7 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
   // sbx pull [--platform P] [-q] [--json] REF
   {
     auto* cmd = app.add_subcommand("pull", "Pull an image from a registry into the store");
-    static std::string ref, platform;
+    static std::string ref, platform, conf = "/etc/containers/registries.conf";
     static bool quiet = false;
     static int jobs = 3;
     static RegistryFlags rf;
@@ -135,6 +135,9 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_option("--platform", platform, "os/arch[/variant] to pick from a multi-platform image (default: the host's)");
     cmd->add_flag("-q,--quiet", quiet, "No progress output; print only the image id");
     cmd->add_flag("--json", g.json, "Progress as JSON lines on stderr (one event a line)");
+    cmd->add_option("--registries-conf", conf,
+                    "registries.conf: search registries for short names, insecure/blocked registries, mirrors")
+        ->capture_default_str();
     cmd->add_option("--jobs", jobs, "Blobs to download at once")->capture_default_str()->check(CLI::Range(1, 16));
     add_registry_flags(cmd, rf);
     cmd->callback([&] {
@@ -144,6 +147,7 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
         o.registry = registry_options(rf);
         o.platform = platform;
         o.jobs = jobs;
+        o.registries_conf = conf;
         o.progress = make_pull_printer(quiet, g.json);
         oci::ImageRecord rec = oci::pull_image(store, ref, o);
         std::cout << rec.id << "\n";

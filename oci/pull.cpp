@@ -22,6 +22,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/digest.h"
+#include "oci/registries_conf.h"
 #include "oci/tree.h"
 
 namespace sbx::oci {
@@ -257,9 +258,11 @@ Desc pick_platform(const json& index, const std::string& platform, const std::st
 
 }  // namespace
 
-ImageRecord pull_image(Store& store, const std::string& text, const PullOptions& opts) {
-  RemoteRef ref = parse_remote_ref(text);
-  RegistryClient client(ref, "pull", opts.registry);
+// One pull from one endpoint: `ref` is where the bytes come from (a mirror
+// perhaps), `local_name` what the image is called in the store.
+ImageRecord pull_one(Store& store, const RemoteRef& ref, const std::string& local_name, const PullOptions& opts,
+                     const RegistryOptions& ropts) {
+  RegistryClient client(ref, "pull", ropts);
   http::Session s;
   client.ping(s);
   std::string platform = opts.platform.empty() ? host_platform() : opts.platform;
@@ -322,7 +325,7 @@ ImageRecord pull_image(Store& store, const std::string& text, const PullOptions&
       if (::link(store.blob_path(dg).c_str(), (dir + "/blobs/sha256/" + digest_hex(dg)).c_str()) < 0 && errno != EEXIST)
         throw_errno("link " + store.blob_path(dg) + " into " + dir);
     ImportOptions io;
-    io.name = ref.local_name();
+    io.name = local_name;
     io.progress = [&](const ImportProgress& ip) {
       if (opts.progress && ip.phase == "unpacking") opts.progress({"unpacking", "", ip.bytes, ip.total, ip.layer, ip.layers});
     };
@@ -337,6 +340,58 @@ ImageRecord pull_image(Store& store, const std::string& text, const PullOptions&
     }
     throw;
   }
+}
+
+ImageRecord pull_image(Store& store, const std::string& text, const PullOptions& opts) {
+  bool qualified = false;
+  RemoteRef ref = parse_remote_ref(text, &qualified);
+  RegistriesConf conf = load_registries_conf(opts.registries_conf);
+  std::vector<RemoteRef> cands;
+  if (qualified) {
+    cands.push_back(ref);
+  } else {  // a short name: each unqualified-search registry in turn (docker.io by default, as docker)
+    for (const auto& reg : conf.search.empty() ? std::vector<std::string>{"docker.io"} : conf.search)
+      cands.push_back(parse_remote_ref(reg + "/" + text));
+  }
+  std::optional<Error> last;
+  for (const auto& c : cands) {
+    const RegistryEntry* entry = conf.find(c.registry, c.repository);
+    if (entry && entry->blocked)
+      throw Error("registry " + c.registry + " is blocked in " + opts.registries_conf + "; not pulling " + c.str());
+    // Mirrors first, then the registry itself (containers-registries.conf(5)).
+    std::vector<std::pair<RemoteRef, bool>> endpoints;  // where, insecure
+    if (entry)
+      for (const auto& m : entry->mirrors) {
+        RemoteRef mr = c;
+        size_t slash = m.location.find('/');
+        mr.registry = m.location.substr(0, slash);
+        // A mirror of "host/ns" at "mirror/other": the part of the repository under the entry moves.
+        std::string rest = (c.registry + "/" + c.repository).substr(entry->location.size());
+        std::string mprefix = slash == std::string::npos ? "" : m.location.substr(slash + 1);
+        if (entry->location == c.registry) rest = "/" + c.repository;
+        mr.repository = (mprefix.empty() ? "" : mprefix) + rest;
+        if (!mr.repository.empty() && mr.repository[0] == '/') mr.repository.erase(0, 1);
+        endpoints.emplace_back(mr, m.insecure);
+      }
+    endpoints.emplace_back(c, entry && entry->insecure);
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      RegistryOptions ro = opts.registry;
+      if (endpoints[i].second) ro.tls_verify = false;
+      try {
+        return pull_one(store, endpoints[i].first, c.local_name(), opts, ro);
+      } catch (const Error& e) {
+        last = e;
+        if (i + 1 < endpoints.size()) {
+          log::info("mirror " + endpoints[i].first.registry + " failed (" + e.what() + "); trying the next");
+          continue;
+        }
+        if (cands.size() > 1 && std::string(e.what()).find("not found on the registry") != std::string::npos) break;
+        throw;
+      }
+    }
+  }
+  if (last) throw Error(std::string(last->what()) + " (searched: unqualified-search-registries in " + opts.registries_conf + ")");
+  throw Error("sbx pull " + text + ": no registry to pull from");
 }
 
 PullPolicy parse_pull_policy(const std::string& s) {
@@ -360,10 +415,12 @@ ImageRecord resolve_or_pull(Store& store, const std::string& ref, PullPolicy pol
   if (policy == PullPolicy::Missing) {
     try {
       return store.resolve(ref);
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      if (std::string(e.what()).find("not found") == std::string::npos) throw;  // e.g. an ambiguous id prefix
       if (!qualified && !policy_explicit)  // a short name: no network unless asked
         throw Error("image '" + ref + "' not found in the store; to pull it from Docker Hub run 'sbx pull " + ref +
-                    "' (or add --pull=missing), or import it with 'sbx import'");
+                        "' (or add --pull=missing), or import it with 'sbx import'",
+                    e.err(), e.exit_code());
     }
     return pull_image(store, ref, opts);
   }

@@ -35,12 +35,18 @@ struct PullOptions {
   RegistryOptions registry;
   std::string platform;  ///< "os/arch[/variant]"; empty: linux/amd64 (the host)
   int jobs = 3;          ///< blobs downloaded at once
+  /// registries.conf (oci/registries_conf.h): search list for short names,
+  /// insecure/blocked registries, mirrors. Empty or absent file: none.
+  std::string registries_conf = "/etc/containers/registries.conf";
   /// Called with events, from one thread at a time.
   std::function<void(const PullEvent&)> progress;
 };
 
 /// Pulls `ref` (e.g. "127.0.0.1:5000/busybox:latest", "python:3.12") into
-/// `store` and names it ref's local name. Returns the stored image. Throws
+/// `store` and names it ref's local name. A short name is looked up in the
+/// unqualified-search-registries of opts.registries_conf in order (default
+/// docker.io); mirrors are tried before their registry; a blocked registry is
+/// refused. Returns the stored image. Throws
 /// sbx::Error (exit code 125) for unreachable registries, auth failures,
 /// unknown images or platforms, schema 1 manifests, digest or size
 /// mismatches, oversize manifests; nothing unverified becomes visible.

@@ -139,6 +139,28 @@ out=$("$SBX" --root "$T/root5" --run-root "$T/run" run --rm "$R/snap/img:v1" -- 
 [ "$out" = from-snapshot ] || fail "snapshot pushed and pulled back reads '$out'"
 pass "push of a snapshot, pulled back and run"
 
+# registries.conf: a short name found through unqualified-search-registries,
+# a mirror used for a registry that is down, a blocked registry refused.
+DEAD=127.0.0.1:$(free_port)  # nothing listens there
+cat >"$T/registries.conf" <<CONF
+unqualified-search-registries = ["$R"]
+[[registry]]
+location = "$DEAD"
+[[registry.mirror]]
+location = "$R"
+CONF
+id=$("$SBX" --root "$T/rc1" pull -q --registries-conf "$T/registries.conf" busybox) || fail "short name via search registries"
+[ "$id" = "$ID" ] || fail "search-registries pull gave $id"
+"$SBX" --root "$T/rc1" images | grep -Eq "^$R/busybox +latest " || fail "short-name pull not named $R/busybox"
+id=$("$SBX" --root "$T/rc2" pull -q --registries-conf "$T/registries.conf" "$DEAD/busybox") || fail "pull through a mirror"
+"$SBX" --root "$T/rc2" images | grep -Eq "^$DEAD/busybox +latest " || fail "mirrored pull not named $DEAD/busybox"
+printf '[[registry]]\nlocation = "%s"\nblocked = true\n' "$R" >"$T/blocked.conf"
+set +e
+"$SBX" --root "$T/rc3" pull -q --registries-conf "$T/blocked.conf" "$R/busybox" >/dev/null 2>"$T/err"; rc=$?
+set -e
+[ $rc = 125 ] && grep -q "blocked" "$T/err" || fail "blocked registry: rc $rc, $(cat "$T/err")"
+pass "registries.conf: search registries, mirror, blocked"
+
 # An OCI index with two platforms (the same manifest listed for linux/amd64 and
 # linux/arm64; PUT with curl): the host's is picked, an absent one is a clear error.
 msize=$(stat -c %s "$IMAGES/busybox-oci/blobs/sha256/$man")

@@ -9,6 +9,7 @@
 #include "common/fs.h"
 #include "oci/auth_config.h"
 #include "oci/pull.h"
+#include "oci/registries_conf.h"
 #include "oci/registry_client.h"
 
 using namespace sbx;
@@ -111,4 +112,39 @@ TEST_CASE("parse_pull_policy takes podman's names") {
   CHECK(parse_pull_policy("never") == PullPolicy::Never);
   CHECK(parse_pull_policy("newer") == PullPolicy::Newer);
   CHECK_THROWS_AS(parse_pull_policy("sometimes"), Error);
+}
+
+TEST_CASE("registries.conf subset: search list, registry entries, mirrors") {
+  RegistriesConf c = parse_registries_conf(R"(# comment
+unqualified-search-registries = ["quay.io", # first
+  "docker.io"]
+[[registry]]
+location = "localhost:5000"
+insecure = true
+[[registry.mirror]]
+location = "mirror.example:5000/cache"
+insecure = false
+[[registry]]
+prefix = "evil.example"
+location = "evil.example"
+blocked = true
+[aliases]
+"x" = "y"
+)",
+                                           "test.conf");
+  REQUIRE(c.search.size() == 2);
+  CHECK(c.search[0] == "quay.io");
+  CHECK(c.search[1] == "docker.io");
+  REQUIRE(c.registries.size() == 2);
+  const RegistryEntry* e = c.find("localhost:5000", "a/b");
+  REQUIRE(e);
+  CHECK(e->insecure);
+  REQUIRE(e->mirrors.size() == 1);
+  CHECK(e->mirrors[0].location == "mirror.example:5000/cache");
+  CHECK(c.find("evil.example", "x")->blocked);
+  CHECK(c.find("evil.example.com", "x") == nullptr);
+  CHECK(c.find("docker.io", "library/python") == nullptr);
+  CHECK_THROWS_AS(parse_registries_conf("[[registry]]\ninsecure = maybe\n", "bad.conf"), Error);
+  CHECK_THROWS_AS(parse_registries_conf("[[registry]]\ninsecure = true\n", "noloc.conf"), Error);
+  CHECK(load_registries_conf("/nonexistent/registries.conf").registries.empty());
 }
