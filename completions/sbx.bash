@@ -22,7 +22,7 @@ _sbx() {
     esac
   done
   case $prev in
-    --root|--run-root|-v|--volume|--env-file|--rootfs|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --root|--run-root|-v|--volume|--env-file|--rootfs|-o|--registries-conf) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
     --network) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;
@@ -53,7 +53,7 @@ _sbx() {
     import|cp) COMPREPLY=($(compgen -f -- "$cur")) ;;
     pull)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "--platform -q --quiet --json --jobs --tls-verify --authfile --cert-dir" -- "$cur"))
+        COMPREPLY=($(compgen -W "--platform -q --quiet --json --jobs --tls-verify --authfile --cert-dir --registries-conf" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "$images" -- "$cur"))
       fi ;;
