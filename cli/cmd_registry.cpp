@@ -74,6 +74,8 @@ PullPrinter make_pull_printer(bool quiet, bool json) {
       if (e.kind == "resolved") std::fprintf(stderr, "Getting image source signatures\n");
       if (e.kind == "blob-exists") std::fprintf(stderr, "Copying blob %s skipped: already exists\n", short_id.c_str());
       if (e.kind == "blob-start") std::fprintf(stderr, "Copying blob %s\n", short_id.c_str());
+      if (e.kind == "blob-mounted")
+        std::fprintf(stderr, "Copying blob %s skipped: mounted from another repository\n", short_id.c_str());
       if (e.kind == "blob-done")
         std::fprintf(stderr, "Copying blob %s done %s\n", short_id.c_str(), units::format_size_si(e.bytes).c_str());
       if (e.kind == "unpacking" && e.bytes == 0) std::fprintf(stderr, "Unpacking layer %d/%d\n", e.layer, e.layers);
@@ -87,7 +89,10 @@ PullPrinter make_pull_printer(bool quiet, bool json) {
       Line& l = st->lines[e.digest];
       l.bytes = e.bytes;
       l.total = e.total;
-      l.status = e.kind == "blob-exists" ? "skipped: already exists" : e.kind == "blob-done" ? "done" : "";
+      l.status = e.kind == "blob-exists"    ? "skipped: already exists"
+                 : e.kind == "blob-mounted" ? "skipped: mounted from another repository"
+                 : e.kind == "blob-done"    ? "done"
+                                            : "";
     } else if (e.kind == "unpacking") {
       st->unpack = "Unpacking layer " + std::to_string(e.layer) + "/" + std::to_string(e.layers) + " " +
                    units::format_size_si(e.bytes) + " / " + units::format_size_si(e.total);

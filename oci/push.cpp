@@ -43,6 +43,17 @@ std::string push_image(Store& store, const std::string& image, const std::string
   auto emit = [&](const PullEvent& e) {
     if (opts.progress) opts.progress(e);
   };
+  // A repository of the same registry the image came from (its names):
+  // the registry can mount blobs from there instead of receiving them again.
+  std::string from_repo;
+  for (const auto& n : rec.names) {
+    try {
+      bool q = false;
+      RemoteRef nr = parse_remote_ref(n, &q);
+      if (q && nr.registry == ref.registry && nr.repository != ref.repository) from_repo = nr.repository;
+    } catch (const Error&) {
+    }
+  }
   for (const auto& [digest, size] : blobs) {
     if (client.has_blob(s, digest)) {
       emit({"blob-exists", digest, size, size});
@@ -52,8 +63,8 @@ std::string push_image(Store& store, const std::string& image, const std::string
     Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (f.fd < 0) throw_errno("open blob " + path + " (re-import the image)");
     emit({"blob-start", digest, 0, size});
-    client.upload_blob(s, digest, f.fd, size);
-    emit({"blob-done", digest, size, size});
+    bool mounted = client.upload_blob(s, digest, f.fd, size, from_repo);
+    emit({mounted ? "blob-mounted" : "blob-done", digest, size, size});
   }
   client.put_manifest(s, ref.tag, media, body);
   std::string digest = "sha256:" + sha256_hex(body);

@@ -1,7 +1,8 @@
 // `sbx push`: an image of the store (imported, pulled or a snapshot) to a
 // registry (OCI distribution-spec "push": blobs first, each skipped when the
-// registry has it (HEAD), else a monolithic POST + PUT ?digest= upload; then
-// the manifest, as stored, under the tag).
+// registry has it (HEAD), else mounted from another repository of the same
+// registry the image was pulled from (POST ?mount=&from=), else a monolithic
+// POST + PUT ?digest= upload; then the manifest, as stored, under the tag).
 #pragma once
 #include <functional>
 #include <string>
@@ -13,7 +14,7 @@ namespace sbx::oci {
 
 struct PushOptions {
   RegistryOptions registry;
-  std::function<void(const PullEvent&)> progress;  ///< blob-exists, blob-start, blob-done, done
+  std::function<void(const PullEvent&)> progress;  ///< blob-exists, blob-start, blob-mounted, blob-done, done
 };
 
 /// Pushes the image `image` (any reference Store::resolve takes) to `dest`

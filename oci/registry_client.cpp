@@ -354,11 +354,16 @@ bool RegistryClient::has_blob(http::Session& s, const std::string& digest) {
   fail("check blob " + digest, r);
 }
 
-void RegistryClient::upload_blob(http::Session& s, const std::string& digest, int fd, uint64_t size) {
-  http::Request post = base("POST", "/v2/" + ref_.repository + "/blobs/uploads/");
+bool RegistryClient::upload_blob(http::Session& s, const std::string& digest, int fd, uint64_t size,
+                                 const std::string& from_repo) {
+  std::string path = "/v2/" + ref_.repository + "/blobs/uploads/";
+  if (!from_repo.empty() && from_repo != ref_.repository)
+    path += "?mount=" + qenc(digest) + "&from=" + qenc(from_repo);  // cross-repository mount
+  http::Request post = base("POST", path);
   std::string empty;
   post.body = &empty;
   http::Response r = send(s, post);
+  if (r.status == 201 && !from_repo.empty()) return true;  // mounted: no bytes to send
   if (r.status != 202) fail("start upload of " + digest, r);
   std::string loc = r.headers["location"];
   if (loc.empty()) throw Error("registry " + ref_.registry + " started an upload but gave no Location");
@@ -372,6 +377,7 @@ void RegistryClient::upload_blob(http::Session& s, const std::string& digest, in
   put.body_size = size;
   r = send(s, put);
   if (r.status != 201) fail("upload blob " + digest, r);
+  return false;
 }
 
 void RegistryClient::put_manifest(http::Session& s, const std::string& tag_or_digest, const std::string& media_type,

@@ -91,7 +91,11 @@ class RegistryClient {
   bool has_blob(http::Session& s, const std::string& digest);
 
   /// Uploads a blob from an open file (monolithic POST + PUT ?digest=).
-  void upload_blob(http::Session& s, const std::string& digest, int fd, uint64_t size);
+  /// With `from_repo` (a repository on the same registry that has the blob)
+  /// it asks for a cross-repository mount first (POST ?mount=&from=); returns
+  /// true when the registry mounted it (nothing was sent).
+  bool upload_blob(http::Session& s, const std::string& digest, int fd, uint64_t size,
+                   const std::string& from_repo = "");
 
   /// PUT a manifest under `tag_or_digest`.
   void put_manifest(http::Session& s, const std::string& tag_or_digest, const std::string& media_type,

@@ -7,6 +7,7 @@ misbehaves as MODE says:
   corrupt          one byte of the largest layer blob flipped (same size)
   truncate-once    the largest blob's first answer is cut in the middle; then fine
   truncate-always  every answer for the largest blob is cut in the middle
+  slow             the largest blob trickles (16 KiB every 0.1 s)
   huge-manifest    the manifest is 8 MiB of JSON
   schema1          the manifest is a Docker schema 1 manifest
 Usage: fake_registry.py LAYOUT_DIR MODE PORT_FILE LOG_FILE
@@ -17,6 +18,7 @@ import json
 import os
 import socketserver
 import sys
+import time
 
 layout, mode, port_file, log_file = sys.argv[1:5]
 index = json.load(open(os.path.join(layout, "index.json")))
@@ -98,6 +100,12 @@ class H(http.server.BaseHTTPRequestHandler):
                 self.wfile.flush()
                 self.close_connection = True
                 self.connection.shutdown(2)
+                return
+            if digest == largest and mode == "slow":
+                for i in range(0, len(body), 16384):
+                    self.wfile.write(body[i:i + 16384])
+                    self.wfile.flush()
+                    time.sleep(0.1)
                 return
             self.wfile.write(body)
             return

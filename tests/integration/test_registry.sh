@@ -129,6 +129,9 @@ sk=$(skopeo inspect --tls-verify=false "docker://$R/pushed/busybox:v1" | json "d
 id=$("$SBX" --root "$T/root4" pull -q "$R/pushed/busybox:v1")
 [ "$id" = "$ID" ] || fail "pull of the pushed image gave $id"
 pass "sbx push, skopeo inspect agrees ($sk), pulled back with the same id"
+n=$(S push "$R/busybox" "$R/mounted/busybox:v1" 2>&1 >/dev/null | grep -c "mounted from another repository" || true)
+[ "$n" = 4 ] || fail "push to another repository of the same registry mounted $n of 4 blobs"
+pass "push mounts the blobs from the repository the image came from"
 
 # Push of a snapshot (an image with a layer sbx made: an overlay upper dir committed).
 mkdir -p "$T/upper"
@@ -382,5 +385,31 @@ out=$("$SBX" --root "$T/rf4" --run-root "$T/run" run --rm "$F/busybox" -- cat /e
 [ "$out" = "this file stays" ] || fail "resumed image runs wrong: '$out'"
 stop_fake
 pass "an interrupted pull leaves no blob or image; the next pull resumes at byte $have"
+
+# Ctrl-C (SIGINT) in the middle of a blob: nothing unverified in the store, no
+# image; the next pull resumes from the partial file.
+: >"$T/fake.log"
+start_fake slow
+# (env --default-signal: bash starts background jobs with SIGINT ignored)
+env --default-signal=INT "$SBX" --root "$T/rf5" pull -q "$F/busybox" >/dev/null 2>&1 &
+pull=$!
+for _ in $(seq 100); do [ -s "$T/rf5/tmp/blob-$LARGEST.partial" ] && break; sleep 0.05; done
+[ -s "$T/rf5/tmp/blob-$LARGEST.partial" ] || fail "slow pull wrote nothing"
+kill -INT $pull
+set +e
+wait $pull; rc=$?
+set -e
+[ $rc != 0 ] || fail "interrupted pull exited 0"
+[ ! -e "$T/rf5/blobs/sha256/$LARGEST" ] || fail "interrupted blob in the store"
+[ "$("$SBX" --root "$T/rf5" images -q | wc -l)" = 0 ] || fail "an image was indexed"
+no_unverified "$T/rf5"
+stop_fake
+: >"$T/fake.log"
+start_fake ok
+id=$("$SBX" --root "$T/rf5" pull -q "$F/busybox") || fail "pull after Ctrl-C"
+[ "$id" = "$ID" ] || fail "pull after Ctrl-C gave $id"
+grep -Eq "GET /v2/busybox/blobs/sha256:$LARGEST bytes=[1-9][0-9]*-" "$T/fake.log" || fail "no resume after Ctrl-C: $(cat "$T/fake.log")"
+stop_fake
+pass "Ctrl-C mid-pull: nothing unverified stored; the next pull resumes"
 
 echo "test_registry: all passed"
