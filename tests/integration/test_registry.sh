@@ -104,6 +104,9 @@ set -e
 [ $rc = 125 ] && grep -q "not found" "$T/err" || fail "--pull=never without the image: rc $rc, $(cat "$T/err")"
 [ ! -e "$T/root3/blobs/sha256/$ID" ] || fail "--pull=never pulled"
 pass "sbx run pulls a missing image (and --pull=never does not)"
+err=$("$SBX" --root "$T/root2" --run-root "$T/run" run --rm --pull=always "$R/busybox" -- true 2>&1 >/dev/null)
+grep -q "skipped: already exists" <<<"$err" || fail "--pull=always did not ask the registry: $err"
+pass "--pull=always checks the registry (blobs already there skipped)"
 
 # A short name that is not in the store is not looked up on docker.io unasked.
 set +e
@@ -111,6 +114,13 @@ set +e
 set -e
 [ $rc = 125 ] && grep -q "not found" "$T/err" || fail "short missing name: rc $rc, $(cat "$T/err")"
 pass "a missing short name fails locally (exit 125, no network)"
+
+# A registry that is not there (a free loopback port).
+set +e
+S pull "127.0.0.1:$(free_port)/busybox" >/dev/null 2>"$T/err"; rc=$?
+set -e
+[ $rc = 125 ] && grep -q "cannot reach registry" "$T/err" || fail "unreachable registry: rc $rc, $(cat "$T/err")"
+pass "unreachable registry: exit 125, clear error"
 
 # Missing image / tag on the registry.
 set +e
@@ -411,5 +421,20 @@ id=$("$SBX" --root "$T/rf5" pull -q "$F/busybox") || fail "pull after Ctrl-C"
 grep -Eq "GET /v2/busybox/blobs/sha256:$LARGEST bytes=[1-9][0-9]*-" "$T/fake.log" || fail "no resume after Ctrl-C: $(cat "$T/fake.log")"
 stop_fake
 pass "Ctrl-C mid-pull: nothing unverified stored; the next pull resumes"
+
+# Two pulls at once of a slow blob: it is fetched once (the per-blob lock);
+# the second pull waits and then finds it in the store.
+: >"$T/fake.log"
+start_fake slow
+"$SBX" --root "$T/rf6" pull -q "$F/busybox" >"$T/a" 2>&1 &
+a=$!
+"$SBX" --root "$T/rf6" pull -q "$F/busybox" >"$T/b" 2>&1 &
+b=$!
+wait $a || fail "concurrent slow pull 1: $(cat "$T/a")"
+wait $b || fail "concurrent slow pull 2: $(cat "$T/b")"
+n=$(grep -c "^GET /v2/busybox/blobs/sha256:$LARGEST" "$T/fake.log" || true)
+[ "$n" = 1 ] || fail "the blob was fetched $n times by two concurrent pulls"
+stop_fake
+pass "two concurrent pulls fetch each blob once"
 
 echo "test_registry: all passed"
