@@ -12,6 +12,10 @@ namespace CLI {
 class App;
 }
 
+namespace sbx::oci {
+struct PullEvent;
+}
+
 namespace sbx::cli {
 
 /// Options every command shares.
@@ -41,5 +45,12 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action);
 void register_create_command(CLI::App& app, Globals& g, Action& action);
 /// snapshot, snapshot-dir, snapshots (rm, extract, prune), export, checkpoint, restore.
 void register_snapshot_commands(CLI::App& app, Globals& g, Action& action);
+/// pull, push, login, logout (cli/cmd_registry.cpp).
+void register_registry_commands(CLI::App& app, Globals& g, Action& action);
+
+/// A pull/push progress printer for stderr: per-blob lines redrawn on a
+/// terminal, plain lines otherwise, JSON lines with `json`, nothing with `quiet`.
+using PullPrinter = std::function<void(const oci::PullEvent&)>;
+PullPrinter make_pull_printer(bool quiet, bool json);
 
 }  // namespace sbx::cli

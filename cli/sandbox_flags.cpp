@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "oci/pull.h"
 #include "oci/store.h"
 #include "runtime/backends.h"
 #include "runtime/image_config.h"
@@ -135,6 +136,11 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
                  "native (namespaces, the default) or gvisor (runsc); default from $SBX_RUNTIME")
       ->envname("SBX_RUNTIME")
       ->capture_default_str();
+  cmd.add_option("--pull", f->pull,
+                 "Pull the image: missing (when not in the store and the name has a registry), always, never, newer")
+      ->check(CLI::IsMember({"missing", "always", "never", "newer"}))
+      ->each([f](const std::string&) { f->pull_set = true; })
+      ->capture_default_str();
   cmd.add_option("--runsc", f->runsc, "Path to runsc for --runtime gvisor (default: from $PATH)");
 }
 
@@ -168,7 +174,9 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
     args.erase(args.begin());
     if (!args.empty() && args[0] == "--") args.erase(args.begin());
     oci::Store store(g.root);
-    oci::ImageRecord rec = store.resolve(spec.image_ref);
+    oci::PullOptions po;
+    po.progress = make_pull_printer(false, false);
+    oci::ImageRecord rec = oci::resolve_or_pull(store, spec.image_ref, oci::parse_pull_policy(f.pull), f.pull_set, po);
     spec.image_id = rec.id;
     spec.layer_dirs = store.layer_dirs(rec);
     image = rec.config;

@@ -27,6 +27,8 @@ struct SandboxFlags {
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint, disk;
   std::string userns = "auto";
   std::string runtime = "native", runsc;
+  std::string pull = "missing";  ///< --pull: missing|always|never|newer (oci/pull.h)
+  bool pull_set = false;
   std::optional<double> cpus;
   int64_t pids_limit = 1024;
   bool read_only = false, entrypoint_set = false, workdir_set = false, user_set = false;
