@@ -68,6 +68,8 @@ int run(const Globals& g, RunFlags& f) {
   SandboxSpec spec = build_spec(g, f.sandbox, bo);
   spec.stdin_open = f.interactive;
   apply_gpu_options(f.gpu, spec);
+  // --name: validated and unique among live sandboxes, as create's.
+  runtime::ScopedName name(g.run_root, spec.name, spec.id);
   // --mount-snapshot: a private, writable copy of each directory snapshot,
   // removed when the run ends (or by 'sbx gc' after a crash).
   SnapshotCopies copies(g.run_root, spec.id);

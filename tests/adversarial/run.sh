@@ -543,6 +543,92 @@ case_created() {  # long-lived sandboxes: the same probes through `sbx exec`, an
   "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1 || fail created "rm -f"
 }
 
+# ---------------------------------------------------- issue 22, items 3-5 ---
+case_vsock() {  # AF_VSOCK reaches a VM's hypervisor beside --network none: refused (docker's profile)
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe vsock
+  probe_ok vsock && pass vsock "$(grep -o 'vsock: .*' "$T/out/last" | head -1)"
+}
+
+case_ids() {  # -u / image User "4294967295" is (uid_t)-1, "unchanged" to setresuid: it ran as root
+  local u ok=1
+  for u in 4294967295 4294967296 0:4294967295 99999999999999999999 -1; do
+    sb -u "$u" "${IMG[@]}" -- id
+    local rc=$(cat "$T/out/rc")
+    if [ "$rc" != 125 ] || ! grep -qE 'invalid|unable to find user' "$T/out/last"; then
+      fail bad-ids "-u $u: rc=$rc: $(head -2 "$T/out/last" | tr '\n' ' ')"; ok=0
+    fi
+  done
+  # An image whose /etc/passwd gives a user that id.
+  mkbusybox "$T/bbid" || { fail bad-ids "cannot unpack busybox"; return; }
+  echo 'evil:x:4294967295:0::/:/bin/sh' >>"$T/bbid/etc/passwd"
+  sb -u evil --rootfs "$T/bbid" -- id
+  if [ "$(cat "$T/out/rc")" != 125 ]; then fail bad-ids "passwd uid 4294967295: rc=$(cat "$T/out/rc"): $(head -2 "$T/out/last" | tr '\n' ' ')"; ok=0; fi
+  if [ "$runtime" = native ] && [ "${IMG[0]}" = busybox ]; then
+    local uflag=() id
+    [ $userns_host = 1 ] && uflag=(--userns host)
+    id=$("$SBX" --root "$R" --run-root "$RR" create "${uflag[@]}" busybox 2>/dev/null)
+    "$SBX" --root "$R" --run-root "$RR" exec -u 4294967295 "$id" id >"$T/out/last" 2>&1
+    local rc=$?
+    [ $rc = 125 ] || { fail bad-ids "exec -u 4294967295: rc=$rc: $(head -1 "$T/out/last")"; ok=0; }
+    "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1
+  fi
+  rm -rf "$T/bbid"
+  [ $ok = 1 ] && pass bad-ids "4294967295, 2^32, gid 4294967295, overflow, -1 and a passwd entry refused (exit 125)"
+}
+
+case_names() {  # run --name is validated as create --name: no path, no newline, unique among live sandboxes
+  local ok=1 n
+  for n in '../../x' $'a\nb' '/abs' '.hidden' 'a/b'; do
+    sb --name "$n" "${IMG[@]}" -- true
+    [ "$(cat "$T/out/rc")" = 125 ] || { fail names "run --name $(printf %q "$n"): rc=$(cat "$T/out/rc")"; ok=0; }
+  done
+  [ -e "$RR/../x" ] && { fail names "a name made $RR/../x"; ok=0; }
+  "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --name "dup$marker" "${IMG[@]}" -- sleep 20 >/dev/null 2>&1 &
+  local bg=$! i
+  for i in $(seq 100); do [ -e "$RR/.names/dup$marker" ] && break; sleep 0.05; done
+  sb --name "dup$marker" "${IMG[@]}" -- true
+  if [ "$(cat "$T/out/rc")" != 125 ] || ! grep -q 'already used' "$T/out/last"; then
+    fail names "a second live run took the name: rc=$(cat "$T/out/rc"): $(head -1 "$T/out/last")"; ok=0
+  fi
+  kill "$bg" 2>/dev/null; wait "$bg" 2>/dev/null
+  sb --name "dup$marker" "${IMG[@]}" -- true
+  [ "$(cat "$T/out/rc")" = 0 ] || { fail names "the name was not free after its run ended: $(head -1 "$T/out/last")"; ok=0; }
+  [ $ok = 1 ] && pass names "'../../x', newline, '/', '.x', 'a/b' refused; a live run's name refused to a second run, free after it"
+}
+
+case_mount_errors() {  # the real error of a failed mount reaches the user (it was ECONNRESET)
+  local ok=1 a i
+  for a in "--tmpfs /bin/sh" "--tmpfs /etc/passwd" "-v $T/vol:/proc/sys/x" "--tmpfs /sys/x" "-v /etc/hostname:/bin"; do
+    for i in 1 2 3 4; do
+      # shellcheck disable=SC2086
+      sb $a "${IMG[@]}" -- true
+      local rc=$(cat "$T/out/rc")
+      [ "$rc" = 0 ] && continue  # (gVisor may accept it)
+      if grep -q ECONNRESET "$T/out/last" || ! grep -q 'sbx: error: ' "$T/out/last"; then
+        fail mount-errors "$a: rc=$rc: $(head -1 "$T/out/last")"; ok=0; break
+      fi
+    done
+  done
+  [ $ok = 1 ] && pass mount-errors "each failed mount reported its own error ($(head -1 "$T/out/last" | cut -c1-80))"
+}
+
+case_snapshot_symlink() {  # a symlink's target is data: /bad -> ../x does not fail a snapshot
+  if [ "$runtime" != native ] || [ "${IMG[0]}" != busybox ]; then na snapshot-symlink "needs sbx create on the native runtime and the busybox image"; return; fi
+  local uflag=() id
+  [ $userns_host = 1 ] && uflag=(--userns host)
+  id=$("$SBX" --root "$R" --run-root "$RR" create "${uflag[@]}" busybox 2>"$T/out/last") || { fail snapshot-symlink "create: $(head -1 "$T/out/last")"; return; }
+  "$SBX" --root "$R" --run-root "$RR" exec "$id" sh -c 'ln -s ../x /bad && ln -s ../../../../etc/shadow /tmp/deep' >/dev/null 2>&1
+  if ! "$SBX" --root "$R" --run-root "$RR" snapshot --name "snap$marker" "$id" >"$T/out/last" 2>&1; then
+    fail snapshot-symlink "snapshot refused: $(head -2 "$T/out/last" | tr '\n' ' ')"
+  else
+    sb "snap$marker" -- sh -c 'readlink /bad; readlink /tmp/deep' 
+    if [ "$(tr '\n' ' ' <"$T/out/last")" = "../x ../../../../etc/shadow " ]; then pass snapshot-symlink "kept as data: $(tr '\n' ' ' <"$T/out/last")"
+    else fail snapshot-symlink "in the snapshot: $(head -2 "$T/out/last" | tr '\n' ' ')"; fi
+    "$SBX" --root "$R" --run-root "$RR" rmi "snap$marker" >/dev/null 2>&1
+  fi
+  "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -584,7 +670,8 @@ host_intact() {
 # ------------------------------------------------------------------ main ---
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
-         forkbomb threads membomb disk spin argv hostile_rootfs exe created sbx_killed; do
+         forkbomb threads membomb disk spin argv hostile_rootfs exe created sbx_killed \
+         vsock ids names mount_errors snapshot_symlink; do
   want "$c" || continue
   "case_$c"
 done
