@@ -205,7 +205,11 @@ std::vector<std::string> gc(const std::string& run_root) {
     bool remove = false;
     try {
       SandboxState st = read_state(dir);
-      if (state_alive(st)) continue;
+      // A create that died before it recorded the sandbox as running: its
+      // sandbox must not live on, even where its init still does (issue 22).
+      const bool orphan = st.creator_pid != 0 && st.status == "creating" &&
+                          process_start_time(st.creator_pid) != st.creator_start;
+      if (state_alive(st) && !orphan) continue;
       if (is_gvisor(st) && st.creator_pid != 0 && st.status != "creating") {
         // A created gVisor sandbox whose monitor was killed: its runsc state,
         // processes and cgroups go; its record (end, log) stays for ps -a / rm.
@@ -219,7 +223,7 @@ std::vector<std::string> gc(const std::string& run_root) {
       if (st.creator_pid == 0) {
         remove = true;  // a `sbx run` sandbox whose sbx was killed
       } else if (st.status == "creating") {
-        remove = process_start_time(st.creator_pid) != st.creator_start;
+        remove = orphan;
       }
     } catch (const Error&) {
       // No state.json: a start in progress, or one killed before it wrote it.
