@@ -129,7 +129,8 @@ MARK="10$((RANDOM % 9000 + 1000))7"
 for i in $(seq 20); do
   disk=""
   [ "$RUNTIME" = native ] && [ $((i % 2)) = 0 ] && disk="--disk 8m"
-  S create $disk busybox -- sleep "$MARK" >/dev/null 2>&1 &
+  # (sbx itself, not a subshell running S: kill -9 must hit the create.)
+  "$SBX" --root "$ROOT" --run-root "$RUN" create $disk busybox -- sleep "$MARK" >/dev/null 2>&1 &
   pid=$!
   sleep "0.0$((RANDOM % 10))$((RANDOM % 10))"  # a create takes ~0.1 s here: most kills land mid-start
   kill -9 $pid 2>/dev/null
