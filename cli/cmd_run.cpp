@@ -12,6 +12,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "runtime/default_bounds.h"
 #include "runtime/image_config.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/linux/rlimits.h"
@@ -103,7 +104,10 @@ int run(const Globals& g, RunFlags& f) {
   }
   if (st.oom_killed) {
     const std::string& memory = f.sandbox.memory;
-    std::cerr << "sbx: sandbox killed: out of memory (--memory " << (memory.empty() ? "none" : memory) << ")\n";
+    const std::string limit =
+        memory.empty() ? units::format_size(static_cast<uint64_t>(runtime::default_bounds().memory_bytes)) + ", the default"
+                       : memory;
+    std::cerr << "sbx: sandbox killed: out of memory (--memory " << limit << ")\n";
     return kExitOom;
   }
   if (st.oom_kills > 0)
@@ -119,11 +123,13 @@ int run(const Globals& g, RunFlags& f) {
 void register_run_command(CLI::App& app, Globals& g, Action& action) {
   auto f = std::make_shared<RunFlags>();
   CLI::App* run_cmd = app.add_subcommand("run", "Run a command in a new, throw-away sandbox");
+  std::string bounds = "\nDefault bounds on this host (raise them with the options named; see also 'sbx info'):\n";
+  for (const auto& [what, value] : runtime::describe_default_bounds()) bounds += "  " + what + ": " + value + "\n";
   run_cmd->footer(std::string("Usage: sbx run [OPTIONS] IMAGE [--] [COMMAND [ARG...]]\n"
-                              "       sbx run [OPTIONS] --rootfs DIR [--] COMMAND [ARG...]\n\n") + kExitCodes);
+                              "       sbx run [OPTIONS] --rootfs DIR [--] COMMAND [ARG...]\n\n") + kExitCodes + bounds);
   SandboxHelp help;
   help.image = "Image to run (name[:tag], id) — or, with --rootfs, the command";
-  help.memory = "Memory limit (e.g. 256m); an OOM kill exits 137";
+  help.memory = "Memory limit (e.g. 256m; default: see Default bounds below); an OOM kill exits 137";
   help.timeout = "Kill the sandbox after this long (10s, 1m30s); exits 124";
   help.name = "A name for the sandbox";
   add_sandbox_options(app, *run_cmd, std::shared_ptr<SandboxFlags>(f, &f->sandbox), help);

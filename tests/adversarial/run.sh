@@ -629,6 +629,59 @@ case_snapshot_symlink() {  # a symlink's target is data: /bad -> ../x does not f
   "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1
 }
 
+mem_available_kb() { awk '/^MemAvailable:/{print $2}' /proc/meminfo; }
+case_bounds() {  # host safety: default sandboxes at once fill memory, the writable layer, inodes, fds
+  local total floor n=2 i pids=() t0 worst slow=0
+  total=$(awk '/^MemTotal:/{print $2}' /proc/meminfo)
+  floor=$((total / 5))                                  # the host must keep 20 % available
+  local stop=$((floor + 1048576))                        # stop early 1 GiB above it
+  # Each bomb is bounded (8 GiB of memory, 4 GiB of disk, 1 M files, 100 k fds)
+  # and starts only if the host has room for what the defaults should allow.
+  local need=$(( n * 4 * 1048576 + stop ))
+  if [ "$(mem_available_kb)" -lt "$need" ]; then na host-safety "MemAvailable $(mem_available_kb) kB < $need kB needed to run $n default memory bombs safely on this shared host"; return; fi
+  local script='/home/probe fdbomb 100000; /home/probe inodes /many 1000000; rm -rf /many; /home/probe disk /fill 4096; rm -f /fill; /home/probe mem 8192'
+  for i in $(seq $n); do
+    "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --timeout 120s "${P[@]}" "${IMG[@]}" -- sh -c "$script; : bounds-$marker" \
+      >"$T/out/bounds$i" 2>&1 &
+    pids+=($!)
+  done
+  worst=$(mem_available_kb)
+  while :; do
+    local alive=0 p
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    local m; m=$(mem_available_kb)
+    [ "$m" -lt "$worst" ] && worst=$m
+    if [ "$m" -lt "$stop" ]; then
+      kill -9 "${pids[@]}" 2>/dev/null   # their sandboxes die with them
+      wait 2>/dev/null
+      fail host-safety "MemAvailable fell to $m kB (floor $floor kB): stopped early"
+      return
+    fi
+    t0=$(date +%s%N); /bin/true; local dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ $dt -gt 2000 ] && slow=$dt
+    sleep 0.2
+  done
+  local ok=1 f
+  for i in $(seq $n); do
+    f=$T/out/bounds$i
+    indent <"$f" | grep -v '^    | result  mem' | tail -6
+    # gVisor keeps the writable layer in the Sentry's memory: there the
+    # memory limit ends a filler (the whole sandbox is OOM-killed) instead of ENOSPC.
+    local oom=0
+    [ "$runtime" = gvisor ] && grep -q 'sandbox killed: out of memory' "$f" && oom=1
+    grep -q '^result  disk [0-9]* ENOSPC' "$f" || [ $oom = 1 ] || { fail host-safety "sandbox $i: the writable layer did not end in ENOSPC"; ok=0; }
+    grep -q '^result  inodes [0-9]* ENOSPC' "$f" || [ $oom = 1 ] || { fail host-safety "sandbox $i: files did not end in ENOSPC"; ok=0; }
+    grep -q '^result  fds [0-9]* EMFILE' "$f" || { fail host-safety "sandbox $i: fds did not end in EMFILE"; ok=0; }
+    local mb; mb=$(awk '/^result  mem/{m=$3} END{print m+0}' "$f")
+    [ "$mb" -le 4200 ] || { fail host-safety "sandbox $i touched $mb MiB (default limit 4 GiB)"; ok=0; }
+    grep -qE 'out of memory|OOM killer killed' "$f" || { fail host-safety "sandbox $i: no OOM kill reported"; ok=0; }
+  done
+  [ $slow -gt 0 ] && { fail host-safety "the host took ${slow} ms to run /bin/true"; ok=0; }
+  [ -n "$(pgrep -f "bounds-$marker")" ] && { fail host-safety "processes left"; ok=0; }
+  [ $ok = 1 ] && pass host-safety "$n default sandboxes: ENOSPC, ENOSPC (inodes), EMFILE, OOM at the defaults; lowest MemAvailable $worst kB (floor $floor kB)"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -671,7 +724,7 @@ host_intact() {
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
          forkbomb threads membomb disk spin argv hostile_rootfs exe created sbx_killed \
-         vsock ids names mount_errors snapshot_symlink; do
+         vsock ids names mount_errors snapshot_symlink bounds; do
   want "$c" || continue
   "case_$c"
 done
