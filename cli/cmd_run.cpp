@@ -50,6 +50,7 @@ struct RunFlags {
   std::vector<std::string> mount_snapshots;
   bool interactive = false, tty = false, rm = false;
   GpuOptions gpu;
+  std::string end_record;  ///< --end-record FILE
 };
 
 const char* kExitCodes =
@@ -62,7 +63,27 @@ const char* kExitCodes =
     "  128+N    the command was killed by signal N\n"
     "  137      also: the OOM killer killed the command (\"sbx: sandbox killed: out of memory …\")\n";
 
+int run_sandbox(const Globals& g, RunFlags& f, runtime::ExitStatus& st);
+
+/// --end-record FILE: the authoritative end reason, beside the exit code
+/// (runtime/state.h write_end_record_json); "failed" when sbx itself failed.
 int run(const Globals& g, RunFlags& f) {
+  runtime::ExitStatus st;
+  int code;
+  try {
+    code = run_sandbox(g, f, st);
+  } catch (const Error& e) {
+    if (!f.end_record.empty())
+      runtime::write_end_record_json(f.end_record, runtime::EndRecord{"failed", e.exit_code(), 0, 0});
+    throw;
+  }
+  if (!f.end_record.empty())
+    runtime::write_end_record_json(f.end_record, runtime::EndRecord{runtime::end_reason(st), st.exit_code, st.signal, 0},
+                                   st.oom_kills, st.pids_max_hits);
+  return code;
+}
+
+int run_sandbox(const Globals& g, RunFlags& f, runtime::ExitStatus& st) {
   BuildOptions bo;
   bo.command = "run";
   bo.terminal = f.tty;
@@ -76,7 +97,6 @@ int run(const Globals& g, RunFlags& f) {
   SnapshotCopies copies(g.run_root, spec.id);
   for (size_t i = 0; i < f.mount_snapshots.size(); ++i)
     spec.mounts.push_back(snapshot::mount_snapshot(g.root, f.mount_snapshots[i], copies.dir(i)));
-  runtime::ExitStatus st;
   if (spec.runtime == "gvisor") {
     // gVisor's own kernel is the boundary; runsc runs the sandbox's processes
     // as an unprivileged user of its own.
@@ -139,6 +159,10 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   run_cmd->add_flag("-i,--interactive", f->interactive, "Keep stdin open (otherwise it is /dev/null)");
   run_cmd->add_flag("-t,--tty", f->tty, "Allocate a pseudo-terminal");
   add_gpu_options(*run_cmd, f->gpu);
+  run_cmd->add_option("--end-record", f->end_record,
+                      "Write how the sandbox ended as JSON to FILE (Reason: exit, signal, timeout, oom, failed; "
+                      "ExitCode, Signal, OomKills): the authoritative reason, which the workload cannot fake")
+      ->type_name("FILE");
   run_cmd->add_flag("--rm", f->rm, "Accepted for docker compatibility (sandboxes of sbx run are always removed)");
   run_cmd->callback([f, run_cmd, &g, &action] {
     finish_command_line(*run_cmd, f->sandbox);

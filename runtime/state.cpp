@@ -154,6 +154,19 @@ std::optional<EndRecord> read_end(const std::string& dir) {
   return r;
 }
 
+void write_end_record_json(const std::string& path, const EndRecord& end, uint64_t oom_kills, uint64_t pids_max_hits) {
+  const int64_t ms = end.ended_ms ? end.ended_ms : now_ms();
+  char when[64];
+  time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm {};
+  ::gmtime_r(&secs, &tm);
+  std::snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  nlohmann::json j = {{"Reason", end.reason},     {"ExitCode", end.exit_code}, {"Signal", end.signal},
+                      {"FinishedAt", when},       {"OomKills", oom_kills},     {"PidsMaxHits", pids_max_hits}};
+  fs::write_file_atomic(path, j.dump(2) + "\n", 0644);
+}
+
 bool write_end_if_absent(const std::string& dir, const EndRecord& end) {
   std::string tmp = dir + "/end.tmp." + std::to_string(::getpid());
   std::string text = end.reason + " " + std::to_string(end.exit_code) + " " + std::to_string(end.signal) + " " +

@@ -88,6 +88,14 @@ bool state_alive(const SandboxState& st);
 /// caller closes it. No throw.
 int open_init_pidfd(const SandboxState& st) noexcept;
 
+/// Writes `end` as JSON to `path` (atomically: temp file + rename, mode 0644),
+/// the keys of `sbx inspect`'s State: {"Reason", "ExitCode", "Signal",
+/// "FinishedAt" (RFC 3339), "OomKills", "PidsMaxHits"}. For `sbx run
+/// --end-record FILE`: the end reason a program can trust (the workload
+/// controls its own stderr and exit code). Throws sbx::Error naming the path.
+void write_end_record_json(const std::string& path, const EndRecord& end, uint64_t oom_kills = 0,
+                           uint64_t pids_max_hits = 0);
+
 /// Reads DIR/end, the init's record of how the sandbox ended; nullopt when absent.
 std::optional<EndRecord> read_end(const std::string& dir);
 

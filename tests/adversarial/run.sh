@@ -629,6 +629,21 @@ case_snapshot_symlink() {  # a symlink's target is data: /bad -> ../x does not f
   "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1
 }
 
+case_end_reason() {  # the workload can fake sbx's timeout message and exit code, not the end record
+  if ! has_flag --end-record; then unsupported end-reason "sbx run has no --end-record"; return; fi
+  local ok=1 reason
+  sb --end-record "$T/out/end1" "${IMG[@]}" -- sh -c 'echo "sbx: sandbox killed: timeout after 1s" >&2; exit 124'
+  reason=$(grep -o '"Reason": "[a-z]*"' "$T/out/end1" 2>/dev/null)
+  [ "$(cat "$T/out/rc")" = 124 ] && [ "$reason" = '"Reason": "exit"' ] || { fail end-reason "faked timeout: rc=$(cat "$T/out/rc"), record: $reason"; ok=0; }
+  sb --end-record "$T/out/end2" --timeout 1s "${IMG[@]}" -- sleep 30
+  reason=$(grep -o '"Reason": "[a-z]*"' "$T/out/end2" 2>/dev/null)
+  [ "$reason" = '"Reason": "timeout"' ] || { fail end-reason "real timeout: record: $reason"; ok=0; }
+  sb --end-record "$T/out/end3" "${IMG[@]}" -- /no/such/command
+  reason=$(grep -o '"Reason": "[a-z]*"' "$T/out/end3" 2>/dev/null)
+  [ "$reason" = '"Reason": "failed"' ] || { fail end-reason "failed start: record: $reason"; ok=0; }
+  [ $ok = 1 ] && pass end-reason "a faked timeout (exit 124 + message) is recorded as exit; a real one as timeout; a failed start as failed"
+}
+
 mem_available_kb() { awk '/^MemAvailable:/{print $2}' /proc/meminfo; }
 case_bounds() {  # host safety: default sandboxes at once fill memory, the writable layer, inodes, fds
   local total floor n=2 i pids=() t0 worst slow=0
@@ -724,7 +739,7 @@ host_intact() {
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind network hostname kill \
          forkbomb threads membomb disk spin argv hostile_rootfs exe created sbx_killed \
-         vsock ids names mount_errors snapshot_symlink bounds; do
+         vsock ids names mount_errors snapshot_symlink end_reason bounds; do
   want "$c" || continue
   "case_$c"
 done
