@@ -627,6 +627,8 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     ::close(sock);
     sock = -1;
     if (!report.error.empty()) {
+      // Uncommitted: the init (detached) waits for the commit or its EOF.
+      if (sb.commit_fd >= 0) ::close(std::exchange(sb.commit_fd, -1));
       reap(sb, true);
       throw Error(report.error, 0, report.exit_code ? report.exit_code : kExitSbxFailed);
     }
