@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/gpu_options.h"
 #include "common/error.h"
+#include "runtime/default_bounds.h"
 #include "runtime/host_support.h"
 
 namespace sbx::cli {
@@ -27,6 +28,7 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
         j["root"] = g.root;
         j["run_root"] = g.run_root;
         j["cgroup_mode"] = runtime::cgroup_mode_name();
+        for (const auto& [what, value] : runtime::describe_default_bounds()) j["default_bounds"][what] = value;
         for (auto& r : runtimes) {
           j["runtimes"][r.name] = {{"usable", r.usable}, {"detail", r.detail}};
           if (!r.features.empty()) j["runtimes"][r.name]["features"] = r.features;
@@ -41,7 +43,10 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
                 << "root:        " << g.root << "\n"
                 << "run-root:    " << g.run_root << "\n"
                 << "cgroups:     " << runtime::cgroup_mode_name() << "\n"
-                << "runtimes:\n";
+                << "default bounds:\n";
+      for (const auto& [what, value] : runtime::describe_default_bounds())
+        std::cout << "  " << what << ": " << value << "\n";
+      std::cout << "runtimes:\n";
       for (auto& r : runtimes) {
         std::cout << "  " << r.name << ": " << (r.usable ? "usable" : "NOT usable") << " (" << r.detail << ")\n";
       }

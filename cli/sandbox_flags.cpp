@@ -11,6 +11,7 @@
 #include "oci/pull.h"
 #include "oci/store.h"
 #include "runtime/backends.h"
+#include "runtime/default_bounds.h"
 #include "runtime/image_config.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/linux/rlimits.h"
@@ -22,7 +23,7 @@ namespace {
 const char* const kDiskHelp =
     "Limit the writable layer (files the sandbox writes outside volumes and --tmpfs) to SIZE (e.g. 1g); "
     "writes beyond it fail with ENOSPC. The layer is then a tmpfs: its bytes are memory, counted against "
-    "--memory as they are written";
+    "--memory as they are written. Default for sbx run: 2g (see 'sbx info')";
 
 /// The sandbox's part of the command line, exactly as typed. CLI11 (2.1)
 /// with prefix_command() cannot tell "--bad IMAGE" from "IMAGE --bad" nor
@@ -126,7 +127,7 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
   cmd.add_option("--cpus", f->cpus, "CPU limit, in CPUs (e.g. 1.5)");
   cmd.add_option("--pids-limit", f->pids_limit, "Most processes in the sandbox (0 or -1: unlimited)")
       ->capture_default_str();
-  cmd.add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048")->allow_extra_args(false);
+  cmd.add_option("--ulimit", f->ulimits, "rlimit NAME=SOFT[:HARD], e.g. nofile=1024:2048 (default nofile=1024:65536)")->allow_extra_args(false);
   cmd.add_option("--timeout", f->timeout, help.timeout);
   cmd.add_option("--rootfs", f->rootfs, "Use DIR as the (read-only, overlaid) root instead of an image");
   cmd.add_option("--entrypoint", f->entrypoint, "Override the image's Entrypoint")
@@ -219,6 +220,10 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
   }
   if (f.pids_limit > 0) spec.resources.pids_limit = f.pids_limit;
   for (const auto& u : f.ulimits) spec.process.rlimits.push_back(runtime::parse_ulimit(u));
+  if (f.runtime != "native" && f.runtime != "gvisor")
+    throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
+  // What the user left unset gets the default bounds (runtime/default_bounds.h).
+  runtime::apply_default_bounds(spec, b.command == "run" && f.runtime == "native");
   for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) log::warn(w);
   if (!f.timeout.empty()) spec.timeout = units::parse_duration(f.timeout, "--timeout");
   runtime::validate_backend_name(f.runtime);  // the registry knows the names

@@ -49,7 +49,7 @@ _sbx() {
   case $cmd in
     run|create)
       if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --memory --disk --cpus --pids-limit --ulimit --timeout -i --interactive -t --tty --rm --name --entrypoint --runtime --runsc --userns --gpus --device --mount-snapshot --rootfs --label --idle-timeout --pull" -- "$cur"))
+        COMPREPLY=($(compgen -W "-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --memory --disk --cpus --pids-limit --ulimit --timeout -i --interactive -t --tty --rm --name --entrypoint --runtime --runsc --userns --gpus --device --mount-snapshot --end-record --rootfs --label --idle-timeout --pull" -- "$cur"))
       else
         COMPREPLY=($(compgen -W "$images" -- "$cur"))
       fi ;;

@@ -116,6 +116,9 @@ RunResult Engine::run(const RunRequest& req) {
   backend->require(runtime::Operation::Run);
   RunResult r;
   r.id = req.spec.id.empty() ? runtime::new_sandbox_id() : req.spec.id;
+  // --name: validated and unique among live sandboxes, as create's; held
+  // until the run ends.
+  runtime::ScopedName name(cfg_.run_root, req.spec.name, r.id);
   const SandboxSpec* spec = &req.spec;
   SandboxSpec with_copies;
   // --mount-snapshot: a private, writable copy of each directory snapshot,

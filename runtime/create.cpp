@@ -81,7 +81,8 @@ SandboxState creating_state(const SandboxSpec& spec) {
   return st;
 }
 
-void start_created(const std::string& run_root, const std::string& id, const std::function<void()>& start) {
+void start_created(const std::string& run_root, const std::string& id, const std::function<void()>& start,
+                   const std::function<void()>& commit) {
   const std::string dir = sandbox_dir(run_root, id);
   try {
     start();
@@ -90,6 +91,7 @@ void start_created(const std::string& run_root, const std::string& id, const std
     st.status = "running";
     st.started_ms = now_ms();
     write_state(dir, st);
+    if (commit) commit();
     crash_point("create-done");
   } catch (...) {
     try {
@@ -129,6 +131,10 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
     throw;
   }
   crash_point("create-state");
+  // Until sb.commit() the sandbox dies with this sbx (Sandbox::commit_fd): a
+  // create killed at any moment before state.json says "running" leaves no
+  // live sandbox behind.
+  Sandbox sb;
   start_created(run_root, id, [&] {
     if (opts.userns) {
       // The range is taken once the dir has its id (allocate_id_range counts
@@ -147,9 +153,8 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
     so.detached = true;
     so.state_template = &st;
     so.userns = opts.userns;
-    Sandbox sb = start(spec, so);  // state.json now names its init and cgroups
-    sb.release();
-  });
+    sb = start(spec, so);  // state.json now names its init and cgroups
+  }, [&] { sb.release(); /* commits: state.json says "running" */ });
   return id;
 }
 

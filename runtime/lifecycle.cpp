@@ -231,7 +231,11 @@ std::vector<std::string> gc(const std::string& run_root) {
     bool remove = false;
     try {
       SandboxState st = read_state(dir);
-      if (state_alive(st)) continue;
+      // A create that died before it recorded the sandbox as running: its
+      // sandbox must not live on, even where its init still does (issue 22).
+      const bool orphan = st.creator_pid != 0 && st.status == "creating" &&
+                          process_start_time(st.creator_pid) != st.creator_start;
+      if (state_alive(st) && !orphan) continue;
       if (is_gvisor(st) && st.creator_pid != 0 && st.status != "creating") {
         // A created gVisor sandbox whose monitor was killed: its runsc state,
         // processes and cgroups go; its record (end, log) stays for ps -a / rm.
@@ -249,7 +253,7 @@ std::vector<std::string> gc(const std::string& run_root) {
         // (owner_pid 0: a state of an older sbx, which did not record it.)
         remove = st.owner_pid <= 0 || process_start_time(st.owner_pid) != st.owner_start;
       } else if (st.status == "creating") {
-        remove = process_start_time(st.creator_pid) != st.creator_start;
+        remove = orphan;
       }
     } catch (const Error&) {
       // No state.json: a start in progress, or one killed before it wrote it.

@@ -49,8 +49,11 @@ SandboxState creating_state(const SandboxSpec& spec);
 /// Runs `start` (which starts the sandbox in RUN_ROOT/<id> and records its
 /// init in state.json), then marks it "running" with its start time. On a
 /// throw removes the sandbox (as rm -f; a failure there is logged and left to
-/// `sbx gc`) and rethrows.
-void start_created(const std::string& run_root, const std::string& id, const std::function<void()>& start);
+/// `sbx gc`) and rethrows. `commit` (may be empty) runs right after
+/// "running" is on record: from then on the sandbox may outlive this sbx
+/// (native: Sandbox::commit; until then it dies with its creator).
+void start_created(const std::string& run_root, const std::string& id, const std::function<void()>& start,
+                   const std::function<void()>& commit = {});
 
 /// Sends `sig` to the sandbox's init (which forwards it to the first process;
 /// with none, a terminating signal ends the sandbox). SIGKILL ends it at once

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -10,7 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -155,6 +158,19 @@ std::optional<EndRecord> read_end(const std::string& dir) {
   return r;
 }
 
+void write_end_record_json(const std::string& path, const EndRecord& end, uint64_t oom_kills, uint64_t pids_max_hits) {
+  const int64_t ms = end.ended_ms ? end.ended_ms : now_ms();
+  char when[64];
+  time_t secs = static_cast<time_t>(ms / 1000);
+  struct tm tm {};
+  ::gmtime_r(&secs, &tm);
+  std::snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  nlohmann::json j = {{"Reason", end.reason},     {"ExitCode", end.exit_code}, {"Signal", end.signal},
+                      {"FinishedAt", when},       {"OomKills", oom_kills},     {"PidsMaxHits", pids_max_hits}};
+  fs::write_file_atomic(path, j.dump(2) + "\n", 0644);
+}
+
 bool write_end_if_absent(const std::string& dir, const EndRecord& end) {
   std::string tmp = dir + "/end.tmp." + std::to_string(::getpid());
   std::string text = end.reason + " " + std::to_string(end.exit_code) + " " + std::to_string(end.signal) + " " +
@@ -256,9 +272,60 @@ static bool valid_name(const std::string& name) {
   });
 }
 
-void claim_name(const std::string& run_root, const std::string& name, const std::string& id) {
+void validate_name(const std::string& name) {
   if (!valid_name(name))
-    throw Error("invalid sandbox name '" + name + "': use letters, digits, '_', '.', '-' (starting with a letter or digit)");
+    throw Error("invalid sandbox name '" + name + "': use letters, digits, '_', '.', '-' (starting with a letter or digit)",
+                EINVAL, kExitSbxFailed);
+}
+
+// RUN_ROOT/.names/.<name>.lock: flock(2)ed by a `sbx run --name` for as long
+// as it runs (its state dir may not exist yet, so the dir test of claim_name
+// cannot tell that the name is in use); the kernel drops it when sbx dies.
+static std::string name_lock_path(const std::string& run_root, const std::string& name) {
+  return run_root + "/.names/." + name + ".lock";
+}
+
+static bool name_lock_held(const std::string& run_root, const std::string& name) {
+  int fd = ::open(name_lock_path(run_root, name).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  bool held = ::flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
+ScopedName::ScopedName(std::string run_root, std::string name, std::string id)
+    : run_root_(std::move(run_root)), name_(std::move(name)), id_(std::move(id)) {
+  if (name_.empty()) return;
+  validate_name(name_);
+  fs::mkdir_p(run_root_ + "/.names", 0700);
+  const std::string lock = name_lock_path(run_root_, name_);
+  lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (lock_fd_ < 0) throw_errno("open " + lock);
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) < 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    throw Error("the name '" + name_ + "' is already used by a running sandbox; pick another name");
+  }
+  try {
+    claim_name(run_root_, name_, id_);
+  } catch (...) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    throw;
+  }
+}
+
+ScopedName::~ScopedName() {
+  if (name_.empty()) return;
+  release_name(run_root_, name_, id_);
+  if (lock_fd_ >= 0) {
+    ::unlink(name_lock_path(run_root_, name_).c_str());
+    ::close(lock_fd_);
+  }
+}
+
+void claim_name(const std::string& run_root, const std::string& name, const std::string& id) {
+  validate_name(name);
   std::string dir = run_root + "/.names";
   fs::mkdir_p(dir, 0700);
   std::string link = dir + "/" + name;
@@ -269,7 +336,7 @@ void claim_name(const std::string& run_root, const std::string& name, const std:
     ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
     if (n > 0) {
       target[n] = 0;
-      if (fs::exists(sandbox_dir(run_root, target)))
+      if (fs::exists(sandbox_dir(run_root, target)) || name_lock_held(run_root, name))
         throw Error("the name '" + name + "' is already used by sandbox " + std::string(target).substr(0, 12) +
                     "; remove it ('sbx rm -f " + name + "') or pick another name");
     }

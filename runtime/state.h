@@ -97,6 +97,14 @@ bool state_alive(const SandboxState& st);
 /// caller closes it. No throw.
 int open_init_pidfd(const SandboxState& st) noexcept;
 
+/// Writes `end` as JSON to `path` (atomically: temp file + rename, mode 0644),
+/// the keys of `sbx inspect`'s State: {"Reason", "ExitCode", "Signal",
+/// "FinishedAt" (RFC 3339), "OomKills", "PidsMaxHits"}. For `sbx run
+/// --end-record FILE`: the end reason a program can trust (the workload
+/// controls its own stderr and exit code). Throws sbx::Error naming the path.
+void write_end_record_json(const std::string& path, const EndRecord& end, uint64_t oom_kills = 0,
+                           uint64_t pids_max_hits = 0);
+
 /// Reads DIR/end, the init's record of how the sandbox ended; nullopt when absent.
 std::optional<EndRecord> read_end(const std::string& dir);
 
@@ -139,6 +147,27 @@ void claim_name(const std::string& run_root, const std::string& name, const std:
 
 /// Drops the name link if it still points at `id`. No throw.
 void release_name(const std::string& run_root, const std::string& name, const std::string& id);
+
+/// Throws sbx::Error (exit 125) unless `name` is a valid sandbox name
+/// ([a-zA-Z0-9][a-zA-Z0-9_.-]*, at most 128 chars, as docker): no '/', "..",
+/// newline or other byte that could reach a path or a listing. The one check
+/// for `run --name` and `create --name` (claim_name calls it).
+void validate_name(const std::string& name);
+
+/// claim_name for the lifetime of a scope (`sbx run --name`: the name is
+/// unique among live sandboxes while the run lasts; `gc` drops a name whose
+/// sandbox dir is gone after a crash). An empty name claims nothing.
+class ScopedName {
+ public:
+  ScopedName(std::string run_root, std::string name, std::string id);
+  ~ScopedName();
+  ScopedName(const ScopedName&) = delete;
+  ScopedName& operator=(const ScopedName&) = delete;
+
+ private:
+  std::string run_root_, name_, id_;
+  int lock_fd_ = -1;  ///< flock(2) on RUN_ROOT/.names/.<name>.lock while it runs
+};
 
 /// Removes a directory tree without following symlinks and without crossing
 /// into other mounts (a mount point inside is detached first, MNT_DETACH).

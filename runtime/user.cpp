@@ -1,5 +1,6 @@
 #include "runtime/user.h"
 
+#include <cerrno>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +35,14 @@ std::vector<std::vector<std::string>> read_db(const std::string& path) {
 
 }  // namespace
 
+uint32_t parse_id(const std::string& text, const std::string& what) {
+  // (uid_t)-1 = 4294967295 means "leave unchanged" to setresuid(2)/chown(2):
+  // accepting it ran the workload as whatever the init was (root).
+  if (!is_number(text) || text.size() > 10 || std::stoull(text) >= 4294967295ULL)
+    throw Error("invalid " + what + " '" + text + "': ids are numbers from 0 to 4294967294", EINVAL, 125);
+  return static_cast<uint32_t>(std::stoull(text));
+}
+
 ResolvedUser resolve_user(const std::string& user, const std::string& root) {
   ResolvedUser r;
   if (user.empty()) {
@@ -51,8 +60,8 @@ ResolvedUser resolve_user(const std::string& user, const std::string& root) {
     if (f.size() < 7) continue;
     if (f[0] == u || (is_number(u) && f[2] == u)) {
       name = f[0];
-      r.uid = static_cast<uint32_t>(std::stoul(f[2]));
-      r.gid = static_cast<uint32_t>(std::stoul(f[3]));
+      r.uid = parse_id(f[2], "uid of user " + f[0] + " in /etc/passwd");
+      r.gid = parse_id(f[3], "gid of user " + f[0] + " in /etc/passwd");
       r.home = f[5].empty() ? "/" : f[5];
       found = true;
       break;
@@ -60,7 +69,7 @@ ResolvedUser resolve_user(const std::string& user, const std::string& root) {
   }
   if (!found) {
     if (!is_number(u)) throw Error("unable to find user " + u + ": no matching entries in passwd file");
-    r.uid = static_cast<uint32_t>(std::stoul(u));
+    r.uid = parse_id(u, "user id");
     r.gid = 0;
   }
   auto group = read_db(base + "/etc/group");
@@ -68,13 +77,13 @@ ResolvedUser resolve_user(const std::string& user, const std::string& root) {
     bool gfound = false;
     for (const auto& f : group)
       if (f.size() >= 3 && (f[0] == g || (is_number(g) && f[2] == g))) {
-        r.gid = static_cast<uint32_t>(std::stoul(f[2]));
+        r.gid = parse_id(f[2], "gid of group " + f[0] + " in /etc/group");
         gfound = true;
         break;
       }
     if (!gfound) {
       if (!is_number(g)) throw Error("unable to find group " + g + ": no matching entries in group file");
-      r.gid = static_cast<uint32_t>(std::stoul(g));
+      r.gid = parse_id(g, "group id");
     }
   }
   if (found) {
@@ -82,7 +91,7 @@ ResolvedUser resolve_user(const std::string& user, const std::string& root) {
       if (f.size() < 4) continue;
       for (const auto& member : split(f[3], ','))
         if (member == name) {
-          uint32_t gid = static_cast<uint32_t>(std::stoul(f[2]));
+          uint32_t gid = parse_id(f[2], "gid of group " + f[0] + " in /etc/group");
           if (gid != r.gid) r.groups.push_back(gid);
         }
     }

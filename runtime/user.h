@@ -15,6 +15,13 @@ struct ResolvedUser {
   std::string home = "/";        ///< from /etc/passwd ("/" when unknown)
 };
 
+/// Parses a numeric user or group id. Refuses what is not a decimal number
+/// and ids >= 4294967295: (uid_t)-1 means "unchanged" to setresuid(2), so
+/// -u 4294967295 would keep the init's identity (root). The one parser for
+/// run, exec and gVisor (resolve_user). Throws sbx::Error (exit 125) naming
+/// `what` ("user id", "group id", ...).
+uint32_t parse_id(const std::string& text, const std::string& what);
+
 /// Resolves `user` using ROOT/etc/passwd and ROOT/etc/group. An empty text is
 /// root. A numeric uid not in passwd gets gid 0 (as docker). Throws
 /// sbx::Error ("unable to find user bob: no matching entries in passwd file").

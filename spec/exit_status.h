@@ -15,6 +15,18 @@ struct ExitStatus {
   int forwarded_signal = 0;    ///< last signal sbx received and forwarded
 };
 
+/// The authoritative end reason of `s`, in the words of the end record
+/// (runtime/state.h EndRecord): "timeout" (sbx's --timeout killed it), "oom"
+/// (the memory cgroup's OOM killer killed the workload), "signal" (a signal
+/// ended it), "exit". Unlike the workload's stderr and exit code, which it
+/// controls, this comes from sbx's own bookkeeping.
+inline const char* end_reason(const ExitStatus& s) {
+  if (s.timed_out) return "timeout";
+  if (s.oom_killed) return "oom";
+  if (s.signal) return "signal";
+  return "exit";
+}
+
 }  // namespace sbx::spec
 
 namespace sbx {
@@ -22,4 +34,5 @@ using spec::ExitStatus;
 }
 namespace sbx::runtime {
 using spec::ExitStatus;  // runtime::ExitStatus, as the backends return it
+using spec::end_reason;
 }

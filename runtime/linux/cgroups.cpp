@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "runtime/default_bounds.h"
 
 namespace sbx::runtime {
 
@@ -104,6 +105,48 @@ bool cgroup_has_procs(const std::string& dir) {
 
 }  // namespace
 
+std::string sandboxes_parent_dir() {
+  switch (cgroup_mode()) {
+    case CgroupMode::Unified:
+      return std::string(kRoot) + "/sbx";
+    case CgroupMode::Hybrid:
+    case CgroupMode::Legacy: {
+      struct stat st {};
+      std::string mem = std::string(kRoot) + "/memory";
+      if (::stat(mem.c_str(), &st) < 0 || !S_ISDIR(st.st_mode)) return "";
+      return mem + "/sbx";
+    }
+  }
+  return "";
+}
+
+std::string ensure_sandboxes_parent() {
+  const std::string dir = sandboxes_parent_dir();
+  if (dir.empty()) return dir;
+  // The common case costs one mkdir(2) that fails with EEXIST: the limit is
+  // written only by the sbx that made the dir (an admin may have raised it).
+  if (::mkdir(dir.c_str(), 0755) == 0) {
+    const std::string limit = std::to_string(default_bounds().parent_memory_bytes);
+    try {
+      if (cgroup_mode() == CgroupMode::Unified) {
+        fs::try_write_existing(std::string(kRoot) + "/cgroup.subtree_control", "+memory +pids +cpu");
+        fs::write_existing(dir + "/memory.max", limit);
+        fs::try_write_existing(dir + "/memory.swap.max", "0");
+        fs::try_write_existing(dir + "/cgroup.subtree_control", "+memory +pids +cpu");
+      } else {
+        fs::write_existing(dir + "/memory.limit_in_bytes", limit);
+      }
+    } catch (...) {
+      ::rmdir(dir.c_str());
+      throw;
+    }
+    log::debug("made the sandboxes' parent cgroup " + dir + " (memory limit " + limit + " bytes)");
+  } else if (errno != EEXIST) {
+    throw_errno_hint("create the sandboxes' parent cgroup " + dir, "sbx needs root and a writable cgroup file system");
+  }
+  return dir;
+}
+
 CgroupMode cgroup_mode() {
   static const CgroupMode mode = [] {
     struct statfs st {};
@@ -129,11 +172,8 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
   auto write = [](const std::string& file, const std::string& value) { fs::write_existing(file, value); };
   try {
     if (mode == CgroupMode::Unified) {
-      std::string parent = join(kRoot, self.v2);
-      // Delegate the controllers we use to our children (fails harmlessly
-      // when the parent already does or is not allowed to).
-      fs::try_write_existing(parent + "/cgroup.subtree_control", "+memory +pids +cpu");
-      std::string dir = parent + "/" + name;
+      // Below the sandboxes' parent (its memory limit bounds them all).
+      std::string dir = ensure_sandboxes_parent() + "/" + name;
       make(dir);
       cg.unified_ = cg.memory_ = cg.pids_ = dir;
       if (res.memory_bytes) {
@@ -152,14 +192,16 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
     auto v1dir = [&](const std::string& ctrl) {
       return join(std::string(kRoot) + "/" + ctrl, self.v1_path(ctrl)) + "/" + name;
     };
-    // A v1 memory cgroup is the most expensive one to create: only with a
-    // limit (the sandbox stays accounted to sbx's own memory cgroup otherwise).
-    if (self.has_v1("memory") && res.memory_bytes) {
-      cg.memory_ = v1dir("memory");
+    // Every sandbox has a memory cgroup (issue 22: default bounds), below
+    // the sandboxes' parent whose limit leaves the host its headroom.
+    if (self.has_v1("memory")) {
+      cg.memory_ = ensure_sandboxes_parent() + "/" + name;
       make(cg.memory_);
-      write(cg.memory_ + "/memory.limit_in_bytes", std::to_string(*res.memory_bytes));
-      // No swap beyond the limit (exists only with swap accounting).
-      fs::try_write_existing(cg.memory_ + "/memory.memsw.limit_in_bytes", std::to_string(*res.memory_bytes));
+      if (res.memory_bytes) {
+        write(cg.memory_ + "/memory.limit_in_bytes", std::to_string(*res.memory_bytes));
+        // No swap beyond the limit (exists only with swap accounting).
+        fs::try_write_existing(cg.memory_ + "/memory.memsw.limit_in_bytes", std::to_string(*res.memory_bytes));
+      }
     } else if (res.memory_bytes) {
       throw Error("--memory needs the memory cgroup controller, which this host does not have");
     }
@@ -282,6 +324,11 @@ std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept {
       std::string c;
       while (std::getline(cs, c, ',')) add(std::string(kRoot) + "/" + (c.rfind("name=", 0) == 0 ? c.substr(5) : c), path);
     }
+    // Where Cgroup::create puts the memory cgroup (v2: the whole cgroup).
+    if (std::string parent = sandboxes_parent_dir(); !parent.empty()) {
+      std::string dir = parent + "/" + name;
+      if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+    }
   } catch (...) {
   }
   return dirs;
@@ -345,6 +392,7 @@ std::vector<std::string> gc_stale_cgroups(int min_age_s) noexcept {
       for (auto& [ctrl, path] : self.v1) parents.push_back(join(std::string(kRoot) + "/" + ctrl, path));
     if (cgroup_mode() == CgroupMode::Unified) parents.push_back(join(kRoot, self.v2));
     if (cgroup_mode() == CgroupMode::Hybrid) parents.push_back(join(std::string(kRoot) + "/unified", self.v2));
+    if (std::string p = sandboxes_parent_dir(); !p.empty()) parents.push_back(p);
     time_t now = ::time(nullptr);
     for (const auto& parent : parents) {
       DIR* d = ::opendir(parent.c_str());

@@ -3,9 +3,10 @@
 //
 // The host's cgroup layout is detected once (statfs on /sys/fs/cgroup, as crun
 // does): unified (v2 only), legacy (v1 only) or hybrid (v1 controllers plus a
-// cgroup2 at /sys/fs/cgroup/unified). The sandbox's cgroup is created as a
-// child of the cgroup sbx itself runs in (from /proc/self/cgroup), named
-// "sbx-<id12>", so limits of the caller still apply and nothing else is touched.
+// cgroup2 at /sys/fs/cgroup/unified). The sandbox's cgroup is named
+// "sbx-<id12>": its memory cgroup (v2: its one cgroup) is a child of the
+// sandboxes' parent "sbx" (sandboxes_parent_dir), the others children of
+// the cgroup sbx itself runs in (from /proc/self/cgroup). Nothing else is touched.
 // Kernel docs: admin-guide/cgroup-v1/*.rst, admin-guide/cgroup-v2.rst.
 #pragma once
 #include <sys/types.h>
@@ -80,6 +81,19 @@ class Cgroup {
   std::vector<std::string> procs_;      ///< their cgroup.procs files
   std::string memory_, pids_, freezer_, unified_;  ///< "" when not used
 };
+
+/// The sandboxes' parent cgroup (issue 22): "sbx" at the top of the memory
+/// hierarchy (v1: /sys/fs/cgroup/memory/sbx; v2: /sys/fs/cgroup/sbx, which
+/// holds each sandbox's whole cgroup). Its memory limit is
+/// default_bounds().parent_memory_bytes (runtime/default_bounds.h), so no mix
+/// of sandboxes can take the host's headroom. "" without a memory controller.
+std::string sandboxes_parent_dir();
+
+/// Makes the parent cgroup when it is missing and writes its limit then (a
+/// present one is left as it is: an admin may have raised it); costs one
+/// mkdir(2) otherwise. Returns its path ("" without a memory controller).
+/// Throws sbx::Error naming the dir.
+std::string ensure_sandboxes_parent();
 
 /// Where a sandbox's cgroup "sbx-<id12>" is, or would be, in every cgroup
 /// hierarchy mounted under /sys/fs/cgroup that sbx is in (v1 controllers,

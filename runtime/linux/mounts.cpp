@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "runtime/default_bounds.h"
 #include "common/fs.h"
 
 namespace sbx::runtime {
@@ -145,7 +146,7 @@ void finish_dev() {
   mnt("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,gid=5", "devpts");
   symlink_in("pts/ptmx", "/dev/ptmx");
   mkdir_in("/dev/shm", 01777);
-  mnt("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k", "tmpfs");
+  mnt("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, ("mode=1777," + shm_tmpfs_options()).c_str(), "tmpfs");
   mkdir_in("/dev/mqueue");
   mnt("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr, "mqueue");
   symlink_in("/proc/self/fd", "/dev/fd");
@@ -279,7 +280,7 @@ void mount_system(const SandboxSpec& spec) {
   mkdir_in("/sys", 0555);
   mnt("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, nullptr, "sysfs");
   mkdir_in("/dev", 0755);
-  mnt("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k", "tmpfs");
+  mnt("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, ("mode=755," + dev_tmpfs_options()).c_str(), "tmpfs");
   make_dev("null", 0666, 1, 3);
   make_dev("zero", 0666, 1, 5);
   make_dev("full", 0666, 1, 7);
@@ -407,7 +408,7 @@ void mount_system_in_userns(const SandboxSpec& spec, UsernsSystem& u) {
   (void)spec;
   ::umask(0);
   mkdir_in("/dev", 0755);
-  mnt("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=65536k", "tmpfs");
+  mnt("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, ("mode=755," + dev_tmpfs_options()).c_str(), "tmpfs");
   for (auto& [path, fd] : u.devices) {
     auto slash = path.rfind('/');
     if (slash > 5) fs::mkdir_p(path.substr(0, slash));

@@ -1,6 +1,7 @@
 #include "runtime/linux/seccomp.h"
 
 #include <sched.h>
+#include <sys/socket.h>
 #include <seccomp.h>
 
 #include <cerrno>
@@ -63,6 +64,11 @@ void install_default_seccomp() {
       fail("clone rule", rc);
   }
   if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0) fail("clone3 rule", rc);
+  // No vsock: a VM's host listens there, beside the sandbox's --network
+  // (docker's default profile allows socket(2) for every family but AF_VSOCK).
+  if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+                             SCMP_A0(SCMP_CMP_EQ, AF_VSOCK))) < 0)
+    fail("socket(AF_VSOCK) rule", rc);
   if ((rc = seccomp_load(ctx)) < 0) fail("load the filter", rc);
   seccomp_release(ctx);
 }

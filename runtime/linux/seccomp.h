@@ -17,7 +17,9 @@ const std::vector<std::string>& seccomp_denied_syscalls();
 /// CAP_SYS_ADMIN). clone(2) with namespace flags fails with EPERM; clone3(2)
 /// fails with ENOSYS so that libc falls back to clone(2), whose flags a
 /// filter can inspect (as docker does). Other architectures' system calls
-/// (i386, x32) kill the process. Throws sbx::Error.
+/// (i386, x32) kill the process. socket(AF_VSOCK, …) fails with EPERM (as
+/// docker's profile: these hosts may be VMs whose hypervisor listens on
+/// vsock, outside --network none). Throws sbx::Error.
 void install_default_seccomp();
 
 }  // namespace sbx::runtime

@@ -39,6 +39,7 @@ void send_fd(int sock, int fd) {
 
 ChildReport read_child_report(int sock) {
   ChildReport r;
+  bool reset = false;
   for (;;) {
     char buf[4096];
     struct iovec iov {buf, sizeof buf};
@@ -50,11 +51,22 @@ ChildReport read_child_report(int sock) {
     msg.msg_controllen = sizeof cbuf;
     ssize_t n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
+    // A child that dies with sbx's sync bytes ('U', 'G') unread in its queue
+    // sets ECONNRESET on our socket (unix_release_sock), and recvmsg reports
+    // that pending error before the messages still queued here: the child's
+    // error report. The error is cleared once reported; read on.
+    if (n < 0 && errno == ECONNRESET && !reset) {
+      reset = true;
+      continue;
+    }
     if (n < 0) {
       r.read_errno = errno;
       break;
     }
-    if (n == 0) break;  // EOF: the command was exec'd (or the child died)
+    if (n == 0) {  // EOF: the command was exec'd (or the child died)
+      if (reset && r.error.empty()) r.read_errno = ECONNRESET;
+      break;
+    }
     if (buf[0] == 'P') {
       struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
       if (c && c->cmsg_type == SCM_RIGHTS) std::memcpy(&r.pty_master, CMSG_DATA(c), sizeof(int));

@@ -67,6 +67,7 @@ struct ChildCtx {
   bool detached = false;
   int state_dirfd = -1;
   int log_r = -1, log_w = -1;
+  int commit_r = -1, commit_w = -1;  ///< the commit socket pair (Sandbox::commit)
 };
 
 /// Reads one sync byte from sbx; exits quietly when sbx failed or went away
@@ -189,6 +190,8 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
   try {
     // Die with sbx: a SIGKILLed `sbx run` takes the whole pid namespace down.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // Only sbx holds the other end of the commit socket: its EOF is sbx's death.
+    if (c.commit_w >= 0) ::close(c.commit_w);
     struct pollfd pfd {c.sock, 0, 0};
     if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(kExitSbxFailed);  // sbx already gone
 
@@ -328,8 +331,18 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       ::close(c.log_w);
       char go = 0;
       if (::recv(c.sock, &go, 1, 0) != 1 || go != 'G') ::_exit(kExitSbxFailed);
-      ::prctl(PR_SET_PDEATHSIG, 0);
+      // EOF on the setup channel: sbx learns that the workload was exec'd.
       ::close(c.sock);
+      // Still dying with sbx (PDEATHSIG) until it has recorded the sandbox as
+      // running and commits ('C'); EOF instead means it died before that: a
+      // half-created sandbox must not live on (issue 22).
+      ssize_t got;
+      do {
+        got = ::recv(c.commit_r, &go, 1, 0);
+      } while (got < 0 && errno == EINTR);
+      if (got != 1 || go != 'C') ::_exit(kExitSbxFailed);
+      ::prctl(PR_SET_PDEATHSIG, 0);
+      ::close(c.commit_r);  // sbx waits for this EOF before it exits
       // Let go of sbx's stdio (a `$(sbx create …)` must see EOF).
       if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
         for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
@@ -392,6 +405,7 @@ Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
     started = o.started;
     exit_status = o.exit_status;
     saved_mask = o.saved_mask;
+    commit_fd = std::exchange(o.commit_fd, -1);
     o.state_dir.clear();
   }
   return *this;
@@ -403,7 +417,20 @@ void Sandbox::signal(int sig) noexcept {
   if (pidfd >= 0 && exit_status < 0) ::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0);
 }
 
+void Sandbox::commit() noexcept {
+  if (commit_fd < 0) return;
+  // Wait for the init's answer (EOF: it has cleared PR_SET_PDEATHSIG and
+  // closed its end), or this sbx's exit right after would still kill it.
+  if (::send(commit_fd, "C", 1, MSG_NOSIGNAL) == 1) {
+    char c;
+    while (::recv(commit_fd, &c, 1, 0) < 0 && errno == EINTR) {
+    }
+  }
+  ::close(std::exchange(commit_fd, -1));
+}
+
 void Sandbox::destroy() noexcept {
+  if (commit_fd >= 0) ::close(std::exchange(commit_fd, -1));  // uncommitted: the init dies
   if (pid > 0) {
     if (exit_status < 0) {
       signal(SIGKILL);
@@ -437,6 +464,7 @@ void Sandbox::destroy() noexcept {
 }
 
 void Sandbox::release() noexcept {
+  commit();
   if (pid > 0) ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
   pid = -1;
   if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
@@ -467,12 +495,12 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
   ChildCtx ctx{&spec, &sb.cgroup, dir, spec.hostname.empty() ? sb.id.substr(0, 12) : spec.hostname, sv[1], {}, false, {}, {}};
   struct CloseFds {
-    int* fds[3];
+    int* fds[4];
     ~CloseFds() {
       for (int* f : fds)
         if (*f >= 0) ::close(std::exchange(*f, -1));
     }
-  } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w}};
+  } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w, &ctx.commit_r}};
   if (opts.detached) {
     ctx.detached = true;
     if (::mkdir((dir + "/mnt").c_str(), 0700) < 0 && errno != EEXIST) throw_errno("create " + dir + "/mnt");
@@ -486,6 +514,15 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     }
     ctx.log_r = lp[0];
     ctx.log_w = lp[1];
+    int cp[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0) {
+      int e = errno;
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw_errno("create the commit socket pair", e);
+    }
+    ctx.commit_r = cp[0];
+    ctx.commit_w = sb.commit_fd = cp[1];
   }
   // User namespace: a host id range, and the layers and volumes opened as
   // detached trees now, so that the child inherits the same fds (runtime/linux/userns.h).
@@ -640,6 +677,8 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     ::close(sock);
     sock = -1;
     if (!report.error.empty()) {
+      // Uncommitted: the init (detached) waits for the commit or its EOF.
+      if (sb.commit_fd >= 0) ::close(std::exchange(sb.commit_fd, -1));
       reap(sb, true);
       throw Error(report.error, 0, report.exit_code ? report.exit_code : kExitSbxFailed);
     }

@@ -74,6 +74,15 @@ class Sandbox {
   int exit_status = -1;  ///< set once the init has been reaped (raw wait status)
   sigset_t saved_mask{}; ///< signal mask of the caller before start()
   IdRange id_range;            ///< with StartOptions::userns: the host ids it holds
+  /// Detached only: sbx's end of the commit socket pair. Until commit() the
+  /// sandbox's init dies with this sbx (PR_SET_PDEATHSIG, and EOF here):
+  /// a create killed at any moment leaves no live sandbox.
+  int commit_fd = -1;
+
+  /// Detached only: the caller has recorded the sandbox as running; from now
+  /// on it outlives this sbx. Returns once the init has taken it (or died).
+  /// No throw.
+  void commit() noexcept;
 
   /// Sends `sig` to the sandbox's init (which forwards it to the workload;
   /// SIGKILL kills the whole sandbox). No throw.

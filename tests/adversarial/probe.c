@@ -594,6 +594,50 @@ static int cmd_disk(const char* path, int max_mb) {
   return 0;
 }
 
+// socket(AF_VSOCK): a VM's hypervisor listens there, outside --network none.
+static int cmd_vsock(void) {
+  int fd = socket(40 /* AF_VSOCK */, SOCK_STREAM, 0);
+  if (fd >= 0) {
+    printf("ESCAPE  vsock: socket(AF_VSOCK) succeeded\n");
+    escapes++;
+    close(fd);
+  } else {
+    printf("info    vsock: socket(AF_VSOCK): %s\n", strerrorname_np(errno));
+  }
+  return 0;
+}
+
+// Open up to max file descriptors (dup of one), bounded: how many does RLIMIT_NOFILE allow?
+static int cmd_fdbomb(int max) {
+  int n = 0, err = 0;
+  for (; n < max; n++)
+    if (open("/dev/null", O_RDONLY) < 0) {
+      err = errno;
+      break;
+    }
+  printf("result  fds %d %s\n", n, err ? strerrorname_np(err) : "cap-reached");
+  return 0;
+}
+
+// Create up to max empty files in dir: how many inodes does the file system allow?
+static int cmd_inodes(const char* dir, int max) {
+  char path[4096];
+  int n = 0, err = 0;
+  mkdir(dir, 0755);
+  for (; n < max; n++) {
+    snprintf(path, sizeof path, "%s/f%d", dir, n);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+      err = errno;
+      break;
+    }
+    close(fd);
+  }
+  printf("result  inodes %d %s\n", n, err ? strerrorname_np(err) : "cap-reached");
+  fflush(stdout);
+  return 0;
+}
+
 static int cmd_spin(void) {
   for (volatile unsigned long i = 0;; i++) {
   }
@@ -694,6 +738,9 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "mem") && argc == 3) rc = cmd_mem(atoi(argv[2]));
   else if (!strcmp(c, "disk") && argc == 4) rc = cmd_disk(argv[2], atoi(argv[3]));
   else if (!strcmp(c, "spin")) rc = cmd_spin();
+  else if (!strcmp(c, "vsock")) rc = cmd_vsock();
+  else if (!strcmp(c, "fdbomb") && argc == 3) rc = cmd_fdbomb(atoi(argv[2]));
+  else if (!strcmp(c, "inodes") && argc == 4) rc = cmd_inodes(argv[2], atoi(argv[3]));
   else if (!strcmp(c, "robind") && argc == 3) rc = cmd_robind(argv[2]);
   else if (!strcmp(c, "info")) rc = cmd_info();
   else if (!strcmp(c, "setcap") && (argc == 3 || argc == 4)) rc = cmd_setcap(argv[2], argc == 4 ? atol(argv[3]) : -1);

@@ -691,6 +691,160 @@ X
   [ $ok = 1 ] && pass cp-out "$detail"
 }
 
+# ---------------------------------------------------- issue 22, items 3-5 ---
+case_vsock() {  # AF_VSOCK reaches a VM's hypervisor beside --network none: refused (docker's profile)
+  sb "${P[@]}" "${IMG[@]}" -- /home/probe vsock
+  probe_ok vsock && pass vsock "$(grep -o 'vsock: .*' "$T/out/last" | head -1)"
+}
+
+case_ids() {  # -u / image User "4294967295" is (uid_t)-1, "unchanged" to setresuid: it ran as root
+  local u ok=1
+  for u in 4294967295 4294967296 0:4294967295 99999999999999999999 -1; do
+    sb -u "$u" "${IMG[@]}" -- id
+    local rc=$(cat "$T/out/rc")
+    if [ "$rc" != 125 ] || ! grep -qE 'invalid|unable to find user' "$T/out/last"; then
+      fail bad-ids "-u $u: rc=$rc: $(head -2 "$T/out/last" | tr '\n' ' ')"; ok=0
+    fi
+  done
+  # An image whose /etc/passwd gives a user that id.
+  mkbusybox "$T/bbid" || { fail bad-ids "cannot unpack busybox"; return; }
+  echo 'evil:x:4294967295:0::/:/bin/sh' >>"$T/bbid/etc/passwd"
+  sb -u evil --rootfs "$T/bbid" -- id
+  if [ "$(cat "$T/out/rc")" != 125 ]; then fail bad-ids "passwd uid 4294967295: rc=$(cat "$T/out/rc"): $(head -2 "$T/out/last" | tr '\n' ' ')"; ok=0; fi
+  if [ "$runtime" = native ] && [ "${IMG[0]}" = busybox ]; then
+    local uflag=() id
+    [ $userns_host = 1 ] && uflag=(--userns host)
+    id=$("$SBX" --root "$R" --run-root "$RR" create "${uflag[@]}" busybox 2>/dev/null)
+    "$SBX" --root "$R" --run-root "$RR" exec -u 4294967295 "$id" id >"$T/out/last" 2>&1
+    local rc=$?
+    [ $rc = 125 ] || { fail bad-ids "exec -u 4294967295: rc=$rc: $(head -1 "$T/out/last")"; ok=0; }
+    "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1
+  fi
+  rm -rf "$T/bbid"
+  [ $ok = 1 ] && pass bad-ids "4294967295, 2^32, gid 4294967295, overflow, -1 and a passwd entry refused (exit 125)"
+}
+
+case_names() {  # run --name is validated as create --name: no path, no newline, unique among live sandboxes
+  local ok=1 n
+  for n in '../../x' $'a\nb' '/abs' '.hidden' 'a/b'; do
+    sb --name "$n" "${IMG[@]}" -- true
+    [ "$(cat "$T/out/rc")" = 125 ] || { fail names "run --name $(printf %q "$n"): rc=$(cat "$T/out/rc")"; ok=0; }
+  done
+  [ -e "$RR/../x" ] && { fail names "a name made $RR/../x"; ok=0; }
+  "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --name "dup$marker" "${IMG[@]}" -- sleep 20 >/dev/null 2>&1 &
+  local bg=$! i
+  for i in $(seq 100); do [ -e "$RR/.names/dup$marker" ] && break; sleep 0.05; done
+  sb --name "dup$marker" "${IMG[@]}" -- true
+  if [ "$(cat "$T/out/rc")" != 125 ] || ! grep -q 'already used' "$T/out/last"; then
+    fail names "a second live run took the name: rc=$(cat "$T/out/rc"): $(head -1 "$T/out/last")"; ok=0
+  fi
+  kill "$bg" 2>/dev/null; wait "$bg" 2>/dev/null
+  sb --name "dup$marker" "${IMG[@]}" -- true
+  [ "$(cat "$T/out/rc")" = 0 ] || { fail names "the name was not free after its run ended: $(head -1 "$T/out/last")"; ok=0; }
+  [ $ok = 1 ] && pass names "'../../x', newline, '/', '.x', 'a/b' refused; a live run's name refused to a second run, free after it"
+}
+
+case_mount_errors() {  # the real error of a failed mount reaches the user (it was ECONNRESET)
+  local ok=1 a i
+  for a in "--tmpfs /bin/sh" "--tmpfs /etc/passwd" "-v $T/vol:/proc/sys/x" "--tmpfs /sys/x" "-v /etc/hostname:/bin"; do
+    for i in 1 2 3 4; do
+      # shellcheck disable=SC2086
+      sb $a "${IMG[@]}" -- true
+      local rc=$(cat "$T/out/rc")
+      [ "$rc" = 0 ] && continue  # (gVisor may accept it)
+      if grep -q ECONNRESET "$T/out/last" || ! grep -q 'sbx: error: ' "$T/out/last"; then
+        fail mount-errors "$a: rc=$rc: $(head -1 "$T/out/last")"; ok=0; break
+      fi
+    done
+  done
+  [ $ok = 1 ] && pass mount-errors "each failed mount reported its own error ($(head -1 "$T/out/last" | cut -c1-80))"
+}
+
+case_snapshot_symlink() {  # a symlink's target is data: /bad -> ../x does not fail a snapshot
+  if [ "$runtime" != native ] || [ "${IMG[0]}" != busybox ]; then na snapshot-symlink "needs sbx create on the native runtime and the busybox image"; return; fi
+  local uflag=() id
+  [ $userns_host = 1 ] && uflag=(--userns host)
+  id=$("$SBX" --root "$R" --run-root "$RR" create "${uflag[@]}" busybox 2>"$T/out/last") || { fail snapshot-symlink "create: $(head -1 "$T/out/last")"; return; }
+  "$SBX" --root "$R" --run-root "$RR" exec "$id" sh -c 'ln -s ../x /bad && ln -s ../../../../etc/shadow /tmp/deep' >/dev/null 2>&1
+  if ! "$SBX" --root "$R" --run-root "$RR" snapshot --name "snap$marker" "$id" >"$T/out/last" 2>&1; then
+    fail snapshot-symlink "snapshot refused: $(head -2 "$T/out/last" | tr '\n' ' ')"
+  else
+    sb "snap$marker" -- sh -c 'readlink /bad; readlink /tmp/deep' 
+    if [ "$(tr '\n' ' ' <"$T/out/last")" = "../x ../../../../etc/shadow " ]; then pass snapshot-symlink "kept as data: $(tr '\n' ' ' <"$T/out/last")"
+    else fail snapshot-symlink "in the snapshot: $(head -2 "$T/out/last" | tr '\n' ' ')"; fi
+    "$SBX" --root "$R" --run-root "$RR" rmi "snap$marker" >/dev/null 2>&1
+  fi
+  "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1
+}
+
+case_end_reason() {  # the workload can fake sbx's timeout message and exit code, not the end record
+  if ! has_flag --end-record; then unsupported end-reason "sbx run has no --end-record"; return; fi
+  local ok=1 reason
+  sb --end-record "$T/out/end1" "${IMG[@]}" -- sh -c 'echo "sbx: sandbox killed: timeout after 1s" >&2; exit 124'
+  reason=$(grep -o '"Reason": "[a-z]*"' "$T/out/end1" 2>/dev/null)
+  [ "$(cat "$T/out/rc")" = 124 ] && [ "$reason" = '"Reason": "exit"' ] || { fail end-reason "faked timeout: rc=$(cat "$T/out/rc"), record: $reason"; ok=0; }
+  sb --end-record "$T/out/end2" --timeout 1s "${IMG[@]}" -- sleep 30
+  reason=$(grep -o '"Reason": "[a-z]*"' "$T/out/end2" 2>/dev/null)
+  [ "$reason" = '"Reason": "timeout"' ] || { fail end-reason "real timeout: record: $reason"; ok=0; }
+  sb --end-record "$T/out/end3" "${IMG[@]}" -- /no/such/command
+  reason=$(grep -o '"Reason": "[a-z]*"' "$T/out/end3" 2>/dev/null)
+  [ "$reason" = '"Reason": "failed"' ] || { fail end-reason "failed start: record: $reason"; ok=0; }
+  [ $ok = 1 ] && pass end-reason "a faked timeout (exit 124 + message) is recorded as exit; a real one as timeout; a failed start as failed"
+}
+
+mem_available_kb() { awk '/^MemAvailable:/{print $2}' /proc/meminfo; }
+case_bounds() {  # host safety: default sandboxes at once fill memory, the writable layer, inodes, fds
+  local total floor n=2 i pids=() t0 worst slow=0
+  total=$(awk '/^MemTotal:/{print $2}' /proc/meminfo)
+  floor=$((total / 5))                                  # the host must keep 20 % available
+  local stop=$((floor + 1048576))                        # stop early 1 GiB above it
+  # Each bomb is bounded (8 GiB of memory, 4 GiB of disk, 1 M files, 100 k fds)
+  # and starts only if the host has room for what the defaults should allow.
+  local need=$(( n * 4 * 1048576 + stop ))
+  if [ "$(mem_available_kb)" -lt "$need" ]; then na host-safety "MemAvailable $(mem_available_kb) kB < $need kB needed to run $n default memory bombs safely on this shared host"; return; fi
+  local script='/home/probe fdbomb 100000; /home/probe inodes /many 1000000; rm -rf /many; /home/probe disk /fill 4096; rm -f /fill; /home/probe mem 8192'
+  for i in $(seq $n); do
+    "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --timeout 120s "${P[@]}" "${IMG[@]}" -- sh -c "$script; : bounds-$marker" \
+      >"$T/out/bounds$i" 2>&1 &
+    pids+=($!)
+  done
+  worst=$(mem_available_kb)
+  while :; do
+    local alive=0 p
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    local m; m=$(mem_available_kb)
+    [ "$m" -lt "$worst" ] && worst=$m
+    if [ "$m" -lt "$stop" ]; then
+      kill -9 "${pids[@]}" 2>/dev/null   # their sandboxes die with them
+      wait 2>/dev/null
+      fail host-safety "MemAvailable fell to $m kB (floor $floor kB): stopped early"
+      return
+    fi
+    t0=$(date +%s%N); /bin/true; local dt=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ $dt -gt 2000 ] && slow=$dt
+    sleep 0.2
+  done
+  local ok=1 f
+  for i in $(seq $n); do
+    f=$T/out/bounds$i
+    indent <"$f" | grep -v '^    | result  mem' | tail -6
+    # gVisor keeps the writable layer in the Sentry's memory: there the
+    # memory limit ends a filler (the whole sandbox is OOM-killed) instead of ENOSPC.
+    local oom=0
+    [ "$runtime" = gvisor ] && grep -q 'sandbox killed: out of memory' "$f" && oom=1
+    grep -q '^result  disk [0-9]* ENOSPC' "$f" || [ $oom = 1 ] || { fail host-safety "sandbox $i: the writable layer did not end in ENOSPC"; ok=0; }
+    grep -q '^result  inodes [0-9]* ENOSPC' "$f" || [ $oom = 1 ] || { fail host-safety "sandbox $i: files did not end in ENOSPC"; ok=0; }
+    grep -q '^result  fds [0-9]* EMFILE' "$f" || { fail host-safety "sandbox $i: fds did not end in EMFILE"; ok=0; }
+    local mb; mb=$(awk '/^result  mem/{m=$3} END{print m+0}' "$f")
+    [ "$mb" -le 4200 ] || { fail host-safety "sandbox $i touched $mb MiB (default limit 4 GiB)"; ok=0; }
+    grep -qE 'out of memory|OOM killer killed' "$f" || { fail host-safety "sandbox $i: no OOM kill reported"; ok=0; }
+  done
+  [ $slow -gt 0 ] && { fail host-safety "the host took ${slow} ms to run /bin/true"; ok=0; }
+  [ -n "$(pgrep -f "bounds-$marker")" ] && { fail host-safety "processes left"; ok=0; }
+  [ $ok = 1 ] && pass host-safety "$n default sandboxes: ENOSPC, ENOSPC (inodes), EMFILE, OOM at the defaults; lowest MemAvailable $worst kB (floor $floor kB)"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -732,7 +886,8 @@ host_intact() {
 # ------------------------------------------------------------------ main ---
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
-         forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed; do
+         forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed \
+         vsock ids names mount_errors snapshot_symlink end_reason bounds; do
   want "$c" || continue
   "case_$c"
 done

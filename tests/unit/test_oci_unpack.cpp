@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include "common/error.h"
 #include "oci/unpack.h"
@@ -155,8 +156,13 @@ TEST_CASE("unpack: hostile paths and links are refused and nothing escapes") {
   expect_hostile({{.path = "../evil", .data = "x"}}, "'..'");
   expect_hostile({{.path = "a/../../evil", .data = "x"}}, "'..'");
   expect_hostile({{.path = "/tmp/evil-sbx-unit", .data = "x"}}, "absolute path");
-  expect_hostile({{.path = "evil", .type = AE_IFLNK, .symlink = "../outside"}}, "leads outside the layer");
-  expect_hostile({{.path = "a/b/evil", .type = AE_IFLNK, .symlink = "../../../outside"}}, "leads outside the layer");
+  // A symlink that climbs above the root is data (see the next case), but
+  // nothing is ever written through it.
+  expect_hostile({{.path = "evil", .type = AE_IFLNK, .symlink = "../outside"}, {.path = "evil/f", .data = "x"}},
+                 "leads outside the layer");
+  expect_hostile({{.path = "a/b/evil", .type = AE_IFLNK, .symlink = "../../../outside"},
+                  {.path = "a/b/evil/f", .data = "x"}},
+                 "leads outside the layer");
   expect_hostile({{.path = "evil", .hardlink = "../outside/f"}}, "'..'");
   expect_hostile({{.path = "evil", .hardlink = "/etc/passwd"}}, "absolute path");
   expect_hostile({{.path = "evil", .hardlink = "not-here"}}, "not in this layer");
@@ -174,6 +180,18 @@ TEST_CASE("unpack: hostile paths and links are refused and nothing escapes") {
   // An opaque marker under a symlinked dir.
   expect_hostile({{.path = "lnk", .type = AE_IFLNK, .symlink = "/tmp"}, {.path = "lnk/.wh..wh..opq"}},
                  "leads outside the layer");
+}
+
+TEST_CASE("unpack: a relative symlink above the root is kept as data (issue 22)") {
+  TempDir t;
+  unpack(t, make_tar({{.path = "bad", .type = AE_IFLNK, .symlink = "../x"},
+                      {.path = "a/b/deep", .type = AE_IFLNK, .symlink = "../../../../etc/passwd"}}));
+  char buf[64] = {};
+  CHECK(::readlink((t / "root/bad").c_str(), buf, sizeof buf - 1) == 4);
+  CHECK(std::string(buf) == "../x");
+  struct stat st {};
+  CHECK(::lstat((t / "root/a/b/deep").c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
 }
 
 TEST_CASE("unpack: a symlink that stays inside the layer may be a parent") {
