@@ -14,10 +14,7 @@
 #include "cli/commands.h"
 #include "common/error.h"
 #include "common/units.h"
-#include "oci/auth_config.h"
-#include "oci/pull.h"
-#include "oci/push.h"
-#include "oci/store.h"
+#include "engine/engine.h"
 
 namespace sbx::cli {
 namespace {
@@ -147,14 +144,13 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
     add_registry_flags(cmd, rf);
     cmd->callback([&] {
       action = [&] {
-        oci::Store store(g.root);
         oci::PullOptions o;
         o.registry = registry_options(rf);
         o.platform = platform;
         o.jobs = jobs;
         o.registries_conf = conf;
         o.progress = make_pull_printer(quiet, g.json);
-        oci::ImageRecord rec = oci::pull_image(store, ref, o);
+        oci::ImageRecord rec = make_engine(g).pull(ref, o);
         std::cout << rec.id << "\n";
         return 0;
       };
@@ -173,11 +169,10 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
     add_registry_flags(cmd, rf);
     cmd->callback([&] {
       action = [&] {
-        oci::Store store(g.root);
         oci::PushOptions o;
         o.registry = registry_options(rf);
         o.progress = make_pull_printer(quiet, g.json);
-        std::string digest = oci::push_image(store, image, dest, o);
+        std::string digest = make_engine(g).push(image, dest, o);
         std::cout << digest << "\n";
         return 0;
       };
@@ -227,12 +222,7 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
         if (user.empty() || password.empty()) throw Error("sbx login: user name and password must not be empty");
         oci::RegistryOptions o = registry_options(rf);
         o.credentials = oci::Credentials{user, password};
-        std::string reg = oci::parse_remote_ref(registry + "/x").registry;
-        oci::RemoteRef r{reg, "library/x", "latest", ""};
-        oci::RegistryClient client(r, "pull", o);
-        oci::http::Session s;
-        client.check_login(s);
-        oci::save_credentials(reg, *o.credentials, rf.authfile);
+        make_engine(g).login(registry, o, rf.authfile);
         std::cout << "Login Succeeded!\n";
         return 0;
       };
@@ -249,9 +239,7 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->callback([&] {
       action = [&] {
         if (registry.empty() && !all) throw Error("sbx logout: name a REGISTRY or use --all");
-        std::string reg = all ? "" : oci::parse_remote_ref(registry + "/x").registry;
-        if (!oci::remove_credentials(reg, authfile))
-          throw Error("sbx logout: not logged in to " + (all ? std::string("any registry") : reg));
+        std::string reg = make_engine(g).logout(all ? "" : registry, authfile);
         std::cout << (all ? "Removed login credentials for all registries\n" : "Removed login credentials for " + reg + "\n");
         return 0;
       };

@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "engine/engine.h"
 #include "oci/pull.h"
 #include "oci/store.h"
 #include "runtime/backends.h"
@@ -174,12 +175,12 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
     spec.image_ref = args[0];
     args.erase(args.begin());
     if (!args.empty() && args[0] == "--") args.erase(args.begin());
-    oci::Store store(g.root);
     oci::PullOptions po;
     po.progress = make_pull_printer(false, false);
-    oci::ImageRecord rec = oci::resolve_or_pull(store, spec.image_ref, oci::parse_pull_policy(f.pull), f.pull_set, po);
+    engine::Engine eng = make_engine(g);
+    oci::ImageRecord rec = eng.resolve_or_pull(spec.image_ref, oci::parse_pull_policy(f.pull), f.pull_set, po);
     spec.image_id = rec.id;
-    spec.layer_dirs = store.layer_dirs(rec);
+    spec.layer_dirs = eng.layer_dirs(rec);
     image = rec.config;
   }
 
@@ -220,13 +221,11 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
   }
   if (f.pids_limit > 0) spec.resources.pids_limit = f.pids_limit;
   for (const auto& u : f.ulimits) spec.process.rlimits.push_back(runtime::parse_ulimit(u));
-  if (f.runtime != "native" && f.runtime != "gvisor")
-    throw Error("invalid --runtime '" + f.runtime + "': use native or gvisor");
+  runtime::validate_backend_name(f.runtime);  // the registry knows the names
   // What the user left unset gets the default bounds (runtime/default_bounds.h).
-  runtime::apply_default_bounds(spec, b.command == "run" && f.runtime == "native");
+  runtime::apply_default_bounds(spec, b.command == "run" && runtime::backend_for(f.runtime)->run_layer_takes_disk_bound());
   for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) log::warn(w);
   if (!f.timeout.empty()) spec.timeout = units::parse_duration(f.timeout, "--timeout");
-  runtime::validate_backend_name(f.runtime);  // the registry knows the names
   spec.runtime = f.runtime;
   return spec;
 }

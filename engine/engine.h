@@ -19,6 +19,9 @@
 
 #include "oci/export.h"
 #include "oci/image.h"
+#include "oci/auth_config.h"
+#include "oci/pull.h"
+#include "oci/push.h"
 #include "oci/store.h"
 #include "runtime/backend.h"
 #include "runtime/state.h"
@@ -147,6 +150,27 @@ class Engine {
   /// Writes an image as an archive (oci/export.h).
   oci::ExportResult export_image(const std::string& ref, const std::string& out, const std::string& format,
                                  const std::string& name);
+
+  // Registries (oci/pull.h, oci/push.h: OCI distribution spec over libcurl).
+  /// Pulls REF into the store (progress through opts.progress); returns the
+  /// stored image. Throws sbx::Error (125): unreachable registry, auth denied,
+  /// unknown image, bad digest, hostile sizes; nothing unverified is stored.
+  oci::ImageRecord pull(const std::string& ref, const oci::PullOptions& opts);
+  /// The image `ref` names in the store, pulled first as `policy` says
+  /// (podman's --pull; short names only when `policy_explicit`).
+  oci::ImageRecord resolve_or_pull(const std::string& ref, oci::PullPolicy policy, bool policy_explicit,
+                                   const oci::PullOptions& opts);
+  /// The read-only layer dirs of a stored image, bottom first.
+  std::vector<std::string> layer_dirs(const oci::ImageRecord& image);
+  /// Pushes a stored image (snapshots too) to DEST (empty: its own name);
+  /// returns the manifest digest.
+  std::string push(const std::string& image, const std::string& dest, const oci::PushOptions& opts);
+  /// Checks `creds` against REGISTRY, then stores them in the auth file
+  /// (mode 0600); returns the registry's normalised name.
+  std::string login(const std::string& registry, oci::RegistryOptions opts, const std::string& authfile);
+  /// Removes REGISTRY's credentials (empty: every registry's); returns the
+  /// normalised name. Throws sbx::Error when there were none.
+  std::string logout(const std::string& registry, const std::string& authfile);
 
   // Sandboxes.
   /// Adds GPUs/devices to `spec` for its backend (all or nothing).

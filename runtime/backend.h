@@ -138,6 +138,10 @@ class Backend {
   /// nvproxy (the caller checks runsc for it and marks the spec), rather than
   /// as device nodes and bind mounts the backend needs nothing more for.
   virtual bool gpus_need_nvproxy() const noexcept { return false; }
+  /// Whether a one-shot run's writable layer is a tmpfs that takes a default
+  /// size and inode bound (runtime/default_bounds.h); gVisor keeps writes in
+  /// the Sentry's memory, bounded by the memory limit instead.
+  virtual bool run_layer_takes_disk_bound() const noexcept { return false; }
 
   const BackendOptions& options() const noexcept { return opts_; }
 

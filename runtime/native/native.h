@@ -13,6 +13,7 @@ class NativeBackend final : public Backend {
   using Backend::Backend;
 
   const char* name() const noexcept override { return kName; }
+  bool run_layer_takes_disk_bound() const noexcept override { return true; }
   bool supports(Operation op) const noexcept override;
   ExitStatus run(const SandboxSpec& spec, bool userns, const RunIo& io) override;
   std::string create(SandboxSpec spec, bool userns) override;
