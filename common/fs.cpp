@@ -35,7 +35,7 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
-static void write_all(int fd, std::string_view data, const std::string& path) {
+void write_all(int fd, std::string_view data, const std::string& path) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0) {

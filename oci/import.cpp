@@ -61,17 +61,7 @@ bool supported_layer_type(const std::string& t) {
   return false;
 }
 
-void write_all(int fd, const char* p, size_t n, const std::string& path) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write " + path);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
+void write_all(int fd, const char* p, size_t n, const std::string& path) { fs::write_all(fd, {p, n}, path); }
 
 std::string now_rfc3339() {
   auto now = std::chrono::system_clock::now();

@@ -22,6 +22,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "common/fd.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/linux/capabilities.h"
@@ -251,14 +252,8 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
         if (ro || host) continue;
         struct stat vst {};
         if (::fstat(b.tree_fd, &vst) < 0) throw_errno("stat the volume " + b.mount->source);
-        int vns = host_ids_volume_userns(vst.st_uid, vst.st_gid);
-        try {
-          idmap_tree(b.tree_fd, vns, true, false, b.mount->source);
-        } catch (...) {
-          ::close(vns);
-          throw;
-        }
-        ::close(vns);
+        Fd vns(host_ids_volume_userns(vst.st_uid, vst.st_gid));
+        idmap_tree(b.tree_fd, vns.fd, true, false, b.mount->source);
       }
     }
     pivot_into(root);
@@ -623,15 +618,9 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
           }
           struct stat vst {};
           if (::fstat(b.tree_fd, &vst) < 0) throw_errno("stat the volume " + b.mount->source);
-          int vns = volume_idmap_userns(host_root_id(uid_maps), vst.st_uid, vst.st_gid);
-          if (vns < 0) continue;  // the sandbox's ids land on disk as they are (unprivileged)
-          try {
-            idmap_tree(b.tree_fd, vns, true, false, b.mount->source);
-          } catch (...) {
-            ::close(vns);
-            throw;
-          }
-          ::close(vns);
+          Fd vns(volume_idmap_userns(host_root_id(uid_maps), vst.st_uid, vst.st_gid));
+          if (vns.fd < 0) continue;  // the sandbox's ids land on disk as they are (unprivileged)
+          idmap_tree(b.tree_fd, vns.fd, true, false, b.mount->source);
         }
       } catch (...) {
         ::close(userns_fd);
