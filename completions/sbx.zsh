@@ -114,18 +114,18 @@ _sbx_run() {
     '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
-    '(--network --net)'{--network,--net}'[none]:value:(none host)' \
-    '--userns[auto]:value:(auto host)' \
+    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default) or host]:value:(none host)' \
+    '--userns[User namespace: auto (a per-sandbox host id range, the default) or host]:value:(auto host)' \
     '(-m --memory)'{-m,--memory}'[Memory limit]:value: ' \
     '--disk[Limit the writable layer]:value: ' \
     '--cpus[CPU limit, in CPUs]:value: ' \
     '--pids-limit[Most processes in the sandbox]:value: ' \
     '*--ulimit[rlimit NAME=SOFT:HARD, e.g. nofile=1024:2048]:value: ' \
     '--timeout[Kill the sandbox after this long]:value: ' \
-    '--rootfs[Use DIR as the]:file:_files' \
+    '--rootfs[Use DIR as the read-only, overlaid root instead of an image]:file:_files' \
     '--entrypoint[Override the image'\''s Entrypoint]:value: ' \
     '--name[A name for the sandbox]:value: ' \
-    '--runtime[native]:value:(native gvisor)' \
+    '--runtime[Runtime: native (namespaces, the default) or gvisor (runsc)]:value:(native gvisor)' \
     '--pull[Pull the image: missing, always, never or newer]:value:(missing always never newer)' \
     '--runsc[Path to runsc for --runtime gvisor]:file:_files' \
     '*--mount-snapshot[Mount a writable copy of directory snapshot NAME at TARGET]:value: ' \
@@ -160,18 +160,18 @@ _sbx_create() {
     '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
-    '(--network --net)'{--network,--net}'[none]:value:(none host)' \
-    '--userns[auto]:value:(auto host)' \
+    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default) or host]:value:(none host)' \
+    '--userns[User namespace: auto (a per-sandbox host id range, the default) or host]:value:(auto host)' \
     '(-m --memory)'{-m,--memory}'[Memory limit]:value: ' \
     '--disk[Limit the writable layer]:value: ' \
     '--cpus[CPU limit, in CPUs]:value: ' \
     '--pids-limit[Most processes in the sandbox]:value: ' \
     '*--ulimit[rlimit NAME=SOFT:HARD, e.g. nofile=1024:2048]:value: ' \
     '--timeout[End the sandbox after this long]:value: ' \
-    '--rootfs[Use DIR as the]:file:_files' \
+    '--rootfs[Use DIR as the read-only, overlaid root instead of an image]:file:_files' \
     '--entrypoint[Override the image'\''s Entrypoint]:value: ' \
     '--name[A name for the sandbox]:value: ' \
-    '--runtime[native]:value:(native gvisor)' \
+    '--runtime[Runtime: native (namespaces, the default) or gvisor (runsc)]:value:(native gvisor)' \
     '--pull[Pull the image: missing, always, never or newer]:value:(missing always never newer)' \
     '--runsc[Path to runsc for --runtime gvisor]:file:_files' \
     '--idle-timeout[End the sandbox after this long without an exec]:value: ' \
