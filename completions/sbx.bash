@@ -3,8 +3,8 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout"
-  local global="--root --run-root --log-level --help --version"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout"
+  local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=/var/lib/sbx run_root=/run/sbx i
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
@@ -27,9 +27,9 @@ _sbx() {
       if [[ $cur == *:*:* ]]; then COMPREPLY=($(compgen -W "ro rw nosuid nodev noexec idmap=host" -P "${cur%:*}:" -- "${cur##*:}"))
       else COMPREPLY=($(compgen -f -- "$cur")); fi
       return ;;
-    --root|--run-root|--env-file|--rootfs|-o|--runsc|--registries-conf) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --root|--run-root|--env-file|--rootfs|-o|--output|--runsc|--registries-conf|--end-record|--upper|--host-dir) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
-    --network) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
+    --network|--net) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;
     --userns) COMPREPLY=($(compgen -W "auto host" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "oci-archive docker-archive" -- "$cur")); return ;;
@@ -37,6 +37,9 @@ _sbx() {
     --tls-verify) COMPREPLY=($(compgen -W "true false" -- "$cur")); return ;;
     --authfile) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --cert-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    -s|--signal) COMPREPLY=($(compgen -W "TERM KILL INT HUP QUIT USR1 USR2 STOP CONT" -- "$cur")); return ;;
+    --image) COMPREPLY=($(compgen -W "$(sbx --root "$sbx_root" images 2>/dev/null | awk 'NR > 1 && $1 != "<none>" {print $1 ":" $2}')" -- "$cur")); return ;;
+    --gpus) COMPREPLY=($(compgen -W "all" -- "$cur")); return ;;
     --platform) COMPREPLY=($(compgen -W "linux/amd64 linux/arm64 linux/arm/v7" -- "$cur")); return ;;
   esac
   if [ -z "$cmd" ]; then
@@ -46,31 +49,56 @@ _sbx() {
   local images sandboxes
   images=$(sbx --root "$sbx_root" images 2>/dev/null | awk 'NR > 1 && $1 != "<none>" {print $1; print $1 ":" $2}')
   sandboxes=$(ls "$run_root" 2>/dev/null | grep -E '^[0-9a-f]{64}$' | cut -c1-12)
+  # Options of each subcommand (as its --help lists them; tests/integration/test_cli_docs.sh checks).
+  local common="-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --net --userns -m --memory --disk --cpus --pids-limit --ulimit --timeout --rootfs --entrypoint --name --runtime --pull --runsc"
+  local reg="--tls-verify --authfile --cert-dir"
+  local opts="" words_list=""
   case $cmd in
-    run|create)
-      if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --memory --disk --cpus --pids-limit --ulimit --timeout -i --interactive -t --tty --rm --name --entrypoint --runtime --runsc --userns --gpus --device --mount-snapshot --end-record --rootfs --label --idle-timeout --pull" -- "$cur"))
-      else
-        COMPREPLY=($(compgen -W "$images" -- "$cur"))
-      fi ;;
-    inspect|rmi|tag|export) COMPREPLY=($(compgen -W "$images $sandboxes" -- "$cur")) ;;
-    exec|wait|stop|kill|rm|logs|snapshot|snapshot-dir|checkpoint) COMPREPLY=($(compgen -W "$sandboxes" -- "$cur")) ;;
-    import|cp) COMPREPLY=($(compgen -f -- "$cur")) ;;
-    info) COMPREPLY=($(compgen -W "--json --runsc" -- "$cur")) ;;
-    pull)
-      if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "--platform -q --quiet --json --jobs --tls-verify --authfile --cert-dir --registries-conf" -- "$cur"))
-      else
-        COMPREPLY=($(compgen -W "$images" -- "$cur"))
-      fi ;;
-    push)
-      if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "-q --quiet --json --tls-verify --authfile --cert-dir" -- "$cur"))
-      else
-        COMPREPLY=($(compgen -W "$images" -- "$cur"))
-      fi ;;
-    login) COMPREPLY=($(compgen -W "-u --username -p --password --password-stdin --tls-verify --authfile --cert-dir" -- "$cur")) ;;
-    logout) COMPREPLY=($(compgen -W "-a --all --authfile" -- "$cur")) ;;
+    run) opts="$common --mount-snapshot -i --interactive -t --tty --gpus --device --end-record --rm"; words_list=$images ;;
+    create) opts="$common --idle-timeout -l --label"; words_list=$images ;;
+    exec) opts="-e --env -w --workdir -u --user --timeout -i --interactive -t --tty"; words_list=$sandboxes ;;
+    ps|list) opts="-a --all -q --quiet --json --no-trunc -f --filter" ;;
+    inspect) opts="--json"; words_list="$images $sandboxes" ;;
+    wait) words_list=$sandboxes ;;
+    stop) opts="-t --time"; words_list=$sandboxes ;;
+    kill) opts="-s --signal"; words_list=$sandboxes ;;
+    rm) opts="-f --force -a --all --filter"; words_list=$sandboxes ;;
+    logs) opts="-f --follow"; words_list=$sandboxes ;;
+    cp) words_list="$(compgen -f -- "$cur") $(printf '%s: ' $sandboxes)" ;;
+    import) opts="-q --quiet"; words_list=$(compgen -f -- "$cur") ;;
+    images) opts="--json -q --quiet" ;;
+    tag) words_list=$images ;;
+    rmi) opts="-f --force"; words_list=$images ;;
+    gc) opts="--older-than" ;;
+    info) opts="--json --runsc" ;;
+    snapshot) opts="--name --upper --image"; words_list=$sandboxes ;;
+    export) opts="-o --output --format --name --json"; words_list=$images ;;
+    snapshot-dir) opts="--name --host-dir"; words_list=$sandboxes ;;
+    snapshots)
+      # Its own subcommands: rm NAME..., extract NAME DIR, prune --older-than D.
+      local sub="" k
+      for ((k = j + 1; k < COMP_CWORD; k++)); do
+        case ${COMP_WORDS[k]} in -*) ;; *) sub=${COMP_WORDS[k]}; break ;; esac
+      done
+      local snaps
+      snaps=$(sbx --root "$sbx_root" snapshots 2>/dev/null | awk 'NR > 1 {print $1}')
+      case $sub in
+        "") opts="--json"; words_list="rm extract prune" ;;
+        rm) words_list=$snaps ;;
+        extract) words_list="$snaps $(compgen -d -- "$cur")" ;;
+        prune) opts="--older-than" ;;
+      esac ;;
+    checkpoint) opts="--name --leave-running --runsc"; words_list=$sandboxes ;;
+    restore) opts="--name --count --runsc --json" ;;
+    pull) opts="--platform -q --quiet --json --registries-conf --jobs $reg"; words_list=$images ;;
+    push) opts="-q --quiet --json $reg"; words_list=$images ;;
+    login) opts="-u --username -p --password --password-stdin $reg" ;;
+    logout) opts="-a --all --authfile" ;;
   esac
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "-h --help $opts" -- "$cur"))
+  else
+    COMPREPLY=($(compgen -W "$words_list" -- "$cur"))
+  fi
 }
 complete -F _sbx sbx

@@ -1,0 +1,369 @@
+#compdef sbx
+# zsh completion for sbx. Installed as share/zsh/vendor-completions/_sbx
+# (see CMakeLists.txt install()). One function _sbx_CMD per subcommand, with
+# the options `sbx CMD --help` lists; tests/integration/test_cli_docs.sh checks they agree.
+
+__sbx_images() {
+  local -a imgs
+  imgs=(${(f)"$(_call_program images sbx --root ${(q)_sbx_root} images 2>/dev/null | awk 'NR > 1 && $1 != "<none>" {print $1; print $1 ":" $2}')"})
+  _describe -t images image imgs
+}
+__sbx_sandboxes() {
+  local -a ids
+  ids=(${(f)"$(ls ${_sbx_run_root} 2>/dev/null | grep -E '^[0-9a-f]{64}$' | cut -c1-12)"})
+  _describe -t sandboxes sandbox ids "$@"
+}
+__sbx_snapshot_names() {
+  local -a names
+  names=(${(f)"$(_call_program snapshots sbx --root ${(q)_sbx_root} snapshots 2>/dev/null | awk 'NR > 1 {print $1}')"})
+  _describe -t snapshots snapshot names
+}
+# cp's SANDBOX:PATH or a host path.
+__sbx_cp_path() {
+  _alternative 'files:host path:_files' 'sandboxes:sandbox:__sbx_sandboxes -S :'
+}
+
+_sbx() {
+  local _sbx_root=${SBX_ROOT:-/var/lib/sbx} _sbx_run_root=${SBX_RUN_ROOT:-/run/sbx}
+  typeset -A opt_args
+  local curcontext="$curcontext" state line ret=1
+  _arguments -C -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(- *)'{-v,--version}'[Print the version and exit]' \
+    '--root[Image store directory]:file:_files' \
+    '--run-root[Directory for live sandbox state]:file:_files' \
+    '--log-level[Log level]:value:(trace debug info warn error off)' \
+    '1: :->command' \
+    '*:: :->args' && ret=0
+  case $state in
+    command)
+      local -a commands=(
+        'import:Import an OCI image layout dir, oci-archive or docker-archive into'
+        'images:List images in the store'
+        'tag:Give an image another name'
+        'rmi:Remove images'
+        'run:Run a command in a new, throw-away sandbox'
+        'info:Show what this host offers'
+        'gc:Remove leftovers of killed sandboxes, unreferenced image blobs and'
+        'create:Start a long-lived sandbox in the background and print its id'
+        'exec:Run a command in a running sandbox'
+        'ps:List sandboxes'
+        'list:List sandboxes'
+        'inspect:Show everything about sandboxes or images'
+        'wait:Wait for sandboxes to end'
+        'stop:Stop sandboxes: SIGTERM, then SIGKILL after --time'
+        'kill:Send a signal to sandboxes'
+        'rm:Remove sandboxes'
+        'logs:Print the output of a sandbox'\''s first process'
+        'cp:Copy files between a running sandbox and the host'
+        'snapshot:Save a sandbox'\''s file system changes as a new image'
+        'export:Write an image'
+        'snapshot-dir:Save one directory of a sandbox as a content-addressed snapshot'
+        'snapshots:List snapshots of every kind'
+        'checkpoint:Save a running sandbox'\''s memory and file system'
+        'restore:Start sandboxes that continue from a memory snapshot'
+        'pull:Pull an image from a registry into the store'
+        'push:Push an image of the store'
+        'login:Log in to a registry'
+        'logout:Remove a registry'\''s credentials from the auth file'
+      )
+      _describe -t commands 'sbx command' commands && ret=0 ;;
+    args)
+      [[ -n ${opt_args[--root]} ]] && _sbx_root=${opt_args[--root]}
+      [[ -n ${opt_args[--run-root]} ]] && _sbx_run_root=${opt_args[--run-root]}
+      local cmd=${words[1]}
+      [[ $cmd == list ]] && cmd=ps
+      curcontext="${curcontext%:*:*}:sbx-$cmd:"
+      (( $+functions[_sbx_${cmd//-/_}] )) && _sbx_${cmd//-/_} && ret=0 ;;
+  esac
+  return ret
+}
+_sbx_import() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-q --quiet)'{-q,--quiet}'[No progress output]' \
+    '1:image layout or archive:_files' \
+    '2:name: '
+}
+_sbx_images() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '(-q --quiet)'{-q,--quiet}'[Print image ids only]'
+}
+_sbx_tag() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1:image:__sbx_images' \
+    '2:new name: '
+}
+_sbx_rmi() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --force)'{-f,--force}'[Remove even when a sandbox uses the image]' \
+    '*:image:__sbx_images'
+}
+_sbx_run() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*'{-e,--env}'[Set an environment variable]:value: ' \
+    '*--env-file[Read environment variables from a file]:file:_files' \
+    '(-w --workdir)'{-w,--workdir}'[Working directory inside the sandbox]:value: ' \
+    '(-u --user)'{-u,--user}'[User: NAME|UID:GROUP|GID, resolved in the image'\''s /etc/passwd]:value: ' \
+    '*'{-v,--volume}'[Bind mount HOST-DIR:CONTAINER-DIR:OPTS]:file:_files' \
+    '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
+    '--read-only[Mount the root file system read-only]' \
+    '--hostname[Host name inside the sandbox]:value: ' \
+    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default) or host]:value:(none host)' \
+    '--userns[User namespace: auto (a per-sandbox host id range, the default) or host]:value:(auto host)' \
+    '(-m --memory)'{-m,--memory}'[Memory limit]:value: ' \
+    '--disk[Limit the writable layer]:value: ' \
+    '--cpus[CPU limit, in CPUs]:value: ' \
+    '--pids-limit[Most processes in the sandbox]:value: ' \
+    '*--ulimit[rlimit NAME=SOFT:HARD, e.g. nofile=1024:2048]:value: ' \
+    '--timeout[Kill the sandbox after this long]:value: ' \
+    '--rootfs[Use DIR as the read-only, overlaid root instead of an image]:file:_files' \
+    '--entrypoint[Override the image'\''s Entrypoint]:value: ' \
+    '--name[A name for the sandbox]:value: ' \
+    '--runtime[Runtime: native (namespaces, the default) or gvisor (runsc)]:value:(native gvisor)' \
+    '--pull[Pull the image: missing, always, never or newer]:value:(missing always never newer)' \
+    '--runsc[Path to runsc for --runtime gvisor]:file:_files' \
+    '*--mount-snapshot[Mount a writable copy of directory snapshot NAME at TARGET]:value: ' \
+    '(-i --interactive)'{-i,--interactive}'[Keep stdin open]' \
+    '(-t --tty)'{-t,--tty}'[Allocate a pseudo-terminal]' \
+    '--gpus[NVIDIA GPUs to give the sandbox]:value:(all)' \
+    '*--device[Add a device]:value: ' \
+    '--end-record[Write how the sandbox ended as JSON to FILE]:file:_files' \
+    '--rm[Accepted for docker compatibility]' \
+    '1:image:__sbx_images' \
+    '*::command:_normal'
+}
+_sbx_info() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '--runsc[Path to the runsc to describe]:file:_files'
+}
+_sbx_gc() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--older-than[Also remove snapshots]:value: '
+}
+_sbx_create() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*'{-e,--env}'[Set an environment variable]:value: ' \
+    '*--env-file[Read environment variables from a file]:file:_files' \
+    '(-w --workdir)'{-w,--workdir}'[Working directory inside the sandbox]:value: ' \
+    '(-u --user)'{-u,--user}'[User: NAME|UID:GROUP|GID, resolved in the image'\''s /etc/passwd]:value: ' \
+    '*'{-v,--volume}'[Bind mount HOST-DIR:CONTAINER-DIR:OPTS]:file:_files' \
+    '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
+    '--read-only[Mount the root file system read-only]' \
+    '--hostname[Host name inside the sandbox]:value: ' \
+    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default) or host]:value:(none host)' \
+    '--userns[User namespace: auto (a per-sandbox host id range, the default) or host]:value:(auto host)' \
+    '(-m --memory)'{-m,--memory}'[Memory limit]:value: ' \
+    '--disk[Limit the writable layer]:value: ' \
+    '--cpus[CPU limit, in CPUs]:value: ' \
+    '--pids-limit[Most processes in the sandbox]:value: ' \
+    '*--ulimit[rlimit NAME=SOFT:HARD, e.g. nofile=1024:2048]:value: ' \
+    '--timeout[End the sandbox after this long]:value: ' \
+    '--rootfs[Use DIR as the read-only, overlaid root instead of an image]:file:_files' \
+    '--entrypoint[Override the image'\''s Entrypoint]:value: ' \
+    '--name[A name for the sandbox]:value: ' \
+    '--runtime[Runtime: native (namespaces, the default) or gvisor (runsc)]:value:(native gvisor)' \
+    '--pull[Pull the image: missing, always, never or newer]:value:(missing always never newer)' \
+    '--runsc[Path to runsc for --runtime gvisor]:file:_files' \
+    '--idle-timeout[End the sandbox after this long without an exec]:value: ' \
+    '*'{-l,--label}'[A label KEY=VALUE]:value: ' \
+    '1:image:__sbx_images' \
+    '*::command:_normal'
+}
+_sbx_exec() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*'{-e,--env}'[Set an environment variable KEY=VALUE]:value: ' \
+    '(-w --workdir)'{-w,--workdir}'[Working directory inside the sandbox]:value: ' \
+    '(-u --user)'{-u,--user}'[User: NAME|UID:GROUP|GID]:value: ' \
+    '--timeout[Kill the command after this long]:value: ' \
+    '(-i --interactive)'{-i,--interactive}'[Keep stdin open]' \
+    '(-t --tty)'{-t,--tty}'[Allocate a pseudo-terminal]' \
+    '1:sandbox:__sbx_sandboxes' \
+    '*::command:_normal'
+}
+_sbx_ps() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-a --all)'{-a,--all}'[Show every sandbox, not only running ones]' \
+    '(-q --quiet)'{-q,--quiet}'[Print ids only]' \
+    '--json[Print JSON]' \
+    '--no-trunc[Print full ids]' \
+    '*'{-f,--filter}'[label=KEY=VALUE, name=NAME, status=STATUS, id=PREFIX]:value: '
+}
+_sbx_inspect() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '*:image or sandbox:_alternative images\:image\:__sbx_images sandboxes\:sandbox\:__sbx_sandboxes'
+}
+_sbx_wait() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*:sandbox:__sbx_sandboxes'
+}
+_sbx_stop() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-t --time)'{-t,--time}'[Seconds to wait before SIGKILL]:value: ' \
+    '*:sandbox:__sbx_sandboxes'
+}
+_sbx_kill() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-s --signal)'{-s,--signal}'[Signal name or number]:value:(TERM KILL INT HUP QUIT USR1 USR2 STOP CONT)' \
+    '*:sandbox:__sbx_sandboxes'
+}
+_sbx_rm() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --force)'{-f,--force}'[Kill running sandboxes first]' \
+    '(-a --all)'{-a,--all}'[Remove every sandbox]' \
+    '*--filter[label=KEY=VALUE, name=, status=, id=]:value: ' \
+    '*:sandbox:__sbx_sandboxes'
+}
+_sbx_logs() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --follow)'{-f,--follow}'[Keep printing until the sandbox ends]' \
+    '1:sandbox:__sbx_sandboxes'
+}
+_sbx_cp() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1:source:__sbx_cp_path' \
+    '2:destination:__sbx_cp_path'
+}
+_sbx_snapshot() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--name[Name for the new image]:value: ' \
+    '--upper[Instead of a sandbox]:file:_files' \
+    '--image[... on top of this image]:image:__sbx_images' \
+    '1:sandbox:__sbx_sandboxes'
+}
+_sbx_export() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-o --output)'{-o,--output}'[Archive file to write]:file:_files' \
+    '--format[oci-archive or docker-archive]:value:(oci-archive docker-archive)' \
+    '--name[Name to record in the archive]:value: ' \
+    '--json[Print JSON]' \
+    '1:image:__sbx_images'
+}
+_sbx_snapshot_dir() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--name[Snapshot name]:value: ' \
+    '--host-dir[Instead of a sandbox]:file:_files' \
+    '1:sandbox:__sbx_sandboxes' \
+    '2:directory in the sandbox: '
+}
+_sbx_snapshots() {
+  local curcontext="$curcontext" state line ret=1
+  _arguments -C -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '1: :->command' \
+    '*:: :->args' && ret=0
+  case $state in
+    command)
+      local -a commands=(
+        'rm:Remove snapshots'
+        'extract:Extract a directory snapshot into a host directory'
+        'prune:Remove snapshots not used for longer than --older-than'
+      )
+      _describe -t commands 'sbx command' commands && ret=0 ;;
+    args)
+      local sub=${words[1]}
+      curcontext="${curcontext%:*:*}:sbx-snapshots-$sub:"
+      (( $+functions[_sbx_snapshots_${sub}] )) && _sbx_snapshots_${sub} && ret=0 ;;
+  esac
+  return ret
+}
+_sbx_snapshots_rm() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*:snapshot:__sbx_snapshot_names'
+}
+_sbx_snapshots_extract() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1:snapshot:__sbx_snapshot_names' \
+    '2:directory:_files -/'
+}
+_sbx_snapshots_prune() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--older-than[Age, e.g. 7d, 12h, 30m]:value: '
+}
+_sbx_checkpoint() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--name[Snapshot name]:value: ' \
+    '--leave-running[Keep the sandbox running]' \
+    '--runsc[Path to runsc]:file:_files' \
+    '1:sandbox:__sbx_sandboxes'
+}
+_sbx_restore() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--name[Name of the new sandbox]:value: ' \
+    '--count[Independent copies to start]:value: ' \
+    '--runsc[Path to runsc]:file:_files' \
+    '--json[Print JSON]' \
+    '1:snapshot:__sbx_snapshot_names'
+}
+_sbx_pull() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--platform[os/arch/variant to pick from a multi-platform image]:value:(linux/amd64 linux/arm64 linux/arm/v7)' \
+    '(-q --quiet)'{-q,--quiet}'[No progress output]' \
+    '--json[Progress as JSON lines on stderr]' \
+    '--registries-conf[registries.conf]:file:_files' \
+    '--jobs[Blobs to download at once]:value: ' \
+    '--tls-verify[Verify TLS certificates]:value:(true false)' \
+    '--authfile[Credentials file]:file:_files' \
+    '--cert-dir[Directory of HOST/ca.crt CA files]:directory:_files -/' \
+    '1:image:__sbx_images'
+}
+_sbx_push() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-q --quiet)'{-q,--quiet}'[No progress output]' \
+    '--json[Progress as JSON lines on stderr]' \
+    '--tls-verify[Verify TLS certificates]:value:(true false)' \
+    '--authfile[Credentials file]:file:_files' \
+    '--cert-dir[Directory of HOST/ca.crt CA files]:directory:_files -/' \
+    '1:image:__sbx_images' \
+    '2:destination: '
+}
+_sbx_login() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-u --username)'{-u,--username}'[User name]:value: ' \
+    '(-p --password)'{-p,--password}'[Password]:value: ' \
+    '--password-stdin[Read the password from stdin]' \
+    '--tls-verify[Verify TLS certificates]:value:(true false)' \
+    '--authfile[Credentials file]:file:_files' \
+    '--cert-dir[Directory of HOST/ca.crt CA files]:directory:_files -/' \
+    '1:registry: '
+}
+_sbx_logout() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-a --all)'{-a,--all}'[Remove the credentials of every registry]' \
+    '--authfile[Credentials file]:file:_files' \
+    '1:registry: '
+}
+
+_sbx "$@"
