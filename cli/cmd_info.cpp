@@ -8,8 +8,7 @@
 #include "cli/commands.h"
 #include "cli/gpu_options.h"
 #include "common/error.h"
-#include "runtime/default_bounds.h"
-#include "runtime/host_support.h"
+#include "engine/engine.h"
 
 namespace sbx::cli {
 
@@ -21,20 +20,20 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--runsc", *runsc, "Path to the runsc to describe (default: from $PATH)");
   cmd->callback([&, json, runsc] {
     action = [&, json, runsc] {
-      auto runtimes = runtime::probe_runtimes(*runsc);
+      const engine::HostInfo h = make_engine(g).host_info(*runsc, GpuOptions::default_host_root());
       if (*json) {
         nlohmann::json j;
         j["version"] = SBX_VERSION;
         j["root"] = g.root;
         j["run_root"] = g.run_root;
-        j["cgroup_mode"] = runtime::cgroup_mode_name();
-        for (const auto& [what, value] : runtime::describe_default_bounds()) j["default_bounds"][what] = value;
-        for (auto& r : runtimes) {
+        j["cgroup_mode"] = h.cgroup_mode;
+        for (const auto& [what, value] : h.default_bounds) j["default_bounds"][what] = value;
+        for (auto& r : h.runtimes) {
           j["runtimes"][r.name] = {{"usable", r.usable}, {"detail", r.detail}};
           if (!r.features.empty()) j["runtimes"][r.name]["features"] = r.features;
         }
         std::ostringstream gpu;
-        print_gpu_info(gpu);
+        print_gpu_info(gpu, h);
         j["gpus"] = gpu.str();
         std::cout << j.dump(2) << "\n";
         return 0;
@@ -42,15 +41,15 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
       std::cout << "version:     " << SBX_VERSION << "\n"
                 << "root:        " << g.root << "\n"
                 << "run-root:    " << g.run_root << "\n"
-                << "cgroups:     " << runtime::cgroup_mode_name() << "\n"
+                << "cgroups:     " << h.cgroup_mode << "\n"
                 << "default bounds:\n";
-      for (const auto& [what, value] : runtime::describe_default_bounds())
+      for (const auto& [what, value] : h.default_bounds)
         std::cout << "  " << what << ": " << value << "\n";
       std::cout << "runtimes:\n";
-      for (auto& r : runtimes) {
+      for (auto& r : h.runtimes) {
         std::cout << "  " << r.name << ": " << (r.usable ? "usable" : "NOT usable") << " (" << r.detail << ")\n";
       }
-      print_gpu_info(std::cout);
+      print_gpu_info(std::cout, h);
       return 0;
     };
   });

@@ -6,8 +6,6 @@
 #include <ostream>
 
 #include "common/error.h"
-#include "gpu/cdi.h"
-#include "gpu/nvidia.h"
 #include "engine/engine.h"
 #include "spec/sandbox_spec.h"
 
@@ -37,32 +35,24 @@ void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec, const std::string
   engine::Engine({}).apply_gpus(r, spec);
 }
 
-void print_gpu_info(std::ostream& out) {
-  gpu::HostRoot root{GpuOptions::default_host_root()};
+void print_gpu_info(std::ostream& out, const engine::HostInfo& h) {
   out << "gpus:";
-  try {
-    if (!gpu::nvidia_present(root)) {
-      out << " none (no NVIDIA driver: /proc/driver/nvidia/version is missing)\n";
-    } else {
-      gpu::DiscoverOptions d;
-      d.root = root;
-      auto h = gpu::discover_nvidia(d);
-      out << "\n  driver: " << h.driver_version << "\n";
-      for (const auto& g : h.gpus)
-        out << "  " << g.index << ": " << g.model << " (" << (g.uuid.empty() ? "no uuid" : g.uuid) << ", "
-            << g.bus_location << ", " << g.device_path() << ")\n";
-      out << "  libraries: " << h.libraries.size() << " in";
-      for (const auto& d : h.library_dirs) out << " " << d;
-      out << "\n";
-    }
-  } catch (const Error& e) {
-    out << "\n  error: " << e.what() << "\n";
+  if (!h.gpu_error.empty()) {
+    out << "\n  error: " << h.gpu_error << "\n";
+  } else if (!h.nvidia || !h.gpus) {
+    out << " none (no NVIDIA driver: /proc/driver/nvidia/version is missing)\n";
+  } else {
+    out << "\n  driver: " << h.gpus->driver_version << "\n";
+    for (const auto& g : h.gpus->gpus)
+      out << "  " << g.index << ": " << g.model << " (" << (g.uuid.empty() ? "no uuid" : g.uuid) << ", "
+          << g.bus_location << ", " << g.device_path() << ")\n";
+    out << "  libraries: " << h.gpus->libraries.size() << " in";
+    for (const auto& d : h.gpus->library_dirs) out << " " << d;
+    out << "\n";
   }
-  auto reg = gpu::CdiRegistry::load(root);
-  auto names = reg.device_names();
-  out << "cdi devices:" << (names.empty() ? " none\n" : "\n");
-  for (const auto& n : names) out << "  " << n << "\n";
-  for (const auto& e : reg.errors()) out << "  error: " << e << "\n";
+  out << "cdi devices:" << (h.cdi_devices.empty() ? " none\n" : "\n");
+  for (const auto& n : h.cdi_devices) out << "  " << n << "\n";
+  for (const auto& e : h.cdi_errors) out << "  error: " << e << "\n";
 }
 
 }  // namespace sbx::cli

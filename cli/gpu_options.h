@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
+
 namespace CLI {
 class App;
 }
@@ -44,6 +46,6 @@ void add_gpu_options(CLI::App& cmd, GpuOptions& o);
 void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec, const std::string& runsc = "");
 
 /// Prints the "gpus:" and "cdi devices:" sections of `sbx info` (human text).
-void print_gpu_info(std::ostream& out);
+void print_gpu_info(std::ostream& out, const engine::HostInfo& info);
 
 }  // namespace sbx::cli

@@ -24,7 +24,9 @@
 #include "oci/push.h"
 #include "oci/store.h"
 #include "runtime/backend.h"
+#include "runtime/host_support.h"
 #include "runtime/state.h"
+#include "gpu/nvidia.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/fs_snapshot.h"
@@ -37,6 +39,19 @@ namespace sbx::engine {
 struct Config {
   std::string root = "/var/lib/sbx";  ///< image store and snapshots (--root)
   std::string run_root = "/run/sbx";  ///< live sandbox state (--run-root)
+};
+
+// ---- host -------------------------------------------------------------------
+
+/// What this host offers (`sbx info`).
+struct HostInfo {
+  std::string cgroup_mode;                                          ///< unified, hybrid or legacy
+  std::vector<std::pair<std::string, std::string>> default_bounds;  ///< what → value, for people
+  std::vector<runtime::RuntimeSupport> runtimes;                    ///< each backend: usable, why, features
+  bool nvidia = false;               ///< an NVIDIA driver is loaded
+  std::optional<gpu::NvidiaHost> gpus;  ///< discovered GPUs and driver files (when `nvidia`)
+  std::string gpu_error;             ///< discovery failed: why
+  std::vector<std::string> cdi_devices, cdi_errors;  ///< CDI specs found (gpu/cdi.h)
 };
 
 // ---- images -----------------------------------------------------------------
@@ -150,6 +165,11 @@ class Engine {
   /// Writes an image as an archive (oci/export.h).
   oci::ExportResult export_image(const std::string& ref, const std::string& out, const std::string& format,
                                  const std::string& name);
+
+  /// Probes runtimes (runsc: which binary; empty: $PATH), cgroups, default
+  /// bounds and GPUs (`gpu_host_root`: where the host's /dev, /proc are).
+  /// Never throws for a missing part: it is reported in the result.
+  HostInfo host_info(const std::string& runsc, const std::string& gpu_host_root);
 
   // Registries (oci/pull.h, oci/push.h: OCI distribution spec over libcurl).
   /// Pulls REF into the store (progress through opts.progress); returns the

@@ -1,0 +1,32 @@
+// Engine: what this host offers (`sbx info`): runtimes and their features,
+// cgroup mode, default bounds, GPUs and CDI devices.
+#include "common/error.h"
+#include "engine/engine.h"
+#include "gpu/cdi.h"
+#include "runtime/default_bounds.h"
+
+namespace sbx::engine {
+
+HostInfo Engine::host_info(const std::string& runsc, const std::string& gpu_host_root) {
+  HostInfo h;
+  h.cgroup_mode = runtime::cgroup_mode_name();
+  h.default_bounds = runtime::describe_default_bounds();
+  h.runtimes = runtime::probe_runtimes(runsc);
+  gpu::HostRoot root{gpu_host_root};
+  try {
+    h.nvidia = gpu::nvidia_present(root);
+    if (h.nvidia) {
+      gpu::DiscoverOptions d;
+      d.root = root;
+      h.gpus = gpu::discover_nvidia(d);
+    }
+  } catch (const Error& e) {
+    h.gpu_error = e.what();
+  }
+  auto reg = gpu::CdiRegistry::load(root);
+  h.cdi_devices = reg.device_names();
+  h.cdi_errors = reg.errors();
+  return h;
+}
+
+}  // namespace sbx::engine
