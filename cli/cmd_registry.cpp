@@ -128,7 +128,7 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
   // sbx pull [--platform P] [-q] [--json] REF
   {
     auto* cmd = app.add_subcommand("pull", "Pull an image from a registry into the store");
-    static std::string ref, platform, conf = "/etc/containers/registries.conf";
+    static std::string ref, platform, conf = oci::default_registries_conf();
     static bool quiet = false;
     static int jobs = 3;
     static RegistryFlags rf;
@@ -138,7 +138,7 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_flag("-q,--quiet", quiet, "No progress output; print only the image id");
     cmd->add_flag("--json", g.json, "Progress as JSON lines on stderr (one event a line)");
     cmd->add_option("--registries-conf", conf,
-                    "registries.conf: search registries for short names, insecure/blocked registries, mirrors")
+                    "registries.conf: search registries for short names, insecure/blocked registries, mirrors (default: $CONTAINERS_REGISTRIES_CONF, else /etc/containers/registries.conf)")
         ->capture_default_str();
     cmd->add_option("--jobs", jobs, "Blobs to download at once")->capture_default_str()->check(CLI::Range(1, 16));
     add_registry_flags(cmd, rf);

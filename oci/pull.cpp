@@ -1,6 +1,7 @@
 // Pulling images from a registry into the store (see oci/pull.h).
 #include "oci/pull.h"
 
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -332,6 +333,11 @@ ImageRecord pull_one(Store& store, const RemoteRef& ref, const std::string& loca
   }
 }
 
+std::string default_registries_conf() {
+  const char* env = std::getenv("CONTAINERS_REGISTRIES_CONF");
+  return env && *env ? env : "/etc/containers/registries.conf";
+}
+
 ImageRecord pull_image(Store& store, const std::string& text, const PullOptions& opts) {
   bool qualified = false;
   RemoteRef ref = parse_remote_ref(text, &qualified);
@@ -407,12 +413,15 @@ ImageRecord resolve_or_pull(Store& store, const std::string& ref, PullPolicy pol
       return store.resolve(ref);
     } catch (const Error& e) {
       if (std::string(e.what()).find("not found") == std::string::npos) throw;  // e.g. an ambiguous id prefix
-      if (!qualified && !policy_explicit)  // a short name: no network unless asked
-        throw Error("image '" + ref + "' not found in the store; to pull it from Docker Hub run 'sbx pull " + ref +
-                        "' (or add --pull=missing), or import it with 'sbx import'",
-                    e.err(), e.exit_code());
     }
-    return pull_image(store, ref, opts);
+    try {
+      return pull_image(store, ref, opts);
+    } catch (const Error& e) {
+      // Say both: it is not here, and the registry could not give it.
+      throw Error("image '" + ref + "' is not in the store, and pulling it failed: " + e.what() +
+                      (qualified || policy_explicit ? "" : " (import a local image with 'sbx import')"),
+                  e.err(), e.exit_code());
+    }
   }
   if (policy == PullPolicy::Newer) {
     try {

@@ -31,13 +31,18 @@ struct PullEvent {
   int layer = 0, layers = 0;  ///< unpacking: 1-based layer and count
 };
 
+/// $CONTAINERS_REGISTRIES_CONF when set (podman's variable), else
+/// /etc/containers/registries.conf (containers-registries.conf(5)).
+std::string default_registries_conf();
+
 struct PullOptions {
   RegistryOptions registry;
   std::string platform;  ///< "os/arch[/variant]"; empty: linux/amd64 (the host)
   int jobs = 3;          ///< blobs downloaded at once
   /// registries.conf (oci/registries_conf.h): search list for short names,
   /// insecure/blocked registries, mirrors. Empty or absent file: none.
-  std::string registries_conf = "/etc/containers/registries.conf";
+  /// Default: $CONTAINERS_REGISTRIES_CONF (as podman), else the system file.
+  std::string registries_conf = default_registries_conf();
   /// Called with events, from one thread at a time.
   std::function<void(const PullEvent&)> progress;
 };
@@ -60,11 +65,11 @@ PullPolicy parse_pull_policy(const std::string& s);
 /// What `sbx run IMAGE` / `sbx create IMAGE` do to find IMAGE: the local
 /// image, pulling it first as `policy` says (Missing: only when absent;
 /// Always: pull; Newer: pull, and fall back to the local image when the
-/// registry cannot be reached; Never: local only). Only references that name
-/// their registry ("host/…", "docker.io/library/python") are pulled when
-/// missing; a short name that is not in the store is pulled from docker.io
-/// only with an explicit policy (`--pull missing`), so a typo never goes to the
-/// network. Throws the store's "not found" error or the pull's error.
+/// registry cannot be reached; Never: local only). A short name ("python:3.12")
+/// that is not in the store is looked up as docker and podman do: in the
+/// unqualified-search-registries of the registries.conf, else docker.io.
+/// `policy_explicit` (the user named --pull) is kept for the message only.
+/// Throws the store's "not found" error or the pull's error.
 ImageRecord resolve_or_pull(Store& store, const std::string& ref, PullPolicy policy, bool policy_explicit,
                             const PullOptions& opts = {});
 

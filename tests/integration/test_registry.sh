@@ -108,12 +108,28 @@ err=$("$SBX" --root "$T/root2" --run-root "$T/run" run --rm --pull=always "$R/bu
 grep -q "skipped: already exists" <<<"$err" || fail "--pull=always did not ask the registry: $err"
 pass "--pull=always checks the registry (blobs already there skipped)"
 
-# A short name that is not in the store is not looked up on docker.io unasked.
+# A short name that is not in the store is pulled as docker and podman do:
+# from the registries.conf's search registries ($CONTAINERS_REGISTRIES_CONF,
+# as podman), else docker.io. Here docker.io is blocked (no packet leaves the
+# machine) and the search list names the test registry.
+cat >"$T/blocked-hub.conf" <<CONF
+unqualified-search-registries = ["docker.io"]
+[[registry]]
+location = "docker.io"
+blocked = true
+CONF
 set +e
-"$SBX" --root "$T/root" --run-root "$T/run" run --rm sbx-no-such-image -- true 2>"$T/err"; rc=$?
+CONTAINERS_REGISTRIES_CONF=$T/blocked-hub.conf "$SBX" --root "$T/root" --run-root "$T/run" run --rm sbx-no-such-image -- true 2>"$T/err"; rc=$?
 set -e
-[ $rc = 125 ] && grep -q "not found" "$T/err" || fail "short missing name: rc $rc, $(cat "$T/err")"
-pass "a missing short name fails locally (exit 125, no network)"
+[ $rc = 125 ] && grep -q "is not in the store, and pulling it failed: registry docker.io is blocked" "$T/err" || fail "short missing name: rc $rc, $(cat "$T/err")"
+[ -z "$(ls "$T/root/tmp" 2>/dev/null)" ] || fail "a refused short-name pull left files in the store's tmp"
+pass "a missing short name goes to the search registries (docker.io blocked here: exit 125, clear error)"
+cat >"$T/search-local.conf" <<CONF
+unqualified-search-registries = ["$R"]
+CONF
+out=$(CONTAINERS_REGISTRIES_CONF=$T/search-local.conf "$SBX" --root "$T/rootshort" --run-root "$T/run" run --rm busybox -- echo short-pulled 2>/dev/null)
+[ "$out" = short-pulled ] || fail "sbx run busybox (short name, search registry $R) printed '$out'"
+pass "sbx run SHORTNAME pulls a missing image from the search registries (\$CONTAINERS_REGISTRIES_CONF)"
 
 # A registry that is not there (a free loopback port).
 set +e
