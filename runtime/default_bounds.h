@@ -7,7 +7,8 @@
 //   parent      every sandbox's memory cgroup sits below one cgroup of sbx's,
 //               "sbx" at the top of the memory hierarchy, limited to the host's
 //               MemTotal minus max(20 %, 2 GiB): no mix of sandboxes can take
-//               the host's last fifth (runtime/linux/cgroups.h).
+//               the host's last fifth. Made with the first sandbox, removed
+//               with the last (runtime/linux/cgroups.h).
 //   disk        `sbx run` (native): the writable layer is a tmpfs of 2 GiB with
 //               one inode per 4 KiB (--disk raises it); gVisor keeps writes in
 //               the Sentry's memory, bounded by the memory limit.

@@ -153,6 +153,7 @@ int destroy_cgroup_dirs(const std::vector<std::string>& dirs) noexcept {
       if (attempt == 199 && !first) first = EBUSY;
     }
   }
+  release_sandboxes_parent();  // the last sandbox takes sbx's parent cgroup with it
   return first;
 }
 

@@ -33,6 +33,12 @@ native_only() {
 # top of any hierarchy it could not enter. (Not at the others' tops: sandboxes
 # of other people on the host may be there.)
 ROOT_SBX_CGROUPS_BEFORE=$(ls -d /sys/fs/cgroup/*/sbx-* 2>/dev/null | sort)
+# Every sandbox's memory cgroup sits below sbx's parent cgroup "sbx" (memory
+# hierarchy on v1, the top on v2), outside the test's own cgroup: what is
+# below it now is not this test's, and the parent goes with the last sandbox.
+SBX_PARENT_CGROUP=/sys/fs/cgroup/memory/sbx
+[ -d /sys/fs/cgroup/memory ] || SBX_PARENT_CGROUP=/sys/fs/cgroup/sbx
+PARENT_CHILDREN_BEFORE=$(ls -d "$SBX_PARENT_CGROUP"/sbx-* 2>/dev/null | sort)
 fails=0
 passes=0
 
@@ -134,10 +140,14 @@ leak_check() {
   for dir in "${TEST_CGROUPS[@]}"; do
     leaked+=$(find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*' 2>/dev/null)
   done
+  leaked+=$(comm -13 <(echo "$PARENT_CHILDREN_BEFORE") <(ls -d "$SBX_PARENT_CGROUP"/sbx-* 2>/dev/null | sort) | tr '\n' ' ')
+  if [ -z "$(ls -d "$SBX_PARENT_CGROUP"/sbx-* 2>/dev/null)" ] && [ -d "$SBX_PARENT_CGROUP" ]; then
+    leaked+=" $SBX_PARENT_CGROUP (sbx's parent cgroup, with no sandbox left below it)"
+  fi
   if [ -n "$leaked" ]; then
     fails=$((fails + 1)); echo "FAIL leak: cgroups left: $leaked"
   else
-    passes=$((passes + 1)); echo "ok   leak: no sbx-* cgroups left"
+    passes=$((passes + 1)); echo "ok   leak: no sbx-* cgroups left, nor sbx's parent cgroup"
   fi
   # Every process of this test's cgroup but the test shell itself is a leak.
   leaked=""

@@ -124,8 +124,13 @@ std::string ensure_sandboxes_parent() {
   const std::string dir = sandboxes_parent_dir();
   if (dir.empty()) return dir;
   // The common case costs one mkdir(2) that fails with EEXIST: the limit is
-  // written only by the sbx that made the dir (an admin may have raised it).
-  if (::mkdir(dir.c_str(), 0755) == 0) {
+  // written only by the sbx that made the dir. The last sandbox's teardown
+  // may rmdir it between our mkdir and the writes (ENOENT): then again.
+  for (int attempt = 0;; ++attempt) {
+    if (::mkdir(dir.c_str(), 0755) < 0) {
+      if (errno == EEXIST) return dir;
+      throw_errno_hint("create the sandboxes' parent cgroup " + dir, "sbx needs root and a writable cgroup file system");
+    }
     const std::string limit = std::to_string(default_bounds().parent_memory_bytes);
     try {
       if (cgroup_mode() == CgroupMode::Unified) {
@@ -137,14 +142,22 @@ std::string ensure_sandboxes_parent() {
         fs::write_existing(dir + "/memory.limit_in_bytes", limit);
       }
     } catch (...) {
+      struct stat st {};
+      bool removed_under_us = ::stat(dir.c_str(), &st) < 0 && errno == ENOENT;
+      if (removed_under_us && attempt < 8) continue;
       ::rmdir(dir.c_str());
       throw;
     }
     log::debug("made the sandboxes' parent cgroup " + dir + " (memory limit " + limit + " bytes)");
-  } else if (errno != EEXIST) {
-    throw_errno_hint("create the sandboxes' parent cgroup " + dir, "sbx needs root and a writable cgroup file system");
+    return dir;
   }
-  return dir;
+}
+
+void release_sandboxes_parent() noexcept {
+  try {
+    if (std::string dir = sandboxes_parent_dir(); !dir.empty()) ::rmdir(dir.c_str());
+  } catch (...) {
+  }
 }
 
 CgroupMode cgroup_mode() {
@@ -170,11 +183,25 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
     cg.procs_.push_back(dir + "/cgroup.procs");
   };
   auto write = [](const std::string& file, const std::string& value) { fs::write_existing(file, value); };
+  // Below the sandboxes' parent: the last sandbox's teardown may remove the
+  // parent between ensure_sandboxes_parent and our mkdir (ENOENT): make it
+  // again and retry.
+  auto make_below_parent = [&]() {
+    for (int attempt = 0;; ++attempt) {
+      std::string dir = ensure_sandboxes_parent() + "/" + name;
+      if (::mkdir(dir.c_str(), 0755) == 0) {
+        cg.dirs_.push_back(dir);
+        cg.procs_.push_back(dir + "/cgroup.procs");
+        return dir;
+      }
+      if (errno != ENOENT || attempt == 8)
+        throw_errno_hint("create cgroup " + dir, "sbx needs root and a writable cgroup file system");
+    }
+  };
   try {
     if (mode == CgroupMode::Unified) {
       // Below the sandboxes' parent (its memory limit bounds them all).
-      std::string dir = ensure_sandboxes_parent() + "/" + name;
-      make(dir);
+      std::string dir = make_below_parent();
       cg.unified_ = cg.memory_ = cg.pids_ = dir;
       if (res.memory_bytes) {
         write(dir + "/memory.max", std::to_string(*res.memory_bytes));
@@ -195,8 +222,7 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
     // Every sandbox has a memory cgroup (issue 22: default bounds), below
     // the sandboxes' parent whose limit leaves the host its headroom.
     if (self.has_v1("memory")) {
-      cg.memory_ = ensure_sandboxes_parent() + "/" + name;
-      make(cg.memory_);
+      cg.memory_ = make_below_parent();
       if (res.memory_bytes) {
         write(cg.memory_ + "/memory.limit_in_bytes", std::to_string(*res.memory_bytes));
         // No swap beyond the limit (exists only with swap accounting).
@@ -366,6 +392,7 @@ void Cgroup::destroy() noexcept {
   }
   dirs_.clear();
   procs_.clear();
+  release_sandboxes_parent();
 }
 
 std::string lazy_freezer_dir(const std::string& id) {
@@ -408,6 +435,7 @@ std::vector<std::string> gc_stale_cgroups(int min_age_s) noexcept {
       }
       ::closedir(d);
     }
+    release_sandboxes_parent();
   } catch (...) {
   }
   return removed;

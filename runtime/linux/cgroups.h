@@ -95,6 +95,13 @@ std::string sandboxes_parent_dir();
 /// Throws sbx::Error naming the dir.
 std::string ensure_sandboxes_parent();
 
+/// Removes the parent cgroup once no sandbox is left below it (rmdir(2)
+/// fails with EBUSY while one is), so that sbx leaves no cgroup behind when
+/// its last sandbox ends. Called after a sandbox's cgroups are removed; one
+/// rmdir(2). A start racing with it finds the parent gone and makes it again
+/// (Cgroup::create). No throw.
+void release_sandboxes_parent() noexcept;
+
 /// Where a sandbox's cgroup "sbx-<id12>" is, or would be, in every cgroup
 /// hierarchy mounted under /sys/fs/cgroup that sbx is in (v1 controllers,
 /// named v1 hierarchies such as name=systemd, the unified one): beside the
