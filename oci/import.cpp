@@ -608,13 +608,15 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
       rec.size += static_cast<uint64_t>(p.layers[i].size);
     }
 
-    // Every layer blob into the store (verified) before anything is unpacked.
+    // Every layer blob into the store (verified) before anything is unpacked,
+    // unless a pull is still bringing them (then each is waited for below).
     int n = static_cast<int>(p.layers.size());
-    for (const auto& d : p.layers) {
-      std::string hex = digest_hex(d.digest);
-      // (docker-archive layers are stored already, under their own digest)
-      if (!fs::exists(blob_path(d.digest))) src->put_blob("blobs/sha256/" + hex, hex, d.size);
-    }
+    if (!opts.wait_for_blob)
+      for (const auto& d : p.layers) {
+        std::string hex = digest_hex(d.digest);
+        // (docker-archive layers are stored already, under their own digest)
+        if (!fs::exists(blob_path(d.digest))) src->put_blob("blobs/sha256/" + hex, hex, d.size);
+      }
     std::vector<ImageRecord> known = [&] {
       fs::FileLock l(root_ + "/store.lock", fs::FileLock::Shared);
       return read_index(root_);
@@ -637,6 +639,7 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
         if (::mkdir(dir.c_str(), 0755) < 0) throw_errno("create " + dir);
         if (::chmod(dir.c_str(), 0755) < 0) throw_errno("chmod " + dir);
         uint64_t total = static_cast<uint64_t>(d.size);
+        if (opts.wait_for_blob) opts.wait_for_blob(d.digest);
         report({"unpacking", i + 1, n, 0, total});
         std::vector<std::string> lowers(dirs.rbegin(), dirs.rend());
         UnpackResult r = unpack_layer(
@@ -652,6 +655,10 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
       rec.layer_unpacked_sizes.push_back(unpacked);
       rec.unpacked_size += unpacked;
     }
+    // A pull still downloading: every layer blob is in the store before the
+    // image is (also those whose layer was unpacked already).
+    if (opts.wait_for_blob)
+      for (const auto& d : p.layers) opts.wait_for_blob(d.digest);
     if (!staged.empty()) {
       Fd dfd(::open(tmp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
       if (dfd.fd >= 0) ::syncfs(dfd.fd);  // layers are complete on disk before they are visible

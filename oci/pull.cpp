@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -91,8 +93,34 @@ class Puller {
     opts_.progress(e);
   }
 
-  // Ensures blob `d` is in the store, verified. Safe to call from several threads.
+  // Ensures blob `d` is in the store, verified, and tells wait_for. Safe to
+  // call from several threads.
   void fetch(http::Session& s, const Desc& d) {
+    fetch_blob(s, d);
+    std::lock_guard<std::mutex> l(state_mu_);
+    done_.insert(d.digest);
+    done_cv_.notify_all();
+  }
+
+  // Returns once blob `digest` is in the store, or rethrows the error that
+  // stopped the downloads (fetch_all).
+  void wait_for(const std::string& digest) {
+    std::unique_lock<std::mutex> l(state_mu_);
+    done_cv_.wait(l, [&] { return done_.count(digest) || err_; });
+    if (!done_.count(digest)) std::rethrow_exception(err_);
+  }
+
+  // Makes running and later fetches stop (the unpacking side failed).
+  void stop() { failed_ = true; }
+
+  // The error that stopped fetch_all, if any.
+  std::exception_ptr error() {
+    std::lock_guard<std::mutex> l(state_mu_);
+    return err_;
+  }
+
+ private:
+  void fetch_blob(http::Session& s, const Desc& d) {
     std::string hex = digest_hex(d.digest);
     std::string dst = store_.blob_path(d.digest);
     if (fs::exists(dst)) return emit({"blob-exists", d.digest, d.size, d.size});
@@ -184,19 +212,21 @@ class Puller {
     emit({"blob-done", d.digest, d.size, d.size});
   }
 
-  // Fetches `blobs` with up to opts.jobs threads; rethrows the first error.
-  void fetch_all(const std::vector<Desc>& blobs) {
+
+ public:
+  // Fetches `blobs` in order with up to opts.jobs threads; the first error
+  // stops the rest and is kept for error() and wait_for. No throw.
+  void fetch_all(const std::vector<Desc>& blobs) noexcept {
     std::atomic<size_t> next{0};
-    std::exception_ptr err;
-    std::mutex err_mu;
     auto worker = [&] {
       try {
         http::Session s;
         for (size_t i; (i = next++) < blobs.size() && !failed_.load();) fetch(s, blobs[i]);
       } catch (...) {
-        std::lock_guard<std::mutex> l(err_mu);
-        if (!err) err = std::current_exception();
+        std::lock_guard<std::mutex> l(state_mu_);
+        if (!err_) err_ = std::current_exception();
         failed_ = true;
+        done_cv_.notify_all();
       }
     };
     int n = std::max(1, std::min<int>(opts_.jobs, static_cast<int>(blobs.size())));
@@ -204,15 +234,18 @@ class Puller {
     for (int i = 1; i < n; ++i) ts.emplace_back(worker);
     worker();
     for (auto& t : ts) t.join();
-    if (err) std::rethrow_exception(err);
   }
 
  private:
   Store& store_;
   RegistryClient& client_;
   const PullOptions& opts_;
-  std::mutex mu_;
+  std::mutex mu_;  // serialises progress callbacks
   std::atomic<bool> failed_{false};
+  std::mutex state_mu_;  // done_, err_
+  std::condition_variable done_cv_;
+  std::set<std::string> done_;
+  std::exception_ptr err_;
 };
 
 // From an index or manifest list: the manifest for `platform` ("os/arch[/variant]").
@@ -295,7 +328,6 @@ ImageRecord pull_one(Store& store, const RemoteRef& ref, const std::string& loca
   fs::FileLock gc_lock(store.root() + "/gc.lock", fs::FileLock::Shared);
   Puller p(store, client, opts);
   p.fetch(s, config);
-  p.fetch_all(blobs);
   std::string mpath = store.blob_path(m.digest);
   if (!fs::exists(mpath)) fs::write_file_atomic(mpath, m.body, 0444);
 
@@ -304,6 +336,11 @@ ImageRecord pull_one(Store& store, const RemoteRef& ref, const std::string& loca
   std::string tmpl = store.root() + "/tmp/-pull-XXXXXX";  // "-": never a name import could derive
   if (!::mkdtemp(tmpl.data())) throw_errno("create temp dir in " + store.root() + "/tmp");
   std::string dir = tmpl;
+  std::thread downloads;
+  auto finish_downloads = [&](bool stop) {
+    if (stop) p.stop();
+    if (downloads.joinable()) downloads.join();
+  };
   try {
     fs::mkdir_p(dir + "/blobs/sha256", 0700);
     fs::write_file_atomic(dir + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})", 0644);
@@ -318,13 +355,20 @@ ImageRecord pull_one(Store& store, const RemoteRef& ref, const std::string& loca
     ImportOptions io;
     io.name = local_name;
     io.progress = [&](const ImportProgress& ip) {
-      if (opts.progress && ip.phase == "unpacking") opts.progress({"unpacking", "", ip.bytes, ip.total, ip.layer, ip.layers});
+      if (ip.phase == "unpacking") p.emit({"unpacking", "", ip.bytes, ip.total, ip.layer, ip.layers});
     };
+    // The layers download (several at a time, in order) while import unpacks
+    // them one by one, each as soon as its blob is in the store.
+    io.wait_for_blob = [&](const std::string& digest) { p.wait_for(digest); };
+    downloads = std::thread([&] { p.fetch_all(blobs); });
     ImageRecord rec = store.import(dir, io);
+    finish_downloads(false);
+    if (std::exception_ptr e = p.error()) std::rethrow_exception(e);
     remove_tree(dir);
     if (opts.progress) opts.progress({"done", rec.id, rec.size, rec.size, 0, static_cast<int>(blobs.size())});
     return rec;
   } catch (...) {
+    finish_downloads(true);
     try {
       remove_tree(dir);
     } catch (const Error&) {

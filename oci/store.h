@@ -35,6 +35,12 @@ struct ImportOptions {
   /// from the file name ("busybox.oci.tar" -> "busybox:latest").
   std::string name;
   std::function<void(const ImportProgress&)> progress;
+  /// For a pull that is still downloading (oci/pull.cpp): called with a
+  /// layer's blob digest just before that layer is unpacked; returns once
+  /// the blob is in the store, verified, or throws why it never will be. Set,
+  /// the layers are unpacked one by one as their blobs arrive, and import
+  /// does not look for layer blobs in the source layout.
+  std::function<void(const std::string& digest)> wait_for_blob;
 };
 
 struct RemoveResult {

@@ -8,6 +8,7 @@ misbehaves as MODE says:
   truncate-once    the largest blob's first answer is cut in the middle; then fine
   truncate-always  every answer for the largest blob is cut in the middle
   slow             the largest blob trickles (16 KiB every 0.1 s)
+  slow-top         the top (last) layer's blob starts after 2 s
   huge-manifest    the manifest is 8 MiB of JSON
   schema1          the manifest is a Docker schema 1 manifest
 Usage: fake_registry.py LAYOUT_DIR MODE PORT_FILE LOG_FILE
@@ -33,6 +34,7 @@ def blob(digest):
 manifest = blob(mdesc["digest"])
 mjson = json.loads(manifest)
 largest = max(mjson["layers"], key=lambda l: l["size"])["digest"]
+top = mjson["layers"][-1]["digest"]
 served = {"count": 0}
 
 
@@ -101,6 +103,8 @@ class H(http.server.BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(2)
                 return
+            if digest == top and mode == "slow-top":
+                time.sleep(2)
             if digest == largest and mode == "slow":
                 for i in range(0, len(body), 16384):
                     self.wfile.write(body[i:i + 16384])

@@ -453,4 +453,21 @@ n=$(grep -c "^GET /v2/busybox/blobs/sha256:$LARGEST" "$T/fake.log" || true)
 stop_fake
 pass "two concurrent pulls fetch each blob once"
 
+# Layers are unpacked while the others still download: with the top layer's
+# blob held back 2 s, layer 1 is unpacked before that blob is done.
+: >"$T/fake.log"
+start_fake slow-top
+TOP=$(json "d['layers'][-1]['digest']" <"$IMAGES/busybox-oci/blobs/sha256/$man")
+id=$("$SBX" --root "$T/rf7" pull --json "$F/busybox" 2>"$T/events") || fail "slow-top pull: $(cat "$T/events")"
+[ "$id" = "$ID" ] || fail "slow-top pull gave '$id'"
+python3 - "$T/events" "$TOP" <<'PY' || fail "layer 1 was not unpacked before the top blob arrived: $(cat "$T/events")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+unpack1 = min(i for i, e in enumerate(ev) if e["event"] == "unpacking" and e.get("layer") == 1)
+top_done = min(i for i, e in enumerate(ev) if e["event"] == "blob-done" and e["digest"] == sys.argv[2])
+sys.exit(0 if unpack1 < top_done else 1)
+PY
+stop_fake
+pass "layers unpack while later blobs still download"
+
 echo "test_registry: all passed"

@@ -242,7 +242,7 @@ TEST_CASE("gvisor memory snapshot of a python process on the python image") {
   fx.runsc = runsc;
   std::string root = fx.base + "/root", run_root = fx.base + "/run";
   oci::Store store(root);
-  auto img = store.import(imgs, {"python:latest", {}});
+  auto img = store.import(imgs, {"python:latest", {}, {}});
   auto layers = store.layer_dirs(img);
   SandboxSpec spec;
   spec.image_id = img.id;

@@ -73,7 +73,7 @@ TEST_CASE("snapshot_upper commits a sandbox's upper dir as a new image on its pa
   }
   TempStore t;
   oci::Store store(t.base + "/root");
-  oci::ImageRecord parent = store.import(imgs + "/busybox-oci", {"busybox:latest", {}});
+  oci::ImageRecord parent = store.import(imgs + "/busybox-oci", {"busybox:latest", {}, {}});
   auto lowers = store.layer_dirs(parent);
   REQUIRE(stdfs::exists(lowers.back() + "/.."));
 
