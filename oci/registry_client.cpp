@@ -4,7 +4,10 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -354,6 +357,15 @@ bool RegistryClient::has_blob(http::Session& s, const std::string& digest) {
   fail("check blob " + digest, r);
 }
 
+uint64_t default_chunk_bytes() {
+  const char* env = std::getenv("SBX_PUSH_CHUNK_BYTES");
+  if (env && *env && std::string(env).find_first_not_of("0123456789") == std::string::npos && std::strlen(env) < 19) {
+    uint64_t n = std::stoull(env);
+    if (n >= 1024) return n;
+  }
+  return 16u << 20;
+}
+
 bool RegistryClient::upload_blob(http::Session& s, const std::string& digest, int fd, uint64_t size,
                                  const std::string& from_repo) {
   std::string path = "/v2/" + ref_.repository + "/blobs/uploads/";
@@ -365,19 +377,71 @@ bool RegistryClient::upload_blob(http::Session& s, const std::string& digest, in
   http::Response r = send(s, post);
   if (r.status == 201 && !from_repo.empty()) return true;  // mounted: no bytes to send
   if (r.status != 202) fail("start upload of " + digest, r);
-  std::string loc = r.headers["location"];
-  if (loc.empty()) throw Error("registry " + ref_.registry + " started an upload but gave no Location");
-  if (loc[0] == '/') loc = base_url_ + loc;
-  if (loc.rfind(base_url_, 0) != 0 && loc.rfind("http", 0) != 0)
-    throw Error("registry " + ref_.registry + " gave an upload Location that is not a URL: " + loc.substr(0, 200));
+  std::string loc = upload_url(r.headers["location"]);
+  uint64_t sent = 0;
+  if (size > opts_.chunk_bytes && opts_.chunk_bytes > 0) sent = upload_chunks(s, digest, fd, size, loc);
   loc += (loc.find('?') == std::string::npos ? "?" : "&") + std::string("digest=") + qenc(digest);
   http::Request put = base("PUT", loc);
   put.headers.push_back("Content-Type: application/octet-stream");
-  put.body_fd = fd;
-  put.body_size = size;
+  if (sent == size) {
+    put.body = &empty;  // all bytes went up in chunks: PUT closes the upload
+  } else {
+    if (::lseek(fd, 0, SEEK_SET) < 0) throw_errno("seek blob " + digest);
+    put.body_fd = fd;
+    put.body_size = size;
+  }
   r = send(s, put);
   if (r.status != 201) fail("upload blob " + digest, r);
   return false;
+}
+
+std::string RegistryClient::upload_url(std::string loc) const {
+  if (loc.empty()) throw Error("registry " + ref_.registry + " answered an upload step with no Location");
+  if (loc[0] == '/') loc = base_url_ + loc;
+  if (loc.rfind(base_url_, 0) != 0 && loc.rfind("http", 0) != 0)
+    throw Error("registry " + ref_.registry + " gave an upload Location that is not a URL: " + loc.substr(0, 200));
+  return loc;
+}
+
+uint64_t RegistryClient::upload_chunks(http::Session& s, const std::string& digest, int fd, uint64_t size,
+                                       std::string& loc) {
+  uint64_t off = 0;
+  int failures = 0;
+  while (off < size) {
+    uint64_t n = std::min<uint64_t>(opts_.chunk_bytes, size - off);
+    if (::lseek(fd, static_cast<off_t>(off), SEEK_SET) < 0) throw_errno("seek blob " + digest);
+    http::Request patch = base("PATCH", loc);
+    patch.headers.push_back("Content-Type: application/octet-stream");
+    patch.headers.push_back("Content-Range: " + std::to_string(off) + "-" + std::to_string(off + n - 1));
+    patch.body_fd = fd;
+    patch.body_size = n;
+    try {
+      http::Response r = send(s, patch);
+      if (off == 0 && (r.status == 405 || r.status == 501)) return 0;  // no chunked uploads here: one PUT
+      if (r.status != 202) fail("upload chunk " + std::to_string(off) + "-" + std::to_string(off + n - 1) + " of " + digest, r);
+      loc = upload_url(r.headers["location"]);
+      off += n;
+    } catch (const http::TransportError& e) {
+      if (++failures >= 5)
+        throw Error("upload of blob " + digest + " to " + ref_.registry + " failed 5 times (last: " + e.what() + ")");
+      // Where the registry's copy ends (GET upload: "Range: 0-LAST").
+      http::Response st = send(s, base("GET", loc));
+      if (st.status != 204) fail("ask how far the upload of " + digest + " got", st);
+      // ("0-0" is what docker's registry says for nothing yet, too: send it all.)
+      std::string range = st.headers["range"];
+      size_t dash = range.find('-');
+      uint64_t last = 0;
+      if (dash != std::string::npos && range.size() > dash + 1 && range.size() - dash <= 20 &&
+          range.find_first_not_of("0123456789", dash + 1) == std::string::npos)
+        last = std::stoull(range.substr(dash + 1));
+      if (last + 1 > size) throw Error("registry " + ref_.registry + " says it has bytes " + range + " of blob " + digest +
+                                       ", which has " + std::to_string(size) + "; refusing it");
+      off = last == 0 ? 0 : last + 1;
+      if (!st.headers["location"].empty()) loc = upload_url(st.headers["location"]);
+      log::info("upload of blob " + digest + ": " + e.what() + "; resuming at byte " + std::to_string(off));
+    }
+  }
+  return off;
 }
 
 void RegistryClient::put_manifest(http::Session& s, const std::string& tag_or_digest, const std::string& media_type,

@@ -46,11 +46,19 @@ RemoteRef parse_remote_ref(std::string_view text, bool* qualified = nullptr);
 /// True for localhost, 127.0.0.0/8 and [::1] (with or without a port).
 bool is_loopback_registry(const std::string& registry);
 
+/// The push chunk size in bytes: $SBX_PUSH_CHUNK_BYTES if it is a number
+/// ≥ 1024, else 16 MiB.
+uint64_t default_chunk_bytes();
+
 struct RegistryOptions {
   bool tls_verify = true;                             ///< false: skip TLS verification, allow plain HTTP
   std::string cert_dir = "/etc/containers/certs.d";   ///< CERT_DIR/HOST/ca.crt
   std::string authfile;                               ///< overrides the default auth file
   std::optional<Credentials> credentials;             ///< else from the auth files
+  /// Pushes: a blob larger than this goes up in chunks of this many bytes
+  /// (PATCH with Content-Range; a cut connection costs one chunk), a smaller
+  /// one in a single PUT. Default 16 MiB; $SBX_PUSH_CHUNK_BYTES overrides.
+  uint64_t chunk_bytes = default_chunk_bytes();
 };
 
 /// A manifest (or index) as fetched: its bytes, media type and digest.
@@ -90,7 +98,11 @@ class RegistryClient {
   /// HEAD a blob: true when the registry has it.
   bool has_blob(http::Session& s, const std::string& digest);
 
-  /// Uploads a blob from an open file (monolithic POST + PUT ?digest=).
+  /// Uploads a blob from an open file: POST, then one PUT ?digest= (blobs up
+  /// to opts.chunk_bytes), or PATCH chunks of opts.chunk_bytes with
+  /// Content-Range, each retried after asking the registry how far it got
+  /// (GET upload: Range), then PUT ?digest= (distribution-spec push, "chunked
+  /// upload"). A registry that refuses PATCH (405/501) gets one PUT.
   /// With `from_repo` (a repository on the same registry that has the blob)
   /// it asks for a cross-repository mount first (POST ?mount=&from=); returns
   /// true when the registry mounted it (nothing was sent).
@@ -105,6 +117,12 @@ class RegistryClient {
 
  private:
   http::Response send(http::Session& s, http::Request req, bool allow_auth_retry = true);
+  // PATCHes [0, size) of fd to the upload at `loc` in opts_.chunk_bytes
+  // pieces, updating `loc`; returns the bytes sent (0: the registry does not
+  // take chunks).
+  // An upload's Location header as an absolute URL; throws if it is none.
+  std::string upload_url(std::string loc) const;
+  uint64_t upload_chunks(http::Session& s, const std::string& digest, int fd, uint64_t size, std::string& loc);
   void authenticate(http::Session& s, const std::string& challenge);
   [[noreturn]] void fail(const std::string& what, const http::Response& r);
   http::Request base(const std::string& method, const std::string& path) const;

@@ -159,6 +159,20 @@ n=$(S push "$R/busybox" "$R/mounted/busybox:v1" 2>&1 >/dev/null | grep -c "mount
 [ "$n" = 4 ] || fail "push to another repository of the same registry mounted $n of 4 blobs"
 pass "push mounts the blobs from the repository the image came from"
 
+# Chunked upload: with 256 KiB chunks the 1 MiB layer goes up in PATCHes
+# (Content-Range), and the registry has the same image (skopeo, pull back).
+P2=$(free_port)
+REGISTRY_LOG_LEVEL=info start_registry chunked "$P2" ""
+dig=$(SBX_PUSH_CHUNK_BYTES=262144 S push -q "$R/busybox" "127.0.0.1:$P2/chunked/busybox:v1") || fail "chunked push"
+[ "$dig" = "sha256:$man" ] || fail "chunked push printed $dig"
+n=$(grep -c 'http.request.method=PATCH' "$T/chunked/log" || true)
+[ "$n" -ge 4 ] || fail "chunked push made $n PATCH requests (want >= 4): $(grep -c . "$T/chunked/log") log lines"
+sk=$(skopeo inspect --tls-verify=false "docker://127.0.0.1:$P2/chunked/busybox:v1" | json "d['Digest']")
+[ "$sk" = "$dig" ] || fail "after a chunked push skopeo sees $sk"
+id=$("$SBX" --root "$T/root5" pull -q "127.0.0.1:$P2/chunked/busybox:v1")
+[ "$id" = "$ID" ] || fail "pull of the chunk-pushed image gave $id"
+pass "chunked push ($n PATCHes of 256 KiB), skopeo agrees, pulled back with the same id"
+
 # Push of a snapshot (an image with a layer sbx made: an overlay upper dir committed).
 mkdir -p "$T/upper"
 echo from-snapshot >"$T/upper/snapfile"
