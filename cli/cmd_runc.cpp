@@ -59,7 +59,9 @@ int runc_main(int argc, char** argv) {
   app.set_version_flag("-v,--version", std::string("sbx-runc version ") + SBX_VERSION + "\nspec: 1.0.2");
   app.require_subcommand(1);
   app.fallthrough();
-  app.add_option("--root", g.root, "Directory for container state")->capture_default_str();
+  // SBX_RUNC_ROOT: for callers that cannot pass --root everywhere (podman's
+  // cleanup process drops --runtime-flag).
+  app.add_option("--root", g.root, "Directory for container state")->envname("SBX_RUNC_ROOT")->capture_default_str();
   app.add_option("--log", g.log_file, "Also write errors to this file");
   app.add_option("--log-format", g.log_format, "Log file format: text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   app.add_flag("--systemd-cgroup", g.systemd_cgroup, "Accepted; sbx-runc manages cgroups with cgroupfs (a systemd slice path is refused)");

@@ -1,0 +1,166 @@
+#!/bin/bash
+# sbx-runc (sbx under the name sbx-runc: an OCI runtime with runc's command
+# line, cli/cmd_runc.cpp over ocirt/) driven by the real podman (Debian's 4.3)
+# with its own --root/--runroot/--tmpdir in this test's temp dir, cgroupfs,
+# no network (--network none: no bridge, no packet), and by hand-made bundles
+# for the faults: a missing rootfs, a bad config.json, a failing hook,
+# delete --force after create without start. Leak check at the end: no mounts,
+# cgroups, processes or runtime records left.
+source "$(dirname "$0")/../sandbox_lib.sh"
+command -v podman >/dev/null || { echo "SKIP: podman is not installed"; rm -rf "$T"; leave_test_cgroup; exit 77; }
+RUNC=$(dirname "$(readlink -f "$SBX")")/sbx-runc
+[ -x "$RUNC" ] || { echo "FAIL: no sbx-runc beside $SBX"; exit 1; }
+OCIROOT=$T/oci                          # sbx-runc --root of the hand-made bundles
+# podman passes no --root (and its cleanup process drops --runtime-flag): its
+# containers are recorded in sbx-runc's default root, as runc's in /run/runc;
+# the leak check looks there for records of this test's bundles.
+PODROOT=/run/sbx-runc
+CGP=/sbxtest-oci-$$                      # podman --cgroup-parent (absolute: cgroupfs)
+P=(podman --root "$T/proot" --runroot "$T/prun" --tmpdir "$T/ptmp" --events-backend none
+   --cgroup-manager cgroupfs --runtime "$RUNC")
+RUNOPTS=(--network none --cgroup-parent "$CGP" --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+"${P[@]}" load -q -i "$SBX_IMAGES/busybox.oci.tar" >/dev/null && "${P[@]}" tag localhost/latest localhost/busybox ||
+  { echo "FAIL: podman load"; exit 1; }
+prun() { "${P[@]}" run "${RUNOPTS[@]}" "$@"; }
+
+# --- podman run --rm: output, exit codes, what config.json asked for ---------
+out=$(prun --rm localhost/busybox sh -c 'echo hello-oci; exit 3'); rc=$?
+check "run --rm: output" [ "$out" = hello-oci ]
+check "run --rm: exit code 3 comes back" [ "$rc" = 3 ]
+prun --rm localhost/busybox no-such-cmd 2>"$T/err"; rc=$?
+check "run of a missing command: exit 127" [ "$rc" = 127 ]
+check "run of a missing command: runc's message" grep -q 'executable file not found' "$T/err"
+out=$(prun --rm --hostname oci-host --user 1000:1000 localhost/busybox sh -c \
+  'hostname; id -u; grep -E "^(CapBnd|Seccomp|NoNewPrivs):" /proc/self/status; ls /sys/firmware | wc -l; echo x 2>/dev/null >/proc/sys/kernel/hostname || echo sys-ro; ls /sys/fs/cgroup | grep -c memory')
+check "hostname from config.json" grep -qx oci-host <<<"$out"
+check "process.user.uid" grep -qx 1000 <<<"$out"
+check "seccomp profile from config.json loaded (filter mode)" grep -qE '^Seccomp:\s+2' <<<"$out"
+check "bounding set is podman's default (no CAP_SYS_ADMIN)" grep -qE '^CapBnd:\s+00000000800405fb' <<<"$out"
+check "maskedPaths: /sys/firmware is empty" grep -qx 0 <<<"$out"
+check "readonlyPaths: /proc/sys read-only" grep -qx sys-ro <<<"$out"
+check "cgroup mount: the container's hierarchies" grep -qx 1 <<<"$out"
+out=$(prun --rm -e FOO=bar -w /tmp localhost/busybox sh -c 'echo $FOO; pwd')
+check "env and cwd" [ "$out" = "$(printf 'bar\n/tmp')" ]
+
+# --- resources enforced -----------------------------------------------------------
+out=$(prun --rm --memory 32m --pids-limit 20 localhost/busybox sh -c \
+  'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max; for i in $(seq 40); do sleep 2 & done 2>&1 | grep -c "can.t fork"; wait')
+check "--memory 32m written to the cgroup" grep -qx 33554432 <<<"$out"
+check "--pids-limit 20 written to the cgroup" grep -qx 20 <<<"$out"
+check "--pids-limit enforced (fork fails)" [ "$(tail -1 <<<"$out")" -gt 0 ]
+prun --rm --memory 32m localhost/busybox sh -c 'x=$(head -c 100000000 /dev/zero | tr "\0" a); echo survived' >/dev/null 2>&1; rc=$?
+check "--memory enforced: OOM kill, exit 137" [ "$rc" = 137 ]
+
+# --- run -d + exec + logs + stop + rm -------------------------------------------
+id=$(prun -d --name web localhost/busybox sh -c 'echo started; trap "echo bye; exit 0" TERM; while :; do sleep 0.1; done')
+check "run -d" [ -n "$id" ]
+for _ in $(seq 50); do "${P[@]}" logs web 2>/dev/null | grep -q started && break; sleep 0.1; done
+st=$("$RUNC" state "$id")
+check "state: running, with pid and bundle" grep -q '"status": "running"' <<<"$st"
+pid=$(sed -n 's/.*"pid": \([0-9]*\).*/\1/p' <<<"$st")
+check "the container's process is conmon's child (no sbx process between)" \
+  [ "$(ps -o comm= -p "$(ps -o ppid= -p "$pid" | tr -d ' ')")" = conmon ]
+out=$("${P[@]}" exec web sh -c 'echo in-exec; cat /proc/1/cmdline | tr "\0" " "')
+check "exec: runs in the container (sees its pid 1)" grep -q 'in-exec' <<<"$out"
+check "exec: same pid namespace" grep -q 'while' <<<"$out"
+"${P[@]}" exec web sh -c 'exit 7'; rc=$?
+check "exec: exit code 7 comes back" [ "$rc" = 7 ]
+"${P[@]}" exec web no-such-cmd 2>/dev/null; rc=$?
+check "exec of a missing command: 127" [ "$rc" = 127 ]
+check "ps --format json lists the container's pids" grep -q "$pid" <<<"$("$RUNC" ps --format json "$id")"
+"$RUNC" pause "$id"
+check "pause: state paused" grep -q '"status": "paused"' <<<"$("$RUNC" state "$id")"
+"$RUNC" resume "$id"
+check "resume: state running" grep -q '"status": "running"' <<<"$("$RUNC" state "$id")"
+"${P[@]}" stop -t 10 web >/dev/null; rc=$?
+check "stop" [ "$rc" = 0 ]
+logs=$("${P[@]}" logs web)
+check "logs: the container's stdout (start and TERM handler)" [ "$logs" = "$(printf 'started\nbye')" ]
+check "stopped container exited 0 on TERM" [ "$("${P[@]}" inspect -f '{{.State.ExitCode}}' web)" = 0 ]
+"${P[@]}" rm web >/dev/null
+check "rm: no record left in sbx-runc's root" [ ! -e "$PODROOT/$id" ]
+
+# --- run -it from a real terminal (pty master over the console socket) ------------
+out=$(python3 "$(dirname "$0")/pty_session.py" --expect '# ' --send 'tty; echo TERM=$TERM\r' --expect 'TERM=' \
+  --send 'exit 5\r' -- "${P[@]}" run "${RUNOPTS[@]}" --rm -it localhost/busybox sh 2>&1)
+check "run -it: a pty in the container" grep -q '^/dev/pts/' <<<"$out"
+check "run -it: exit code 5" grep -q 'exit: 5' <<<"$out"
+
+# --- faults with hand-made bundles ------------------------------------------------------
+B=$T/bundle
+mkdir -p "$B/rootfs"
+cid=$("${P[@]}" create --network none localhost/busybox true)
+"${P[@]}" export "$cid" | tar -x -C "$B/rootfs"
+"${P[@]}" rm "$cid" >/dev/null
+write_config() {  # ROOT_PATH EXTRA_LINUX_JSON EXTRA_TOP_JSON
+  cat >"$B/config.json" <<JSON
+{"ociVersion": "1.0.2", "root": {"path": "$1"},
+ "process": {"args": ["sh", "-c", "echo bundle-ran; sleep 30"], "env": ["PATH=/bin:/usr/bin"], "cwd": "/",
+             "capabilities": {"bounding": ["CAP_KILL"], "effective": ["CAP_KILL"], "permitted": ["CAP_KILL"]}},
+ "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]}],
+ $3
+ "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "ipc"}, {"type": "uts"}, {"type": "network"}],
+           "cgroupsPath": "$CGP/bundle" $2}}
+JSON
+}
+R=("$RUNC" --root "$OCIROOT" --log "$T/runc.log" --log-format json)
+write_config "$T/no-such-rootfs" "" ""
+"${R[@]}" create --bundle "$B" bad1 2>"$T/err"; rc=$?
+check "missing rootfs: create fails" [ "$rc" != 0 ]
+check "missing rootfs: message names root.path" grep -q 'root.path' "$T/err"
+check "missing rootfs: json log line with level error" \
+  python3 -c 'import json,sys; l=json.loads(open(sys.argv[1]).read().splitlines()[-1]); sys.exit(not (l["level"]=="error" and "root.path" in l["msg"] and "time" in l))' "$T/runc.log"
+check "missing rootfs: no record left" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
+echo '{"ociVersion": ' >"$B/config.json"
+"${R[@]}" create --bundle "$B" bad2 2>"$T/err"; rc=$?
+check "bad config.json: create fails with a message" [ "$rc" != 0 ] && grep -q 'config.json: not valid JSON' "$T/err"
+write_config rootfs ', "intelRdt": {"closID": "x"}' ""
+"${R[@]}" create --bundle "$B" bad3 2>"$T/err"; rc=$?
+check "unsupported field: create fails naming linux.intelRdt" [ "$rc" != 0 ] && grep -q 'linux.intelRdt' "$T/err"
+write_config rootfs "" '"hooks": {"createRuntime": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'"$T"'/hook-state; exit 4"]}]},'
+"${R[@]}" create --bundle "$B" bad4 2>"$T/err"; rc=$?
+check "failing createRuntime hook: create fails naming it" [ "$rc" != 0 ] && grep -q 'hooks.createRuntime\[0\].*status 4' "$T/err"
+check "hook got the state on stdin" grep -q '"id":"bad4"' "$T/hook-state"
+check "failing hook: no record left" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
+write_config rootfs "" '"hooks": {"poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "cat >'"$T"'/poststop-state"]}]},'
+"${R[@]}" create --bundle "$B" --pid-file "$T/c.pid" ok1 >"$T/c.out"; rc=$?
+check "create of a good bundle" [ "$rc" = 0 ]
+cpid=$(cat "$T/c.pid" 2>/dev/null)
+check "create: --pid-file written, the process lives" kill -0 "$cpid"
+check "state: created" grep -q '"status": "created"' <<<"$("${R[@]}" state ok1)"
+check "created: the command has not run yet" [ ! -s "$T/c.out" ]
+check "list shows it" grep -q '^ok1' <<<"$("${R[@]}" list -q)"
+"${R[@]}" delete --force ok1; rc=$?
+check "delete --force after create without start" [ "$rc" = 0 ]
+check "delete --force: the process is gone" bash -c "! kill -0 $cpid 2>/dev/null || grep -q zombie /proc/$cpid/status 2>/dev/null || [ \"\$(awk '{print \$3}' /proc/$cpid/stat)\" = Z ]"
+check "poststop hook ran with state stopped" grep -q '"status":"stopped"' "$T/poststop-state"
+check "delete: no record left" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
+"${R[@]}" state ok1 2>"$T/err"; rc=$?
+check "state of a deleted container: does not exist" [ "$rc" != 0 ] && grep -q 'does not exist' "$T/err"
+"${R[@]}" kill ok1 KILL 2>/dev/null; rc=$?
+check "kill of a missing container fails" [ "$rc" != 0 ]
+"${R[@]}" create --bundle "$B" ok2 >"$T/c2.out" && "${R[@]}" start ok2
+for _ in $(seq 50); do grep -q bundle-ran "$T/c2.out" && break; sleep 0.1; done
+check "start: the command runs, stdout passed through" grep -q bundle-ran "$T/c2.out"
+"${R[@]}" kill ok2 SIGKILL; rc=$?
+check "kill by name" [ "$rc" = 0 ]
+for _ in $(seq 50); do "${R[@]}" state ok2 | grep -q '"status": "stopped"' && break; sleep 0.1; done
+check "killed: stopped" grep -q '"status": "stopped"' <<<"$("${R[@]}" state ok2)"
+"${R[@]}" delete ok2
+check "features: runtime-spec features JSON" python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(not ("createRuntime" in j["hooks"] and "pid" in j["linux"]["namespaces"]))' < <("$RUNC" features)
+
+# --- leaks ------------------------------------------------------------------------
+"${P[@]}" rm -a -f >/dev/null 2>&1
+check "no sbx-runc record left" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
+check "no record of this test's podman containers left in $PODROOT" [ -z "$(grep -l -F "$T/" "$PODROOT"/*/state.json 2>/dev/null)" ]
+left=$(find /sys/fs/cgroup/*/"${CGP#/}" -mindepth 1 -maxdepth 1 -type d ! -name conmon 2>/dev/null)
+check "no container cgroup left under $CGP" [ -z "$left" ] || echo "$left"
+for d in /sys/fs/cgroup/*/"${CGP#/}"; do
+  [ -d "$d" ] || continue
+  find "$d" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null; rmdir "$d" 2>/dev/null
+done
+"${P[@]}" rmi -a -f >/dev/null 2>&1
+# podman's overlay storage mounts its own dir; unmount before the rm -rf.
+grep -F " $T/" /proc/self/mountinfo | awk '{print $5}' | sort -r | while read -r m; do umount "$m" 2>/dev/null; done
+finish
