@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -82,7 +83,7 @@ int runc_main(int argc, char** argv) {
   create->add_option("id", creq.id, "Container id")->required();
   create->callback([&] { action = [&] { ocirt::create(g.root, creq); return 0; }; });
 
-  auto* run = app.add_subcommand("run", "Create and start a container, and wait for it (detached: -d)");
+  auto* run = app.add_subcommand("run", "Create and start a container, wait for it and delete it (-d: return once it runs)");
   static bool run_detach = false;
   run->add_option("-b,--bundle", creq.bundle, "Bundle directory")->capture_default_str();
   run->add_option("--pid-file", creq.pid_file, "Write the container process's pid here");
@@ -93,10 +94,14 @@ int runc_main(int argc, char** argv) {
   run->add_option("id", creq.id, "Container id")->required();
   run->callback([&] {
     action = [&] {
-      ocirt::create(g.root, creq);
+      pid_t pid = ocirt::create(g.root, creq);
       ocirt::start(g.root, creq.id);
       if (run_detach) return 0;
-      throw Error("run without --detach is not supported by sbx-runc (the container's process is not its child): use -d and wait on the pid");
+      int st = 0;
+      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
+      ocirt::remove(g.root, creq.id, true);
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     };
   });
 

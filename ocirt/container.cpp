@@ -175,8 +175,9 @@ void setup_terminal(int console_sock) {
   int e = errno;
   cap_free(caps);
   if (rc < 0) throw_errno("set process.capabilities", e);
-  for (int c : runtime::parse_capabilities(p.capabilities.ambient))
-    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0) throw_errno("raise ambient capability " + std::to_string(c));
+  // An ambient capability needs to be permitted and inheritable too; runc
+  // skips (with a warning) those that are not, and so does this.
+  for (int c : runtime::parse_capabilities(p.capabilities.ambient)) ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0);
   ::prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
   if (p.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
   if (sc && p.no_new_privileges) load_seccomp(*sc);
@@ -329,7 +330,7 @@ Config stored_config(const std::string& root, const ContainerState& st) {
 
 }  // namespace
 
-void create(const std::string& root, const CreateRequest& req) {
+pid_t create(const std::string& root, const CreateRequest& req) {
   check_id(req.id);
   std::error_code ec;
   std::string bundle = fs::absolute(req.bundle, ec).lexically_normal().string();
@@ -337,7 +338,12 @@ void create(const std::string& root, const CreateRequest& req) {
   std::string text = read_text(bundle + "/config.json", "bundle " + bundle);
   Config cfg = parse_config(text, bundle);
   if (cfg.seccomp) check_seccomp(*cfg.seccomp);
-  for (const auto& r : cfg.process.rlimits) (void)r;  // checked by apply_rlimits in the child
+  // The isolation chosen per container (issue 20). Only native is built so
+  // far: a container that asked for gVisor must not run natively unasked.
+  if (auto it = cfg.annotations.find(kRuntimeAnnotation); it != cfg.annotations.end() && it->second != "native")
+    throw Error(std::string("config.json: annotations[\"") + kRuntimeAnnotation + "\"] = \"" + it->second +
+                "\": sbx-runc runs native containers only so far; remove the annotation, or use runsc as the runtime "
+                "for gVisor");
   if (cfg.process.terminal && req.console_socket.empty())
     throw Error("config.json: process.terminal is true but no --console-socket was given");
   struct stat rs{};
@@ -468,6 +474,7 @@ void create(const std::string& root, const CreateRequest& req) {
   for (int fd : ns_fds) ::close(fd);
   ::close(pidfd);
   ::close(sv[0]);
+  return pid;
 }
 
 void start(const std::string& root, const std::string& id) {

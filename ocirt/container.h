@@ -23,6 +23,10 @@ namespace sbx::ocirt {
 /// Where sbx-runc keeps its records when --root is not given.
 inline constexpr const char* kDefaultRoot = "/run/sbx-runc";
 
+/// The annotation that picks a container's isolation ("native"; "gvisor" is
+/// refused until sbx-runc drives runsc).
+inline constexpr const char* kRuntimeAnnotation = "dev.sbx.runtime";
+
 struct CreateRequest {
   std::string id;
   std::string bundle = ".";    ///< directory holding config.json
@@ -35,8 +39,10 @@ struct CreateRequest {
 /// `create`: builds the container and leaves its process waiting for start.
 /// Runs prestart/createRuntime (here) and createContainer (in the container)
 /// hooks. Throws sbx::Error naming the field or step; nothing is left behind
-/// on a throw (no record, cgroup or process).
-void create(const std::string& root, const CreateRequest& req);
+/// on a throw (no record, cgroup or process). Returns the container
+/// process's host pid (a child of the caller until the caller exits: `run`
+/// waits for it).
+pid_t create(const std::string& root, const CreateRequest& req);
 
 /// `start`: lets a created container exec its process; runs poststart hooks
 /// (a failing one is logged, as runc). Throws sbx::Error when it is not

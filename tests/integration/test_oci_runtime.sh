@@ -19,6 +19,27 @@ CGP=/sbxtest-oci-$$                      # podman --cgroup-parent (absolute: cgr
 P=(podman --root "$T/proot" --runroot "$T/prun" --tmpdir "$T/ptmp" --events-backend none
    --cgroup-manager cgroupfs --runtime "$RUNC")
 RUNOPTS=(--network none --cgroup-parent "$CGP" --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+# --- docs agree with --help: every command and long option is in the man page and
+# the three completions.
+SRC=$SBX_TEST_SRC
+has_cmd() {  # CMD: an entry in the man page, a word in each completion
+  grep -qF -- "fB$1\\fR" "$SRC/man/sbx-runc.1" && grep -qw -- "$1" "$SRC/completions/sbx-runc.bash" &&
+    grep -qw -- "$1" "$SRC/completions/sbx-runc.zsh" && grep -qw -- "$1" "$SRC/completions/sbx-runc.fish"
+}
+has_opt() {  # --OPT: in the man page (as \-\-OPT), in each completion (fish: -l OPT)
+  grep -qF -- "${1//-/\\-}" "$SRC/man/sbx-runc.1" && grep -qF -- "$1" "$SRC/completions/sbx-runc.bash" &&
+    grep -qF -- "$1" "$SRC/completions/sbx-runc.zsh" && grep -qF -- "-l ${1#--}" "$SRC/completions/sbx-runc.fish"
+}
+for o in $("$RUNC" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u | grep -v -- '--help'); do
+  check "docs: global $o" has_opt "$o"
+done
+for c in $("$RUNC" --help | awk '/^Subcommands:/ {s=1; next} s && /^  [a-z]/ {print $1} s && /^$/ {s=0}' | tr -d ,); do
+  check "docs: command $c" has_cmd "$c"
+  for o in $("$RUNC" "$c" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u | grep -v -- '--help'); do
+    check "docs: $c $o" has_opt "$o"
+  done
+done
+
 "${P[@]}" load -q -i "$SBX_IMAGES/busybox.oci.tar" >/dev/null && "${P[@]}" tag localhost/latest localhost/busybox ||
   { echo "FAIL: podman load"; exit 1; }
 prun() { "${P[@]}" run "${RUNOPTS[@]}" "$@"; }
