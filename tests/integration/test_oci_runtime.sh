@@ -19,6 +19,11 @@ CGP=/sbxtest-oci-$$                      # podman --cgroup-parent (absolute: cgr
 P=(podman --root "$T/proot" --runroot "$T/prun" --tmpdir "$T/ptmp" --events-backend none
    --cgroup-manager cgroupfs --runtime "$RUNC")
 RUNOPTS=(--network none --cgroup-parent "$CGP" --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+# sbx itself answers to the name sbx-runc too (one binary, dispatch on argv[0]).
+ln -s "$SBX" "$T/sbx-runc"
+check "sbx run as sbx-runc is the OCI runtime" grep -q '^sbx-runc version' <<<"$("$T/sbx-runc" --version)"
+rm -f "$T/sbx-runc"
+
 # --- docs agree with --help: every command and long option is in the man page and
 # the three completions.
 SRC=$SBX_TEST_SRC
