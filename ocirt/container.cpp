@@ -545,6 +545,13 @@ void kill(const std::string& root, const std::string& id, int sig, bool all) {
 }
 
 void remove(const std::string& root, const std::string& id, bool force) {
+  check_id(id);
+  // As runc: --force of a container that does not exist (never fully
+  // created, or deleted already) succeeds, and clears a half-made dir.
+  if (force && ::access((container_dir(root, id) + "/state.json").c_str(), F_OK) != 0) {
+    remove_tree(container_dir(root, id));
+    return;
+  }
   ContainerState st = load_state(root, id);
   std::string status = current_status(root, st);
   if ((status == "running" || status == "paused") && !force)

@@ -63,8 +63,9 @@ void kill(const std::string& root, const std::string& id, int sig, bool all);
 
 /// `delete`: removes a stopped (or created) container: kills what is left of
 /// it, removes its cgroup, runs poststop hooks, removes its record. `force`:
-/// a running one is killed first. Throws sbx::Error when it is running
-/// without force.
+/// a running one is killed first, and one that does not exist is no error
+/// (as runc). Throws sbx::Error when it is running without force, or does not
+/// exist without force.
 void remove(const std::string& root, const std::string& id, bool force);
 
 struct ExecRequest {
