@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "ocirt/config.h"
 #include "ocirt/container.h"
+#include "ocirt/gvisor_delegate.h"
 #include "ocirt/state_store.h"
 
 namespace sbx::cli {
@@ -208,6 +209,7 @@ int runc_main(int argc, char** argv) {
   // exec ID CMD ARGS...: the command's own options (sh -c …) are not ours.
   // CLI11 sees argv up to the id; the rest is the command.
   std::vector<std::string> words(argv + 1, argv + argc);
+  std::vector<std::string> sub_args;  // the command word and what follows (for runsc)
   {
     static const std::set<std::string> kValued = {"--root", "--log", "--log-format", "--criu", "--rootless", "-p", "--process",
                                                   "--pid-file", "--console-socket", "--cwd", "-e", "--env", "-u", "--user"};
@@ -226,6 +228,7 @@ int runc_main(int argc, char** argv) {
         continue;
       }
       if (!in_exec) {
+        sub_args.assign(words.begin() + static_cast<long>(i), words.end());
         if (w != "exec") break;
         in_exec = true;
         continue;
@@ -254,6 +257,18 @@ int runc_main(int argc, char** argv) {
   }
   try {
     log::set_level(g.debug ? "debug" : "warn");
+    // A gVisor container (dev.sbx.runtime: gvisor) is runsc's: its commands go
+    // there as they were given (ocirt/gvisor_delegate.h).
+    std::vector<std::string> runsc_globals;
+    if (!g.log_file.empty()) runsc_globals = {"--log", g.log_file, "--log-format", g.log_format};
+    creq.runsc_global_args = runsc_globals;
+    if (!app.get_subcommands().empty()) {
+      std::string name = app.get_subcommands().front()->get_name();
+      std::string target = name == "exec" ? ereq.id : id;
+      if (name != "create" && name != "run" && name != "list" && name != "features" &&
+          ocirt::is_gvisor_container(g.root, target))
+        return ocirt::gvisor_command(g.root, target, runsc_globals, sub_args);
+    }
     if (g.systemd_cgroup)
       log_line(g, "warning", "--systemd-cgroup: sbx-runc does not use systemd; cgroups are managed with cgroupfs");
     return action ? action() : 0;

@@ -29,6 +29,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "ocirt/cgroup_paths.h"
+#include "ocirt/gvisor_delegate.h"
 #include "ocirt/hooks.h"
 #include "ocirt/rootfs.h"
 #include "ocirt/seccomp_profile.h"
@@ -338,12 +339,20 @@ pid_t create(const std::string& root, const CreateRequest& req) {
   std::string text = read_text(bundle + "/config.json", "bundle " + bundle);
   Config cfg = parse_config(text, bundle);
   if (cfg.seccomp) check_seccomp(*cfg.seccomp);
-  // The isolation chosen per container (issue 20). Only native is built so
-  // far: a container that asked for gVisor must not run natively unasked.
-  if (auto it = cfg.annotations.find(kRuntimeAnnotation); it != cfg.annotations.end() && it->second != "native")
-    throw Error(std::string("config.json: annotations[\"") + kRuntimeAnnotation + "\"] = \"" + it->second +
-                "\": sbx-runc runs native containers only so far; remove the annotation, or use runsc as the runtime "
-                "for gVisor");
+  // The isolation chosen per container (issue 20): gVisor containers are
+  // runsc's, with the caller's command line.
+  if (auto it = cfg.annotations.find(kRuntimeAnnotation); it != cfg.annotations.end() && it->second != "native") {
+    if (it->second != "gvisor")
+      throw Error(std::string("config.json: annotations[\"") + kRuntimeAnnotation + "\"] = \"" + it->second +
+                  "\": use native or gvisor");
+    std::vector<std::string> args = {"--bundle", bundle};
+    if (!req.pid_file.empty()) args.insert(args.end(), {"--pid-file", req.pid_file});
+    if (!req.console_socket.empty()) args.insert(args.end(), {"--console-socket", req.console_socket});
+    args.push_back(req.id);
+    int rc = gvisor_create(root, req.id, cfg, req.runsc_global_args, args);
+    if (rc != 0) throw Error("runsc create failed (exit status " + std::to_string(rc) + "; its message is above)");
+    return 0;
+  }
   if (cfg.process.terminal && req.console_socket.empty())
     throw Error("config.json: process.terminal is true but no --console-socket was given");
   struct stat rs{};

@@ -23,8 +23,9 @@ namespace sbx::ocirt {
 /// Where sbx-runc keeps its records when --root is not given.
 inline constexpr const char* kDefaultRoot = "/run/sbx-runc";
 
-/// The annotation that picks a container's isolation ("native"; "gvisor" is
-/// refused until sbx-runc drives runsc).
+/// The annotation that picks a container's isolation: "native" (the
+/// default) or "gvisor" (the container is handed to runsc:
+/// ocirt/gvisor_delegate.h).
 inline constexpr const char* kRuntimeAnnotation = "dev.sbx.runtime";
 
 struct CreateRequest {
@@ -34,6 +35,9 @@ struct CreateRequest {
   std::string console_socket;  ///< with process.terminal: where the pty master goes
   bool no_pivot = false;       ///< MS_MOVE + chroot instead of pivot_root
   bool no_new_keyring = false; ///< accepted; sbx-runc makes no session keyring either way
+  /// For a gVisor container (handed to runsc): the global flags to pass on
+  /// (--log FILE --log-format F).
+  std::vector<std::string> runsc_global_args;
 };
 
 /// `create`: builds the container and leaves its process waiting for start.
@@ -41,7 +45,7 @@ struct CreateRequest {
 /// hooks. Throws sbx::Error naming the field or step; nothing is left behind
 /// on a throw (no record, cgroup or process). Returns the container
 /// process's host pid (a child of the caller until the caller exits: `run`
-/// waits for it).
+/// waits for it); 0 for a gVisor container (runsc's).
 pid_t create(const std::string& root, const CreateRequest& req);
 
 /// `start`: lets a created container exec its process; runs poststart hooks

@@ -39,6 +39,14 @@ check "ctr run --rm: exit code 4" [ "$rc" = 4 ]
 check "ctr run of a missing command fails" [ "$rc" != 0 ]
 check "  with sbx-runc's message (from its json log)" grep -q 'executable file not found' "$T/err"
 
+if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
+  out=$("${CT[@]}" run --rm "${CRUN[@]}" --annotation dev.sbx.runtime=gvisor --cgroup "$CGP/g1" "$IMG" g1 sh -c 'dmesg | head -1; exit 3'); rc=$?
+  check "gvisor annotation: ctr run under gVisor" grep -q 'Starting gVisor' <<<"$out"
+  check "gvisor annotation: exit code 3" [ "$rc" = 3 ]
+else
+  echo "skip: no runsc (gVisor annotation)"
+fi
+
 "${CT[@]}" run -d "${CRUN[@]}" --cgroup "$CGP/t3" "$IMG" t3 sh -c 'trap "exit 0" TERM; while :; do sleep 0.1; done' >/dev/null
 for _ in $(seq 50); do "${CT[@]}" task ls | grep -q 't3.*RUNNING' && break; sleep 0.1; done
 check "run -d: task RUNNING" grep -q 't3.*RUNNING' <<<"$("${CT[@]}" task ls)"
@@ -57,7 +65,9 @@ check "task kill TERM: STOPPED" grep -q 't3.*STOPPED' <<<"$("${CT[@]}" task ls)"
 check "no container left" [ -z "$("${CT[@]}" container ls -q)" ]
 
 # --- leaks -----------------------------------------------------------------------------
-check "no sbx-runc record left in the shim's root" [ -z "$(ls -A /run/containerd/runc/default 2>/dev/null)" ]
+SR=/run/containerd/runc/default
+check "no sbx-runc record left in the shim's root" \
+  [ -z "$(ls -A $SR 2>/dev/null | grep -vx .gvisor)$(ls -A $SR/.gvisor 2>/dev/null | grep -vx runsc)$(ls -A $SR/.gvisor/runsc 2>/dev/null)" ]
 left=$(find /sys/fs/cgroup/*/"${CGP#/}" -mindepth 1 -maxdepth 1 -type d 2>/dev/null)
 check "no container cgroup left under $CGP" [ -z "$left" ] || echo "$left"
 for d in /sys/fs/cgroup/*/"${CGP#/}"; do

@@ -112,6 +112,28 @@ out=$(python3 "$(dirname "$0")/pty_session.py" --expect '# ' --send 'tty; echo T
 check "run -it: a pty in the container" grep -q '^/dev/pts/' <<<"$out"
 check "run -it: exit code 5" grep -q 'exit: 5' <<<"$out"
 
+# --- gVisor per container: the annotation dev.sbx.runtime=gvisor hands it to runsc --
+if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
+  G=(--annotation dev.sbx.runtime=gvisor)
+  out=$(prun --rm "${G[@]}" localhost/busybox sh -c 'dmesg | head -1; exit 3'); rc=$?
+  check "gvisor annotation: runs under gVisor (its kernel's dmesg)" grep -q 'Starting gVisor' <<<"$out"
+  check "gvisor annotation: exit code 3" [ "$rc" = 3 ]
+  gid=$(prun -d --name gweb "${G[@]}" localhost/busybox sh -c 'echo gup; trap "exit 0" TERM; while :; do sleep 0.1; done')
+  for _ in $(seq 50); do "${P[@]}" logs gweb 2>/dev/null | grep -q gup && break; sleep 0.1; done
+  out=$("${P[@]}" exec gweb sh -c 'dmesg | head -1; exit 5'); rc=$?
+  check "gvisor: exec runs in the gVisor sandbox" grep -q 'Starting gVisor' <<<"$out"
+  check "gvisor: exec exit code 5" [ "$rc" = 5 ]
+  check "gvisor: state through runsc (running)" grep -q '"status": "running"' <<<"$("$RUNC" state "$gid")"
+  "${P[@]}" stop -t 10 gweb >/dev/null
+  check "gvisor: logs" [ "$("${P[@]}" logs gweb)" = gup ]
+  "${P[@]}" rm gweb >/dev/null
+  check "gvisor: no marker left after rm" [ ! -e "$PODROOT/.gvisor/$gid" ]
+else
+  echo "skip: no runsc (gVisor annotation)"
+fi
+prun --rm --annotation dev.sbx.runtime=kata localhost/busybox true 2>"$T/err"; rc=$?
+check "an unknown dev.sbx.runtime is refused by name" [ "$rc" != 0 ] && grep -q 'dev.sbx.runtime' "$T/err"
+
 # --- faults with hand-made bundles ------------------------------------------------------
 B=$T/bundle
 mkdir -p "$B/rootfs"
