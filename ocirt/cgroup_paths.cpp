@@ -254,8 +254,14 @@ void CgroupPaths::signal_all(int sig) const noexcept {
 
 void CgroupPaths::freeze(bool on) const {
   if (!freezer.empty()) {
-    write_file(freezer + "/freezer.state", on ? "FROZEN" : "THAWED");
-    return;
+    // v1 passes through FREEZING until every task stopped; runc waits for
+    // FROZEN (rewriting it, as tasks that forked meanwhile need it again).
+    for (int i = 0; i < 1000; ++i) {
+      write_file(freezer + "/freezer.state", on ? "FROZEN" : "THAWED");
+      if (!on || read_file(freezer + "/freezer.state") == "FROZEN") return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    throw Error("pause: " + freezer + " did not reach FROZEN within 1 s");
   }
   if (!unified.empty() && exists(unified + "/cgroup.freeze")) {
     write_file(unified + "/cgroup.freeze", on ? "1" : "0");

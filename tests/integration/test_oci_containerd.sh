@@ -8,6 +8,7 @@ source "$(dirname "$0")/../sandbox_lib.sh"
 command -v containerd >/dev/null && command -v ctr >/dev/null ||
   { echo "SKIP: containerd is not installed"; leave_test_cgroup; rm -rf "$T"; exit 77; }
 RUNC=$(dirname "$(readlink -f "$SBX")")/sbx-runc
+cd "$T" || exit 1
 CGP=/sbxtest-ctr-$$
 RUN_CONTAINERD_EXISTED=0; [ -e /run/containerd ] && RUN_CONTAINERD_EXISTED=1
 C=$T/containerd

@@ -6,9 +6,11 @@
 # for the faults: a missing rootfs, a bad config.json, a failing hook,
 # delete --force after create without start. Leak check at the end: no mounts,
 # cgroups, processes or runtime records left.
-source "$(dirname "$0")/../sandbox_lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../sandbox_lib.sh"
 command -v podman >/dev/null || { echo "SKIP: podman is not installed"; rm -rf "$T"; leave_test_cgroup; exit 77; }
 RUNC=$(dirname "$(readlink -f "$SBX")")/sbx-runc
+cd "$T" || exit 1  # conmon writes files (oom) into its working directory
 [ -x "$RUNC" ] || { echo "FAIL: no sbx-runc beside $SBX"; exit 1; }
 OCIROOT=$T/oci                          # sbx-runc --root of the hand-made bundles
 # podman passes no --root (and its cleanup process drops --runtime-flag): its
@@ -107,7 +109,7 @@ check "stopped container exited 0 on TERM" [ "$("${P[@]}" inspect -f '{{.State.E
 check "rm: no record left in sbx-runc's root" [ ! -e "$PODROOT/$id" ]
 
 # --- run -it from a real terminal (pty master over the console socket) ------------
-out=$(python3 "$(dirname "$0")/pty_session.py" --expect '# ' --send 'tty; echo TERM=$TERM\r' --expect 'TERM=' \
+out=$(python3 "$HERE/pty_session.py" --expect '# ' --send 'tty; echo TERM=$TERM\r' --expect 'TERM=' \
   --send 'exit 5\r' -- "${P[@]}" run "${RUNOPTS[@]}" --rm -it localhost/busybox sh 2>&1)
 check "run -it: a pty in the container" grep -q '^/dev/pts/' <<<"$out"
 check "run -it: exit code 5" grep -q 'exit: 5' <<<"$out"
@@ -191,8 +193,12 @@ check "kill of a missing container fails" [ "$rc" != 0 ]
 "${R[@]}" create --bundle "$B" ok2 >"$T/c2.out" && "${R[@]}" start ok2
 for _ in $(seq 50); do grep -q bundle-ran "$T/c2.out" && break; sleep 0.1; done
 check "start: the command runs, stdout passed through" grep -q bundle-ran "$T/c2.out"
-"${R[@]}" kill ok2 SIGKILL; rc=$?
-check "kill by name" [ "$rc" = 0 ]
+echo '{"pids": {"limit": 7}, "memory": {"limit": 67108864}}' | "${R[@]}" update --resources - ok2
+check "update --resources -: pids.max" [ "$(cat /sys/fs/cgroup/pids$CGP/bundle/pids.max)" = 7 ]
+check "update --resources -: memory limit" [ "$(cat /sys/fs/cgroup/memory$CGP/bundle/memory.limit_in_bytes)" = 67108864 ]
+check "list --format json" python3 -c 'import json,sys; l=json.load(sys.stdin); sys.exit(not any(c["id"]=="ok2" and c["status"]=="running" for c in l))' < <("${R[@]}" list --format json)
+"${R[@]}" kill --all ok2 9; rc=$?
+check "kill --all by number" [ "$rc" = 0 ]
 for _ in $(seq 50); do "${R[@]}" state ok2 | grep -q '"status": "stopped"' && break; sleep 0.1; done
 check "killed: stopped" grep -q '"status": "stopped"' <<<"$("${R[@]}" state ok2)"
 "${R[@]}" delete ok2
