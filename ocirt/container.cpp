@@ -226,7 +226,7 @@ void write_id_map(pid_t pid, const char* file, const std::vector<spec::IdMapping
 struct ChildArgs {
   const Config* cfg;
   const CreateRequest* req;
-  std::string fifo;
+  int fifo_fd;  ///< O_PATH of ROOT/<id>/exec.fifo
   int sync;
   std::vector<std::pair<int, int>> join;  ///< (fd, CLONE_NEW*) namespaces joined by path
   CgroupPaths cgroup;
@@ -263,8 +263,7 @@ struct ChildArgs {
     run_hooks(c.hooks.create_container, "createContainer", state);
     int console = -1;
     if (c.process.terminal) console = connect_console(a.req->console_socket);
-    int fifo = ::open(a.fifo.c_str(), O_PATH | O_CLOEXEC);
-    if (fifo < 0) throw_errno("open the exec fifo " + a.fifo);
+    int fifo = a.fifo_fd;  // opened by sbx-runc: in a user namespace the state dir is out of reach
     enter_rootfs(c, a.req->no_pivot);
     finish_rootfs(c);
     if (c.process.terminal) setup_terminal(console);
@@ -377,6 +376,7 @@ pid_t create(const std::string& root, const CreateRequest& req) {
   pid_t pid = -1;
   int pidfd = -1;
   int sv[2] = {-1, -1};
+  int fifo_fd = -1;
   CgroupPaths cg;
   std::vector<int> ns_fds;
   auto cleanup = [&]() noexcept {
@@ -387,6 +387,7 @@ pid_t create(const std::string& root, const CreateRequest& req) {
     }
     cg.destroy();
     for (int fd : ns_fds) ::close(fd);
+    if (fifo_fd >= 0) ::close(fifo_fd);
     if (pidfd >= 0) ::close(pidfd);
     if (sv[0] >= 0) ::close(sv[0]);
     if (sv[1] >= 0) ::close(sv[1]);
@@ -399,6 +400,13 @@ pid_t create(const std::string& root, const CreateRequest& req) {
     }
     std::string fifo = dir + "/exec.fifo";
     if (::mkfifo(fifo.c_str(), 0622) < 0) throw_errno("mkfifo " + fifo);
+    // The container's root opens it (as runc: owned by the host id of its root).
+    for (const auto& m : cfg.uid_mappings)
+      if (m.container_id == 0)
+        for (const auto& g : cfg.gid_mappings)
+          if (g.container_id == 0 && ::chown(fifo.c_str(), m.host_id, g.host_id) < 0) throw_errno("chown " + fifo);
+    fifo_fd = ::open(fifo.c_str(), O_PATH | O_CLOEXEC);
+    if (fifo_fd < 0) throw_errno("open the exec fifo " + fifo);
     // The default devices (runtime-spec config-linux.md) are allowed after the
     // caller's rules, as runc's AllowedDevices: mknod of any, the standard
     // nodes, ptys.
@@ -411,7 +419,7 @@ pid_t create(const std::string& root, const CreateRequest& req) {
     cg = CgroupPaths::create(cfg.cgroups_path, req.id, res);
     st.cgroup_dirs = cg.dirs;
 
-    ChildArgs a{&cfg, &req, fifo, -1, {}, cg, false, false};
+    ChildArgs a{&cfg, &req, fifo_fd, -1, {}, cg, false, false};
     uint64_t flags = 0;
     int pid_join = -1;
     for (const auto& n : cfg.namespaces) {
@@ -481,6 +489,7 @@ pid_t create(const std::string& root, const CreateRequest& req) {
     throw;
   }
   for (int fd : ns_fds) ::close(fd);
+  ::close(fifo_fd);
   ::close(pidfd);
   ::close(sv[0]);
   return pid;

@@ -263,8 +263,12 @@ void prepare_rootfs(const Config& c, const CgroupPaths& cg, bool in_userns) {
   }
   do_mount("", "/", nullptr, prop, "", "make / " + (c.rootfs_propagation.empty() ? std::string("rslave") : c.rootfs_propagation));
   struct stat st{};
-  if (::stat(c.root_path.c_str(), &st) < 0 || !S_ISDIR(st.st_mode))
-    throw Error("config.json: root.path: " + c.root_path + " is not a directory", ENOENT);
+  if (::stat(c.root_path.c_str(), &st) < 0)
+    throw_errno_hint("config.json: root.path: stat " + c.root_path,
+                     in_userns ? "in a user namespace the container's root must be able to reach it (search permission "
+                                 "on every parent directory), as with runc"
+                               : "check the bundle");
+  if (!S_ISDIR(st.st_mode)) throw Error("config.json: root.path: " + c.root_path + " is not a directory", ENOTDIR);
   do_mount(c.root_path, c.root_path, nullptr, MS_BIND | MS_REC, "", "bind root.path " + c.root_path);
   Fd root(::open(c.root_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (root.fd < 0) throw_errno("open root.path " + c.root_path);

@@ -202,6 +202,22 @@ check "kill --all by number" [ "$rc" = 0 ]
 for _ in $(seq 50); do "${R[@]}" state ok2 | grep -q '"status": "stopped"' && break; sleep 0.1; done
 check "killed: stopped" grep -q '"status": "stopped"' <<<"$("${R[@]}" state ok2)"
 "${R[@]}" delete ok2
+write_config rootfs "" ""
+python3 - "$B/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["linux"]["namespaces"].append({"type": "user"})
+c["linux"]["uidMappings"] = [{"containerID": 0, "hostID": 300000, "size": 65536}]
+c["linux"]["gidMappings"] = [{"containerID": 0, "hostID": 300000, "size": 65536}]
+c["process"]["args"] = ["sh", "-c", "cat /proc/self/uid_map; id -u"]
+json.dump(c, open(sys.argv[1], "w"))
+PY
+chmod o+x "$T"  # the container's root (host uid 300000) walks to root.path, as with runc
+out=$("${R[@]}" run --bundle "$B" u1); rc=$?
+check "user namespace: run exits 0" [ "$rc" = 0 ]
+check "user namespace: uidMappings applied" grep -qE '^ *0 +300000 +65536' <<<"$out"
+check "user namespace: root inside" [ "$(tail -1 <<<"$out")" = 0 ]
+check "run deletes its container" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
 check "features: runtime-spec features JSON" python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(not ("createRuntime" in j["hooks"] and "pid" in j["linux"]["namespaces"]))' < <("$RUNC" features)
 
 # --- leaks ------------------------------------------------------------------------
