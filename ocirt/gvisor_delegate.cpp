@@ -54,6 +54,15 @@ std::string runsc_binary() {
   return e && *e ? e : "runsc";
 }
 
+bool bundle_wants_gvisor(const std::string& bundle) {
+  std::ifstream f(bundle + "/config.json");
+  if (!f) throw_errno("bundle " + bundle + ": open config.json");
+  std::string text((std::istreambuf_iterator<char>(f)), {});
+  Config c = parse_config(text, bundle);
+  auto it = c.annotations.find("dev.sbx.runtime");
+  return it != c.annotations.end() && it->second == "gvisor";
+}
+
 bool is_gvisor_container(const std::string& root, const std::string& id) noexcept {
   if (id.empty() || id.find('/') != std::string::npos) return false;
   return ::access(marker(root, id).c_str(), F_OK) == 0;

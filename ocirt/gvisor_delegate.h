@@ -15,6 +15,10 @@ namespace sbx::ocirt {
 /// Where runsc is: $SBX_RUNSC, else runsc on $PATH.
 std::string runsc_binary();
 
+/// Whether the bundle's config.json asks for gVisor (annotation
+/// dev.sbx.runtime: gvisor). Throws sbx::Error when it cannot be read.
+bool bundle_wants_gvisor(const std::string& bundle);
+
 /// Whether `id` was created under gVisor (its marker exists).
 bool is_gvisor_container(const std::string& root, const std::string& id) noexcept;
 
