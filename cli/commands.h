@@ -53,4 +53,8 @@ void register_registry_commands(CLI::App& app, Globals& g, Action& action);
 using PullPrinter = std::function<void(const oci::PullEvent&)>;
 PullPrinter make_pull_printer(bool quiet, bool json);
 
+/// sbx-runc: the OCI runtime command line (cli/cmd_runc.cpp), chosen by
+/// main() when argv[0]'s base name is "sbx-runc". Returns the exit code.
+int runc_main(int argc, char** argv);
+
 }  // namespace sbx::cli

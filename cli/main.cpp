@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "common/error.h"
@@ -11,6 +12,10 @@
 
 int main(int argc, char** argv) {
   using namespace sbx;
+  // One binary, two command lines: installed as "sbx-runc" (a symlink) it is
+  // an OCI runtime with runc's command line (cli/cmd_runc.cpp).
+  if (argc > 0 && std::string_view(argv[0]).substr(std::string_view(argv[0]).rfind('/') + 1) == "sbx-runc")
+    return cli::runc_main(argc, argv);
   cli::Globals g;
   if (const char* e = std::getenv("SBX_ROOT")) g.root = e;
   if (const char* e = std::getenv("SBX_RUN_ROOT")) g.run_root = e;

@@ -1,0 +1,53 @@
+// A container's cgroup at linux.cgroupsPath, in every cgroup hierarchy the
+// host mounts under /sys/fs/cgroup (v1 controllers, named v1 hierarchies, the
+// unified one), as runc's cgroupfs driver places it: an absolute cgroupsPath
+// is taken from each hierarchy's root ("/libpod_parent/libpod-ID", as podman
+// with --cgroup-manager cgroupfs passes), a relative one from the cgroup
+// sbx-runc runs in; none: "sbx-runc/<id>" under the caller's. Resources are
+// written as config.json linux.resources asks (memory, cpu, cpuset, pids,
+// v1 device rules). Kernel docs: admin-guide/cgroup-v1/*.rst, cgroup-v2.rst.
+// (runtime/linux/cgroups.h names its cgroups after sandbox ids; an OCI
+// runtime must use the caller's path, so this is its own small placement.)
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "ocirt/config.h"
+
+namespace sbx::ocirt {
+
+/// The directories of one container's cgroup, one per hierarchy. Plain data:
+/// it is stored in the container's state and rebuilt from it.
+struct CgroupPaths {
+  std::vector<std::string> dirs;  ///< every hierarchy's dir (created ones)
+  std::string memory, pids, freezer, cpu, devices, unified;  ///< "" when absent
+
+  /// Creates the directories for `cgroups_path` (empty: "sbx-runc/<id>"
+  /// under the caller's cgroup) and applies `res`. Throws sbx::Error naming
+  /// the file and errno; on a throw the leaf dirs it made are removed.
+  static CgroupPaths create(const std::string& cgroups_path, const std::string& id, const Resources& res);
+  /// Rebuilds the role fields from `dirs` (after reading state).
+  static CgroupPaths from_dirs(const std::vector<std::string>& dirs);
+
+  /// Writes `res` to the cgroup files (create, update). Throws sbx::Error.
+  void apply(const Resources& res) const;
+  /// Moves `pid` into every dir. Throws sbx::Error naming the file.
+  void add(pid_t pid) const;
+  /// The pids in the cgroup (pids, memory or the first hierarchy's cgroup.procs).
+  std::vector<pid_t> procs() const;
+  /// Sends `sig` to every pid in it (kill --all). SIGKILL freezes first
+  /// (v1 freezer) so that no fork escapes. No throw.
+  void signal_all(int sig) const noexcept;
+  /// Freezes (true) or thaws the cgroup (v1 freezer.state / v2 cgroup.freeze).
+  /// Throws sbx::Error when there is no freezer.
+  void freeze(bool frozen) const;
+  /// Whether the cgroup is frozen now.
+  bool frozen() const noexcept;
+  /// Kills what is left and removes the dirs (retrying while the kernel
+  /// still counts dying tasks). No throw; returns the dirs it could not remove.
+  std::vector<std::string> destroy() const noexcept;
+};
+
+}  // namespace sbx::ocirt

@@ -1,0 +1,170 @@
+// ocirt/: config.json as sbx-runc reads it (fields kept, unsupported ones
+// refused by name), signal names, ids, the state JSON.
+#include <doctest.h>
+#include <signal.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "ocirt/config.h"
+#include "ocirt/container.h"
+#include "ocirt/seccomp_profile.h"
+#include "ocirt/state_store.h"
+
+using namespace sbx;
+using nlohmann::json;
+
+namespace {
+json base() {
+  return json::parse(R"({
+    "ociVersion": "1.0.2",
+    "process": {"args": ["sh"], "env": ["PATH=/bin"], "cwd": "/w", "terminal": true,
+                "user": {"uid": 1000, "gid": 100, "umask": 18, "additionalGids": [5, 6]},
+                "capabilities": {"bounding": ["CAP_KILL"], "effective": ["CAP_KILL"], "ambient": ["CAP_CHOWN"]},
+                "rlimits": [{"type": "RLIMIT_NOFILE", "soft": 10, "hard": 20}],
+                "noNewPrivileges": true, "oomScoreAdj": 500},
+    "root": {"path": "rootfs", "readonly": true},
+    "hostname": "h",
+    "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+               {"destination": "/data", "source": "/srv", "options": ["rbind", "ro"]}],
+    "hooks": {"createRuntime": [{"path": "/bin/true", "timeout": 3}], "poststop": [{"path": "/bin/false"}]},
+    "annotations": {"a": "b"},
+    "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "network", "path": "/run/netns/x"}],
+              "cgroupsPath": "/p/c",
+              "resources": {"memory": {"limit": 1048576}, "pids": {"limit": 20},
+                            "cpu": {"shares": 512, "quota": 50000, "period": 100000},
+                            "devices": [{"allow": false, "access": "rwm"}, {"allow": true, "type": "c", "major": 1, "minor": 3, "access": "rw"}]},
+              "sysctl": {"net.ipv4.ip_forward": "0"},
+              "maskedPaths": ["/proc/kcore"], "readonlyPaths": ["/proc/sys"],
+              "seccomp": {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 38, "architectures": ["SCMP_ARCH_X86_64"],
+                          "syscalls": [{"names": ["read"], "action": "SCMP_ACT_ALLOW"},
+                                       {"names": ["personality"], "action": "SCMP_ACT_ALLOW", "args": [{"index": 0, "value": 8, "op": "SCMP_CMP_EQ"}]}]}}
+  })");
+}
+std::string refusal(const json& j) {
+  try {
+    ocirt::parse_config(j.dump(), "/b");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("ocirt config: every field sbx-runc uses is kept") {
+  auto c = ocirt::parse_config(base().dump(), "/b");
+  CHECK(c.root_path == "/b/rootfs");
+  CHECK(c.root_readonly);
+  CHECK(c.process.args == std::vector<std::string>{"sh"});
+  CHECK(c.process.cwd == "/w");
+  CHECK(c.process.terminal);
+  CHECK(c.process.uid == 1000);
+  CHECK(c.process.gid == 100);
+  CHECK(c.process.umask == 18u);
+  CHECK(c.process.additional_gids == std::vector<uint32_t>{5, 6});
+  CHECK(c.process.capabilities.bounding == std::vector<std::string>{"CAP_KILL"});
+  CHECK(c.process.capabilities.ambient == std::vector<std::string>{"CAP_CHOWN"});
+  CHECK(c.process.capabilities.permitted.empty());
+  REQUIRE(c.process.rlimits.size() == 1);
+  CHECK(c.process.rlimits[0].hard == 20);
+  CHECK(c.process.no_new_privileges);
+  CHECK(c.process.oom_score_adj == 500);
+  REQUIRE(c.mounts.size() == 2);
+  CHECK(c.mounts[1].type == "bind");  // a bind without a type
+  CHECK(c.mounts[1].options == std::vector<std::string>{"rbind", "ro"});
+  REQUIRE(c.find_namespace("network"));
+  CHECK(c.find_namespace("network")->path == "/run/netns/x");
+  CHECK(c.find_namespace("uts") == nullptr);
+  CHECK(c.cgroups_path == "/p/c");
+  CHECK(c.resources.memory_limit == 1048576);
+  CHECK(c.resources.pids_limit == 20);
+  CHECK(c.resources.cpu_shares == 512u);
+  CHECK(c.resources.cpu_quota == 50000);
+  REQUIRE(c.resources.devices.size() == 2);
+  CHECK(c.resources.devices[0].type == 'a');
+  CHECK(c.resources.devices[1].major == 1);
+  CHECK(c.sysctl.at("net.ipv4.ip_forward") == "0");
+  CHECK(c.masked_paths == std::vector<std::string>{"/proc/kcore"});
+  REQUIRE(c.seccomp);
+  CHECK(c.seccomp->default_errno_ret == 38u);
+  CHECK(c.seccomp->syscalls[1].args[0].value == 8);
+  CHECK(c.hooks.create_runtime.size() == 1);
+  CHECK(c.hooks.create_runtime[0].timeout_s == 3);
+  CHECK(c.hooks.poststop.size() == 1);
+  CHECK(c.annotations.at("a") == "b");
+  CHECK_NOTHROW(ocirt::check_seccomp(*c.seccomp));
+}
+
+TEST_CASE("ocirt config: what sbx-runc cannot honour is refused, naming the field") {
+  json j = base();
+  j["linux"]["intelRdt"] = {{"closID", "x"}};
+  CHECK(refusal(j).find("linux.intelRdt") != std::string::npos);
+  j = base();
+  j["process"]["apparmorProfile"] = "p";
+  CHECK(refusal(j).find("process.apparmorProfile") != std::string::npos);
+  j = base();
+  j["linux"]["namespaces"] = json::array({{{"type", "pid"}}});
+  CHECK(refusal(j).find("new mount namespace") != std::string::npos);
+  j = base();
+  j["linux"]["namespaces"].push_back({{"type", "user"}, {"path", "/proc/1/ns/user"}});
+  CHECK(refusal(j).find("linux.namespaces[user].path") != std::string::npos);
+  j = base();
+  j["linux"]["namespaces"].push_back({{"type", "time"}});
+  CHECK(refusal(j).find("'time'") != std::string::npos);
+  j = base();
+  j["linux"]["resources"]["blockIO"] = {{"weight", 10}};
+  CHECK(refusal(j).find("linux.resources.blockIO") != std::string::npos);
+  j = base();
+  j["process"].erase("args");
+  CHECK(refusal(j).find("process.args") != std::string::npos);
+  j = base();
+  j["process"]["cwd"] = "relative";
+  CHECK(refusal(j).find("process.cwd") != std::string::npos);
+  j = base();
+  j["linux"]["namespaces"].push_back({{"type", "user"}});
+  CHECK(refusal(j).find("uidMappings") != std::string::npos);
+  // Empty values ask for nothing and pass.
+  j = base();
+  j["linux"]["intelRdt"] = json::object();
+  j["process"]["apparmorProfile"] = "";
+  CHECK(refusal(j).empty());
+  CHECK_THROWS_WITH_AS(ocirt::parse_config("{\"ociVersion\": ", "/b"), doctest::Contains("not valid JSON"), Error);
+}
+
+TEST_CASE("ocirt seccomp: unknown actions and operators are refused") {
+  ocirt::Seccomp s;
+  s.default_action = "SCMP_ACT_NOTIFY";
+  CHECK_THROWS_WITH_AS(ocirt::check_seccomp(s), doctest::Contains("SCMP_ACT_NOTIFY"), Error);
+  s.default_action = "SCMP_ACT_ALLOW";
+  s.syscalls.push_back({{"read"}, "SCMP_ACT_ERRNO", std::nullopt, {{0, 1, 0, "SCMP_CMP_SOMETIMES"}}});
+  CHECK_THROWS_WITH_AS(ocirt::check_seccomp(s), doctest::Contains("SCMP_CMP_SOMETIMES"), Error);
+  s.syscalls.clear();
+  s.architectures = {"SCMP_ARCH_NOPE"};
+  CHECK_THROWS_AS(ocirt::check_seccomp(s), Error);
+}
+
+TEST_CASE("ocirt: signals by name and number, ids, the state JSON") {
+  CHECK(ocirt::parse_signal("TERM") == SIGTERM);
+  CHECK(ocirt::parse_signal("SIGKILL") == SIGKILL);
+  CHECK(ocirt::parse_signal("sigusr1") == SIGUSR1);
+  CHECK(ocirt::parse_signal("9") == 9);
+  CHECK_THROWS_AS(ocirt::parse_signal("NOPE"), Error);
+  CHECK_THROWS_AS(ocirt::parse_signal("0"), Error);
+  CHECK_NOTHROW(ocirt::check_id("abc-1.2_x+y"));
+  CHECK_THROWS_AS(ocirt::check_id("../x"), Error);
+  CHECK_THROWS_AS(ocirt::check_id(""), Error);
+  ocirt::ContainerState st;
+  st.id = "c1";
+  st.bundle = "/b";
+  st.pid = 42;
+  st.annotations = {{"k", "v"}};
+  auto j = json::parse(ocirt::state_json(st, "running", false));
+  CHECK(j["id"] == "c1");
+  CHECK(j["status"] == "running");
+  CHECK(j["pid"] == 42);
+  CHECK(j["bundle"] == "/b");
+  CHECK(j["annotations"]["k"] == "v");
+  CHECK(json::parse(ocirt::state_json(st, "stopped", false))["pid"] == 0);
+  auto f = json::parse(ocirt::features_json());
+  CHECK(f["linux"]["namespaces"].size() == 7);
+}
