@@ -252,8 +252,7 @@ void Api::container_wait(Connection& c, const Request& r, const std::string& ref
     } else if (cond == "next-exit" || ctr->started) {
       cv_.wait(lk, [&] { return ctr->ended || ctr->removed; });
     }
-    code = ctr->exit_code;
-    error = ctr->error;
+    code = ctr->exit_code;  // (a failed start was answered by start itself)
   }
   json body = {{"StatusCode", code}, {"Error", error.empty() ? json() : json{{"Message", error}}}};
   c.chunk(body.dump() + "\n");
@@ -303,6 +302,7 @@ json Api::inspect_json(const std::string& id) {
                  {"AttachStderr", cfg.value("AttachStderr", false)},
                  {"Labels", info ? json(info->state.labels) : cfg.value("Labels", json::object())}};
   if (!hc.contains("NetworkMode")) hc["NetworkMode"] = "none";
+  hc["LogConfig"] = {{"Type", "json-file"}, {"Config", json::object()}};  // what clients read: sbx keeps a log file
   if (info) hc["Runtime"] = info->state.runtime;
   std::string name = ctr ? ctr->name : info->state.name;
   std::string image_id = ctr ? ctr->image.id : info->state.image_id;

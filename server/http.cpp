@@ -1,6 +1,8 @@
 // HTTP/1.1 connections of `sbx serve` (server/http.h).
 #include "server/http.h"
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -136,20 +138,33 @@ bool Connection::read_request(Request& req) {
   }
   http::request_parser<http::string_body> p;
   p.header_limit(64 * 1024);
-  p.body_limit(kMaxJsonBody);
+  p.body_limit(kMaxArchiveBody);  // the largest; lowered by kind once the target is known
   beast::error_code ec;
   http::read_header(stream, buf, p, ec);
   if (ec == http::error::end_of_stream || ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset)
     return false;
-  if (ec) throw HttpError{400, "malformed request: " + ec.message()};
+  if (ec) {
+    keep_alive_ = false;
+    if (ec == http::error::body_limit) throw HttpError{413, "request body too large"};
+    throw HttpError{400, "malformed request: " + ec.message()};
+  }
   {
     const auto& h = p.get();
     req.method = std::string(h.method_string());
     req.target = std::string(h.target());
     split_target(req);
     // Archive uploads and image archives may be large; everything else is JSON.
-    if ((req.method == "PUT" && req.path.ends_with("/archive")) || req.path == "/images/load")
-      p.body_limit(kMaxArchiveBody);
+    uint64_t limit = kMaxJsonBody;
+    if ((req.method == "PUT" && req.path.ends_with("/archive")) || req.path == "/images/load") limit = kMaxArchiveBody;
+    p.body_limit(limit);
+    // Refused before a byte of the body is read (curl and others wait for
+    // "100 Continue" first).
+    if (p.content_length() && *p.content_length() > limit) {
+      keep_alive_ = false;
+      throw HttpError{413, "request body too large (limit " + std::to_string(limit) + " bytes)"};
+    }
+    if (beast::iequals(h[http::field::expect], "100-continue"))
+      write_raw("HTTP/1.1 100 Continue\r\n\r\n");
   }
   if (!p.is_done()) {
     http::read(stream, buf, p, ec);
@@ -262,8 +277,18 @@ bool Connection::hijack(const Request& req, std::string_view content_type) {
   keep_alive_ = false;
   buf_.clear();
   std::string up = lower(req.header("upgrade"));
-  if (!up.empty()) return write_head(101, content_type, -2, {{"Connection", "Upgrade"}, {"Upgrade", "tcp"}});
-  return write_head(200, content_type, -2, {});
+  bool ok = up.empty() ? write_head(200, content_type, -2, {})
+                       : write_head(101, content_type, -2, {{"Connection", "Upgrade"}, {"Upgrade", "tcp"}});
+  // Wait (at most 1 s) until the client has read the head: docker-py reads
+  // it through a buffered reader and then switches to the raw socket, so
+  // stream bytes that arrived in the same read would be lost. SIOCOUTQ: bytes
+  // the peer has not read yet (unix sockets; unacknowledged ones on TCP).
+  for (int i = 0; ok && i < 2000; ++i) {
+    int queued = 0;
+    if (::ioctl(fd_, SIOCOUTQ, &queued) < 0 || queued == 0) break;
+    ::usleep(500);
+  }
+  return ok;
 }
 
 }  // namespace sbx::server
