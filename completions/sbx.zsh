@@ -155,7 +155,8 @@ _sbx_serve() {
     '(- *)'{-h,--help}'[Print help and exit]' \
     '--socket[Unix socket to listen on]:file:_files' \
     '--tcp[Also listen on loopback TCP ADDR\:PORT (needs --token-file)]:value: ' \
-    '--token-file[File with the bearer token TCP clients must send]:file:_files'
+    '--token-file[File with the bearer token TCP clients must send]:file:_files' \
+    '--runtime[Runtime of containers that name none]:runtime:(native gvisor)'
 }
 _sbx_create() {
   _arguments -s -S \

@@ -42,7 +42,8 @@ struct Container {
   nlohmann::json config;  ///< the create request's body (Config + HostConfig)
   oci::ImageRecord image;
   int64_t created_ms = 0;
-  bool started = false;   ///< start was called (a sandbox exists or existed)
+  bool started = false;   ///< start was called
+  bool sandbox = false;   ///< its sandbox exists (or existed): start got that far
   bool ended = false;     ///< its sandbox ended (exit_code valid)
   bool removed = false;   ///< gone (AutoRemove or DELETE)
   int exit_code = 0;
@@ -67,7 +68,9 @@ struct ExecInstance {
 /// connection, each on its own thread.
 class Api {
  public:
-  explicit Api(engine::Config cfg) : engine_(std::move(cfg)) {}
+  /// `default_runtime`: the backend of containers that name none.
+  Api(engine::Config cfg, std::string default_runtime)
+      : engine_(std::move(cfg)), default_runtime_(std::move(default_runtime)) {}
 
   /// Answers `req` on `conn` (possibly hijacking it). Never throws:
   /// HttpError and sbx::Error become Docker-style JSON errors.
@@ -117,6 +120,7 @@ class Api {
   nlohmann::json inspect_json(const std::string& id);
 
   engine::Engine engine_;
+  std::string default_runtime_;
   std::mutex mu_;
   std::condition_variable cv_;  ///< any container or exec changed
   std::map<std::string, std::shared_ptr<Container>> containers_;

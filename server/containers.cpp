@@ -95,7 +95,7 @@ void Api::container_create(Connection& c, const Request& r) {
   ctr->created_ms = runtime::now_ms();
   // Checked now (a bad bind or network fails create, as in Docker); built again at start.
   try {
-    spec_from_docker(cfg, ctr->image, {}, ctr->id, name);
+    spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
   } catch (const Error& e) {
     throw HttpError{400, e.what()};
   }
@@ -125,10 +125,13 @@ void Api::container_start(Connection& c, const Request&, const std::string& ref)
   pid_t pid = 0;
   try {
     engine::SandboxRequest req;
-    req.spec = spec_from_docker(ctr->config, ctr->image, engine_.layer_dirs(ctr->image), ctr->id, ctr->name);
+    req.spec = spec_from_docker(ctr->config, ctr->image, engine_.layer_dirs(ctr->image), ctr->id, ctr->name,
+                                default_runtime_);
     req.userns = docker_userns(req.spec);
     engine_.create(req);
     pid = engine_.inspect(id).state.pid;
+    std::lock_guard lk(mu_);
+    ctr->sandbox = true;
   } catch (const Error& e) {
     {
       std::lock_guard lk(mu_);
@@ -203,7 +206,7 @@ void Api::container_attach(Connection& c, const Request& r, const std::string& r
   bool out = r.flag("stdout"), err = r.flag("stderr");
   if (ctr) {
     std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return ctr->started || ctr->removed; });
+    cv_.wait(lk, [&] { return ctr->sandbox || ctr->ended || ctr->removed; });
     if (!ctr->error.empty() || ctr->removed) return;
   }
   if (!out && !err) return;

@@ -92,7 +92,7 @@ Mount parse_mount(const json& m) {
 }  // namespace
 
 SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const std::vector<std::string>& layer_dirs,
-                             const std::string& id, const std::string& name) {
+                             const std::string& id, const std::string& name, const std::string& default_runtime) {
   const json empty = json::object();
   const json& hc = cfg.contains("HostConfig") && cfg["HostConfig"].is_object() ? cfg["HostConfig"] : empty;
   SandboxSpec spec;
@@ -154,7 +154,7 @@ SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const
 
   std::string rt = str(hc, "Runtime");
   if (auto l = spec.labels.find("sbx.runtime"); l != spec.labels.end() && (rt.empty() || rt == "runc")) rt = l->second;
-  if (rt.empty() || rt == "runc" || rt == "native") rt = "native";
+  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? "native" : default_runtime;
   if (rt == "runsc") rt = runtime::GvisorBackend::kName;
   runtime::validate_backend_name(rt);
   spec.runtime = rt;

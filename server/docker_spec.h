@@ -21,9 +21,10 @@ namespace sbx::server {
 /// sbx.runtime). Default bounds as `sbx create`. Throws sbx::Error (the
 /// server answers 400) for what sbx cannot do: a named volume, a network
 /// other than these, a relative bind path.
+/// `default_runtime`: the backend when the config names none (sbx serve --runtime).
 SandboxSpec spec_from_docker(const nlohmann::json& cfg, const oci::ImageRecord& img,
                              const std::vector<std::string>& layer_dirs, const std::string& id,
-                             const std::string& name);
+                             const std::string& name, const std::string& default_runtime = "native");
 
 /// Whether the sandbox gets its own user namespace (as `sbx create`: yes,
 /// unless it shares the host's network).

@@ -174,7 +174,7 @@ void serve(const ServeOptions& opts) {
   if (listeners.empty()) throw Error("sbx serve: nothing to listen on (give --socket or --tcp)");
 
   // Never freed: connection threads still ending when serve() returns use it.
-  Api& api = *new Api(opts.engine);
+  Api& api = *new Api(opts.engine, opts.runtime);
   int sp[2];
   if (::pipe2(sp, O_CLOEXEC) < 0) throw_errno("pipe");
   Fd stop_r(sp[0]), stop_w(sp[1]);

@@ -13,6 +13,7 @@ struct ServeOptions {
   std::string socket = "/run/sbx/docker.sock";  ///< unix socket path; empty: none
   std::string tcp;         ///< "127.0.0.1:PORT" (loopback only); empty: none
   std::string token_file;  ///< bearer token for TCP (required with tcp)
+  std::string runtime = "native";  ///< backend of containers whose config names none
   /// Called once the listeners are ready (e.g. to print where).
   std::function<void(const std::string&)> ready;
 };
