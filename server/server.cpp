@@ -133,9 +133,11 @@ Listener listen_tcp(const std::string& spec) {
 std::string read_token(const std::string& file) {
   struct stat st {};
   if (::stat(file.c_str(), &st) < 0) throw_errno("--token-file " + file);
-  if (st.st_mode & 077)
-    throw Error("--token-file " + file + " is readable by others (mode " + std::to_string(st.st_mode & 0777) +
-                "); chmod 600 it");
+  if (st.st_mode & 077) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
+    throw Error("--token-file " + file + " is readable by others (mode " + mode + "); chmod 600 it");
+  }
   std::string t = fs::read_file(file);
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
   if (t.size() < 16) throw Error("--token-file " + file + ": the token must have at least 16 characters");

@@ -175,6 +175,26 @@ else
   echo "skip: no docker-py (python3-docker)"
 fi
 
+# --- TCP: loopback only, bearer token required --------------------------------
+PORT=$((20000 + RANDOM % 30000))
+printf 'sbx-test-token-%s\n' "$RANDOM$RANDOM" >"$T/token"; chmod 600 "$T/token"
+TOKEN=$(cat "$T/token")
+expect_rc "--tcp on a non-loopback address is refused" 125 "$SBX" serve --socket "$T/t.sock" --tcp 0.0.0.0:$PORT --token-file "$T/token"
+expect_rc "--tcp without --token-file is refused" 125 "$SBX" serve --socket "$T/t.sock" --tcp 127.0.0.1:$PORT
+chmod 644 "$T/token"
+expect_rc "a token file others can read is refused" 125 "$SBX" serve --socket "$T/t.sock" --tcp 127.0.0.1:$PORT --token-file "$T/token"
+chmod 600 "$T/token"
+"$SBX" serve --socket "$T/t.sock" --tcp 127.0.0.1:$PORT --token-file "$T/token" 2>>"$T/serve.log" &
+TCP_PID=$!
+for _ in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/_ping)" != 000 ] && break; sleep 0.05; done
+check "TCP without a token: 401" [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/_ping)" = 401 ]
+check "TCP with a wrong token: 401" \
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong-token-xxxxxxxx' http://127.0.0.1:$PORT/_ping)" = 401 ]
+check "TCP with the token: 200" \
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" http://127.0.0.1:$PORT/_ping)" = 200 ]
+check "the socket is mode 0600 (no group sbx) or 0660" grep -qE '^(600|660)$' <<<"$(stat -c %a "$T/t.sock")"
+kill -TERM $TCP_PID; wait $TCP_PID 2>/dev/null
+
 # --- a client killed mid-exec ---------------------------------------------------
 id=$(curl -s --unix-socket "$SOCK" -H 'Content-Type: application/json' \
   -d "{\"Image\":\"$IMG\",\"Cmd\":[\"tail\",\"-f\",\"/dev/null\"]}" http://d/v1.44/containers/create | sed 's/.*"Id":"\([0-9a-f]*\)".*/\1/')
