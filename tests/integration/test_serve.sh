@@ -4,7 +4,9 @@
 # --filter + stop + rm -f, images) and docker-py (containers.run(detach),
 # exec_run(demux) with exit codes, put_archive/get_archive, wait,
 # logs(stream), remove(force)); 24 concurrent exec streams checked byte for
-# byte; a client killed mid-exec leaves no process; SIGTERM to the server
+# byte; dockerode (create/start/exec/wait/remove) when it is installed;
+# TCP only on loopback with a bearer token; a client killed mid-exec leaves no
+# process; SIGTERM to the server
 # leaves its running sandboxes running. Each part starts its own server on a
 # temp socket and stops it; then the leak check of tests/sandbox_lib.sh.
 # Clients that are absent are skipped with a printed reason.
@@ -173,6 +175,15 @@ EOF
   check "docker-py checks" [ "$rc" = 0 ]
 else
   echo "skip: no docker-py (python3-docker)"
+fi
+
+# --- dockerode (npm; not a Debian package): SBX_TEST_NODE_MODULES=DIR/node_modules
+# with dockerode in it (npm install --prefix DIR dockerode), or one node finds ----
+if command -v node >/dev/null && NODE_PATH=${SBX_TEST_NODE_MODULES:-} node -e "require('dockerode')" 2>/dev/null; then
+  NODE_PATH=${SBX_TEST_NODE_MODULES:-} timeout 60 node "$SBX_TEST_SRC/tests/integration/serve_dockerode.js" "$SOCK" $IMG; rc=$?
+  check "dockerode checks" [ "$rc" = 0 ]
+else
+  echo "skip: dockerode not found (npm install --prefix DIR dockerode; SBX_TEST_NODE_MODULES=DIR/node_modules)"
 fi
 
 # --- TCP: loopback only, bearer token required --------------------------------
