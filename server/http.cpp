@@ -3,6 +3,7 @@
 
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -123,7 +124,24 @@ std::string url_decode(std::string_view s) {
 }
 
 Connection::~Connection() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ < 0) return;
+  if (hijacked_) {
+    // End of stream for the client, then read what it still sends (at most
+    // 1 s): closing a socket with unread input resets it, and the client
+    // (docker run -i: stdin it typed) would report an error, not the end.
+    ::shutdown(fd_, SHUT_WR);
+    char buf[4096];
+    for (int waited = 0; waited < 1000;) {
+      struct pollfd p = {fd_, POLLIN, 0};
+      int r = ::poll(&p, 1, 100);
+      if (r == 0) {
+        waited += 100;
+        continue;
+      }
+      if (r < 0 || ::read(fd_, buf, sizeof buf) <= 0) break;
+    }
+  }
+  ::close(fd_);
 }
 
 bool Connection::read_request(Request& req) {
@@ -275,6 +293,7 @@ bool Connection::end_chunks() { return write_raw("0\r\n\r\n"); }
 
 bool Connection::hijack(const Request& req, std::string_view content_type) {
   keep_alive_ = false;
+  hijacked_ = true;
   buf_.clear();
   std::string up = lower(req.header("upgrade"));
   bool ok = up.empty() ? write_head(200, content_type, -2, {})

@@ -88,6 +88,7 @@ class Connection {
                   const std::vector<std::pair<std::string, std::string>>& extra);
   int fd_;
   bool keep_alive_ = true;
+  bool hijacked_ = false;
   std::string buf_;  ///< bytes read past the last request
 };
 

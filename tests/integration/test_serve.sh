@@ -61,6 +61,8 @@ if command -v docker >/dev/null; then
   check "docker run --rm leaves no container" [ -z "$(docker ps -aq)" ]
   out=$(docker run --rm -e FOO=bar -w /tmp --user 65534 $IMG sh -c 'echo $FOO $(pwd) $(id -u)')
   check "Env, WorkingDir and User reach the command ($out)" [ "$out" = "bar /tmp 65534" ]
+  out=$(echo typed | docker run --rm -i "${RT_ARGS[@]}" $IMG echo ran); rc=$?
+  check "docker run -i ends cleanly (attach's stdin is not passed on yet) ($out, $rc)" [ "$out:$rc" = ran:0 ]
   out=$(docker run --rm --entrypoint /bin/echo $IMG a b)
   check "Entrypoint overrides the image's ($out)" [ "$out" = "a b" ]
 
