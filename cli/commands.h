@@ -47,6 +47,8 @@ void register_create_command(CLI::App& app, Globals& g, Action& action);
 void register_snapshot_commands(CLI::App& app, Globals& g, Action& action);
 /// pull, push, login, logout (cli/cmd_registry.cpp).
 void register_registry_commands(CLI::App& app, Globals& g, Action& action);
+/// serve: the Docker Engine API (cli/cmd_serve.cpp, server/).
+void register_serve_command(CLI::App& app, Globals& g, Action& action);
 
 /// A pull/push progress printer for stderr: per-blob lines redrawn on a
 /// terminal, plain lines otherwise, JSON lines with `json`, nothing with `quiet`.

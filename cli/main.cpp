@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   cli::register_lifecycle_commands(app, g, action);
   cli::register_snapshot_commands(app, g, action);
   cli::register_registry_commands(app, g, action);
+  cli::register_serve_command(app, g, action);
 
   try {
     app.parse(argc, argv);

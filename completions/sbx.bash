@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=/var/lib/sbx run_root=/run/sbx i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -70,6 +70,7 @@ _sbx() {
     tag) words_list=$images ;;
     rmi) opts="-f --force"; words_list=$images ;;
     gc) opts="--older-than" ;;
+    serve) opts="--socket --tcp --token-file --runtime" ;;
     info) opts="--json --runsc" ;;
     snapshot) opts="--name --upper --image"; words_list=$sandboxes ;;
     export) opts="-o --output --format --name --json"; words_list=$images ;;

@@ -73,6 +73,7 @@ complete -c sbx -n __sbx_no_cmd -a rmi -d 'Remove images'
 complete -c sbx -n __sbx_no_cmd -a run -d 'Run a command in a new, throw-away sandbox'
 complete -c sbx -n __sbx_no_cmd -a info -d 'Show what this host offers'
 complete -c sbx -n __sbx_no_cmd -a gc -d 'Remove leftovers of killed sandboxes, unreferenced image blobs and'
+complete -c sbx -n __sbx_no_cmd -a serve -d 'Serve the Docker Engine API (docker, docker-py, dockerode) on a socket'
 complete -c sbx -n __sbx_no_cmd -a create -d 'Start a long-lived sandbox in the background and print its id'
 complete -c sbx -n __sbx_no_cmd -a exec -d 'Run a command in a running sandbox'
 complete -c sbx -n __sbx_no_cmd -a ps -d 'List sandboxes'
@@ -328,3 +329,10 @@ complete -c sbx -n '__sbx_cmd_is login' -l cert-dir -x -a '(__fish_complete_dire
 complete -c sbx -n '__sbx_cmd_is logout' -s h -l help -d 'Print this help message and exit'
 complete -c sbx -n '__sbx_cmd_is logout' -s a -l all -d 'Remove the credentials of every registry'
 complete -c sbx -n '__sbx_cmd_is logout' -l authfile -r -F -d 'Credentials file'
+
+# sbx serve
+complete -c sbx -n '__sbx_cmd_is serve' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is serve' -l socket -r -F -d 'Unix socket to listen on'
+complete -c sbx -n '__sbx_cmd_is serve' -l tcp -x -d 'Also listen on loopback TCP ADDR:PORT (needs --token-file)'
+complete -c sbx -n '__sbx_cmd_is serve' -l token-file -r -F -d 'File with the bearer token TCP clients must send'
+complete -c sbx -n '__sbx_cmd_is serve' -l runtime -x -a 'native gvisor' -d 'Runtime of containers that name none'

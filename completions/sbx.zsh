@@ -45,6 +45,7 @@ _sbx() {
         'run:Run a command in a new, throw-away sandbox'
         'info:Show what this host offers'
         'gc:Remove leftovers of killed sandboxes, unreferenced image blobs and'
+        'serve:Serve the Docker Engine API (docker, docker-py, dockerode) on a socket'
         'create:Start a long-lived sandbox in the background and print its id'
         'exec:Run a command in a running sandbox'
         'ps:List sandboxes'
@@ -148,6 +149,14 @@ _sbx_gc() {
   _arguments -s -S \
     '(- *)'{-h,--help}'[Print help and exit]' \
     '--older-than[Also remove snapshots]:value: '
+}
+_sbx_serve() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--socket[Unix socket to listen on]:file:_files' \
+    '--tcp[Also listen on loopback TCP ADDR\:PORT (needs --token-file)]:value: ' \
+    '--token-file[File with the bearer token TCP clients must send]:file:_files' \
+    '--runtime[Runtime of containers that name none]:runtime:(native gvisor)'
 }
 _sbx_create() {
   _arguments -s -S \

@@ -15,12 +15,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "common/error.h"
+#include "common/fd.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/runtime_config.h"
@@ -687,7 +689,9 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   p.terminal = req.tty;
   if (req.tty) set_env(p.env, "TERM=xterm");  // as native exec -t
   apply_pids_limit_as_nproc(s);
-  const std::string tag = std::to_string(::getpid());
+  // Unique per call, not just per process: a server runs many execs at once.
+  static std::atomic<uint64_t> exec_seq{0};
+  const std::string tag = std::to_string(::getpid()) + "-" + std::to_string(exec_seq.fetch_add(1));
   const std::string proc_file = dir + "/.exec-" + tag + ".json";
   const std::string ipid_file = dir + "/.exec-" + tag + ".pid";
   const std::string log_file = dir + "/.exec-" + tag + ".log";
@@ -717,11 +721,15 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   sigset_t mask, old;
   sigemptyset(&mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCHLD}) sigaddset(&mask, sig);
-  ::sigprocmask(SIG_BLOCK, &mask, &old);
+  // Without forwarding (a server's thread: its signals are its own) the
+  // mask and pending signals are left alone; the child starts unblocked.
+  if (req.forward_signals) ::sigprocmask(SIG_BLOCK, &mask, &old);
+  else sigemptyset(&old);
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (req.forward_signals) ::sigprocmask(SIG_SETMASK, &old, nullptr);
     cleanup();
     throw_errno("fork runsc exec", e);
   }
@@ -749,7 +757,10 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   file_out.parent_side();
   file_err.parent_side();
   crash_point("exec-joined");  // (test-only) runsc exec dies with us: PR_SET_PDEATHSIG
-  int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  int sfd = req.forward_signals ? ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK) : -1;
+  // runsc exec's end wakes the loop through its pidfd, not SIGCHLD: in a
+  // multi-threaded caller another thread's signalfd may take the SIGCHLD.
+  Fd exit_fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   int master = -1;
   if (req.tty) {
     // A runsc that fails first ends (its pidfd turns readable) without one.
@@ -806,12 +817,14 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       int left = static_cast<int>(last_touch + touch_every - now);
       wait_ms = wait_ms < 0 ? left : std::min(wait_ms, left);
     }
-    struct pollfd pfd[6] = {{sfd, POLLIN, 0}, {file_out.read_end, POLLIN, 0}, {file_err.read_end, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    struct pollfd pfd[8] = {{sfd, POLLIN, 0}, {file_out.read_end, POLLIN, 0}, {file_err.read_end, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
     int n = relay ? relay->add_pollfds(pfd, 3, req.interactive) : 3;
     const int cancel_at = n;
     if (req.cancel_fd >= 0 && !cancelled) pfd[n++] = {req.cancel_fd, POLLIN, 0};
+    if (exit_fd.fd >= 0) pfd[n++] = {exit_fd.fd, POLLIN, 0};
+    if (exit_fd.fd < 0 && wait_ms < 0) wait_ms = 100;  // no pidfd: poll waitpid
     if (::poll(pfd, static_cast<nfds_t>(n), timed_out ? 100 : wait_ms) > 0) {
-      if (cancel_at < n && pfd[cancel_at].revents) {  // the caller gave up on it (sbx cp: stalled, too big)
+      if (cancel_at < n && pfd[cancel_at].fd == req.cancel_fd && pfd[cancel_at].revents) {  // the caller gave up on it (sbx cp: stalled, too big)
         cancelled = true;
         kill_in_sandbox(SIGKILL);
       }
@@ -845,11 +858,11 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   // drop them rather than die of them when the mask is restored.
   {
     struct signalfd_siginfo si;
-    while (::read(sfd, &si, sizeof si) == sizeof si) {
+    while (sfd >= 0 && ::read(sfd, &si, sizeof si) == sizeof si) {
     }
   }
-  ::close(sfd);
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (sfd >= 0) ::close(sfd);
+  if (req.forward_signals) ::sigprocmask(SIG_SETMASK, &old, nullptr);
   touch_activity(dir.c_str());
   std::string log = read_tail(log_file, 64 * 1024);
   cleanup();

@@ -193,16 +193,21 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
 
   touch_activity(dir.c_str());
   sigset_t caller_mask;
-  ::sigprocmask(SIG_BLOCK, &relayed_signals(), &caller_mask);
+  sigemptyset(&caller_mask);
+  // Without forwarding (a server's thread) the caller's mask and pending
+  // signals are left alone: another thread may be waiting for them.
+  if (req.forward_signals) ::sigprocmask(SIG_BLOCK, &relayed_signals(), &caller_mask);
   struct MaskGuard {
     sigset_t m;
+    bool on;
     ~MaskGuard() {
+      if (!on) return;
       struct timespec zero {};
       while (::sigtimedwait(&relayed_signals(), nullptr, &zero) > 0) {
       }
       ::sigprocmask(SIG_SETMASK, &m, nullptr);
     }
-  } mask_guard{caller_mask};
+  } mask_guard{caller_mask, req.forward_signals};
 
   pid_t helper = ::fork();
   if (helper < 0) throw_errno("fork");
@@ -261,8 +266,12 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
   // Relay: signals to the process, pty both ways (runtime/linux/pty_relay.h: the
   // user's terminal in raw mode, window size, ^D at end of input), activity
   // for the idle timer.
-  int sfd = ::signalfd(-1, &relayed_signals(), SFD_CLOEXEC | SFD_NONBLOCK);
+  int sfd = req.forward_signals ? ::signalfd(-1, &relayed_signals(), SFD_CLOEXEC | SFD_NONBLOCK) : -1;
   Fd sigfd(sfd);
+  // The end of the process wakes the loop through its pidfd, not SIGCHLD: in
+  // a multi-threaded caller another thread's signalfd may take the SIGCHLD.
+  // (It is our child and not reaped yet, so the pid cannot be reused.)
+  Fd child_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
   std::optional<PtyRelay> relay;  // restores the user's terminal on every exit path
   if (master.fd >= 0) relay.emplace(master.fd, 0, 1);
   const int64_t start = mono_ms();
@@ -270,7 +279,7 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
   // Often enough that a running exec never looks idle (1/3 of the idle time, at most 10 s).
   const int64_t touch_every = st.idle_timeout_ms > 0 ? std::clamp<int64_t>(st.idle_timeout_ms / 3, 50, 10000) : 0;
   int status = -1;
-  bool timed_out = false;
+  bool timed_out = false, cancelled = false;
   for (;;) {
     int wait_ms = -1;
     int64_t now = mono_ms();
@@ -292,11 +301,20 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
       int t = static_cast<int>(last_touch + touch_every - now);
       if (wait_ms < 0 || t < wait_ms) wait_ms = std::max(t, 1);
     }
-    struct pollfd pfd[3] = {{sigfd.fd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}};
+    struct pollfd pfd[5] = {{sigfd.fd, POLLIN, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}, {-1, 0, 0}};
     int n = relay ? relay->add_pollfds(pfd, 1, req.interactive) : 1;
-    int r = ::poll(pfd, static_cast<nfds_t>(n), wait_ms);
+    const int pid_slot = n, cancel_slot = n + 1;
+    pfd[pid_slot] = {child_pidfd.fd, POLLIN, 0};
+    pfd[cancel_slot] = {cancelled ? -1 : req.cancel_fd, POLLIN, 0};
+    if (child_pidfd.fd < 0 && wait_ms < 0) wait_ms = 100;  // no pidfd: poll waitpid
+    int r = ::poll(pfd, static_cast<nfds_t>(n + 2), wait_ms);
     if (r < 0 && errno != EINTR) break;
     if (r > 0 && relay) relay->handle(pfd);
+    if (r > 0 && (pfd[cancel_slot].revents & (POLLIN | POLLHUP | POLLERR))) {
+      ::kill(-child, SIGKILL);  // the caller gave up (a client went away)
+      ::kill(child, SIGKILL);
+      cancelled = true;
+    }
     if (pfd[0].revents & POLLIN) {
       struct signalfd_siginfo si;
       while (::read(sigfd.fd, &si, sizeof si) == sizeof si) {

@@ -29,7 +29,11 @@ struct ExecRequest {
   /// Without tty: the process's stdin/stdout/stderr (-1: sbx's own; stdin is
   /// then /dev/null unless `interactive`). For front ends that capture output.
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
-  int cancel_fd = -1;  ///< gVisor (sbx cp): once readable, SIGKILL the command (-1: none)
+  int cancel_fd = -1;  ///< once readable, SIGKILL the command (-1: none): sbx cp (gVisor), sbx serve (native)
+  /// Relay the caller's signals (INT, TERM, HUP, …) to the command, as the CLI
+  /// does. False for a multi-threaded caller (sbx serve): its signals are its
+  /// own, and the command starts with an empty signal mask.
+  bool forward_signals = true;
 };
 
 /// Runs `req` in the sandbox whose state dir is `dir` (its state `st` and spec

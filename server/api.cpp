@@ -1,0 +1,219 @@
+// Routing and the system endpoints of the Docker Engine API (server/api.h).
+#include "server/api.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <regex>
+
+#include "common/error.h"
+#include "common/log.h"
+
+namespace sbx::server {
+
+using nlohmann::json;
+
+std::string frame(int stream, std::string_view data) {
+  std::string out(8, '\0');
+  out[0] = static_cast<char>(stream);
+  uint32_t n = static_cast<uint32_t>(data.size());
+  out[4] = static_cast<char>(n >> 24);
+  out[5] = static_cast<char>(n >> 16);
+  out[6] = static_cast<char>(n >> 8);
+  out[7] = static_cast<char>(n);
+  out.append(data);
+  return out;
+}
+
+std::string rfc3339(int64_t ms) {
+  if (ms <= 0) return "0001-01-01T00:00:00Z";
+  time_t s = static_cast<time_t>(ms / 1000);
+  struct tm tm {};
+  ::gmtime_r(&s, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[96];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
+  return out;
+}
+
+bool Container::auto_remove() const {
+  auto hc = config.find("HostConfig");
+  return hc != config.end() && hc->is_object() && hc->value("AutoRemove", false);
+}
+
+bool Container::tty() const { return config.value("Tty", false); }
+
+namespace {
+
+/// The status a library error means for an API client.
+int status_for(const Error& e) {
+  std::string m = e.what();
+  if (m.find("no such") != std::string::npos || m.find("not found") != std::string::npos) return 404;
+  if (m.find("ambiguous") != std::string::npos || m.find("invalid") != std::string::npos) return 400;
+  if (m.find("already") != std::string::npos || m.find("in use") != std::string::npos ||
+      m.find("stop it first") != std::string::npos || m.find("is not running") != std::string::npos)
+    return 409;
+  return 500;
+}
+
+}  // namespace
+
+void Api::handle(Connection& c, Request& r) {
+  if (log::enabled(log::Level::debug)) log::debug("serve: " + r.method + " " + r.target);
+  static const std::regex kContainer("^/containers/([^/]+)/([a-z]+)$");
+  static const std::regex kContainerOnly("^/containers/([^/]+)$");
+  static const std::regex kExec("^/exec/([^/]+)/([a-z]+)$");
+  static const std::regex kImage("^/images/(.+)/(json|tag)$");
+  static const std::regex kImageOnly("^/images/(.+)$");
+  std::smatch m;
+  const std::string& p = r.path;
+  const std::string& meth = r.method;
+  try {
+    if (p == "/_ping" && (meth == "GET" || meth == "HEAD")) return ping(c, r);
+    if (p == "/version" && meth == "GET") return version(c, r);
+    if (p == "/info" && meth == "GET") return info(c, r);
+    if (p == "/containers/create" && meth == "POST") return container_create(c, r);
+    if (p == "/containers/json" && meth == "GET") return container_list(c, r);
+    if (p == "/commit" && meth == "POST") return commit(c, r);
+    if (p == "/images/json" && meth == "GET") return image_list(c, r);
+    if (p == "/images/create" && meth == "POST") return image_create(c, r);
+    if (std::regex_match(p, m, kContainer)) {
+      std::string id = m[1], op = m[2];
+      if (op == "start" && meth == "POST") return container_start(c, r, id);
+      if (op == "attach" && meth == "POST") return container_attach(c, r, id);
+      if (op == "wait" && meth == "POST") return container_wait(c, r, id);
+      if (op == "json" && meth == "GET") return container_inspect(c, r, id);
+      if (op == "logs" && meth == "GET") return container_logs(c, r, id);
+      if (op == "stop" && meth == "POST") return container_stop(c, r, id);
+      if (op == "kill" && meth == "POST") return container_kill(c, r, id);
+      if (op == "exec" && meth == "POST") return exec_create(c, r, id);
+      if (op == "archive" && (meth == "GET" || meth == "PUT" || meth == "HEAD")) return container_archive(c, r, id);
+    }
+    if (std::regex_match(p, m, kContainerOnly) && meth == "DELETE") return container_remove(c, r, m[1]);
+    if (std::regex_match(p, m, kExec)) {
+      std::string id = m[1], op = m[2];
+      if (op == "start" && meth == "POST") return exec_start(c, r, id);
+      if (op == "json" && meth == "GET") return exec_inspect(c, r, id);
+    }
+    if (std::regex_match(p, m, kImage)) {
+      if (m[2] == "json" && meth == "GET") return image_inspect(c, r, m[1]);
+      if (m[2] == "tag" && meth == "POST") return image_tag(c, r, m[1]);
+    }
+    if (std::regex_match(p, m, kImageOnly) && meth == "DELETE") return image_remove(c, r, m[1]);
+    c.send_error(501, "sbx serve does not implement " + meth + " " + p);
+  } catch (const HttpError& e) {
+    c.send_error(e.status, e.message);
+  } catch (const Error& e) {
+    c.send_error(status_for(e), e.what());
+  } catch (const json::exception& e) {
+    c.send_error(400, std::string("malformed JSON: ") + e.what());
+  } catch (const std::exception& e) {
+    c.send_error(500, e.what());
+  }
+}
+
+void Api::ping(Connection& c, const Request& r) {
+  std::vector<std::pair<std::string, std::string>> h = {{"Cache-Control", "no-cache, no-store, must-revalidate"},
+                                                        {"Pragma", "no-cache"},
+                                                        {"Builder-Version", "1"}};
+  if (r.method == "HEAD") {
+    // Content-Length of the GET body, no body.
+    std::string head = "HTTP/1.1 200 OK\r\nApi-Version: 1.44\r\nDocker-Experimental: false\r\nOstype: linux\r\n"
+                       "Builder-Version: 1\r\nCache-Control: no-cache, no-store, must-revalidate\r\nPragma: no-cache\r\n"
+                       "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 0\r\n\r\n";
+    c.write_raw(head);
+    return;
+  }
+  c.send(200, "OK", "text/plain; charset=utf-8", h);
+}
+
+void Api::version(Connection& c, const Request&) {
+  struct utsname u {};
+  ::uname(&u);
+  json v = {{"Platform", {{"Name", "sbx"}}},
+            {"Components", json::array({{{"Name", "Engine"}, {"Version", SBX_VERSION}, {"Details", {{"ApiVersion", "1.44"}}}}})},
+            {"Version", SBX_VERSION},
+            {"ApiVersion", "1.44"},
+            {"MinAPIVersion", "1.24"},
+            {"GitCommit", ""},
+            {"GoVersion", "n/a"},
+            {"Os", "linux"},
+            {"Arch", "amd64"},
+            {"KernelVersion", u.release},
+            {"BuildTime", ""}};
+  c.send(200, v.dump());
+}
+
+void Api::info(Connection& c, const Request&) {
+  struct utsname u {};
+  ::uname(&u);
+  auto all = engine_.list(engine::ListRequest{true, {}});
+  int running = 0, stopped = 0;
+  for (const auto& s : all) (s.status == "running" ? running : stopped)++;
+  int created = 0;
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& [id, ctr] : containers_) created += !ctr->started && !ctr->removed;
+  }
+  char host[256] = "";
+  ::gethostname(host, sizeof host - 1);
+  json i = {{"ID", "sbx"},
+            {"Containers", running + stopped + created},
+            {"ContainersRunning", running},
+            {"ContainersPaused", 0},
+            {"ContainersStopped", stopped + created},
+            {"Images", engine_.list_images().size()},
+            {"Driver", "overlay"},
+            {"DockerRootDir", engine_.config().root},
+            {"OperatingSystem", "sbx"},
+            {"OSType", "linux"},
+            {"Architecture", u.machine},
+            {"KernelVersion", u.release},
+            {"NCPU", ::sysconf(_SC_NPROCESSORS_ONLN)},
+            {"MemTotal", static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE)},
+            {"Name", host},
+            {"ServerVersion", SBX_VERSION},
+            {"DefaultRuntime", "native"},
+            {"Runtimes", {{"native", {{"path", "sbx"}}}, {"gvisor", {{"path", "runsc"}}}}},
+            {"CgroupDriver", "cgroupfs"},
+            {"SecurityOptions", json::array({"name=seccomp,profile=default", "name=userns"})},
+            {"Warnings", json::array()}};
+  c.send(200, i.dump());
+}
+
+std::shared_ptr<Container> Api::record(const std::string& id) {
+  std::lock_guard lk(mu_);
+  auto it = containers_.find(id);
+  return it == containers_.end() ? nullptr : it->second;
+}
+
+std::string Api::resolve_container(const std::string& ref) {
+  {
+    std::lock_guard lk(mu_);
+    std::vector<std::string> hits;
+    for (const auto& [id, ctr] : containers_) {
+      if (ctr->removed) continue;
+      if (id == ref || (!ctr->name.empty() && ctr->name == ref)) return id;
+      if (id.rfind(ref, 0) == 0) hits.push_back(id);
+    }
+    if (hits.size() == 1) return hits[0];
+    if (hits.size() > 1) throw HttpError{400, "container id prefix '" + ref + "' is ambiguous"};
+  }
+  try {
+    return engine_.resolve(ref);
+  } catch (const Error&) {
+    throw HttpError{404, "No such container: " + ref};
+  }
+}
+
+oci::ImageRecord Api::find_image(const std::string& ref) {
+  try {
+    return engine_.resolve_or_pull(ref, oci::PullPolicy::Never, false, {});
+  } catch (const Error&) {
+    throw HttpError{404, "No such image: " + ref};
+  }
+}
+
+}  // namespace sbx::server

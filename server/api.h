@@ -1,0 +1,136 @@
+// The Docker Engine API of `sbx serve` (https://docs.docker.com/reference/api/engine/,
+// versions 1.41–1.44; lower versions are accepted), over the engine facade
+// (engine/engine.h) — the server never calls the CLI.
+//
+// How Docker's container model maps onto sbx sandboxes:
+//   - POST /containers/create only records the container (its Docker config,
+//     the image resolved) in the server: nothing runs yet, as in Docker.
+//   - POST /containers/{id}/start creates a detached sbx sandbox
+//     (Engine::create) with the same id whose first process is the
+//     container's command (Entrypoint + Cmd). The sandbox's init holds it, so
+//     a long-running command (`tail -f /dev/null`) holds the sandbox, the
+//     container ends when its command ends (the init records the exit code),
+//     and it keeps running when the server stops (it is not the server's
+//     child in any way that matters: the init is on record in the run root).
+//   - attach and logs read the sandbox's log (the first process's stdout and
+//     stderr, which sbx keeps as one stream: both arrive as stdout).
+//   - exec runs through Engine::exec with pipes, framed as Docker's 8-byte
+//     multiplexed stream (raw with a tty; a tty exec runs on pipes, not a pty).
+//   - AutoRemove: the server removes the sandbox when it ends (a container
+//     that ends while no server runs stays, as `sbx rm` can remove it).
+// Sandboxes made by `sbx create` show up as containers too.
+#pragma once
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "server/http.h"
+
+namespace sbx::server {
+
+/// A container the server knows beyond its sandbox: its Docker config.
+struct Container {
+  std::string id;    ///< 64 hex: also the sandbox's id once started
+  std::string name;  ///< without the leading '/'; may be empty
+  nlohmann::json config;  ///< the create request's body (Config + HostConfig)
+  oci::ImageRecord image;
+  int64_t created_ms = 0;
+  bool started = false;   ///< start was called
+  bool sandbox = false;   ///< its sandbox exists (or existed): start got that far
+  bool ended = false;     ///< its sandbox ended (exit_code valid)
+  bool removed = false;   ///< gone (AutoRemove or DELETE)
+  int exit_code = 0;
+  int attached = 0;       ///< attach streams still reading its log
+  std::string error;      ///< why start failed
+  bool auto_remove() const;
+  bool tty() const;
+};
+
+/// One exec instance (POST /containers/{id}/exec).
+struct ExecInstance {
+  std::string id;
+  std::string container;
+  nlohmann::json config;  ///< AttachStdin, AttachStdout, AttachStderr, Tty, Cmd, Env, WorkingDir, User
+  bool running = false;
+  bool started = false;
+  std::optional<int> exit_code;
+  int cancel_w = -1;  ///< write end: once written, the exec's process is killed
+};
+
+/// The API: routes requests to handlers. Thread-safe: one Api serves every
+/// connection, each on its own thread.
+class Api {
+ public:
+  /// `default_runtime`: the backend of containers that name none.
+  Api(engine::Config cfg, std::string default_runtime)
+      : engine_(std::move(cfg)), default_runtime_(std::move(default_runtime)) {}
+
+  /// Answers `req` on `conn` (possibly hijacking it). Never throws:
+  /// HttpError and sbx::Error become Docker-style JSON errors.
+  void handle(Connection& conn, Request& req);
+
+  /// Kills the processes of every running exec (server shutdown).
+  void cancel_all_execs();
+
+ private:
+  // system
+  void ping(Connection& c, const Request& r);
+  void version(Connection& c, const Request& r);
+  void info(Connection& c, const Request& r);
+  // containers (server/containers.cpp)
+  void container_create(Connection& c, const Request& r);
+  void container_start(Connection& c, const Request& r, const std::string& id);
+  void container_attach(Connection& c, const Request& r, const std::string& id);
+  void container_wait(Connection& c, const Request& r, const std::string& id);
+  void container_inspect(Connection& c, const Request& r, const std::string& id);
+  void container_list(Connection& c, const Request& r);
+  void container_logs(Connection& c, const Request& r, const std::string& id);
+  void container_stop(Connection& c, const Request& r, const std::string& id);
+  void container_kill(Connection& c, const Request& r, const std::string& id);
+  void container_remove(Connection& c, const Request& r, const std::string& id);
+  void container_archive(Connection& c, const Request& r, const std::string& id);
+  void commit(Connection& c, const Request& r);
+  // exec (server/exec.cpp)
+  void exec_create(Connection& c, const Request& r, const std::string& id);
+  void exec_start(Connection& c, const Request& r, const std::string& id);
+  void exec_inspect(Connection& c, const Request& r, const std::string& id);
+  // images (server/images.cpp)
+  void image_list(Connection& c, const Request& r);
+  void image_inspect(Connection& c, const Request& r, const std::string& name);
+  void image_create(Connection& c, const Request& r);
+  void image_tag(Connection& c, const Request& r, const std::string& name);
+  void image_remove(Connection& c, const Request& r, const std::string& name);
+
+  /// The container `ref` names (id, prefix, name; a server record or a
+  /// sandbox). Throws HttpError 404.
+  std::string resolve_container(const std::string& ref);
+  std::shared_ptr<Container> record(const std::string& id);
+  /// The image `ref` names, Docker's normalisation (busybox ==
+  /// docker.io/library/busybox:latest). Throws HttpError 404 "No such image".
+  oci::ImageRecord find_image(const std::string& ref);
+  /// After start: waits for the sandbox's end, records it, AutoRemove.
+  void watch(std::shared_ptr<Container> ctr, pid_t init_pid);
+  nlohmann::json inspect_json(const std::string& id);
+
+  engine::Engine engine_;
+  std::string default_runtime_;
+  std::mutex mu_;
+  std::condition_variable cv_;  ///< any container or exec changed
+  std::map<std::string, std::shared_ptr<Container>> containers_;
+  std::map<std::string, std::shared_ptr<ExecInstance>> execs_;
+};
+
+/// Docker's 8-byte stream header + payload: stream 0 stdin, 1 stdout, 2 stderr.
+std::string frame(int stream, std::string_view data);
+
+/// RFC 3339 with nanoseconds, UTC, from unix ms ("0001-01-01T00:00:00Z" for 0).
+std::string rfc3339(int64_t unix_ms);
+
+}  // namespace sbx::server

@@ -1,0 +1,498 @@
+// Container endpoints of the Docker Engine API (server/api.h says how
+// containers map onto sandboxes).
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include "common/error.h"
+#include "common/log.h"
+#include "runtime/native/native_backend.h"
+#include "runtime/state.h"
+#include "server/api.h"
+#include "server/docker_spec.h"
+
+namespace sbx::server {
+
+using nlohmann::json;
+
+namespace {
+
+/// Thrown from a log callback when the client is gone (stops the follow).
+struct ClientGone {};
+
+const char* kRaw = "application/vnd.docker.raw-stream";
+const char* kMux = "application/vnd.docker.multiplexed-stream";
+
+/// Docker's filters parameter: {"label": {"a=b": true}} or {"label": ["a=b"]}.
+std::map<std::string, std::vector<std::string>> parse_filters(const std::string& text) {
+  std::map<std::string, std::vector<std::string>> out;
+  if (text.empty()) return out;
+  json f = json::parse(text);
+  if (!f.is_object()) throw HttpError{400, "invalid filters: expected a JSON object"};
+  for (const auto& [k, v] : f.items()) {
+    if (v.is_array()) {
+      for (const auto& e : v)
+        if (e.is_string()) out[k].push_back(e.get<std::string>());
+    } else if (v.is_object()) {
+      for (const auto& [val, on] : v.items())
+        if (!on.is_boolean() || on.get<bool>()) out[k].push_back(val);
+    }
+  }
+  return out;
+}
+
+/// "Up 3 seconds", "Exited (0) 2 minutes ago" (docker ps's STATUS column).
+std::string human_status(const std::string& state, int code, int64_t since_ms) {
+  int64_t s = std::max<int64_t>(0, (runtime::now_ms() - since_ms) / 1000);
+  std::string ago = s < 60 ? std::to_string(s) + " seconds" : s < 3600 ? std::to_string(s / 60) + " minutes"
+                                                                         : std::to_string(s / 3600) + " hours";
+  if (state == "running") return "Up " + ago;
+  if (state == "exited") return "Exited (" + std::to_string(code) + ") " + ago + " ago";
+  if (state == "created") return "Created";
+  return state;
+}
+
+std::string docker_state(const std::string& sbx_status) {
+  if (sbx_status == "creating") return "created";
+  return sbx_status;  // running, exited, dead
+}
+
+std::string join_cmd(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& a : v) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+}  // namespace
+
+void Api::container_create(Connection& c, const Request& r) {
+  json cfg = json::parse(r.body.empty() ? "{}" : r.body);
+  if (!cfg.is_object()) throw HttpError{400, "invalid container config: expected a JSON object"};
+  std::string name = r.param("name");
+  if (!name.empty() && name[0] == '/') name.erase(0, 1);
+  if (!name.empty()) {
+    runtime::validate_name(name);
+    bool taken = false;
+    try {
+      engine_.resolve(name);
+      taken = true;
+    } catch (const Error&) {
+    }
+    std::lock_guard lk(mu_);
+    for (const auto& [id, ctr] : containers_) taken = taken || (!ctr->removed && ctr->name == name);
+    if (taken)
+      throw HttpError{409, "Conflict. The container name \"/" + name +
+                               "\" is already in use. You have to remove (or rename) that container to be able to reuse that name."};
+  }
+  std::string image = cfg.value("Image", "");
+  if (image.empty()) throw HttpError{400, "config error: no image given"};
+  auto ctr = std::make_shared<Container>();
+  ctr->image = find_image(image);
+  ctr->id = runtime::new_sandbox_id();
+  ctr->name = name;
+  ctr->config = cfg;
+  ctr->created_ms = runtime::now_ms();
+  // Checked now (a bad bind or network fails create, as in Docker); built again at start.
+  try {
+    spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
+  } catch (const Error& e) {
+    throw HttpError{400, e.what()};
+  }
+  {
+    std::lock_guard lk(mu_);
+    containers_[ctr->id] = ctr;
+  }
+  c.send(201, json{{"Id", ctr->id}, {"Warnings", json::array()}}.dump());
+}
+
+void Api::container_start(Connection& c, const Request&, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  auto ctr = record(id);
+  if (!ctr) {  // an sbx sandbox: started when created
+    auto info = engine_.inspect(id);
+    if (info.status == "running") return (void)c.send(304, "");
+    throw HttpError{409, "container " + id.substr(0, 12) + " has ended; sbx serve cannot restart it"};
+  }
+  {
+    std::lock_guard lk(mu_);
+    if (ctr->started) {
+      if (!ctr->ended) return (void)c.send(304, "");
+      throw HttpError{409, "container " + id.substr(0, 12) + " has ended; sbx serve cannot restart it yet"};
+    }
+    ctr->started = true;
+  }
+  pid_t pid = 0;
+  try {
+    engine::SandboxRequest req;
+    req.spec = spec_from_docker(ctr->config, ctr->image, engine_.layer_dirs(ctr->image), ctr->id, ctr->name,
+                                default_runtime_);
+    req.userns = docker_userns(req.spec);
+    engine_.create(req);
+    pid = engine_.inspect(id).state.pid;
+    std::lock_guard lk(mu_);
+    ctr->sandbox = true;
+  } catch (const Error& e) {
+    {
+      std::lock_guard lk(mu_);
+      ctr->ended = true;
+      ctr->exit_code = e.exit_code();
+      ctr->error = e.what();
+      if (ctr->auto_remove()) ctr->removed = true;
+    }
+    cv_.notify_all();
+    std::string msg = e.what();
+    // The docker CLI maps these words to its exit codes 127 and 126.
+    if (e.exit_code() == kExitNotFound) msg += ": executable file not found in $PATH";
+    if (e.exit_code() == kExitCannotExec) msg += ": permission denied";
+    throw HttpError{e.exit_code() == kExitNotFound || e.exit_code() == kExitCannotExec ? 400 : 500, msg};
+  }
+  cv_.notify_all();
+  std::thread([this, ctr, pid] { watch(ctr, pid); }).detach();
+  c.send(204, "");
+}
+
+void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
+  std::optional<runtime::EndRecord> end;
+  try {
+    end = engine_.wait(ctr->id);
+  } catch (const Error& e) {
+    log::debug("serve: wait for " + ctr->id.substr(0, 12) + ": " + e.what());
+  }
+  // The native init is this process's child: reap it (ECHILD when not).
+  if (init_pid > 0)
+    while (::waitpid(init_pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  std::unique_lock lk(mu_);
+  ctr->ended = true;
+  ctr->exit_code = end ? end->exit_code : 137;
+  cv_.notify_all();
+  if (!ctr->auto_remove() || ctr->removed) return;
+  // Attach streams read the log first (bounded: a stuck client does not keep it forever).
+  cv_.wait_for(lk, std::chrono::seconds(30), [&] { return ctr->attached == 0; });
+  lk.unlock();
+  try {
+    engine_.remove(ctr->id, true);
+  } catch (const Error& e) {
+    log::warn("serve: auto-remove of " + ctr->id.substr(0, 12) + ": " + e.what());
+  }
+  lk.lock();
+  ctr->removed = true;
+  cv_.notify_all();
+}
+
+void Api::container_attach(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  auto ctr = record(id);
+  bool tty = ctr && ctr->tty();
+  if (ctr) {
+    std::lock_guard lk(mu_);
+    ctr->attached++;
+  }
+  struct Detach {
+    Api* api;
+    std::shared_ptr<Container> ctr;
+    ~Detach() {
+      if (!ctr) return;
+      {
+        std::lock_guard lk(api->mu_);
+        ctr->attached--;
+      }
+      api->cv_.notify_all();
+    }
+  } detach{this, ctr};
+  if (!c.hijack(r, tty ? kRaw : kMux)) return;
+  if (!r.flag("stream") && !r.flag("logs")) return;
+  bool out = r.flag("stdout"), err = r.flag("stderr");
+  if (ctr) {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return ctr->sandbox || ctr->ended || ctr->removed; });
+    if (!ctr->error.empty() || ctr->removed) return;
+  }
+  if (!out && !err) return;
+  try {
+    engine_.logs(id, r.flag("stream"), [&](const char* d, size_t n) {
+      if (!c.write_raw(tty ? std::string(d, n) : frame(1, std::string_view(d, n)))) throw ClientGone{};
+    });
+  } catch (const ClientGone&) {
+  } catch (const Error& e) {
+    log::debug("serve: attach " + id.substr(0, 12) + ": " + e.what());
+  }
+}
+
+void Api::container_wait(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  auto ctr = record(id);
+  std::string cond = r.param("condition");
+  if (cond.empty()) cond = "not-running";
+  if (cond != "not-running" && cond != "next-exit" && cond != "removed")
+    throw HttpError{400, "invalid condition '" + cond + "': use not-running, next-exit or removed"};
+  // Headers first: the client knows the wait is registered (as dockerd).
+  if (!c.begin_chunks(200, "application/json")) return;
+  int code = 0;
+  std::string error;
+  if (!ctr) {
+    try {
+      auto end = engine_.wait(id);
+      code = end ? end->exit_code : 137;
+      if (cond == "removed") {
+        while (true) {
+          try {
+            engine_.resolve(id);
+          } catch (const Error&) {
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      }
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  } else {
+    std::unique_lock lk(mu_);
+    if (cond == "removed") {
+      cv_.wait(lk, [&] { return ctr->removed; });
+    } else if (cond == "next-exit" || ctr->started) {
+      cv_.wait(lk, [&] { return ctr->ended || ctr->removed; });
+    }
+    code = ctr->exit_code;  // (a failed start was answered by start itself)
+  }
+  json body = {{"StatusCode", code}, {"Error", error.empty() ? json() : json{{"Message", error}}}};
+  c.chunk(body.dump() + "\n");
+  c.end_chunks();
+}
+
+json Api::inspect_json(const std::string& id) {
+  auto ctr = record(id);
+  std::optional<runtime::SandboxInfo> info;
+  try {
+    info = engine_.inspect(id);
+  } catch (const Error&) {
+  }
+  if (!ctr && !info) throw HttpError{404, "No such container: " + id};
+  json cfg = ctr ? ctr->config : json::object();
+  std::string status = "created";
+  int exit_code = 0;
+  bool oom = false;
+  int64_t pid = 0, started = 0, finished = 0;
+  if (info) {
+    status = docker_state(info->status);
+    if (status == "running") pid = info->state.pid;
+    started = info->state.started_ms;
+    if (info->end) {
+      exit_code = info->end->exit_code;
+      oom = info->end->reason == "oom";
+      finished = info->end->ended_ms;
+    }
+  } else if (ctr->started) {
+    status = "exited";
+    exit_code = ctr->exit_code;
+  }
+  json hc = cfg.contains("HostConfig") ? cfg["HostConfig"] : json::object();
+  std::vector<std::string> cmd = info ? info->state.command : string_list(cfg.value("Cmd", json()));
+  std::string image = cfg.value("Image", info ? info->state.image_ref : "");
+  json config = {{"Hostname", id.substr(0, 12)},
+                 {"Image", image},
+                 {"Cmd", cfg.value("Cmd", json(cmd))},
+                 {"Entrypoint", cfg.value("Entrypoint", json())},
+                 {"Env", cfg.value("Env", json::array())},
+                 {"WorkingDir", cfg.value("WorkingDir", "")},
+                 {"User", cfg.value("User", "")},
+                 {"Tty", cfg.value("Tty", false)},
+                 {"OpenStdin", cfg.value("OpenStdin", false)},
+                 {"AttachStdin", cfg.value("AttachStdin", false)},
+                 {"AttachStdout", cfg.value("AttachStdout", false)},
+                 {"AttachStderr", cfg.value("AttachStderr", false)},
+                 {"Labels", info ? json(info->state.labels) : cfg.value("Labels", json::object())}};
+  if (!hc.contains("NetworkMode")) hc["NetworkMode"] = "none";
+  hc["LogConfig"] = {{"Type", "json-file"}, {"Config", json::object()}};  // what clients read: sbx keeps a log file
+  if (info) hc["Runtime"] = info->state.runtime;
+  std::string name = ctr ? ctr->name : info->state.name;
+  std::string image_id = ctr ? ctr->image.id : info->state.image_id;
+  return {{"Id", id},
+          {"Created", rfc3339(ctr ? ctr->created_ms : info->state.created_ms)},
+          {"Path", cmd.empty() ? "" : cmd[0]},
+          {"Args", cmd.size() > 1 ? json(std::vector<std::string>(cmd.begin() + 1, cmd.end())) : json::array()},
+          {"State",
+           {{"Status", status},
+            {"Running", status == "running"},
+            {"Paused", false},
+            {"Restarting", false},
+            {"OOMKilled", oom},
+            {"Dead", status == "dead"},
+            {"Pid", pid},
+            {"ExitCode", exit_code},
+            {"Error", ctr ? ctr->error : ""},
+            {"StartedAt", rfc3339(started)},
+            {"FinishedAt", rfc3339(finished)}}},
+          {"Image", "sha256:" + image_id},
+          {"Name", "/" + (name.empty() ? id.substr(0, 12) : name)},
+          {"RestartCount", 0},
+          {"Driver", "overlay"},
+          {"Platform", "linux"},
+          {"HostConfig", hc},
+          {"Mounts", json::array()},
+          {"Config", config},
+          {"NetworkSettings", {{"Networks", json::object()}, {"Ports", json::object()}, {"IPAddress", ""}}}};
+}
+
+void Api::container_inspect(Connection& c, const Request&, const std::string& ref) {
+  c.send(200, inspect_json(resolve_container(ref)).dump());
+}
+
+void Api::container_list(Connection& c, const Request& r) {
+  bool all = r.flag("all");
+  auto filters = parse_filters(r.param("filters"));
+  struct Row {
+    std::string id, name, image, image_id, state, command;
+    std::map<std::string, std::string> labels;
+    int64_t created_ms = 0, since_ms = 0;
+    int exit_code = 0;
+  };
+  std::vector<Row> rows;
+  for (const auto& s : engine_.list(engine::ListRequest{true, {}})) {
+    Row row{s.state.id, s.state.name, s.state.image_ref, s.state.image_id, docker_state(s.status),
+            join_cmd(s.state.command), s.state.labels, s.state.created_ms, s.state.started_ms, 0};
+    if (s.end) {
+      row.exit_code = s.end->exit_code;
+      row.since_ms = s.end->ended_ms;
+    }
+    if (auto ctr = record(row.id)) row.image = ctr->config.value("Image", row.image);
+    rows.push_back(row);
+  }
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& [id, ctr] : containers_) {
+      if (ctr->removed || ctr->started) continue;
+      auto cmd = string_list(ctr->config.value("Cmd", json()));
+      std::map<std::string, std::string> labels;
+      if (auto l = ctr->config.find("Labels"); l != ctr->config.end() && l->is_object())
+        for (const auto& [k, v] : l->items())
+          if (v.is_string()) labels[k] = v.get<std::string>();
+      rows.push_back(Row{id, ctr->name, ctr->config.value("Image", ""), ctr->image.id, "created", join_cmd(cmd),
+                         labels, ctr->created_ms, ctr->created_ms, 0});
+    }
+  }
+  json out = json::array();
+  for (const auto& row : rows) {
+    if (!all && row.state != "running" && !filters.count("status")) continue;
+    bool ok = true;
+    for (const auto& [key, vals] : filters) {
+      bool any = false;
+      for (const auto& v : vals) {
+        if (key == "label") {
+          auto eq = v.find('=');
+          auto it = row.labels.find(v.substr(0, eq));
+          any = any || (it != row.labels.end() && (eq == std::string::npos || it->second == v.substr(eq + 1)));
+        } else if (key == "name") {
+          any = any || (!row.name.empty() && row.name.find(v) != std::string::npos);
+        } else if (key == "status") {
+          any = any || row.state == v;
+        } else if (key == "id") {
+          any = any || row.id.rfind(v, 0) == 0;
+        } else {
+          throw HttpError{400, "invalid filter '" + key + "' (sbx serve: label, name, status, id)"};
+        }
+      }
+      ok = ok && any;
+    }
+    if (!ok) continue;
+    out.push_back({{"Id", row.id},
+                   {"Names", json::array({"/" + (row.name.empty() ? row.id.substr(0, 12) : row.name)})},
+                   {"Image", row.image},
+                   {"ImageID", "sha256:" + row.image_id},
+                   {"Command", row.command},
+                   {"Created", row.created_ms / 1000},
+                   {"State", row.state},
+                   {"Status", human_status(row.state, row.exit_code, row.since_ms ? row.since_ms : row.created_ms)},
+                   {"Labels", row.labels},
+                   {"Ports", json::array()},
+                   {"Mounts", json::array()},
+                   {"HostConfig", {{"NetworkMode", "none"}}},
+                   {"NetworkSettings", {{"Networks", json::object()}}}});
+  }
+  c.send(200, out.dump());
+}
+
+void Api::container_logs(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  bool out = r.flag("stdout"), err = r.flag("stderr");
+  if (!out && !err) throw HttpError{400, "You must choose at least one stream"};
+  auto ctr = record(id);
+  bool tty = ctr && ctr->tty();
+  const char* ctype = tty ? kRaw : kMux;
+  auto wrap = [&](std::string_view d) { return tty ? std::string(d) : frame(1, d); };
+  if (ctr && !ctr->started) return (void)c.send(200, "", ctype);
+  std::string tail = r.param("tail");
+  if (!r.flag("follow")) {
+    std::string all;
+    engine_.logs(id, false, [&](const char* d, size_t n) { all.append(d, n); });
+    if (!tail.empty() && tail != "all") {
+      long want = std::stol(tail);
+      size_t pos = all.size();
+      if (pos > 0 && all[pos - 1] == '\n') --pos;
+      for (long i = 0; i < want && pos != std::string::npos && pos > 0; ++i) pos = all.rfind('\n', pos - 1);
+      if (want == 0) all.clear();
+      else if (pos != std::string::npos && pos > 0) all = all.substr(pos + 1);
+    }
+    return (void)c.send(200, all.empty() ? "" : wrap(all), ctype);
+  }
+  if (!c.begin_chunks(200, ctype)) return;
+  try {
+    engine_.logs(id, true, [&](const char* d, size_t n) {
+      if (!c.chunk(wrap(std::string_view(d, n)))) throw ClientGone{};
+    });
+  } catch (const ClientGone&) {
+    c.set_close();
+    return;
+  }
+  c.end_chunks();
+}
+
+void Api::container_stop(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  auto ctr = record(id);
+  if (ctr && !ctr->started) return (void)c.send(304, "");
+  auto info = engine_.inspect(id);
+  if (info.status != "running") return (void)c.send(304, "");
+  std::string t = r.param("t");
+  int secs = t.empty() ? 10 : std::stoi(t);
+  engine_.stop(id, std::chrono::seconds(std::max(secs, 0)));
+  c.send(204, "");
+}
+
+void Api::container_kill(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  auto ctr = record(id);
+  if (ctr && !ctr->started) throw HttpError{409, "Container " + id + " is not running"};
+  if (engine_.inspect(id).status != "running") throw HttpError{409, "Container " + id + " is not running"};
+  std::string s = r.param("signal");
+  engine_.kill(id, engine::parse_signal(s.empty() ? "KILL" : s));
+  c.send(204, "");
+}
+
+void Api::container_remove(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  auto ctr = record(id);
+  bool force = r.flag("force");
+  if (!ctr || ctr->started) {
+    std::optional<runtime::SandboxInfo> info;
+    try {
+      info = engine_.inspect(id);
+    } catch (const Error&) {
+    }
+    if (info && info->status == "running" && !force)
+      throw HttpError{409, "You cannot remove a running container " + id +
+                               ". Stop the container before attempting removal or force remove"};
+    if (info) engine_.remove(id, force);
+  }
+  if (ctr) {
+    std::lock_guard lk(mu_);
+    ctr->removed = true;
+    if (!ctr->started) ctr->ended = true;
+  }
+  cv_.notify_all();
+  c.send(204, "");
+}
+
+}  // namespace sbx::server

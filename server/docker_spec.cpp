@@ -1,0 +1,168 @@
+// Docker container config → SandboxSpec (server/docker_spec.h).
+#include "server/docker_spec.h"
+
+#include <stdlib.h>
+
+#include <sstream>
+
+#include "common/error.h"
+#include "runtime/backends.h"
+#include "runtime/default_bounds.h"
+#include "runtime/gvisor/gvisor.h"
+#include "runtime/image_config.h"
+#include "runtime/linux/rlimits.h"
+
+namespace sbx::server {
+
+using nlohmann::json;
+
+std::vector<std::string> string_list(const json& j) {
+  std::vector<std::string> out;
+  if (j.is_string()) {
+    out.push_back(j.get<std::string>());
+  } else if (j.is_array()) {
+    for (const auto& e : j)
+      if (e.is_string()) out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+namespace {
+
+std::string str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int64_t num(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+}
+
+/// "HOST:CTR[:OPTS]" (HostConfig.Binds) → a bind mount, as `sbx run -v`.
+Mount parse_bind(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string p;
+  while (std::getline(in, p, ':')) parts.push_back(p);
+  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
+    throw Error("invalid bind '" + text + "': expected HOST-DIR:CONTAINER-DIR[:ro]");
+  if (parts[0][0] != '/') throw Error("invalid bind '" + text + "': named volumes are not supported; use a host path");
+  if (parts[1][0] != '/') throw Error("invalid bind '" + text + "': the container path must be absolute");
+  char* real = ::realpath(parts[0].c_str(), nullptr);
+  if (!real) throw_errno("bind source " + parts[0]);
+  Mount m{parts[1], "bind", real, {"rbind"}};
+  ::free(real);
+  if (parts.size() == 3) {
+    std::stringstream opts(parts[2]);
+    while (std::getline(opts, p, ',')) {
+      if (p == "ro" || p == "nosuid" || p == "nodev" || p == "noexec") m.options.push_back(p);
+      else if (p != "rw" && p != "z" && p != "Z" && p != "rprivate" && p != "private")
+        throw Error("invalid bind '" + text + "': unknown option '" + p + "' (ro, rw, nosuid, nodev, noexec)");
+    }
+  }
+  return m;
+}
+
+/// HostConfig.Mounts entry: {"Type": "bind"|"tmpfs", "Source", "Target", "ReadOnly"}.
+Mount parse_mount(const json& m) {
+  std::string type = str(m, "Type"), target = str(m, "Target");
+  if (target.empty() || target[0] != '/') throw Error("invalid mount: Target must be an absolute path");
+  bool ro = m.value("ReadOnly", false);
+  if (type == "bind") {
+    std::string src = str(m, "Source");
+    return parse_bind(src + ":" + target + (ro ? ":ro" : ""));
+  }
+  if (type == "tmpfs") {
+    Mount t{target, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
+    if (ro) t.options.push_back("ro");
+    if (auto o = m.find("TmpfsOptions"); o != m.end() && o->is_object()) {
+      if (int64_t size = num(*o, "SizeBytes"); size > 0) t.options.push_back("size=" + std::to_string(size));
+      if (int64_t mode = num(*o, "Mode"); mode > 0) {
+        std::ostringstream os;
+        os << std::oct << mode;
+        t.options.push_back("mode=" + os.str());
+      }
+    }
+    return t;
+  }
+  throw Error("invalid mount type '" + type + "': sbx serve supports bind and tmpfs (no named volumes)");
+}
+
+}  // namespace
+
+SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const std::vector<std::string>& layer_dirs,
+                             const std::string& id, const std::string& name, const std::string& default_runtime) {
+  const json empty = json::object();
+  const json& hc = cfg.contains("HostConfig") && cfg["HostConfig"].is_object() ? cfg["HostConfig"] : empty;
+  SandboxSpec spec;
+  spec.id = id;
+  spec.name = name;
+  spec.image_ref = str(cfg, "Image");
+  spec.image_id = img.id;
+  spec.layer_dirs = layer_dirs;
+  std::string hostname = str(cfg, "Hostname");
+  spec.hostname = hostname.empty() ? id.substr(0, 12) : hostname;
+
+  runtime::ProcessOverrides o;
+  o.command = string_list(cfg.value("Cmd", json()));
+  // Entrypoint: null/absent keeps the image's; [] or "" clears it (docker --entrypoint "").
+  if (auto e = cfg.find("Entrypoint"); e != cfg.end() && !e->is_null()) {
+    std::vector<std::string> ep = string_list(*e);
+    if (ep.size() == 1 && ep[0].empty()) ep.clear();
+    o.entrypoint = ep;
+  }
+  for (const auto& e : string_list(cfg.value("Env", json())))
+    if (auto kv = runtime::expand_env_arg(e)) o.env.push_back(*kv);
+  if (std::string w = str(cfg, "WorkingDir"); !w.empty()) o.workdir = w;
+  if (std::string u = str(cfg, "User"); !u.empty()) o.user = u;
+  runtime::apply_image_config(spec, img.config, o);
+  spec.process.capabilities = default_capabilities();
+
+  if (auto l = cfg.find("Labels"); l != cfg.end() && l->is_object())
+    for (const auto& [k, v] : l->items())
+      if (v.is_string()) spec.labels[k] = v.get<std::string>();
+
+  std::string net = str(hc, "NetworkMode");
+  if (net.empty() || net == "default" || net == "bridge" || net == "none") {
+    spec.network = NetworkMode::None;  // sbx has no bridge: loopback only
+  } else if (net == "host") {
+    spec.network = NetworkMode::Host;
+  } else {
+    throw Error("network mode '" + net + "' is not supported by sbx serve (none, default, bridge, host)");
+  }
+  for (const auto& b : string_list(hc.value("Binds", json()))) spec.mounts.push_back(parse_bind(b));
+  if (auto m = hc.find("Mounts"); m != hc.end() && m->is_array())
+    for (const auto& e : *m) spec.mounts.push_back(parse_mount(e));
+  if (auto t = hc.find("Tmpfs"); t != hc.end() && t->is_object())
+    for (const auto& [path, opts] : t->items()) {
+      Mount tm{path, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
+      if (opts.is_string() && !opts.get<std::string>().empty()) {
+        std::stringstream in(opts.get<std::string>());
+        std::string x;
+        while (std::getline(in, x, ',')) tm.options.push_back(x);
+      }
+      spec.mounts.push_back(tm);
+    }
+  spec.readonly_rootfs = hc.value("ReadonlyRootfs", false);
+  if (int64_t mem = num(hc, "Memory"); mem > 0) spec.resources.memory_bytes = mem;
+  if (int64_t nano = num(hc, "NanoCpus"); nano > 0) spec.resources.cpus = static_cast<double>(nano) / 1e9;
+  int64_t pids = num(hc, "PidsLimit");
+  spec.resources.pids_limit = pids > 0 ? pids : 1024;  // `sbx create`'s default; -1/0 in Docker: unlimited
+  if (hc.contains("PidsLimit") && hc["PidsLimit"].is_number() && pids <= 0 && hc["PidsLimit"].get<int64_t>() != 0)
+    spec.resources.pids_limit.reset();
+
+  std::string rt = str(hc, "Runtime");
+  if (auto l = spec.labels.find("sbx.runtime"); l != spec.labels.end() && (rt.empty() || rt == "runc")) rt = l->second;
+  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? "native" : default_runtime;
+  if (rt == "runsc") rt = runtime::GvisorBackend::kName;
+  runtime::validate_backend_name(rt);
+  spec.runtime = rt;
+  runtime::apply_default_bounds(spec, false);
+  for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) (void)w;
+  return spec;
+}
+
+bool docker_userns(const SandboxSpec& spec) { return spec.network == NetworkMode::None; }
+
+}  // namespace sbx::server

@@ -1,0 +1,101 @@
+// The HTTP/1.1 side of `sbx serve`: one connection, its requests (parsed with
+// Boost.Beast, RFC 9112) and the ways a handler answers them — a whole
+// response, a chunked stream (wait, logs, pull progress), or a hijacked
+// connection (attach, exec start: Docker's "101 UPGRADED" raw stream).
+//
+// Sockets are plain POSIX fds opened with SOCK_CLOEXEC (accept4): the server
+// forks sandbox processes from many threads at once, and an inherited client
+// socket would keep a connection open after the server closed it. Beast is
+// used only for parsing, over a small blocking fd stream.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sbx::server {
+
+/// Most bytes of a request body, by kind (a bound on what one client can make
+/// the server hold; the socket is root's door to the host).
+inline constexpr uint64_t kMaxJsonBody = 4u << 20;           ///< 4 MiB
+inline constexpr uint64_t kMaxArchiveBody = uint64_t{1} << 30;  ///< 1 GiB (archive PUT, image load)
+
+/// One parsed request.
+struct Request {
+  std::string method;  ///< "GET", "POST", ...
+  std::string target;  ///< as sent, "/v1.44/containers/json?all=1"
+  std::string path;    ///< target without the query and the /vX.Y prefix
+  std::string api_version;  ///< "1.44" from the prefix; empty: none
+  std::map<std::string, std::string> query;  ///< percent-decoded
+  std::map<std::string, std::string> headers;  ///< lower-case names
+  std::string body;
+  std::string leftover;  ///< bytes read past the request (a hijacked stream's first input)
+
+  /// Query parameter `k` as a bool (Docker: "1", "true", "True"); `def` when absent.
+  bool flag(const std::string& k, bool def = false) const;
+  /// Query parameter or "".
+  std::string param(const std::string& k) const;
+  /// Header (lower-case name) or "".
+  std::string header(const std::string& k) const;
+};
+
+/// Thrown by handlers to answer with a Docker-style error: {"message": …}.
+struct HttpError {
+  int status;
+  std::string message;
+};
+
+/// One client connection; every method writes to the socket and returns
+/// false once the client is gone (no throw for a vanished client).
+class Connection {
+ public:
+  explicit Connection(int fd) : fd_(fd) {}
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Reads the next request; false at a clean end of the connection. Throws
+  /// HttpError (400 malformed, 413 body over `body_limit(head)`) otherwise.
+  bool read_request(Request& req);
+
+  /// A whole response. `body` is sent as is with `content_type`.
+  bool send(int status, std::string_view body, std::string_view content_type = "application/json",
+            const std::vector<std::pair<std::string, std::string>>& extra = {});
+  /// {"message": msg} with `status`.
+  bool send_error(int status, const std::string& msg);
+
+  /// Starts a chunked response; then chunk() any number of times, then end_chunks().
+  bool begin_chunks(int status, std::string_view content_type);
+  bool chunk(std::string_view data);
+  bool end_chunks();
+
+  /// Hijacks the connection (Docker's attach / exec start): "101 UPGRADED"
+  /// when the client asked to upgrade, else "200 OK", with `content_type`;
+  /// afterwards the socket is a raw byte stream (fd()) and is closed when the
+  /// connection ends.
+  bool hijack(const Request& req, std::string_view content_type);
+
+  /// Writes all of `data` to the socket (MSG_NOSIGNAL). False once the peer is gone.
+  bool write_raw(std::string_view data);
+
+  int fd() const noexcept { return fd_; }
+  bool keep_alive() const noexcept { return keep_alive_; }
+  void set_close() noexcept { keep_alive_ = false; }
+
+ private:
+  bool write_head(int status, std::string_view content_type, int64_t length,
+                  const std::vector<std::pair<std::string, std::string>>& extra);
+  int fd_;
+  bool keep_alive_ = true;
+  bool hijacked_ = false;
+  std::string buf_;  ///< bytes read past the last request
+};
+
+/// "Not Found", … for a status code.
+const char* reason_phrase(int status);
+
+/// Percent-decodes a URL component ('+' is a space in queries).
+std::string url_decode(std::string_view s);
+
+}  // namespace sbx::server

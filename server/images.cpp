@@ -1,0 +1,123 @@
+// Image endpoints of the Docker Engine API over sbx's image store
+// (Engine: list_images, inspect, pull, tag, remove). Names are sbx's
+// normalised ones: busybox, busybox:latest and docker.io/library/busybox:latest
+// are one image (oci/reference.h).
+#include <ctime>
+
+#include "common/error.h"
+#include "oci/reference.h"
+#include "server/api.h"
+
+namespace sbx::server {
+
+using nlohmann::json;
+
+namespace {
+
+int64_t unix_seconds(const std::string& rfc3339) {
+  struct tm tm {};
+  if (rfc3339.size() < 19 || !::strptime(rfc3339.substr(0, 19).c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return 0;
+  return static_cast<int64_t>(::timegm(&tm));
+}
+
+json digests(const oci::ImageRecord& img) {
+  json out = json::array();
+  if (img.manifest_digest.empty()) return out;
+  for (const auto& n : img.names) out.push_back(n.substr(0, n.rfind(':')) + "@" + img.manifest_digest);
+  return out;
+}
+
+}  // namespace
+
+void Api::image_list(Connection& c, const Request&) {
+  json out = json::array();
+  for (const auto& img : engine_.list_images()) {
+    out.push_back({{"Id", "sha256:" + img.id},
+                   {"ParentId", ""},
+                   {"RepoTags", img.names.empty() ? json::array({"<none>:<none>"}) : json(img.names)},
+                   {"RepoDigests", digests(img)},
+                   {"Created", unix_seconds(img.created.empty() ? img.imported : img.created)},
+                   {"Size", img.unpacked_size},
+                   {"SharedSize", -1},
+                   {"VirtualSize", img.unpacked_size},
+                   {"Labels", img.config.labels},
+                   {"Containers", -1}});
+  }
+  c.send(200, out.dump());
+}
+
+void Api::image_inspect(Connection& c, const Request&, const std::string& name) {
+  oci::ImageRecord img = find_image(name);
+  const auto& cfg = img.config;
+  json out = {{"Id", "sha256:" + img.id},
+              {"RepoTags", img.names},
+              {"RepoDigests", digests(img)},
+              {"Parent", ""},
+              {"Comment", ""},
+              {"Created", img.created.empty() ? img.imported : img.created},
+              {"Author", ""},
+              {"Architecture", img.architecture.empty() ? "amd64" : img.architecture},
+              {"Os", img.os.empty() ? "linux" : img.os},
+              {"Size", img.unpacked_size},
+              {"VirtualSize", img.unpacked_size},
+              {"Config",
+               {{"Env", cfg.env},
+                {"Cmd", cfg.cmd.empty() ? json() : json(cfg.cmd)},
+                {"Entrypoint", cfg.entrypoint.empty() ? json() : json(cfg.entrypoint)},
+                {"WorkingDir", cfg.working_dir},
+                {"User", cfg.user},
+                {"StopSignal", cfg.stop_signal},
+                {"Labels", cfg.labels}}},
+              {"RootFS", {{"Type", "layers"}, {"Layers", img.diff_ids}}},
+              {"Metadata", {{"LastTagTime", img.imported}}}};
+  c.send(200, out.dump());
+}
+
+void Api::image_create(Connection& c, const Request& r) {
+  std::string from = r.param("fromImage");
+  if (from.empty()) throw HttpError{501, "sbx serve: POST /images/create supports fromImage (pull) only"};
+  std::string tag = r.param("tag");
+  std::string ref = from;
+  if (!tag.empty()) ref += (tag.rfind("sha256:", 0) == 0 ? "@" : ":") + tag;
+  oci::parse_reference(ref);  // a bad name is a 400 before anything is streamed
+  if (!c.begin_chunks(200, "application/json")) return;
+  auto line = [&](const json& j) { return c.chunk(j.dump() + "\r\n"); };
+  line({{"status", "Pulling from " + from}, {"id", tag.empty() ? "latest" : tag}});
+  oci::PullOptions po;
+  po.progress = [&](const oci::PullEvent& e) {
+    std::string id = e.digest.size() > 19 ? e.digest.substr(7, 12) : e.digest;
+    if (e.kind == "blob-start") line({{"status", "Pulling fs layer"}, {"id", id}});
+    else if (e.kind == "blob-progress")
+      line({{"status", "Downloading"}, {"id", id}, {"progressDetail", {{"current", e.bytes}, {"total", e.total}}}});
+    else if (e.kind == "blob-exists") line({{"status", "Already exists"}, {"id", id}});
+    else if (e.kind == "blob-done") line({{"status", "Download complete"}, {"id", id}});
+    else if (e.kind == "unpacking") line({{"status", "Extracting"}, {"progressDetail", {{"current", e.layer}, {"total", e.layers}}}});
+    else if (e.kind == "resolved") line({{"status", "Digest: " + e.digest}});
+  };
+  try {
+    oci::ImageRecord img = engine_.pull(ref, po);
+    line({{"status", "Status: Downloaded newer image for " + (img.names.empty() ? ref : img.names[0])}});
+  } catch (const Error& e) {
+    line({{"errorDetail", {{"message", e.what()}}}, {"error", e.what()}});
+  }
+  c.end_chunks();
+}
+
+void Api::image_tag(Connection& c, const Request& r, const std::string& name) {
+  std::string repo = r.param("repo"), tag = r.param("tag");
+  if (repo.empty()) throw HttpError{400, "repository name (repo) is required"};
+  find_image(name);
+  engine_.tag_image(name, repo + (tag.empty() ? "" : ":" + tag));
+  c.send(201, "");
+}
+
+void Api::image_remove(Connection& c, const Request& r, const std::string& name) {
+  find_image(name);
+  oci::RemoveResult res = engine_.remove_image(name, r.flag("force"));
+  json out = json::array();
+  for (const auto& u : res.untagged) out.push_back({{"Untagged", u}});
+  if (!res.deleted.empty()) out.push_back({{"Deleted", "sha256:" + res.deleted}});
+  c.send(200, out.dump());
+}
+
+}  // namespace sbx::server

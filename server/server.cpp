@@ -1,0 +1,237 @@
+// `sbx serve`: listeners, connections, shutdown (server/server.h).
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "common/fd.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "server/api.h"
+#include "server/http.h"
+
+namespace sbx::server {
+
+namespace {
+
+struct Listener {
+  Fd fd;
+  bool tcp = false;
+  std::string where;
+};
+
+/// Connections still being served (for a bounded wait at shutdown).
+std::mutex g_conn_mu;
+std::condition_variable g_conn_cv;
+int g_conns = 0;
+
+bool token_equal(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+void serve_connection(Api& api, int fd, bool tcp, const std::string& token) {
+  Connection conn(fd);
+  Request req;
+  for (;;) {
+    try {
+      if (!conn.read_request(req)) break;
+    } catch (const HttpError& e) {
+      conn.set_close();
+      conn.send_error(e.status, e.message);
+      break;
+    }
+    if (tcp && !token_equal(req.header("authorization"), "Bearer " + token)) {
+      conn.set_close();
+      conn.send_error(401, "sbx serve: a bearer token is required on TCP (Authorization: Bearer …)");
+      break;
+    }
+    api.handle(conn, req);
+    if (!conn.keep_alive()) break;
+  }
+}
+
+Listener listen_unix(const std::string& path) {
+  Listener l;
+  l.where = "unix://" + path;
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) throw Error("socket path too long: " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) throw Error(path + " exists and is not a socket; remove it or pick another --socket");
+    Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (::connect(probe.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
+      throw Error("another server is listening on " + path + "; stop it or pick another --socket");
+    ::unlink(path.c_str());  // stale: its server is gone
+  }
+  auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) fs::mkdir_p(path.substr(0, slash), 0755);
+  l.fd = Fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (l.fd.fd < 0) throw_errno("socket");
+  mode_t old = ::umask(0177);  // never world-connectable, not even between bind and chmod
+  int rc = ::bind(l.fd.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::umask(old);
+  if (rc < 0) throw_errno("bind " + path);
+  struct group* g = ::getgrnam("sbx");
+  if (g) {
+    if (::chown(path.c_str(), 0, g->gr_gid) < 0 || ::chmod(path.c_str(), 0660) < 0) throw_errno("chown/chmod " + path);
+  }
+  if (::listen(l.fd.fd, 128) < 0) throw_errno("listen on " + path);
+  return l;
+}
+
+Listener listen_tcp(const std::string& spec) {
+  auto colon = spec.rfind(':');
+  if (colon == std::string::npos) throw Error("invalid --tcp '" + spec + "': use 127.0.0.1:PORT");
+  std::string host = spec.substr(0, colon), port = spec.substr(colon + 1);
+  if (host == "localhost") host = "127.0.0.1";
+  struct sockaddr_in a4 {};
+  a4.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, host.c_str(), &a4.sin_addr) != 1 || (ntohl(a4.sin_addr.s_addr) >> 24) != 127)
+    throw Error("invalid --tcp '" + spec + "': sbx serve listens on TCP only on loopback (127.0.0.0/8)");
+  int p = 0;
+  try {
+    p = std::stoi(port);
+  } catch (...) {
+  }
+  if (p <= 0 || p > 65535) throw Error("invalid --tcp '" + spec + "': bad port");
+  a4.sin_port = htons(static_cast<uint16_t>(p));
+  Listener l;
+  l.tcp = true;
+  l.where = "tcp://" + host + ":" + port;
+  l.fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (l.fd.fd < 0) throw_errno("socket");
+  int one = 1;
+  ::setsockopt(l.fd.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(l.fd.fd, reinterpret_cast<sockaddr*>(&a4), sizeof a4) < 0) throw_errno("bind " + spec);
+  if (::listen(l.fd.fd, 128) < 0) throw_errno("listen on " + spec);
+  return l;
+}
+
+std::string read_token(const std::string& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) < 0) throw_errno("--token-file " + file);
+  if (st.st_mode & 077) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
+    throw Error("--token-file " + file + " is readable by others (mode " + mode + "); chmod 600 it");
+  }
+  std::string t = fs::read_file(file);
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  if (t.size() < 16) throw Error("--token-file " + file + ": the token must have at least 16 characters");
+  return t;
+}
+
+}  // namespace
+
+void serve(const ServeOptions& opts) {
+  // Every thread inherits this mask: signals are taken only by sigwait below
+  // (and never by a sandbox operation's own signal handling in some thread).
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM, SIGCHLD})
+    sigaddset(&mask, s);
+  ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  if (!opts.tcp.empty() && opts.token_file.empty())
+    throw Error("sbx serve --tcp needs --token-file FILE: TCP clients must send Authorization: Bearer <token>");
+  std::string token = opts.tcp.empty() ? "" : read_token(opts.token_file);
+  std::vector<Listener> listeners;
+  // systemd socket activation (sd_listen_fds(3)): fd 3 is the unix socket.
+  const char* lpid = ::getenv("LISTEN_PID");
+  const char* lfds = ::getenv("LISTEN_FDS");
+  if (lpid && lfds && std::atoi(lpid) == ::getpid() && std::atoi(lfds) >= 1) {
+    Listener l;
+    l.fd = Fd(3);
+    ::fcntl(3, F_SETFD, FD_CLOEXEC);
+    l.where = "fd://3 (systemd)";
+    listeners.push_back(std::move(l));
+  } else if (!opts.socket.empty()) {
+    listeners.push_back(listen_unix(opts.socket));
+  }
+  if (!opts.tcp.empty()) listeners.push_back(listen_tcp(opts.tcp));
+  if (listeners.empty()) throw Error("sbx serve: nothing to listen on (give --socket or --tcp)");
+
+  // Never freed: connection threads still ending when serve() returns use it.
+  Api& api = *new Api(opts.engine, opts.runtime);
+  int sp[2];
+  if (::pipe2(sp, O_CLOEXEC) < 0) throw_errno("pipe");
+  Fd stop_r(sp[0]), stop_w(sp[1]);
+  std::thread acceptor([&] {
+    for (;;) {
+      std::vector<pollfd> pfd;
+      for (const auto& l : listeners) pfd.push_back({l.fd.fd, POLLIN, 0});
+      pfd.push_back({stop_r.fd, POLLIN, 0});
+      if (::poll(pfd.data(), pfd.size(), -1) < 0) {
+        if (errno == EINTR) continue;
+        log::error("serve: poll: " + std::string(std::strerror(errno)));
+        return;
+      }
+      if (pfd.back().revents) return;
+      for (size_t i = 0; i < listeners.size(); ++i) {
+        if (!(pfd[i].revents & POLLIN)) continue;
+        int fd = ::accept4(listeners[i].fd.fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        {
+          std::lock_guard lk(g_conn_mu);
+          ++g_conns;
+        }
+        bool tcp = listeners[i].tcp;
+        std::thread([&api, fd, tcp, token] {
+          try {
+            serve_connection(api, fd, tcp, token);
+          } catch (const std::exception& e) {
+            log::warn(std::string("serve: connection: ") + e.what());
+          }
+          std::lock_guard lk(g_conn_mu);
+          --g_conns;
+          g_conn_cv.notify_all();
+        }).detach();
+      }
+    }
+  });
+  std::string where;
+  for (const auto& l : listeners) where += (where.empty() ? "" : ", ") + l.where;
+  if (opts.ready) opts.ready(where);
+
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  int sig;
+  while (::sigwait(&stop, &sig) != 0) {
+  }
+  log::info("serve: signal " + std::to_string(sig) + ": shutting down (running sandboxes stay)");
+  (void)!::write(stop_w.fd, "x", 1);
+  acceptor.join();
+  if (!opts.socket.empty() && listeners.front().where.rfind("unix://", 0) == 0) ::unlink(opts.socket.c_str());
+  listeners.clear();
+  api.cancel_all_execs();
+  std::unique_lock lk(g_conn_mu);
+  g_conn_cv.wait_for(lk, std::chrono::seconds(3), [] { return g_conns == 0; });
+}
+
+}  // namespace sbx::server

@@ -1,0 +1,33 @@
+// `sbx serve`: the listeners (a unix socket; optionally loopback TCP with a
+// bearer token), a thread per connection, and shutdown on SIGTERM/SIGINT.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace sbx::server {
+
+struct ServeOptions {
+  engine::Config engine;
+  std::string socket = "/run/sbx/docker.sock";  ///< unix socket path; empty: none
+  std::string tcp;         ///< "127.0.0.1:PORT" (loopback only); empty: none
+  std::string token_file;  ///< bearer token for TCP (required with tcp)
+  std::string runtime = "native";  ///< backend of containers whose config names none
+  /// Called once the listeners are ready (e.g. to print where).
+  std::function<void(const std::string&)> ready;
+};
+
+/// Serves the Docker Engine API (server/api.h) until SIGTERM or SIGINT, then
+/// stops accepting, kills the processes of running execs (their clients lose
+/// their stream), waits a moment for connections to end and returns. Running
+/// sandboxes are left running. The unix socket is created mode 0660 owned by
+/// root:sbx when the group `sbx` exists, else 0600; a stale socket file at
+/// the path is replaced, a live one (a server answers) is an error. Must be
+/// called before the process starts other threads (it sets the signal mask
+/// every thread inherits). Throws sbx::Error: socket in use, a TCP address
+/// that is not loopback, TCP without a token file, a token file others can
+/// read, bind/listen failures.
+void serve(const ServeOptions& opts);
+
+}  // namespace sbx::server

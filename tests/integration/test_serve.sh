@@ -1,0 +1,241 @@
+#!/bin/bash
+# sbx serve: the Docker Engine API driven by real clients — the docker CLI
+# (run --rm with exit codes, run -d + exec + exec -i + cp + logs + ps
+# --filter + stop + rm -f, images) and docker-py (containers.run(detach),
+# exec_run(demux) with exit codes, put_archive/get_archive, wait,
+# logs(stream), remove(force)); 24 concurrent exec streams checked byte for
+# byte; dockerode (create/start/exec/wait/remove) when it is installed;
+# TCP only on loopback with a bearer token; a client killed mid-exec leaves no
+# process; SIGTERM to the server
+# leaves its running sandboxes running. Each part starts its own server on a
+# temp socket and stops it; then the leak check of tests/sandbox_lib.sh.
+# Clients that are absent are skipped with a printed reason.
+. "$(dirname "$0")/../sandbox_lib.sh"
+
+SOCK=$T/docker.sock
+export DOCKER_HOST=unix://$SOCK DOCKER_CONFIG=$T/docker-config
+SERVER_PID=""
+start_server() {
+  "$SBX" --log-level info serve --socket "$SOCK" 2>>"$T/serve.log" &
+  SERVER_PID=$!
+  for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
+  echo "FAIL server did not start:"; cat "$T/serve.log"; return 1
+}
+stop_server() {
+  [ -n "$SERVER_PID" ] || return 0
+  kill -TERM "$SERVER_PID" 2>/dev/null
+  wait "$SERVER_PID" 2>/dev/null
+  SERVER_PID=""
+}
+not_same() { ! cmp -s "$1" "$2"; }
+rm_all() {
+  for id in $("$SBX" ps -aq --no-trunc 2>/dev/null); do "$SBX" rm -f "$id" >/dev/null 2>&1; done
+  rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null  # name links' dir (empty once every sandbox is gone)
+}
+trap 'stop_server; rm_all' EXIT
+
+[ -n "$BB" ] && [ "${BB#--rootfs}" = "$BB" ] || { echo "SKIP: needs the image store and the busybox test image"; exit 77; }
+IMG=busybox
+RT_ARGS=()
+[ "$RUNTIME" = gvisor ] && RT_ARGS=(--runtime gvisor)
+
+start_server || finish
+
+# --- the raw API: version negotiation, errors -----------------------------------
+ping_hdr=$(curl -s -i --unix-socket "$SOCK" http://d/_ping)
+check "_ping answers OK with an API-Version header" grep -q "^Api-Version: 1.44" <<<"${ping_hdr//$'\r'/}"
+check "/version has ApiVersion" grep -q '"ApiVersion":"1.44"' <<<"$(curl -s --unix-socket "$SOCK" http://d/v1.44/version)"
+unk=$(curl -s -o "$T/unk" -w '%{http_code}' --unix-socket "$SOCK" -X POST http://d/v1.44/swarm/init)
+check "an unknown endpoint answers 501 with a JSON message" [ "$unk" = 501 ]
+check "… whose body is {\"message\": …}" grep -q '"message"' "$T/unk"
+big=$(head -c 6000000 /dev/zero | tr '\0' a | curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" \
+  -H 'Content-Type: application/json' --data-binary @- http://d/v1.44/containers/create)
+check "a request body over the bound is refused (413)" [ "$big" = 413 ]
+
+if command -v docker >/dev/null; then
+  # --- docker CLI ---------------------------------------------------------------
+  out=$(docker run --rm "${RT_ARGS[@]}" $IMG echo hi 2>&1)
+  check "docker run --rm echo hi prints hi" [ "$out" = hi ]
+  expect_rc "docker run --rm passes the exit code" 3 docker run --rm "${RT_ARGS[@]}" $IMG sh -c 'exit 3'
+  expect_rc "docker run of a missing command exits 127" 127 docker run --rm $IMG /no/such/cmd
+  check "docker run --rm leaves no container" [ -z "$(docker ps -aq)" ]
+  out=$(docker run --rm -e FOO=bar -w /tmp --user 65534 $IMG sh -c 'echo $FOO $(pwd) $(id -u)')
+  check "Env, WorkingDir and User reach the command ($out)" [ "$out" = "bar /tmp 65534" ]
+  out=$(echo typed | docker run --rm -i "${RT_ARGS[@]}" $IMG echo ran); rc=$?
+  check "docker run -i ends cleanly (attach's stdin is not passed on yet) ($out, $rc)" [ "$out:$rc" = ran:0 ]
+  out=$(docker run --rm --entrypoint /bin/echo $IMG a b)
+  check "Entrypoint overrides the image's ($out)" [ "$out" = "a b" ]
+
+  id=$(docker run -d --label sbxtest=serve --name servetest "${RT_ARGS[@]}" $IMG sh -c 'echo started; exec tail -f /dev/null')
+  check "docker run -d prints the id" grep -qE '^[0-9a-f]{64}$' <<<"$id"
+  check "the sandbox has the container's id" grep -q "^$id" <<<"$("$SBX" ps -q --no-trunc)"
+  check "docker ps --filter label= finds it" [ "$(docker ps -q --no-trunc --filter label=sbxtest=serve)" = "$id" ]
+  check "docker ps --filter label= of another value does not" [ -z "$(docker ps -q --filter label=sbxtest=other)" ]
+  check "docker ps --filter name= finds it" [ "$(docker ps -q --no-trunc --filter name=servetest)" = "$id" ]
+  out=$(docker exec servetest sh -c 'echo out; echo err >&2; exit 5' 2>"$T/err"); rc=$?
+  check "docker exec: stdout ($out)" [ "$out" = out ]
+  check "docker exec: stderr apart" [ "$(cat "$T/err")" = err ]
+  check "docker exec: exit code 5 ($rc)" [ "$rc" = 5 ]
+  out=$(printf 'line1\nline2\n' | docker exec -i servetest sh -c 'cat; echo done')
+  check "docker exec -i passes stdin and its end" [ "$out" = $'line1\nline2\ndone' ]
+  head -c 300000 /dev/urandom >"$T/blob"
+  out=$(docker exec -i servetest sh -c 'cat >/tmp/blob; md5sum </tmp/blob' <"$T/blob")
+  check "docker exec -i: 300 KB of stdin arrive intact" [ "${out%% *}" = "$(md5sum <"$T/blob" | cut -d' ' -f1)" ]
+  mkdir -p "$T/cpdir/sub" && echo hello-cp >"$T/cpdir/sub/f.txt" && chmod 640 "$T/cpdir/sub/f.txt"
+  expect_rc "docker cp host → container" 0 docker cp "$T/cpdir" servetest:/tmp/
+  check "… the file arrived with its mode" [ "$(docker exec servetest stat -c '%a %s' /tmp/cpdir/sub/f.txt)" = "640 9" ]
+  docker exec servetest sh -c 'echo from-ctr >/tmp/out.txt; ln -s /etc/passwd /tmp/link'
+  expect_rc "docker cp container → host" 0 docker cp servetest:/tmp/out.txt "$T/out.txt"
+  check "… the file came back" [ "$(cat "$T/out.txt")" = from-ctr ]
+  expect_rc "docker cp of a directory container → host" 0 docker cp servetest:/tmp/cpdir "$T/back"
+  check "… with its tree" [ "$(cat "$T/back/sub/f.txt")" = hello-cp ]
+  docker cp servetest:/tmp/link "$T/link" 2>/dev/null
+  check "docker cp of a symlink copies the link itself (as docker)" [ -L "$T/link" ]
+  expect_rc "docker cp of a missing path fails" 1 docker cp servetest:/no/such "$T/nothing"
+  check "docker logs shows the first process's output" [ "$(docker logs servetest)" = started ]
+  check "docker inspect: Running" [ "$(docker inspect -f '{{.State.Running}}' servetest)" = true ]
+  check "docker inspect: State.Pid is a host pid" [ -d "/proc/$(docker inspect -f '{{.State.Pid}}' servetest)" ]
+  expect_rc "docker stop" 0 docker stop -t 1 servetest
+  check "stopped: exited" [ "$(docker inspect -f '{{.State.Status}}' servetest)" = exited ]
+  check "docker ps -a --filter status=exited finds it" [ "$(docker ps -aq --no-trunc --filter status=exited)" = "$id" ]
+  expect_rc "docker rm -f" 0 docker rm -f servetest
+  check "removed: no sandbox left" [ -z "$("$SBX" ps -aq)" ]
+  check "docker images lists busybox" grep -q '^busybox ' <<<"$(docker images)"
+  check "docker image inspect finds docker.io/library/busybox:latest" \
+    docker image inspect docker.io/library/busybox:latest -f '{{.Id}}'
+  expect_rc "docker run of a missing image without a registry fails" 125 docker run --rm --pull never nosuchimage true
+else
+  echo "skip: no docker CLI on PATH"
+fi
+
+# --- docker-py ----------------------------------------------------------------
+if python3 -c 'import docker' 2>/dev/null; then
+  cat >"$T/py.py" <<'EOF'
+import io, os, sys, tarfile, threading, docker
+c = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto")
+fails = 0
+def check(desc, ok):
+    global fails
+    print(("ok   " if ok else "FAIL ") + desc)
+    fails += 0 if ok else 1
+img = sys.argv[1]
+ctr = c.containers.run(img, ["sh", "-c", "echo hello; sleep 0.3; echo world; exec tail -f /dev/null"], detach=True, labels={"t": "py"})
+check("containers.run(detach=True) gives a running container", ctr.status in ("running", "created"))
+code, (out, err) = ctr.exec_run(["sh", "-c", "printf out; printf err >&2; exit 7"], demux=True)
+check("exec_run(demux=True): exit code 7 (%r)" % code, code == 7)
+check("exec_run(demux=True): stdout %r" % out, out == b"out")
+check("exec_run(demux=True): stderr %r" % err, err == b"err")
+code, out = ctr.exec_run("true")
+check("exec_run: exit 0, no output", code == 0 and not out)
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w") as t:
+    data = b"payload\n" * 1000
+    ti = tarfile.TarInfo("dir/file.txt"); ti.size = len(data); ti.mode = 0o640
+    t.addfile(ti, io.BytesIO(data))
+check("put_archive", ctr.put_archive("/tmp", buf.getvalue()))
+code, out = ctr.exec_run(["sh", "-c", "wc -c </tmp/dir/file.txt; stat -c %a /tmp/dir/file.txt"])
+check("put_archive: the file is there with its mode (%r)" % out, out.split() == [b"8000", b"640"])
+stream, stat = ctr.get_archive("/tmp/dir/file.txt")
+raw = b"".join(stream)
+with tarfile.open(fileobj=io.BytesIO(raw)) as t:
+    m = t.getmember("file.txt")
+    check("get_archive: the file comes back (stat %r)" % stat, t.extractfile(m).read() == data and stat["size"] == 8000)
+evil = io.BytesIO()
+with tarfile.open(fileobj=evil, mode="w") as t:
+    ti = tarfile.TarInfo("../../../../../tmp/sbx-serve-escape"); ti.size = 1
+    t.addfile(ti, io.BytesIO(b"x"))
+try:
+    ctr.put_archive("/tmp", evil.getvalue())
+except docker.errors.APIError:
+    pass
+check("put_archive: a ../ path does not escape to the host", not os.path.exists("/tmp/sbx-serve-escape"))
+logs = b""
+for chunk in ctr.logs(stream=True, follow=True):
+    logs += chunk
+    if b"world" in logs:
+        break
+check("logs(stream=True) %r" % logs, logs == b"hello\nworld\n")
+# Many exec streams at once, each output checked byte for byte.
+results = {}
+def one(i):
+    payload = ("%d-" % i) * 2000
+    code, (o, e) = ctr.exec_run(["sh", "-c", "printf %s " + payload + "; printf E%d >&2; exit %d" % (i, i % 7)], demux=True)
+    results[i] = (code == i % 7 and o == payload.encode() and e == ("E%d" % i).encode())
+ts = [threading.Thread(target=one, args=(i,)) for i in range(24)]
+[t.start() for t in ts]; [t.join() for t in ts]
+check("24 concurrent exec_run streams, byte for byte (%d ok)" % sum(results.values()), all(results.values()) and len(results) == 24)
+ctr.remove(force=True)
+check("remove(force=True)", not c.containers.list(all=True, filters={"label": "t=py"}))
+r = c.containers.run(img, ["sh", "-c", "exit 4"], detach=True)
+check("wait() gives StatusCode 4", r.wait()["StatusCode"] == 4)
+r.remove()
+out = c.containers.run(img, ["echo", "run-output"], remove=True)
+check("containers.run (attached, remove=True) returns the output %r" % out, out == b"run-output\n")
+sys.exit(1 if fails else 0)
+EOF
+  python3 "$T/py.py" $IMG; rc=$?
+  check "docker-py checks" [ "$rc" = 0 ]
+else
+  echo "skip: no docker-py (python3-docker)"
+fi
+
+# --- dockerode (npm; not a Debian package): SBX_TEST_NODE_MODULES=DIR/node_modules
+# with dockerode in it (npm install --prefix DIR dockerode), or one node finds ----
+if command -v node >/dev/null && NODE_PATH=${SBX_TEST_NODE_MODULES:-} node -e "require('dockerode')" 2>/dev/null; then
+  NODE_PATH=${SBX_TEST_NODE_MODULES:-} timeout 60 node "$SBX_TEST_SRC/tests/integration/serve_dockerode.js" "$SOCK" $IMG; rc=$?
+  check "dockerode checks" [ "$rc" = 0 ]
+else
+  echo "skip: dockerode not found (npm install --prefix DIR dockerode; SBX_TEST_NODE_MODULES=DIR/node_modules)"
+fi
+
+# --- TCP: loopback only, bearer token required --------------------------------
+PORT=$((20000 + RANDOM % 30000))
+printf 'sbx-test-token-%s\n' "$RANDOM$RANDOM" >"$T/token"; chmod 600 "$T/token"
+TOKEN=$(cat "$T/token")
+expect_rc "--tcp on a non-loopback address is refused" 125 "$SBX" serve --socket "$T/t.sock" --tcp 0.0.0.0:$PORT --token-file "$T/token"
+expect_rc "--tcp without --token-file is refused" 125 "$SBX" serve --socket "$T/t.sock" --tcp 127.0.0.1:$PORT
+chmod 644 "$T/token"
+expect_rc "a token file others can read is refused" 125 "$SBX" serve --socket "$T/t.sock" --tcp 127.0.0.1:$PORT --token-file "$T/token"
+chmod 600 "$T/token"
+"$SBX" serve --socket "$T/t.sock" --tcp 127.0.0.1:$PORT --token-file "$T/token" 2>>"$T/serve.log" &
+TCP_PID=$!
+for _ in $(seq 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/_ping)" != 000 ] && break; sleep 0.05; done
+check "TCP without a token: 401" [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/_ping)" = 401 ]
+check "TCP with a wrong token: 401" \
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong-token-xxxxxxxx' http://127.0.0.1:$PORT/_ping)" = 401 ]
+check "TCP with the token: 200" \
+  [ "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" http://127.0.0.1:$PORT/_ping)" = 200 ]
+check "the socket is mode 0600 (no group sbx) or 0660" grep -qE '^(600|660)$' <<<"$(stat -c %a "$T/t.sock")"
+kill -TERM $TCP_PID; wait $TCP_PID 2>/dev/null
+
+# --- a client killed mid-exec ---------------------------------------------------
+id=$(curl -s --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+  -d "{\"Image\":\"$IMG\",\"Cmd\":[\"tail\",\"-f\",\"/dev/null\"]}" http://d/v1.44/containers/create | sed 's/.*"Id":"\([0-9a-f]*\)".*/\1/')
+curl -s --unix-socket "$SOCK" -X POST http://d/v1.44/containers/$id/start
+ex=$(curl -s --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+  -d '{"AttachStdout":true,"AttachStderr":true,"Cmd":["sleep","1000"]}' http://d/v1.44/containers/$id/exec | sed 's/.*"Id":"\([0-9a-f]*\)".*/\1/')
+curl -s -N --unix-socket "$SOCK" -H 'Content-Type: application/json' -d '{}' http://d/v1.44/exec/$ex/start >/dev/null &
+cpid=$!
+# (busybox has no pgrep: the comm of every process in the sandbox.)
+has_sleep() { "$SBX" exec "$id" sh -c 'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = sleep ] && exit 0; done; exit 1'; }
+no_sleep() { ! has_sleep; }
+for _ in $(seq 50); do has_sleep && break; sleep 0.1; done
+check "the exec's process runs" has_sleep
+kill -9 $cpid; wait $cpid 2>/dev/null
+for _ in $(seq 50); do has_sleep || break; sleep 0.1; done
+check "a client killed mid-exec leaves no process behind" no_sleep
+check "… and the exec reads as ended" grep -q '"Running":false' <<<"$(curl -s --unix-socket "$SOCK" http://d/v1.44/exec/$ex/json)"
+
+# --- SIGTERM to the server: sandboxes keep running -----------------------------
+stop_server
+check "after SIGTERM the socket is gone" [ ! -e "$SOCK" ]
+check "after SIGTERM the container's sandbox still runs" [ "$("$SBX" inspect "$id" | grep -c '"running"')" -ge 1 ]
+start_server
+check "a new server sees it as running" \
+  [ "$(curl -s --unix-socket "$SOCK" http://d/v1.44/containers/$id/json | python3 -c 'import json,sys; print(json.load(sys.stdin)["State"]["Status"])')" = running ]
+code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" -X DELETE "http://d/v1.44/containers/$id?force=1")
+check "DELETE ?force=1 removes it (204)" [ "$code" = 204 ]
+stop_server
+trap - EXIT
+rm_all
+finish

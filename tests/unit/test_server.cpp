@@ -1,0 +1,85 @@
+// sbx serve's pure parts: Docker's stream framing, URL decoding, and the
+// mapping of a Docker container config onto a SandboxSpec.
+#include <doctest.h>
+
+#include "common/error.h"
+#include "server/api.h"
+#include "server/docker_spec.h"
+#include "server/http.h"
+
+using namespace sbx;
+using nlohmann::json;
+
+TEST_CASE("frame gives Docker's 8-byte multiplexed header") {
+  std::string f = server::frame(2, "hello");
+  REQUIRE(f.size() == 13);
+  CHECK(f[0] == 2);
+  CHECK(f[1] == 0);
+  CHECK(f[7] == 5);
+  CHECK(f.substr(8) == "hello");
+  std::string big = server::frame(1, std::string(70000, 'x'));
+  CHECK(static_cast<unsigned char>(big[5]) == 0x01);  // 70000 = 0x011170
+  CHECK(static_cast<unsigned char>(big[6]) == 0x11);
+  CHECK(static_cast<unsigned char>(big[7]) == 0x70);
+}
+
+TEST_CASE("url_decode decodes percent escapes and '+'") {
+  CHECK(server::url_decode("%2Ftmp%2Fa+b") == "/tmp/a b");
+  CHECK(server::url_decode("%7B%22label%22%3A%5B%22a%3Db%22%5D%7D") == R"({"label":["a=b"]})");
+  CHECK(server::url_decode("bad%2") == "bad%2");
+}
+
+TEST_CASE("spec_from_docker maps a Docker container config") {
+  oci::ImageRecord img;
+  img.id = std::string(64, 'a');
+  img.config.entrypoint = {"/entry"};
+  img.config.cmd = {"default"};
+  img.config.env = {"PATH=/usr/bin:/bin", "A=image"};
+  std::string id(64, 'b');
+  json cfg = json::parse(R"({
+    "Image": "busybox", "Cmd": ["echo", "hi"], "Env": ["A=mine", "B=2"], "WorkingDir": "/tmp",
+    "User": "65534", "Labels": {"k": "v"},
+    "HostConfig": {"Memory": 268435456, "NanoCpus": 1500000000, "PidsLimit": 64, "NetworkMode": "host",
+                   "Mounts": [{"Type": "tmpfs", "Target": "/scratch"}]}})");
+  SandboxSpec s = server::spec_from_docker(cfg, img, {"/l"}, id, "n1");
+  CHECK(s.id == id);
+  CHECK(s.name == "n1");
+  CHECK(s.process.args == std::vector<std::string>{"/entry", "echo", "hi"});  // image Entrypoint + Cmd
+  CHECK(std::find(s.process.env.begin(), s.process.env.end(), "A=mine") != s.process.env.end());
+  CHECK(std::find(s.process.env.begin(), s.process.env.end(), "B=2") != s.process.env.end());
+  CHECK(s.process.cwd == "/tmp");
+  CHECK(s.labels.at("k") == "v");
+  CHECK(*s.resources.memory_bytes == 268435456);
+  CHECK(*s.resources.cpus == doctest::Approx(1.5));
+  CHECK(*s.resources.pids_limit == 64);
+  CHECK(s.network == NetworkMode::Host);
+  CHECK_FALSE(server::docker_userns(s));
+  REQUIRE(s.mounts.size() == 1);
+  CHECK(s.mounts[0].type == "tmpfs");
+  CHECK(s.runtime == "native");
+
+  json ep = json::parse(R"({"Image": "x", "Entrypoint": ["/bin/sh", "-c"], "Cmd": ["exit 3"],
+                             "HostConfig": {"Runtime": "gvisor"}})");
+  SandboxSpec g = server::spec_from_docker(ep, img, {}, id, "");
+  CHECK(g.process.args == std::vector<std::string>{"/bin/sh", "-c", "exit 3"});
+  CHECK(g.runtime == "gvisor");
+  CHECK(g.network == NetworkMode::None);  // Docker's default bridge: sbx's loopback-only network
+  CHECK(server::docker_userns(g));
+  CHECK(server::spec_from_docker(json::parse(R"({"Labels": {"sbx.runtime": "gvisor"}})"), img, {}, id, "").runtime ==
+        "gvisor");
+  CHECK(server::spec_from_docker(json::object(), img, {}, id, "", "gvisor").runtime == "gvisor");
+}
+
+TEST_CASE("spec_from_docker refuses what sbx cannot do") {
+  oci::ImageRecord img;
+  img.config.cmd = {"true"};
+  std::string id(64, 'c');
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "mynet"}})"), img, {}, id, ""),
+                  Error);
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Binds": ["vol:/data"]}})"), img, {}, id, ""),
+                  Error);
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Binds": ["/tmp:rel"]}})"), img, {}, id, ""),
+                  Error);
+  CHECK_THROWS_AS(
+      server::spec_from_docker(json::parse(R"({"HostConfig": {"Runtime": "kata"}})"), img, {}, id, ""), Error);
+}
