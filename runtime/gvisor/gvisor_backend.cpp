@@ -145,6 +145,8 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
 
   // --ignore-cgroups: runsc and its children stay in sbx's cgroup (without
   // it, runsc makes and joins a cgroup "/<id>" of its own at the top).
+  if (spec.network == NetworkMode::Private)
+    throw Error("--network private is not supported with --runtime gvisor yet; use --runtime native");
   std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile, "--ignore-cgroups",
                                    spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
   // Writes go to a memory-backed overlay inside the sandbox: the image
