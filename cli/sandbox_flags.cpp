@@ -125,7 +125,7 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
                  "$SBX_NETWORK_POOL (default 10.213.0.0/16), NAT out)")
       ->capture_default_str();
   cmd.add_option("--allow-egress", f->allow_egress,
-                 "With --network private: allow only this IP or CIDR (repeatable); all else is refused")
+                 "With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN (repeatable); all else is refused")
       ->allow_extra_args(false);
   cmd.add_option("--deny-egress", f->deny_egress, "With --network private: refuse this IP or CIDR (repeatable)")
       ->allow_extra_args(false);

@@ -115,7 +115,7 @@ _sbx_run() {
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
     '(--network --net)'{--network,--net}'[Network: none (only loopback, the default), host, or private (own veth, NAT, egress rules)]:value:(none host private bridge)' \
-    '*--allow-egress[With --network private: allow only this IP or CIDR]:value: ' \
+    '*--allow-egress[With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN]:value: ' \
     '*--deny-egress[With --network private: refuse this IP or CIDR]:value: ' \
     '*'{-p,--publish}'[With --network private: publish HOST_IP:HOST_PORT:CONTAINER_PORT/tcp|udp]:value: ' \
     '*--dns[With --network private: a DNS server for /etc/resolv.conf]:value: ' \
@@ -166,7 +166,7 @@ _sbx_create() {
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
     '(--network --net)'{--network,--net}'[Network: none (only loopback, the default), host, or private (own veth, NAT, egress rules)]:value:(none host private bridge)' \
-    '*--allow-egress[With --network private: allow only this IP or CIDR]:value: ' \
+    '*--allow-egress[With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN]:value: ' \
     '*--deny-egress[With --network private: refuse this IP or CIDR]:value: ' \
     '*'{-p,--publish}'[With --network private: publish HOST_IP:HOST_PORT:CONTAINER_PORT/tcp|udp]:value: ' \
     '*--dns[With --network private: a DNS server for /etc/resolv.conf]:value: ' \

@@ -9,13 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "runtime/linux/dns_proxy.h"
 #include "runtime/linux/nftables.h"
 #include "runtime/state.h"
 
@@ -35,6 +38,10 @@ bool is_cidr(const std::string& s) {
     return false;
   }
 }
+
+}  // namespace
+std::vector<std::string> host_nameservers();
+namespace {
 
 std::string lock_path() { return network_state_dir() + "/lock"; }
 
@@ -67,7 +74,8 @@ json lease_json(const NetworkLease& l) {
   return {{"id", l.id},           {"run_root", l.run_root}, {"slot", l.slot},
           {"veth", l.veth},       {"gateway", format_ipv4(l.gateway)},
           {"address", format_ipv4(l.address)}, {"prefix_len", l.prefix_len},
-          {"publish", pubs},      {"creator_pid", l.creator_pid}, {"creator_start", l.creator_start}};
+          {"publish", pubs},      {"creator_pid", l.creator_pid}, {"creator_start", l.creator_start},
+          {"dns_pid", l.dns_pid}, {"dns_start", l.dns_start}};
 }
 
 NetworkLease lease_from(const std::string& path) {
@@ -85,6 +93,8 @@ NetworkLease lease_from(const std::string& path) {
     l.publish.push_back({p.at("host_ip"), p.at("host_port"), p.at("container_port"), p.at("protocol")});
   l.creator_pid = j.value("creator_pid", 0);
   l.creator_start = j.value("creator_start", uint64_t{0});
+  l.dns_pid = j.value("dns_pid", 0);
+  l.dns_start = j.value("dns_start", uint64_t{0});
   return l;
 }
 
@@ -174,8 +184,9 @@ spec::PortMapping parse_publish(const std::string& text) {
 
 void validate_network_options(const spec::NetworkOptions& o) {
   for (const auto& a : o.allow_egress) {
-    if (is_cidr(a)) continue;
-    throw Error("invalid --allow-egress '" + a + "': expected an IPv4 address or CIDR such as 198.51.100.0/24");
+    if (is_cidr(a) || is_domain_pattern(a)) continue;
+    throw Error("invalid --allow-egress '" + a +
+                "': expected an IPv4 address or CIDR (198.51.100.0/24), a domain (example.com) or *.DOMAIN");
   }
   for (const auto& d : o.deny_egress) parse_cidr(d, "--deny-egress");
   for (const auto& d : o.dns) parse_ipv4(d, "--dns");
@@ -264,6 +275,11 @@ std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions
   out += "add chain " + t + "i-" + s + "\n";
   out += i + "ct state established,related accept\n";
   out += i + "meta nfproto ipv6 goto refuse\n";
+  if (!allowed_domains(o).empty()) {
+    // Its DNS proxy on the host side of its veth: the one nameserver it has.
+    out += i + "ip daddr " + format_ipv4(l.gateway) + " udp dport 53 accept\n";
+    out += i + "ip daddr " + format_ipv4(l.gateway) + " tcp dport 53 accept\n";
+  }
   out += i + "ip daddr @d-" + s + " goto refuse\n";
   out += i + "ip daddr @a-" + s + " accept\n";
   out += i + "goto refuse\n";
@@ -307,7 +323,7 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
               ENOSPC);
 }
 
-void attach_network(const NetworkLease& l, int netns_fd, const spec::NetworkOptions& o) {
+void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o, bool detached) {
   // Host ports that a host process holds: refuse now, as docker does ("port
   // is already allocated"), rather than shadow that process.
   for (const auto& p : l.publish) {
@@ -346,7 +362,7 @@ void attach_network(const NetworkLease& l, int netns_fd, const spec::NetworkOpti
     log::info("enabling IPv4 forwarding (net.ipv4.ip_forward=1) for --network private");
     write_sysctl("/proc/sys/net/ipv4/ip_forward", "1");
   }
-  fs::FileLock lock(lock_path());
+  std::optional<fs::FileLock> lock(lock_path());
   // The first lease (ours only): the table is made afresh.
   std::string script;
   if (lease_files().size() <= 1) script = nft_table_script();
@@ -366,11 +382,27 @@ void attach_network(const NetworkLease& l, int netns_fd, const spec::NetworkOpti
     }
     throw;
   }
+  lock.reset();
+  if (auto domains = allowed_domains(o); !domains.empty()) {
+    // After the rules: dnsmasq adds to the allow set, which must exist.
+    std::vector<std::string> upstreams = o.dns;
+    if (upstreams.empty()) upstreams = host_nameservers();
+    DnsProxy p = start_dns_proxy(l.gateway, domains, upstreams, "a-" + id12(l.id), !detached);
+    l.dns_pid = p.pid;
+    l.dns_start = p.start_time;
+    try {
+      fs::write_file_atomic(l.path, lease_json(l).dump(), 0600);
+    } catch (...) {
+      stop_dns_proxy(p);
+      throw;
+    }
+  }
 }
 
 void release_network(const NetworkLease& l) noexcept {
   if (l.empty()) return;
   try {
+    stop_dns_proxy({l.dns_pid, l.dns_start});
     fs::FileLock lock(lock_path());
     try {
       RtNetlink host;
@@ -431,8 +463,31 @@ std::vector<std::string> gc_networks() noexcept {
   return out;
 }
 
-std::string resolv_conf_for(const spec::NetworkOptions& o) {
+std::vector<std::string> allowed_domains(const spec::NetworkOptions& o) {
+  std::vector<std::string> out;
+  for (auto a : o.allow_egress) {
+    if (is_cidr(a) || !is_domain_pattern(a)) continue;
+    for (auto& c : a) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<std::string> host_nameservers() {
+  std::vector<std::string> out;
+  spec::NetworkOptions none;
+  std::string text = resolv_conf_for(none, 0);
+  size_t pos = 0;
+  while ((pos = text.find("nameserver ", pos)) != std::string::npos) {
+    pos += 11;
+    out.push_back(text.substr(pos, text.find('\n', pos) - pos));
+  }
+  return out;
+}
+
+std::string resolv_conf_for(const spec::NetworkOptions& o, uint32_t gateway) {
   std::string out = "# written by sbx for --network private\n";
+  if (!allowed_domains(o).empty()) return out + "nameserver " + format_ipv4(gateway) + "\n";
   if (!o.dns.empty()) {
     for (const auto& d : o.dns) out += "nameserver " + d + "\n";
     return out;

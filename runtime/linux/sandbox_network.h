@@ -52,6 +52,8 @@ struct NetworkLease {
   std::vector<spec::PortMapping> publish;
   pid_t creator_pid = 0;  ///< the sbx that made it, with its start time
   uint64_t creator_start = 0;
+  pid_t dns_pid = 0;      ///< its DNS proxy (runtime/linux/dns_proxy.h), with a domain allow-list
+  uint64_t dns_start = 0;
   bool empty() const { return path.empty(); }
 };
 
@@ -67,10 +69,12 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
                               const spec::NetworkOptions& opts);
 
 /// Makes the network of `lease` for the sandbox whose network namespace is
-/// `netns_fd`: the veth pair, addresses, the sandbox's default route, and
-/// its rules and published ports in `inet sbx`. Throws sbx::Error (a port
-/// that is taken, nftables missing); the caller then calls release_network.
-void attach_network(const NetworkLease& lease, int netns_fd, const spec::NetworkOptions& opts);
+/// `netns_fd`: the veth pair, addresses, the sandbox's default route, its
+/// rules and published ports in `inet sbx`, and with a domain allow-list its
+/// DNS proxy (recorded in the lease; `detached`: it outlives this sbx, as the
+/// sandbox does). Throws sbx::Error (a port that is taken, nftables or
+/// dnsmasq missing); the caller then calls release_network.
+void attach_network(NetworkLease& lease, int netns_fd, const spec::NetworkOptions& opts, bool detached);
 
 /// Removes everything of `lease`: nft elements, chains and sets, the host
 /// veth (when its namespace still lives), the lease file; the table too when
@@ -82,10 +86,14 @@ void release_network(const NetworkLease& lease) noexcept;
 /// No throw.
 std::vector<std::string> gc_networks() noexcept;
 
-/// The sandbox's /etc/resolv.conf: --dns servers, else the host's
-/// nameservers that a sandbox can reach (not 127.0.0.0/8), search and
-/// options lines kept (as docker).
-std::string resolv_conf_for(const spec::NetworkOptions& opts);
+/// The sandbox's /etc/resolv.conf: with a domain allow-list only its DNS
+/// proxy (`gateway`); else the --dns servers, else the host's nameservers
+/// that a sandbox can reach (not 127.0.0.0/8), search and options lines kept
+/// (as docker).
+std::string resolv_conf_for(const spec::NetworkOptions& opts, uint32_t gateway);
+
+/// The domain patterns of --allow-egress (example.test, *.example.test), lowercased.
+std::vector<std::string> allowed_domains(const spec::NetworkOptions& opts);
 
 /// The sandbox's /etc/hosts: localhost, `hostname` on its address, --add-host lines.
 std::string hosts_for(const std::string& hostname, uint32_t address, const spec::NetworkOptions& opts);

@@ -510,7 +510,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     try {
       sb.net = allocate_network(opts.run_root, sb.id, spec.net);
       ctx.hosts = hosts_for(ctx.hostname, sb.net.address, spec.net);
-      ctx.resolv = resolv_conf_for(spec.net);
+      ctx.resolv = resolv_conf_for(spec.net, sb.net.gateway);
     } catch (...) {
       ::close(sv[0]);
       ::close(sv[1]);
@@ -657,7 +657,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       // workload runs, so the workload never sees a half-made network.
       Fd netns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
       if (netns.fd < 0) throw_errno("open the sandbox's network namespace");
-      attach_network(sb.net, netns.fd, spec.net);
+      attach_network(sb.net, netns.fd, spec.net, opts.detached);
     }
     if (!sb.cgroup.empty()) sb.cgroup.add(pid);
     // (A failed send means the sandbox already failed: its message follows.)

@@ -62,7 +62,7 @@ get() {
 
 # --- egress -------------------------------------------------------------------
 out=$(run $BB sh -c "$(get 198.51.100.10/id); $(get 203.0.113.10/id)")
-check "open egress: both test hosts reachable ($(echo $out))" test "$(echo $out)" = "A B"
+check "open egress: both test hosts reachable ($(tr "\n" " " <<<"$out"))" test "$(echo $out)" = "A B"
 out=$(run --allow-egress 198.51.100.0/24 $BB sh -c "$(get 198.51.100.10/id)")
 check "allowed CIDR reachable" test "$out" = A
 start=$(date +%s%N)
@@ -93,6 +93,32 @@ check "--dns writes resolv.conf" grep -qx "nameserver 198.51.100.53" <<<"$out"
 check "--add-host writes /etc/hosts" grep -q "^198.51.100.10[[:space:]]web.test$" <<<"$out"
 check "/etc/hosts names the sandbox" grep -q "^203.0.113.[0-9]*[[:space:]]box1$" <<<"$out"
 check "a name from --add-host connects" test "$(tail -1 <<<"$out")" = A
+
+# --- domain allow-lists: the sandbox's own DNS proxy ------------------------
+# The test's DNS server lives in web A's namespace, on 198.51.100.53.
+if command -v dnsmasq >/dev/null; then
+  ip -n "$NSA" addr add 198.51.100.53/24 dev eth0
+  ip netns exec "$NSA" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts --bind-interfaces \
+    --listen-address=198.51.100.53 --pid-file= --user=root --log-facility=/dev/null \
+    --address=/web.example.test/198.51.100.10 --address=/other.test/203.0.113.10 \
+    --address=/a.wild.test/203.0.113.10 --address=/wild.test/198.51.100.10 &
+  SRV_PIDS+=($!)
+  sleep 0.3
+  dom() { run --dns 198.51.100.53 --allow-egress web.example.test --allow-egress '*.wild.test' $BB sh -c "$1"; }
+  out=$(dom "cat /etc/resolv.conf; $(get web.example.test/id)")
+  check "an allowed domain resolves and connects ($(tr "\n" " " <<<"$out"))" test "$(tail -1 <<<"$out")" = A
+  check "the proxy is the sandbox's only nameserver" test "$(grep -c '^nameserver 203.0.113.1[0-9]*$' <<<"$out")" = 1
+  out=$(dom "nslookup other.test 2>&1; $(get 203.0.113.10/id)")
+  check "a name not allowed does not resolve ($(tr "\n" " " <<<"$out"))" bash -c "! grep -q '203.0.113.10\$' <<<\"\$1\" || false" _ "$(head -n -1 <<<"$out")"
+  check "the IP of a name not allowed is refused" grep -qi refused <<<"$(tail -1 <<<"$out")"
+  out=$(dom "nslookup web.example.test 198.51.100.53 2>&1")
+  check "another DNS server is unreachable ($(tr "\n" " " <<<"$out"))" bash -c "! grep -q 'Address.*198.51.100.10' <<<\"\$1\"" _ "$out"
+  out=$(dom "$(get a.wild.test/id); nslookup wild.test 2>&1")
+  check "*.wild.test: a subdomain connects ($(tr "\n" " " <<<"$out"))" test "$(head -1 <<<"$out")" = B
+  check "*.wild.test: wild.test itself does not resolve" bash -c "! grep -q 'Address.*198.51.100.10' <<<\"\$1\"" _ "$out"
+else
+  echo "skip: dnsmasq not installed (apt-get install dnsmasq-base): no domain allow-list checks"
+fi
 
 # --- two sandboxes, published ports -------------------------------------------
 echo "<p>sandbox web</p>" >"$T/index.html"

@@ -3,6 +3,9 @@
 #include <doctest.h>
 
 #include "common/error.h"
+#include <algorithm>
+
+#include "runtime/linux/dns_proxy.h"
 #include "runtime/linux/netlink.h"
 #include "runtime/linux/sandbox_network.h"
 
@@ -96,11 +99,36 @@ TEST_CASE("network: /etc/hosts and resolv.conf") {
   spec::NetworkOptions o;
   o.dns = {"198.51.100.53"};
   o.extra_hosts = {{"web.test", "198.51.100.10"}};
-  CHECK(resolv_conf_for(o).find("nameserver 198.51.100.53\n") != std::string::npos);
+  CHECK(resolv_conf_for(o, 0).find("nameserver 198.51.100.53\n") != std::string::npos);
   std::string h = hosts_for("box1", parse_ipv4("10.213.0.2", "x"), o);
   CHECK(h.find("10.213.0.2\tbox1\n") != std::string::npos);
   CHECK(h.find("198.51.100.10\tweb.test\n") != std::string::npos);
   CHECK(h.find("127.0.0.1\tlocalhost") != std::string::npos);
   o.dns.clear();
-  CHECK(resolv_conf_for(o).find("nameserver 127.") == std::string::npos);
+  CHECK(resolv_conf_for(o, 0).find("nameserver 127.") == std::string::npos);
+}
+
+TEST_CASE("network: domain patterns of --allow-egress") {
+  for (const char* ok : {"example.test", "*.example.test", "a-b.example.test", "x1.io"}) CHECK(is_domain_pattern(ok));
+  for (const char* bad : {"example", "*.", "*.com", "-a.test", "a..test", "a.test.", "1.2.3.4", "exa_mple.test",
+                          "*example.test", "a.*.test"})
+    CHECK_MESSAGE(!is_domain_pattern(bad), bad);
+  spec::NetworkOptions o;
+  o.allow_egress = {"198.51.100.0/24", "Example.TEST", "*.wild.test"};
+  CHECK(allowed_domains(o) == std::vector<std::string>{"example.test", "*.wild.test"});
+  CHECK_NOTHROW(validate_network_options(o));
+  // Only its proxy answers the sandbox's queries.
+  CHECK(resolv_conf_for(o, parse_ipv4("10.213.0.1", "x")).find("nameserver 10.213.0.1\n") != std::string::npos);
+}
+
+TEST_CASE("network: the DNS proxy forwards allowed names only and fills the allow set") {
+  auto a = dns_proxy_args(parse_ipv4("10.213.0.1", "x"), {"example.test", "*.wild.test"}, {"198.51.100.53"},
+                          "a-0123456789ab");
+  auto has = [&](const std::string& s) { return std::find(a.begin(), a.end(), s) != a.end(); };
+  CHECK(has("--listen-address=10.213.0.1"));
+  CHECK(has("--no-resolv"));
+  CHECK(has("--server=/example.test/198.51.100.53"));
+  CHECK(has("--server=/*.wild.test/198.51.100.53"));
+  CHECK(has("--nftset=/example.test/4#inet#sbx#a-0123456789ab"));
+  CHECK(a.back() == "--address=/#/");
 }
