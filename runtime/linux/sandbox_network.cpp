@@ -75,7 +75,8 @@ json lease_json(const NetworkLease& l) {
           {"veth", l.veth},       {"gateway", format_ipv4(l.gateway)},
           {"address", format_ipv4(l.address)}, {"prefix_len", l.prefix_len},
           {"publish", pubs},      {"creator_pid", l.creator_pid}, {"creator_start", l.creator_start},
-          {"dns_pid", l.dns_pid}, {"dns_start", l.dns_start}};
+          {"dns_pid", l.dns_pid}, {"dns_start", l.dns_start},
+          {"allow_egress", l.allow_egress}, {"deny_egress", l.deny_egress}};
 }
 
 NetworkLease lease_from(const std::string& path) {
@@ -95,6 +96,8 @@ NetworkLease lease_from(const std::string& path) {
   l.creator_start = j.value("creator_start", uint64_t{0});
   l.dns_pid = j.value("dns_pid", 0);
   l.dns_start = j.value("dns_start", uint64_t{0});
+  l.allow_egress = j.value("allow_egress", std::vector<std::string>{});
+  l.deny_egress = j.value("deny_egress", std::vector<std::string>{});
   return l;
 }
 
@@ -303,6 +306,8 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
   l.run_root = run_root;
   l.veth = "sbx" + id12(id);  // 15 chars: IFNAMSIZ - 1
   l.publish = o.publish;
+  l.allow_egress = o.allow_egress;
+  l.deny_egress = o.deny_egress;
   l.creator_pid = ::getpid();
   l.creator_start = process_start_time(l.creator_pid);
   const uint32_t slots = 1u << (32 - pool.len - 2);  // one /30 each
@@ -532,6 +537,52 @@ std::string describe_network(const NetworkLease& l, const spec::NetworkOptions& 
   for (const auto& a : o.allow_egress) out += "; allow " + a;
   for (const auto& d : o.deny_egress) out += "; deny " + d;
   return out;
+}
+
+std::string network_settings_json(const std::string& id) noexcept {
+  try {
+    for (const auto& f : lease_files()) {
+      NetworkLease l;
+      try {
+        l = lease_from(f);
+      } catch (const std::exception&) {
+        continue;
+      }
+      if (l.id != id) continue;
+      json ports = json::object();
+      for (const auto& p : l.publish)
+        ports[std::to_string(p.container_port) + "/" + p.protocol].push_back(
+            {{"HostIp", p.host_ip.empty() ? "0.0.0.0" : p.host_ip}, {"HostPort", std::to_string(p.host_port)}});
+      json j = {{"Mode", "private"},
+                {"IPAddress", format_ipv4(l.address)},
+                {"IPPrefixLen", l.prefix_len},
+                {"Gateway", format_ipv4(l.gateway)},
+                {"Interface", l.veth},
+                {"Ports", ports},
+                {"AllowEgress", l.allow_egress},
+                {"DenyEgress", l.deny_egress},
+                {"NftTable", "inet sbx"},
+                {"NftChains", {"e-" + id12(l.id), "i-" + id12(l.id)}}};
+      if (l.dns_pid > 0) j["DnsProxyPid"] = l.dns_pid;
+      return j.dump();
+    }
+  } catch (const std::exception&) {
+  }
+  return "null";
+}
+
+std::string network_support() noexcept {
+  std::string why = nft_problem();
+  if (!why.empty()) return "NOT usable: " + why;
+  std::string pool;
+  try {
+    pool = format_cidr(network_pool());
+  } catch (const std::exception& e) {
+    return std::string("NOT usable: ") + e.what();
+  }
+  bool dnsmasq = ::access("/usr/sbin/dnsmasq", X_OK) == 0 || ::access("/sbin/dnsmasq", X_OK) == 0;
+  return std::string("usable (nftables through ") + nft_backend() + ", pool " + pool + ", " +
+         (dnsmasq ? "dnsmasq for domain rules" : "no dnsmasq: domain rules need dnsmasq-base") + ")";
 }
 
 }  // namespace sbx::runtime

@@ -54,6 +54,7 @@ struct NetworkLease {
   uint64_t creator_start = 0;
   pid_t dns_pid = 0;      ///< its DNS proxy (runtime/linux/dns_proxy.h), with a domain allow-list
   uint64_t dns_start = 0;
+  std::vector<std::string> allow_egress, deny_egress;  ///< as given (for inspect)
   bool empty() const { return path.empty(); }
 };
 
@@ -114,5 +115,16 @@ std::string network_state_dir();
 
 /// A human summary of the lease for inspect (address, gateway, ports, rules).
 std::string describe_network(const NetworkLease& lease, const spec::NetworkOptions& opts);
+
+/// `inspect`'s NetworkSettings of sandbox `id` as JSON text (docker's names:
+/// IPAddress, IPPrefixLen, Gateway, Ports {"80/tcp": [{HostIp, HostPort}]},
+/// plus sbx's Interface, AllowEgress, DenyEgress, DnsProxyPid); "null" when
+/// it has no private network. No throw.
+std::string network_settings_json(const std::string& id) noexcept;
+
+/// For `sbx info`: whether --network private works here, and how ("usable
+/// (libnftables, pool 10.213.0.0/16, dnsmasq for domain rules)") or why not.
+/// Creates nothing that stays. No throw.
+std::string network_support() noexcept;
 
 }  // namespace sbx::runtime
