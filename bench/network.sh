@@ -36,12 +36,18 @@ one() {  # NETWORK: ms of one run
   t1=$(date +%s%N)
   echo "scale=2; ($t1 - $t0) / 1000000" | bc
 }
-one none >/dev/null; one private >/dev/null  # warm-up (the first private run makes the nft table)
-: >"$T/none"; : >"$T/private"
-for _ in $(seq "$RUNS"); do one none >>"$T/none"; one private >>"$T/private"; done
+one none >/dev/null; one private >/dev/null  # warm-up
 echo "start latency, sbx run busybox true, $RUNS runs each, interleaved (ms):"
-echo "  --network none     $(stats "$T/none")"
-echo "  --network private  $(stats "$T/private")"
+for phase in alone beside; do
+  # alone: each private run is the only one (makes and removes sbx's nft
+  # table); beside: another private sandbox holds the table (steady state).
+  [ $phase = beside ] && HELD=$("$SBX" create --network private busybox sleep 3600)
+  : >"$T/none"; : >"$T/private"
+  for _ in $(seq "$RUNS"); do one none >>"$T/none"; one private >>"$T/private"; done
+  echo "  $phase: --network none     $(stats "$T/none")"
+  echo "  $phase: --network private  $(stats "$T/private")"
+done
+"$SBX" rm -f "$HELD" >/dev/null
 if [ "${PODMAN:-0}" = 1 ]; then
   podman load -q -i "$IMAGES/busybox.docker.tar" >/dev/null
   : >"$T/podman"

@@ -76,7 +76,7 @@ json lease_json(const NetworkLease& l) {
           {"address", format_ipv4(l.address)}, {"prefix_len", l.prefix_len},
           {"publish", pubs},      {"creator_pid", l.creator_pid}, {"creator_start", l.creator_start},
           {"dns_pid", l.dns_pid}, {"dns_start", l.dns_start},
-          {"allow_egress", l.allow_egress}, {"deny_egress", l.deny_egress}};
+          {"allow_egress", l.allow_egress}, {"deny_egress", l.deny_egress}, {"rules", l.rules}};
 }
 
 NetworkLease lease_from(const std::string& path) {
@@ -98,6 +98,7 @@ NetworkLease lease_from(const std::string& path) {
   l.dns_start = j.value("dns_start", uint64_t{0});
   l.allow_egress = j.value("allow_egress", std::vector<std::string>{});
   l.deny_egress = j.value("deny_egress", std::vector<std::string>{});
+  l.rules = j.value("rules", true);
   return l;
 }
 
@@ -123,14 +124,15 @@ void write_sysctl(const std::string& path, const char* value) {
 /// when the setup stopped half-way).
 std::vector<std::string> nft_release_commands(const NetworkLease& l) {
   std::string s = id12(l.id);
-  std::vector<std::string> cmds = {
-      "delete element inet sbx egress { \"" + l.veth + "\" }",
-      "delete element inet sbx ingress { \"" + l.veth + "\" }",
-      "delete element inet sbx sandboxes { " + format_ipv4(l.address) + " }",
-  };
+  std::vector<std::string> cmds;
+  if (l.rules) {
+    cmds.push_back("delete element inet sbx egress { \"" + l.veth + "\" }");
+    cmds.push_back("delete element inet sbx ingress { \"" + l.veth + "\" }");
+  }
   for (const auto& p : l.publish) cmds.push_back("delete element inet sbx " + map_name(p) + " { " + pub_key(p) + " }");
-  for (const char* c : {"chain inet sbx e-", "chain inet sbx i-", "set inet sbx a-", "set inet sbx d-"})
-    cmds.push_back(std::string("delete ") + c + s);
+  if (l.rules)
+    for (const char* c : {"chain inet sbx e-", "chain inet sbx i-", "set inet sbx a-", "set inet sbx d-"})
+      cmds.push_back(std::string("delete ") + c + s);
   return cmds;
 }
 
@@ -214,7 +216,6 @@ std::string nft_table_script() {
          "add table inet sbx\n"
          "add map inet sbx egress { type ifname : verdict; }\n"
          "add map inet sbx ingress { type ifname : verdict; }\n"
-         "add set inet sbx sandboxes { type ipv4_addr; }\n"
          "add map inet sbx pub_tcp { type ipv4_addr . inet_service : ipv4_addr . inet_service; }\n"
          "add map inet sbx pub_udp { type ipv4_addr . inet_service : ipv4_addr . inet_service; }\n"
          "add map inet sbx pub_tcp_any { type inet_service : ipv4_addr . inet_service; }\n"
@@ -225,14 +226,28 @@ std::string nft_table_script() {
          "add rule inet sbx refuse meta l4proto tcp reject with tcp reset\n"
          "add rule inet sbx refuse reject with icmpx admin-prohibited\n"
          // Before other filter chains (priority filter - 5); ours only decide
-         // for packets of sbx's veths.
+         // for packets of sbx's veths. A sandbox with egress rules has its
+         // own chain (vmap @egress: it accepts, refuses or returns); then the
+         // rules every sandbox shares, so that a sandbox without rules of its
+         // own costs no nftables transaction at start or end: no other
+         // sandbox, no link-local (the cloud metadata address 169.254.169.254
+         // among them), multicast or broadcast, no IPv6; all else is open.
          "add chain inet sbx forward { type filter hook forward priority filter - 5; policy accept; }\n"
          "add rule inet sbx forward iifname vmap @egress\n"
+         "add rule inet sbx forward iifname \"sbx*\" ct state established,related accept\n"
+         "add rule inet sbx forward iifname \"sbx*\" oifname \"sbx*\" goto refuse\n"
+         "add rule inet sbx forward iifname \"sbx*\" meta nfproto ipv6 goto refuse\n"
+         "add rule inet sbx forward iifname \"sbx*\" ip daddr { 169.254.0.0/16, 224.0.0.0/4, 255.255.255.255 } goto refuse\n"
+         "add rule inet sbx forward iifname \"sbx*\" accept\n"
+         // Into a sandbox: replies and published ports only.
          "add rule inet sbx forward oifname \"sbx*\" ct state established,related accept\n"
          "add rule inet sbx forward oifname \"sbx*\" ct status dnat accept\n"
          "add rule inet sbx forward oifname \"sbx*\" goto refuse\n"
          "add chain inet sbx input { type filter hook input priority filter - 5; policy accept; }\n"
          "add rule inet sbx input iifname vmap @ingress\n"
+         // The host's own addresses: refused to sandboxes unless allowed (their chain).
+         "add rule inet sbx input iifname \"sbx*\" ct state established,related accept\n"
+         "add rule inet sbx input iifname \"sbx*\" goto refuse\n"
          "add chain inet sbx publish\n"
          "add rule inet sbx publish dnat ip to ip daddr . tcp dport map @pub_tcp\n"
          "add rule inet sbx publish dnat ip to ip daddr . udp dport map @pub_udp\n"
@@ -244,23 +259,28 @@ std::string nft_table_script() {
          "add chain inet sbx output { type nat hook output priority -100; policy accept; }\n"
          "add rule inet sbx output fib daddr type local jump publish\n"
          "add chain inet sbx postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
-         "add rule inet sbx postrouting ip saddr @sandboxes oifname != \"sbx*\" masquerade\n"
+         "add rule inet sbx postrouting iifname \"sbx*\" oifname != \"sbx*\" masquerade\n"
          "add rule inet sbx postrouting oifname \"sbx*\" ip saddr 127.0.0.0/8 masquerade\n";
 }
 
-std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions& o, Ipv4Prefix pool) {
+static bool needs_own_rules(const spec::NetworkOptions& o) { return !o.allow_egress.empty() || !o.deny_egress.empty(); }
+
+std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions& o) {
   const std::string s = id12(l.id), t = "inet sbx ";
   std::string allow = cidr_elements(o.allow_egress), deny = cidr_elements(o.deny_egress);
   bool has_allow = !o.allow_egress.empty();
   std::string out;
+  // A port another sandbox holds: the element exists, nft says EEXIST.
+  for (const auto& p : l.publish)
+    out += "add element " + t + map_name(p) + " { " + pub_key(p) + " : " + format_ipv4(l.address) + " . " +
+           std::to_string(p.container_port) + " }\n";
+  if (!needs_own_rules(o)) return out;
   out += "add set " + t + "a-" + s + " { type ipv4_addr; flags interval; }\n";
   out += "add set " + t + "d-" + s + " { type ipv4_addr; flags interval; }\n";
   if (!allow.empty()) out += "add element " + t + "a-" + s + " { " + allow + " }\n";
   if (!deny.empty()) out += "add element " + t + "d-" + s + " { " + deny + " }\n";
   // Egress through the host (forward): deny wins, then allow; without an
-  // allow list everything but link-local (the cloud metadata address
-  // 169.254.169.254 among them), multicast, broadcast and the other
-  // sandboxes of the pool is open.
+  // allow list, back to the shared rules (nft_table_script).
   std::string e = "add rule " + t + "e-" + s + " ";
   out += "add chain " + t + "e-" + s + "\n";
   out += e + "ct state established,related accept\n";
@@ -270,8 +290,7 @@ std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions
   if (has_allow) {
     out += e + "goto refuse\n";
   } else {
-    out += e + "ip daddr { 169.254.0.0/16, 224.0.0.0/4, 255.255.255.255, " + format_cidr(pool) + " } goto refuse\n";
-    out += e + "accept\n";
+    out += e + "return\n";
   }
   // To the host itself (input): only what is explicitly allowed.
   std::string i = "add rule " + t + "i-" + s + " ";
@@ -288,11 +307,6 @@ std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions
   out += i + "goto refuse\n";
   out += "add element " + t + "egress { \"" + l.veth + "\" : goto e-" + s + " }\n";
   out += "add element " + t + "ingress { \"" + l.veth + "\" : goto i-" + s + " }\n";
-  out += "add element " + t + "sandboxes { " + format_ipv4(l.address) + " }\n";
-  // A port another sandbox holds: the element exists, nft says EEXIST.
-  for (const auto& p : l.publish)
-    out += "add element " + t + map_name(p) + " { " + pub_key(p) + " : " + format_ipv4(l.address) + " . " +
-           std::to_string(p.container_port) + " }\n";
   return out;
 }
 
@@ -306,16 +320,25 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
   l.run_root = run_root;
   l.veth = "sbx" + id12(id);  // 15 chars: IFNAMSIZ - 1
   l.publish = o.publish;
+  l.rules = needs_own_rules(o);
   l.allow_egress = o.allow_egress;
   l.deny_egress = o.deny_egress;
   l.creator_pid = ::getpid();
   l.creator_start = process_start_time(l.creator_pid);
   const uint32_t slots = 1u << (32 - pool.len - 2);  // one /30 each
   fs::FileLock lock(lock_path());
-  for (uint32_t slot = 0; slot < slots; ++slot) {
+  // Round-robin from the slot after the last one handed out (RUN/next).
+  uint32_t first = 0;
+  try {
+    first = static_cast<uint32_t>(std::stoul(fs::read_file(dir + "/next"))) % slots;
+  } catch (const std::exception&) {
+  }
+  for (uint32_t n = 0; n < slots; ++n) {
+    uint32_t slot = (first + n) % slots;
     std::string path = dir + "/" + std::to_string(slot) + ".json";
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0) continue;
+    fs::write_file_atomic(dir + "/next", std::to_string((slot + 1) % slots), 0600);
     l.slot = slot;
     l.gateway = pool.addr + slot * 4 + 1;
     l.address = pool.addr + slot * 4 + 2;
@@ -368,12 +391,17 @@ void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o
     write_sysctl("/proc/sys/net/ipv4/ip_forward", "1");
   }
   std::optional<fs::FileLock> lock(lock_path());
-  // The first lease (ours only): the table is made afresh.
+  // The first lease (ours only): the table is made afresh. Otherwise it
+  // must be there (a flushed ruleset would leave the sandbox unfiltered).
   std::string script;
-  if (lease_files().size() <= 1) script = nft_table_script();
-  script += nft_sandbox_script(l, o, network_pool());
+  if (lease_files().size() <= 1)
+    script = nft_table_script();
+  else
+    nft_apply("list chain inet sbx refuse\n", "check the nftables table inet sbx (run 'sbx gc' if it was removed)");
+  script += nft_sandbox_script(l, o);
   try {
-    nft_apply(script, "set up the network rules of sandbox " + id12(l.id));
+    // (Nothing to add for a sandbox without rules or ports: no transaction.)
+    if (!script.empty()) nft_apply(script, "set up the network rules of sandbox " + id12(l.id));
   } catch (const Error& e) {
     if (e.err() == EINVAL && std::string(e.what()).find("File exists") != std::string::npos && !l.publish.empty())
     {
@@ -404,16 +432,18 @@ void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o
   }
 }
 
-void release_network(const NetworkLease& l) noexcept {
+void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
   if (l.empty()) return;
   try {
     stop_dns_proxy({l.dns_pid, l.dns_start});
     fs::FileLock lock(lock_path());
-    try {
-      RtNetlink host;
-      host.delete_link(l.veth);  // usually gone with the sandbox's namespace already
-    } catch (const std::exception& e) {
-      log::warn("release the network of sandbox " + id12(l.id) + ": " + e.what());
+    if (!namespace_gone) {
+      try {
+        RtNetlink host;
+        host.delete_link(l.veth);  // often gone with the sandbox's namespace already
+      } catch (const std::exception& e) {
+        log::warn("release the network of sandbox " + id12(l.id) + ": " + e.what());
+      }
     }
     bool last = true;
     for (const auto& f : lease_files()) last = last && f == l.path;
@@ -423,9 +453,8 @@ void release_network(const NetworkLease& l) noexcept {
       } catch (const std::exception& e) {
         log::warn(e.what());
       }
-    } else {
+    } else if (auto cmds = nft_release_commands(l); !cmds.empty()) {
       std::string all;
-      auto cmds = nft_release_commands(l);
       for (const auto& c : cmds) all += c + "\n";
       try {
         nft_apply(all, "remove the network rules of sandbox " + id12(l.id));

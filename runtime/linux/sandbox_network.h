@@ -5,13 +5,15 @@
 // sbx's one nftables table `inet sbx` (runtime/linux/nftables.h):
 //
 //   table inet sbx
-//     forward (filter, prio -5): iifname vmap @egress → chain e-<id12> per sandbox;
+//     forward (filter, prio -5): iifname vmap @egress → chain e-<id12> of a sandbox
+//                                with egress rules; then rules all sbx* veths share (no
+//                                other sandbox, link-local, multicast, IPv6; else open);
 //                                into a sandbox: only replies and published ports
-//     input   (filter, prio -5): iifname vmap @ingress → chain i-<id12> (the host's own
-//                                addresses: refused unless allowed)
+//     input   (filter, prio -5): iifname vmap @ingress → chain i-<id12>; then sbx* veths
+//                                are refused (the host's own addresses, unless allowed)
 //     prerouting/output (nat):   published ports (maps pub_tcp, pub_tcp_any, …: a
 //                                second sandbox asking for a taken port gets EEXIST)
-//     postrouting (nat):         masquerade of @sandboxes; 127/8 → a sandbox (-p from
+//     postrouting (nat):         masquerade from sbx* veths; 127/8 → a sandbox (-p from
 //                                the host's own localhost)
 //     sets a-<id12>, d-<id12>:   the sandbox's --allow-egress / --deny-egress CIDRs
 //
@@ -55,6 +57,7 @@ struct NetworkLease {
   pid_t dns_pid = 0;      ///< its DNS proxy (runtime/linux/dns_proxy.h), with a domain allow-list
   uint64_t dns_start = 0;
   std::vector<std::string> allow_egress, deny_egress;  ///< as given (for inspect)
+  bool rules = false;     ///< it has chains e-/i- and sets a-/d- of its own (egress rules)
   bool empty() const { return path.empty(); }
 };
 
@@ -77,10 +80,14 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
 /// dnsmasq missing); the caller then calls release_network.
 void attach_network(NetworkLease& lease, int netns_fd, const spec::NetworkOptions& opts, bool detached);
 
-/// Removes everything of `lease`: nft elements, chains and sets, the host
-/// veth (when its namespace still lives), the lease file; the table too when
-/// it was the last. No throw (problems are logged).
-void release_network(const NetworkLease& lease) noexcept;
+/// Removes everything of `lease`: its DNS proxy, nft elements, chains and
+/// sets, the host veth, the lease file; the table too when it was the last.
+/// `namespace_gone`: the sandbox's init has been reaped, so the kernel
+/// removes the veth pair with its network namespace (asynchronously); sbx
+/// then does not delete it itself (an RTM_DELLINK waits ~20 ms for an RCU
+/// grace period). Slots are handed out round-robin, so a veth that lingers a
+/// moment never meets a new sandbox on its address. No throw (problems are logged).
+void release_network(const NetworkLease& lease, bool namespace_gone = false) noexcept;
 
 /// Releases the leases whose sandbox is gone (no state dir and no live
 /// creator): after a SIGKILLed sbx or an `sbx rm`. Returns what it released.
@@ -99,9 +106,10 @@ std::vector<std::string> allowed_domains(const spec::NetworkOptions& opts);
 /// The sandbox's /etc/hosts: localhost, `hostname` on its address, --add-host lines.
 std::string hosts_for(const std::string& hostname, uint32_t address, const spec::NetworkOptions& opts);
 
-/// The nft script that adds the sandbox's chains, sets, map elements and
-/// published ports to `inet sbx` (which must exist). Pure; for tests.
-std::string nft_sandbox_script(const NetworkLease& lease, const spec::NetworkOptions& opts, Ipv4Prefix pool);
+/// The nft script that adds the sandbox's published ports and, with egress
+/// rules, its chains and sets to `inet sbx` (which must exist); empty for a
+/// sandbox with neither (the table's shared rules cover it). Pure; for tests.
+std::string nft_sandbox_script(const NetworkLease& lease, const spec::NetworkOptions& opts);
 
 /// The nft script that (re)creates `inet sbx` empty of sandboxes. Pure.
 std::string nft_table_script();

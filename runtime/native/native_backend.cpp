@@ -431,11 +431,13 @@ void Sandbox::commit() noexcept {
 
 void Sandbox::destroy() noexcept {
   if (commit_fd >= 0) ::close(std::exchange(commit_fd, -1));  // uncommitted: the init dies
+  bool pid_reaped = false;  // its network namespace dies with it
   if (pid > 0) {
     if (exit_status < 0) {
       signal(SIGKILL);
       reap(*this, true);
     }
+    pid_reaped = exit_status >= 0;
     pid = -1;
     // Swallow forwarded signals that arrived after the last wait, then give
     // the caller its signal mask back.
@@ -450,7 +452,7 @@ void Sandbox::destroy() noexcept {
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
   cgroup.destroy();
   // After the init is reaped: its namespace (and so eth0) is gone or going.
-  if (!net.empty()) release_network(std::exchange(net, NetworkLease{}));
+  if (!net.empty()) release_network(std::exchange(net, NetworkLease{}), pid_reaped);
   if (id_range.slot >= 0) {
     release_id_range(id_range);
     id_range = {};

@@ -67,23 +67,31 @@ TEST_CASE("network: the nft rules of a sandbox") {
   l.address = parse_ipv4("10.213.0.6", "x");
   l.publish = {parse_publish("8080:80"), parse_publish("127.0.0.1:5353:53/udp")};
   spec::NetworkOptions o;
-  Ipv4Prefix pool = parse_cidr("10.213.0.0/16", "x");
 
-  SUBCASE("open egress: all but link-local, multicast and the pool") {
-    std::string s = nft_sandbox_script(l, o, pool);
-    CHECK(s.find("ip daddr { 169.254.0.0/16, 224.0.0.0/4, 255.255.255.255, 10.213.0.0/16 } goto refuse") !=
-          std::string::npos);
-    CHECK(s.find("add rule inet sbx e-0123456789ab accept") != std::string::npos);
-    // The host's own addresses: refused unless allowed.
-    CHECK(s.find("add rule inet sbx i-0123456789ab goto refuse") != std::string::npos);
-    CHECK(s.find("add element inet sbx egress { \"sbx0123456789ab\" : goto e-0123456789ab }") != std::string::npos);
+  SUBCASE("no egress rules: only its ports; the table's shared rules cover the rest") {
+    std::string s = nft_sandbox_script(l, o);
+    CHECK(s.find("chain") == std::string::npos);
     CHECK(s.find("add element inet sbx pub_tcp_any { 8080 : 10.213.0.6 . 80 }") != std::string::npos);
     CHECK(s.find("add element inet sbx pub_udp { 127.0.0.1 . 5353 : 10.213.0.6 . 53 }") != std::string::npos);
+    l.publish.clear();
+    CHECK(nft_sandbox_script(l, o).empty());
+    std::string t = nft_table_script();
+    CHECK(t.find("iifname \"sbx*\" ip daddr { 169.254.0.0/16, 224.0.0.0/4, 255.255.255.255 } goto refuse") !=
+          std::string::npos);
+    CHECK(t.find("iifname \"sbx*\" oifname \"sbx*\" goto refuse") != std::string::npos);
+    CHECK(t.find("add rule inet sbx input iifname \"sbx*\" goto refuse") != std::string::npos);
+  }
+  SUBCASE("deny only: back to the shared rules after it") {
+    o.deny_egress = {"198.51.100.9"};
+    std::string s = nft_sandbox_script(l, o);
+    CHECK(s.find("add rule inet sbx e-0123456789ab return") != std::string::npos);
+    CHECK(s.find("add rule inet sbx i-0123456789ab goto refuse") != std::string::npos);
+    CHECK(s.find("add element inet sbx egress { \"sbx0123456789ab\" : goto e-0123456789ab }") != std::string::npos);
   }
   SUBCASE("an allow list refuses all else; deny is checked first") {
     o.allow_egress = {"198.51.100.0/24"};
     o.deny_egress = {"198.51.100.9"};
-    std::string s = nft_sandbox_script(l, o, pool);
+    std::string s = nft_sandbox_script(l, o);
     CHECK(s.find("add element inet sbx a-0123456789ab { 198.51.100.0/24 }") != std::string::npos);
     CHECK(s.find("add element inet sbx d-0123456789ab { 198.51.100.9/32 }") != std::string::npos);
     CHECK(s.find("169.254.0.0/16") == std::string::npos);
