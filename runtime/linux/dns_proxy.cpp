@@ -1,6 +1,7 @@
 #include "runtime/linux/dns_proxy.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "runtime/linux/netlink.h"
 #include "runtime/state.h"
 
@@ -128,6 +130,28 @@ void stop_dns_proxy(const DnsProxy& p) noexcept {
   int status;
   while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
   }
+}
+
+void kill_dns_proxies_for(const std::string& nft_set) noexcept {
+  const std::string want = "#inet#sbx#" + nft_set;
+  DIR* d = ::opendir("/proc");
+  if (!d) return;
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    std::string cmdline;
+    try {
+      cmdline = fs::read_file(std::string("/proc/") + e->d_name + "/cmdline");
+    } catch (const std::exception&) {
+      continue;
+    }
+    // argv0 "dnsmasq" (or a path to it), and one argument ending with our set.
+    std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+    if (argv0 != "dnsmasq" && !argv0.ends_with("/dnsmasq")) continue;
+    if (cmdline.find(want + '\0') == std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    stop_dns_proxy({pid, process_start_time(pid)});
+  }
+  ::closedir(d);
 }
 
 }  // namespace sbx::runtime

@@ -45,4 +45,9 @@ DnsProxy start_dns_proxy(uint32_t listen, const std::vector<std::string>& domain
 /// process. No throw.
 void stop_dns_proxy(const DnsProxy& p) noexcept;
 
+/// SIGKILLs every dnsmasq whose command line fills nft set `inet sbx
+/// <nft_set>`: the proxy of a sandbox whose sbx was killed before it could
+/// record the proxy's pid. Scans /proc. No throw.
+void kill_dns_proxies_for(const std::string& nft_set) noexcept;
+
 }  // namespace sbx::runtime

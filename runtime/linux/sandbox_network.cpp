@@ -338,7 +338,15 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
     std::string path = dir + "/" + std::to_string(slot) + ".json";
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0) continue;
-    fs::write_file_atomic(dir + "/next", std::to_string((slot + 1) % slots), 0600);
+    {
+      // A hint only (a torn write just starts the scan at 0): no temp file to leak.
+      int fd = ::open((dir + "/next").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      std::string next = std::to_string((slot + 1) % slots);
+      if (fd >= 0) {
+        (void)!::write(fd, next.data(), next.size());
+        ::close(fd);
+      }
+    }
     l.slot = slot;
     l.gateway = pool.addr + slot * 4 + 1;
     l.address = pool.addr + slot * 4 + 2;
@@ -393,11 +401,19 @@ void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o
   std::optional<fs::FileLock> lock(lock_path());
   // The first lease (ours only): the table is made afresh. Otherwise it
   // must be there (a flushed ruleset would leave the sandbox unfiltered).
+  // (Also when other leases exist but the table does not: an sbx killed
+  // between its lease and its rules, or a flushed ruleset. No sandbox has
+  // rules in a missing table, so making it afresh loses nothing.)
   std::string script;
-  if (lease_files().size() <= 1)
-    script = nft_table_script();
-  else
-    nft_apply("list chain inet sbx refuse\n", "check the nftables table inet sbx (run 'sbx gc' if it was removed)");
+  bool make_table = lease_files().size() <= 1;
+  if (!make_table) {
+    try {
+      nft_apply("list chain inet sbx refuse\n", "check the nftables table inet sbx");
+    } catch (const Error&) {
+      make_table = true;
+    }
+  }
+  if (make_table) script = nft_table_script();
   script += nft_sandbox_script(l, o);
   try {
     // (Nothing to add for a sandbox without rules or ports: no transaction.)
@@ -436,6 +452,8 @@ void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
   if (l.empty()) return;
   try {
     stop_dns_proxy({l.dns_pid, l.dns_start});
+    // One whose pid never reached the lease (sbx killed right after starting it).
+    if (!l.allow_egress.empty()) kill_dns_proxies_for("a-" + id12(l.id));
     fs::FileLock lock(lock_path());
     if (!namespace_gone) {
       try {
@@ -477,6 +495,18 @@ void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
 std::vector<std::string> gc_networks() noexcept {
   std::vector<std::string> out;
   try {
+    // Temp files of a lease write whose sbx was killed (NAME.tmp.PID.N).
+    std::string dir = network_state_dir();
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (struct dirent* e = ::readdir(d)) {
+        std::string n = e->d_name;
+        size_t t = n.find(".tmp.");
+        if (t == std::string::npos) continue;
+        pid_t pid = static_cast<pid_t>(std::atoi(n.c_str() + t + 5));
+        if (pid > 0 && ::kill(pid, 0) < 0 && errno == ESRCH) ::unlinkat(::dirfd(d), e->d_name, 0);
+      }
+      ::closedir(d);
+    }
     for (const auto& f : lease_files()) {
       NetworkLease l;
       try {
