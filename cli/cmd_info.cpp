@@ -27,6 +27,7 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
         j["root"] = g.root;
         j["run_root"] = g.run_root;
         j["cgroup_mode"] = h.cgroup_mode;
+        j["network_private"] = h.network;
         for (const auto& [what, value] : h.default_bounds) j["default_bounds"][what] = value;
         for (auto& r : h.runtimes) {
           j["runtimes"][r.name] = {{"usable", r.usable}, {"detail", r.detail}};
@@ -42,6 +43,7 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
                 << "root:        " << g.root << "\n"
                 << "run-root:    " << g.run_root << "\n"
                 << "cgroups:     " << h.cgroup_mode << "\n"
+                << "network:     private " << h.network << "\n"
                 << "default bounds:\n";
       for (const auto& [what, value] : h.default_bounds)
         std::cout << "  " << what << ": " << value << "\n";

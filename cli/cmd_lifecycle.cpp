@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/units.h"
+#include "runtime/linux/sandbox_network.h"
 #include "runtime/state.h"
 
 namespace sbx::cli {
@@ -83,6 +84,7 @@ json info_json(const runtime::SandboxInfo& i, bool full) {
   if (full) {
     j["StateDir"] = i.dir;
     j["Cgroups"] = st.cgroups;
+    j["NetworkSettings"] = json::parse(runtime::network_settings_json(st.id));
     try {
       j["Config"] = json::parse(fs::read_file(i.dir + "/config.json"));
     } catch (const std::exception&) {

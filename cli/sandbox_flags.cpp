@@ -16,6 +16,7 @@
 #include "runtime/image_config.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/linux/rlimits.h"
+#include "runtime/linux/sandbox_network.h"
 
 namespace sbx::cli {
 
@@ -119,7 +120,22 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
   cmd.add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]")->allow_extra_args(false);
   cmd.add_flag("--read-only", f->read_only, "Mount the root file system read-only");
   cmd.add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
-  cmd.add_option("--network,--net", f->network, "none (default: only loopback) or host")->capture_default_str();
+  cmd.add_option("--network,--net", f->network,
+                 "none (default: only loopback), host, or private (alias bridge: own veth, an address from "
+                 "$SBX_NETWORK_POOL (default 10.213.0.0/16), NAT out)")
+      ->capture_default_str();
+  cmd.add_option("--allow-egress", f->allow_egress,
+                 "With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN (repeatable); all else is refused")
+      ->allow_extra_args(false);
+  cmd.add_option("--deny-egress", f->deny_egress, "With --network private: refuse this IP or CIDR (repeatable)")
+      ->allow_extra_args(false);
+  cmd.add_option("-p,--publish", f->publish,
+                 "With --network private: publish [HOST_IP:]HOST_PORT:CONTAINER_PORT[/tcp|udp]")
+      ->allow_extra_args(false);
+  cmd.add_option("--dns", f->dns, "With --network private: a DNS server for /etc/resolv.conf (repeatable)")
+      ->allow_extra_args(false);
+  cmd.add_option("--add-host", f->add_hosts, "With --network private: add NAME:IP to /etc/hosts (repeatable)")
+      ->allow_extra_args(false);
   cmd.add_option("--userns", f->userns,
                  "auto: uid 0..65535 inside are a per-sandbox unprivileged host range (default); host: the host's ids")
       ->capture_default_str();
@@ -207,9 +223,24 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
     spec.network = NetworkMode::None;
   } else if (f.network == "host") {
     spec.network = NetworkMode::Host;
+  } else if (f.network == "private" || f.network == "bridge") {
+    spec.network = NetworkMode::Private;
   } else {
-    throw Error("invalid --network '" + f.network + "': use none or host");
+    throw Error("invalid --network '" + f.network + "': use none, host or private");
   }
+  spec.net.allow_egress = f.allow_egress;
+  spec.net.deny_egress = f.deny_egress;
+  spec.net.dns = f.dns;
+  for (const auto& p : f.publish) spec.net.publish.push_back(runtime::parse_publish(p));
+  for (const auto& h : f.add_hosts) {
+    size_t c = h.find(':');
+    if (c == std::string::npos) throw Error("invalid --add-host '" + h + "': expected NAME:IP");
+    spec.net.extra_hosts.emplace_back(h.substr(0, c), h.substr(c + 1));
+  }
+  if (spec.network != NetworkMode::Private &&
+      !(f.allow_egress.empty() && f.deny_egress.empty() && f.publish.empty() && f.dns.empty() && f.add_hosts.empty()))
+    throw Error("--allow-egress, --deny-egress, --publish, --dns and --add-host need --network private");
+  if (spec.network == NetworkMode::Private) runtime::validate_network_options(spec.net);
   for (const auto& v : f.volumes) spec.mounts.push_back(parse_volume(v));
   for (const auto& t : f.tmpfs) spec.mounts.push_back(parse_tmpfs(t));
   if (!f.memory.empty()) spec.resources.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));
@@ -231,7 +262,7 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
 }
 
 bool use_userns(const SandboxFlags& f, const SandboxSpec& spec) {
-  return f.userns == "auto" && spec.network == NetworkMode::None;
+  return f.userns == "auto" && spec.network != NetworkMode::Host;
 }
 
 Mount parse_volume(const std::string& text) {

@@ -24,6 +24,7 @@ struct SandboxFlags {
   std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS… (with --rootfs: CMD ARGS…)
 
   std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
+  std::vector<std::string> allow_egress, deny_egress, publish, dns, add_hosts;  ///< --network private
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint, disk;
   std::string userns = "auto";
   std::string runtime = "native", runsc;

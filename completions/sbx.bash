@@ -29,7 +29,7 @@ _sbx() {
       return ;;
     --root|--run-root|--env-file|--rootfs|-o|--output|--runsc|--registries-conf|--end-record|--upper|--host-dir) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
-    --network|--net) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
+    --network|--net) COMPREPLY=($(compgen -W "none host private bridge" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;
     --userns) COMPREPLY=($(compgen -W "auto host" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "oci-archive docker-archive" -- "$cur")); return ;;
@@ -50,7 +50,7 @@ _sbx() {
   images=$(sbx --root "$sbx_root" images 2>/dev/null | awk 'NR > 1 && $1 != "<none>" {print $1; print $1 ":" $2}')
   sandboxes=$(ls "$run_root" 2>/dev/null | grep -E '^[0-9a-f]{64}$' | cut -c1-12)
   # Options of each subcommand (as its --help lists them; tests/integration/test_cli_docs.sh checks).
-  local common="-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --net --userns -m --memory --disk --cpus --pids-limit --ulimit --timeout --rootfs --entrypoint --name --runtime --pull --runsc"
+  local common="-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --net --allow-egress --deny-egress -p --publish --dns --add-host --userns -m --memory --disk --cpus --pids-limit --ulimit --timeout --rootfs --entrypoint --name --runtime --pull --runsc"
   local reg="--tls-verify --authfile --cert-dir"
   local opts="" words_list=""
   case $cmd in

@@ -115,7 +115,12 @@ _sbx_run() {
     '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
-    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default) or host]:value:(none host)' \
+    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default), host, or private (own veth, NAT, egress rules)]:value:(none host private bridge)' \
+    '*--allow-egress[With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN]:value: ' \
+    '*--deny-egress[With --network private: refuse this IP or CIDR]:value: ' \
+    '*'{-p,--publish}'[With --network private: publish HOST_IP:HOST_PORT:CONTAINER_PORT/tcp|udp]:value: ' \
+    '*--dns[With --network private: a DNS server for /etc/resolv.conf]:value: ' \
+    '*--add-host[With --network private: add NAME:IP to /etc/hosts]:value: ' \
     '--userns[User namespace: auto (a per-sandbox host id range, the default) or host]:value:(auto host)' \
     '(-m --memory)'{-m,--memory}'[Memory limit]:value: ' \
     '--disk[Limit the writable layer]:value: ' \
@@ -169,7 +174,12 @@ _sbx_create() {
     '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
-    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default) or host]:value:(none host)' \
+    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default), host, or private (own veth, NAT, egress rules)]:value:(none host private bridge)' \
+    '*--allow-egress[With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN]:value: ' \
+    '*--deny-egress[With --network private: refuse this IP or CIDR]:value: ' \
+    '*'{-p,--publish}'[With --network private: publish HOST_IP:HOST_PORT:CONTAINER_PORT/tcp|udp]:value: ' \
+    '*--dns[With --network private: a DNS server for /etc/resolv.conf]:value: ' \
+    '*--add-host[With --network private: add NAME:IP to /etc/hosts]:value: ' \
     '--userns[User namespace: auto (a per-sandbox host id range, the default) or host]:value:(auto host)' \
     '(-m --memory)'{-m,--memory}'[Memory limit]:value: ' \
     '--disk[Limit the writable layer]:value: ' \

@@ -52,6 +52,7 @@ struct HostInfo {
   std::optional<gpu::NvidiaHost> gpus;  ///< discovered GPUs and driver files (when `nvidia`)
   std::string gpu_error;             ///< discovery failed: why
   std::vector<std::string> cdi_devices, cdi_errors;  ///< CDI specs found (gpu/cdi.h)
+  std::string network;  ///< --network private: "usable (…)" or "NOT usable: why" (runtime/linux/sandbox_network.h)
 };
 
 // ---- images -----------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include "engine/engine.h"
 #include "gpu/cdi.h"
 #include "runtime/default_bounds.h"
+#include "runtime/linux/sandbox_network.h"
 
 namespace sbx::engine {
 
@@ -12,6 +13,7 @@ HostInfo Engine::host_info(const std::string& runsc, const std::string& gpu_host
   h.cgroup_mode = runtime::cgroup_mode_name();
   h.default_bounds = runtime::describe_default_bounds();
   h.runtimes = runtime::probe_runtimes(runsc);
+  h.network = runtime::network_support();
   gpu::HostRoot root{gpu_host_root};
   try {
     h.nvidia = gpu::nvidia_present(root);

@@ -18,6 +18,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/linux/cgroups.h"
+#include "runtime/linux/sandbox_network.h"
 #include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/linux/userns.h"
 #include "runtime/gvisor/gvisor.h"
@@ -219,6 +220,8 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
   crash_point("rm-renamed");
   if (have_state) release_name(run_root, st.name, id);
   if (int e = remove_tree(trash)) throw_errno("remove " + trash + "; 'sbx gc' will retry", e);
+  // Its --network private lease names the dir, now gone (and any other stale one).
+  gc_networks();
 }
 
 std::vector<std::string> gc(const std::string& run_root) {
@@ -316,6 +319,7 @@ std::vector<std::string> gc(const std::string& run_root) {
   for (auto& c : gc_stale_cgroups()) removed.push_back(c);
   // (User-namespace ranges live in each sandbox's state dir: removing the
   // dir frees the range; see runtime/linux/userns.h.)
+  for (auto& n : gc_networks()) removed.push_back("network " + n);
   return removed;
 }
 

@@ -94,7 +94,28 @@ struct Resources {
   std::vector<DeviceRule> devices;      ///< after the default allow list
 };
 
-enum class NetworkMode { None, Host };
+/// none: own namespace, loopback only; host: the host's namespace; private
+/// (podman's "bridge"): own namespace with a veth to the host, an address
+/// from sbx's pool, NAT out, egress rules (runtime/linux/sandbox_network.h).
+enum class NetworkMode { None, Host, Private };
+
+/// sbx: -p/--publish [HOST_IP:]HOST_PORT:CTR_PORT[/tcp|udp] (docker/podman).
+struct PortMapping {
+  std::string host_ip;  ///< empty: every address of the host
+  uint16_t host_port = 0;
+  uint16_t container_port = 0;
+  std::string protocol = "tcp";  ///< "tcp" or "udp"
+};
+
+/// sbx: what --network private adds (config.json has no place for it).
+struct NetworkOptions {
+  /// --allow-egress: CIDRs or IPs, DOMAIN, *.DOMAIN. Any entry: all else refused.
+  std::vector<std::string> allow_egress;
+  std::vector<std::string> deny_egress;  ///< --deny-egress CIDRs or IPs (win over allows)
+  std::vector<PortMapping> publish;      ///< -p
+  std::vector<std::string> dns;          ///< --dns servers (IPv4)
+  std::vector<std::pair<std::string, std::string>> extra_hosts;  ///< --add-host NAME:IP
+};
 
 /// One sandbox, as the CLI (or a future front end) asks for it.
 struct SandboxSpec {
@@ -143,6 +164,8 @@ struct SandboxSpec {
   std::chrono::milliseconds timeout{0};         ///< 0: none
   std::chrono::milliseconds idle_timeout{0};    ///< 0: none (create/exec)
   bool stdin_open = false;                      ///< -i
+  /// sbx: egress rules, ports and DNS of NetworkMode::Private.
+  NetworkOptions net;
 };
 
 /// Capabilities container engines grant by default (podman/docker/runc list).
@@ -159,6 +182,8 @@ using spec::Hook;
 using spec::IdMapping;
 using spec::Mount;
 using spec::NetworkMode;
+using spec::NetworkOptions;
+using spec::PortMapping;
 using spec::Process;
 using spec::Resources;
 using spec::Rlimit;

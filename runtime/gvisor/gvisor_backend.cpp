@@ -79,6 +79,9 @@ std::string runsc_version(const std::string& runsc) {
 }
 
 ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
+  // Before anything is made (no state dir to leave behind).
+  if (spec.network == NetworkMode::Private)
+    throw Error("--network private is not supported with --runtime gvisor yet; use --runtime native");
   if (spec.id.empty()) throw Error("gvisor: the sandbox has no id");
   if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
   auto nv = spec.annotations.find("dev.sbx.gvisor.nvproxy");

@@ -490,6 +490,9 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
 }
 
 std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path) {
+  // Before anything is made (no state dir to leave behind).
+  if (spec.network == NetworkMode::Private)
+    throw Error("--network private is not supported with --runtime gvisor yet; use --runtime native");
   if (spec.id.empty()) spec.id = new_sandbox_id();
   if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
   if (!spec.devices.empty())

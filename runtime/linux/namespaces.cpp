@@ -31,7 +31,7 @@ struct CloneArgs {
 
 uint64_t clone_namespace_flags(const SandboxSpec& spec) {
   uint64_t f = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (spec.network == NetworkMode::None) f |= CLONE_NEWNET;
+  if (spec.network != NetworkMode::Host) f |= CLONE_NEWNET;
   return f;
 }
 

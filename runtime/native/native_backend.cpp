@@ -69,6 +69,8 @@ struct ChildCtx {
   int state_dirfd = -1;
   int log_r = -1, log_w = -1;
   int commit_r = -1, commit_w = -1;  ///< the commit socket pair (Sandbox::commit)
+  // --network private: the sandbox's /etc/hosts and /etc/resolv.conf.
+  std::string hosts{}, resolv{};
 };
 
 /// Reads one sync byte from sbx; exits quietly when sbx failed or went away
@@ -270,7 +272,9 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
 
     // 3. identity and network.
     if (::sethostname(c.hostname.data(), c.hostname.size()) < 0) throw_errno("sethostname " + c.hostname);
-    if (spec.network == NetworkMode::None) bring_up_loopback();
+    if (spec.network != NetworkMode::Host) bring_up_loopback();
+    // (eth0 is sbx's to configure, from outside: runtime/linux/sandbox_network.h.)
+    if (spec.network == NetworkMode::Private) write_network_files(c.hostname, c.hosts, c.resolv);
 
     // 4. user (from the image's /etc/passwd) and working directory (created
     //    as docker does), before / may become read-only.
@@ -401,6 +405,7 @@ Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
     exit_status = o.exit_status;
     saved_mask = o.saved_mask;
     commit_fd = std::exchange(o.commit_fd, -1);
+    net = std::exchange(o.net, NetworkLease{});
     o.state_dir.clear();
   }
   return *this;
@@ -426,11 +431,13 @@ void Sandbox::commit() noexcept {
 
 void Sandbox::destroy() noexcept {
   if (commit_fd >= 0) ::close(std::exchange(commit_fd, -1));  // uncommitted: the init dies
+  bool pid_reaped = false;  // its network namespace dies with it
   if (pid > 0) {
     if (exit_status < 0) {
       signal(SIGKILL);
       reap(*this, true);
     }
+    pid_reaped = exit_status >= 0;
     pid = -1;
     // Swallow forwarded signals that arrived after the last wait, then give
     // the caller its signal mask back.
@@ -444,6 +451,8 @@ void Sandbox::destroy() noexcept {
   if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
   cgroup.destroy();
+  // After the init is reaped: its namespace (and so eth0) is gone or going.
+  if (!net.empty()) release_network(std::exchange(net, NetworkLease{}), pid_reaped);
   if (id_range.slot >= 0) {
     release_id_range(id_range);
     id_range = {};
@@ -466,6 +475,7 @@ void Sandbox::release() noexcept {
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
   cgroup.release();
   id_range = {};  // recorded in the state dir: freed when `sbx rm` removes it
+  net = {};       // its lease names the state dir: released when `sbx rm` removes it
   state_dir.clear();
 }
 
@@ -496,6 +506,19 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
         if (*f >= 0) ::close(std::exchange(*f, -1));
     }
   } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w, &ctx.commit_r}};
+  if (spec.network == NetworkMode::Private) {
+    // The address first (recorded before anything is made); the veth and
+    // rules once the sandbox's namespace exists (after the clone).
+    try {
+      sb.net = allocate_network(opts.run_root, sb.id, spec.net);
+      ctx.hosts = hosts_for(ctx.hostname, sb.net.address, spec.net);
+      ctx.resolv = resolv_conf_for(spec.net, sb.net.gateway);
+    } catch (...) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw;
+    }
+  }
   if (opts.detached) {
     ctx.detached = true;
     if (::mkdir((dir + "/mnt").c_str(), 0700) < 0 && errno != EEXIST) throw_errno("create " + dir + "/mnt");
@@ -630,6 +653,13 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       (void)!::send(sock, "U", 1, MSG_NOSIGNAL);
       for (int fd : trees.fds) ::close(fd);
       trees.fds.clear();
+    }
+    if (!sb.net.empty()) {
+      // While the init builds its file system; it waits for 'G' before the
+      // workload runs, so the workload never sees a half-made network.
+      Fd netns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+      if (netns.fd < 0) throw_errno("open the sandbox's network namespace");
+      attach_network(sb.net, netns.fd, spec.net, opts.detached);
     }
     if (!sb.cgroup.empty()) sb.cgroup.add(pid);
     // (A failed send means the sandbox already failed: its message follows.)

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "runtime/linux/cgroups.h"
+#include "runtime/linux/sandbox_network.h"
 #include "spec/exit_status.h"
 #include "spec/sandbox_spec.h"
 #include "runtime/state.h"
@@ -78,6 +79,8 @@ class Sandbox {
   /// sandbox's init dies with this sbx (PR_SET_PDEATHSIG, and EOF here):
   /// a create killed at any moment leaves no live sandbox.
   int commit_fd = -1;
+  /// --network private: its address, veth and rules (released by destroy()).
+  NetworkLease net;
 
   /// Detached only: the caller has recorded the sandbox as running; from now
   /// on it outlives this sbx. Returns once the init has taken it (or died).
