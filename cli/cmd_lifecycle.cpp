@@ -62,7 +62,13 @@ json info_json(const runtime::SandboxInfo& i, bool full) {
                 {"Pid", i.status == "running" ? st.pid : 0},
                 {"StartedAt", rfc3339(st.started_ms)},
                 {"OOMKilled", i.end && i.end->reason == "oom"},
-                {"OomKills", i.oom_kills}};
+                {"OomKills", i.oom_kills},
+                // Accounting (runtime/linux/cgroup_stats.h): so far, or at the end.
+                {"CpuMs", i.usage.cpu_ms},
+                {"MaxRssBytes", i.usage.max_rss_bytes},
+                {"IoReadBytes", i.usage.io_read_bytes},
+                {"IoWriteBytes", i.usage.io_write_bytes},
+                {"DurationMs", i.usage.duration_ms}};
   if (i.end) {
     state["ExitCode"] = i.end->exit_code;
     state["Reason"] = i.end->reason;

@@ -94,6 +94,7 @@ complete -c sbx -n __sbx_no_cmd -a pull -d 'Pull an image from a registry into t
 complete -c sbx -n __sbx_no_cmd -a push -d 'Push an image of the store'
 complete -c sbx -n __sbx_no_cmd -a login -d 'Log in to a registry'
 complete -c sbx -n __sbx_no_cmd -a logout -d 'Remove a registry\'s credentials from the auth file'
+complete -c sbx -n __sbx_no_cmd -a stats -d 'Show live resource usage of running sandboxes'
 
 # sbx import
 complete -c sbx -n '__sbx_cmd_is import' -s h -l help -d 'Print this help message and exit'
@@ -328,3 +329,12 @@ complete -c sbx -n '__sbx_cmd_is login' -l cert-dir -x -a '(__fish_complete_dire
 complete -c sbx -n '__sbx_cmd_is logout' -s h -l help -d 'Print this help message and exit'
 complete -c sbx -n '__sbx_cmd_is logout' -s a -l all -d 'Remove the credentials of every registry'
 complete -c sbx -n '__sbx_cmd_is logout' -l authfile -r -F -d 'Credentials file'
+
+# sbx stats
+complete -c sbx -n '__sbx_cmd_is stats' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is stats' -l no-stream -d 'Print one sample and exit'
+complete -c sbx -n '__sbx_cmd_is stats' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_cmd_is stats' -l no-trunc -d 'Print full ids'
+complete -c sbx -n '__sbx_cmd_is stats' -s a -l all -d 'Accepted for podman compatibility'
+complete -c sbx -n '__sbx_cmd_is stats' -s i -l interval -x -d 'Seconds between samples'
+complete -c sbx -n '__sbx_cmd_is stats' -a '(__sbx_sandboxes)'

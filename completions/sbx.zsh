@@ -66,6 +66,7 @@ _sbx() {
         'push:Push an image of the store'
         'login:Log in to a registry'
         'logout:Remove a registry'\''s credentials from the auth file'
+        'stats:Show live resource usage of running sandboxes'
       )
       _describe -t commands 'sbx command' commands && ret=0 ;;
     args)
@@ -364,6 +365,16 @@ _sbx_logout() {
     '(-a --all)'{-a,--all}'[Remove the credentials of every registry]' \
     '--authfile[Credentials file]:file:_files' \
     '1:registry: '
+}
+_sbx_stats() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--no-stream[Print one sample and exit]' \
+    '--json[Print JSON]' \
+    '--no-trunc[Print full ids]' \
+    '(-a --all)'{-a,--all}'[Accepted for podman compatibility]' \
+    '(-i --interval)'{-i,--interval}'[Seconds between samples]:value: ' \
+    '*:sandbox:__sbx_sandboxes'
 }
 
 _sbx "$@"
