@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   cli::register_snapshot_commands(app, g, action);
   cli::register_registry_commands(app, g, action);
   cli::register_stats_command(app, g, action);
+  cli::register_batch_command(app, g, action);
 
   try {
     app.parse(argc, argv);

@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout stats"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout stats batch"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=/var/lib/sbx run_root=/run/sbx i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -94,6 +94,7 @@ _sbx() {
     push) opts="-q --quiet --json $reg"; words_list=$images ;;
     login) opts="-u --username -p --password --password-stdin $reg" ;;
     logout) opts="-a --all --authfile" ;;
+    batch) opts="-P --parallel --image --timeout -m --memory --network -o --output --resume --max-output --userns --runtime --runsc -q --quiet"; words_list=$(compgen -f -- "$cur") ;;
     stats) opts="--no-stream --json --no-trunc -a --all -i --interval"; words_list=$sandboxes ;;
   esac
   if [[ $cur == -* ]]; then

@@ -95,6 +95,7 @@ complete -c sbx -n __sbx_no_cmd -a push -d 'Push an image of the store'
 complete -c sbx -n __sbx_no_cmd -a login -d 'Log in to a registry'
 complete -c sbx -n __sbx_no_cmd -a logout -d 'Remove a registry\'s credentials from the auth file'
 complete -c sbx -n __sbx_no_cmd -a stats -d 'Show live resource usage of running sandboxes'
+complete -c sbx -n __sbx_no_cmd -a batch -d 'Run many tasks (JSON lines), each in its own throw-away sandbox'
 
 # sbx import
 complete -c sbx -n '__sbx_cmd_is import' -s h -l help -d 'Print this help message and exit'
@@ -338,3 +339,19 @@ complete -c sbx -n '__sbx_cmd_is stats' -l no-trunc -d 'Print full ids'
 complete -c sbx -n '__sbx_cmd_is stats' -s a -l all -d 'Accepted for podman compatibility'
 complete -c sbx -n '__sbx_cmd_is stats' -s i -l interval -x -d 'Seconds between samples'
 complete -c sbx -n '__sbx_cmd_is stats' -a '(__sbx_sandboxes)'
+
+# sbx batch
+complete -c sbx -n '__sbx_cmd_is batch' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is batch' -s P -l parallel -x -d 'Sandboxes at a time'
+complete -c sbx -n '__sbx_cmd_is batch' -l image -x -a '(__sbx_images)' -d 'Image for tasks without an image'
+complete -c sbx -n '__sbx_cmd_is batch' -l timeout -x -d 'Kill a task after this long'
+complete -c sbx -n '__sbx_cmd_is batch' -s m -l memory -x -d 'Memory limit per task'
+complete -c sbx -n '__sbx_cmd_is batch' -l network -x -a 'none host' -d 'Network'
+complete -c sbx -n '__sbx_cmd_is batch' -s o -l output -r -F -d 'Append result lines to FILE'
+complete -c sbx -n '__sbx_cmd_is batch' -l resume -d 'Skip tasks that have a result in the output'
+complete -c sbx -n '__sbx_cmd_is batch' -l max-output -x -d 'Bytes of stdout and stderr kept per task'
+complete -c sbx -n '__sbx_cmd_is batch' -l userns -x -a 'auto host' -d 'User namespace'
+complete -c sbx -n '__sbx_cmd_is batch' -l runtime -x -a 'native gvisor' -d 'Backend'
+complete -c sbx -n '__sbx_cmd_is batch' -l runsc -r -F -d 'runsc binary'
+complete -c sbx -n '__sbx_cmd_is batch' -s q -l quiet -d 'No progress or summary'
+complete -c sbx -n '__sbx_cmd_is batch' -F

@@ -67,6 +67,7 @@ _sbx() {
         'login:Log in to a registry'
         'logout:Remove a registry'\''s credentials from the auth file'
         'stats:Show live resource usage of running sandboxes'
+        'batch:Run many tasks (JSON lines), each in its own throw-away sandbox'
       )
       _describe -t commands 'sbx command' commands && ret=0 ;;
     args)
@@ -375,6 +376,23 @@ _sbx_stats() {
     '(-a --all)'{-a,--all}'[Accepted for podman compatibility]' \
     '(-i --interval)'{-i,--interval}'[Seconds between samples]:value: ' \
     '*:sandbox:__sbx_sandboxes'
+}
+_sbx_batch() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-P --parallel)'{-P,--parallel}'[Sandboxes at a time]:value: ' \
+    '--image[Image for tasks without an image]:image:__sbx_images' \
+    '--timeout[Kill a task after this long]:value: ' \
+    '(-m --memory)'{-m,--memory}'[Memory limit per task]:value: ' \
+    '--network[Network]:value:(none host)' \
+    '(-o --output)'{-o,--output}'[Append result lines to FILE]:file:_files' \
+    '--resume[Skip tasks that have a result in the output]' \
+    '--max-output[Bytes of stdout and stderr kept per task]:value: ' \
+    '--userns[User namespace]:value:(auto host)' \
+    '--runtime[Backend]:value:(native gvisor)' \
+    '--runsc[runsc binary]:file:_files' \
+    '(-q --quiet)'{-q,--quiet}'[No progress or summary]' \
+    '1:tasks file:_files'
 }
 
 _sbx "$@"

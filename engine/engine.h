@@ -27,6 +27,7 @@
 #include "runtime/host_support.h"
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
+#include "engine/batch.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/fs_snapshot.h"
@@ -236,6 +237,16 @@ class Engine {
   /// Removes what killed sandboxes left, unreferenced blobs and layers, and
   /// (older_than_s >= 0) snapshots not used for that long.
   GcResult gc(int64_t older_than_s = -1);
+
+  // Batch (engine/batch.h; issue 19).
+  /// Runs every task of req.tasks in its own throw-away sandbox,
+  /// req.parallel at a time; results as JSON lines to req.output and
+  /// req.on_result as tasks finish. A malformed line or a task sbx cannot run
+  /// gets a result (end_reason invalid / failed) and the batch goes on.
+  /// Stops on SIGINT/SIGTERM/SIGHUP (blocked while it runs, read with
+  /// signalfd): no new task, running ones killed and removed. Throws
+  /// sbx::Error (125) when the task file or the output cannot be read/written.
+  BatchSummary batch(const BatchRequest& req);
 
  private:
   runtime::BackendOptions backend_options(const std::string& runsc = "") const;
