@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout stats batch"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout stats batch system"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=/var/lib/sbx run_root=/run/sbx i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -95,6 +95,17 @@ _sbx() {
     login) opts="-u --username -p --password --password-stdin $reg" ;;
     logout) opts="-a --all --authfile" ;;
     batch) opts="-P --parallel --image --timeout -m --memory --network -o --output --resume --max-output --userns --runtime --runsc -q --quiet"; words_list=$(compgen -f -- "$cur") ;;
+    system)
+      # Its own subcommand: tune [--favordynmods on|off] [--json].
+      local ssub="" k2
+      for ((k2 = j + 1; k2 < COMP_CWORD; k2++)); do
+        case ${COMP_WORDS[k2]} in -*) ;; *) ssub=${COMP_WORDS[k2]}; break ;; esac
+      done
+      case $prev in --favordynmods) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;; esac
+      case $ssub in
+        "") words_list="tune" ;;
+        tune) opts="--favordynmods --json" ;;
+      esac ;;
     stats) opts="--no-stream --json --no-trunc -a --all -i --interval"; words_list=$sandboxes ;;
   esac
   if [[ $cur == -* ]]; then

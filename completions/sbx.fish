@@ -95,6 +95,7 @@ complete -c sbx -n __sbx_no_cmd -a push -d 'Push an image of the store'
 complete -c sbx -n __sbx_no_cmd -a login -d 'Log in to a registry'
 complete -c sbx -n __sbx_no_cmd -a logout -d 'Remove a registry\'s credentials from the auth file'
 complete -c sbx -n __sbx_no_cmd -a stats -d 'Show live resource usage of running sandboxes'
+complete -c sbx -n __sbx_no_cmd -a system -d 'Host-wide settings for sbx'
 complete -c sbx -n __sbx_no_cmd -a batch -d 'Run many tasks (JSON lines), each in its own throw-away sandbox'
 
 # sbx import
@@ -355,3 +356,19 @@ complete -c sbx -n '__sbx_cmd_is batch' -l runtime -x -a 'native gvisor' -d 'Bac
 complete -c sbx -n '__sbx_cmd_is batch' -l runsc -r -F -d 'runsc binary'
 complete -c sbx -n '__sbx_cmd_is batch' -s q -l quiet -d 'No progress or summary'
 complete -c sbx -n '__sbx_cmd_is batch' -F
+
+# sbx system [tune]
+function __sbx_system_sub
+    set -l w (__sbx_words)
+    test (count $w) -ge 1; and test "$w[1]" = system; or return 1
+    if test (count $argv) -eq 0
+        test (count $w) -eq 1
+    else
+        test (count $w) -ge 2; and test "$w[2]" = $argv[1]
+    end
+end
+complete -c sbx -n '__sbx_system_sub' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_system_sub' -a tune -d 'Show or change host-wide settings that speed up sandbox starts'
+complete -c sbx -n '__sbx_system_sub tune' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_system_sub tune' -l favordynmods -x -a 'on off' -d 'cgroup2 favordynmods'
+complete -c sbx -n '__sbx_system_sub tune' -l json -d 'Print JSON'

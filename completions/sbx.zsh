@@ -68,6 +68,7 @@ _sbx() {
         'logout:Remove a registry'\''s credentials from the auth file'
         'stats:Show live resource usage of running sandboxes'
         'batch:Run many tasks (JSON lines), each in its own throw-away sandbox'
+        'system:Host-wide settings for sbx'
       )
       _describe -t commands 'sbx command' commands && ret=0 ;;
     args)
@@ -393,6 +394,30 @@ _sbx_batch() {
     '--runsc[runsc binary]:file:_files' \
     '(-q --quiet)'{-q,--quiet}'[No progress or summary]' \
     '1:tasks file:_files'
+}
+_sbx_system() {
+  local curcontext="$curcontext" state line ret=1
+  _arguments -C -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1: :->command' \
+    '*:: :->args' && ret=0
+  case $state in
+    command)
+      local -a commands=(
+        'tune:Show or change host-wide settings that speed up sandbox starts'
+      )
+      _describe -t commands 'sbx system command' commands && ret=0 ;;
+    args)
+      local sub=${words[1]}
+      (( $+functions[_sbx_system_${sub}] )) && _sbx_system_${sub} && ret=0 ;;
+  esac
+  return ret
+}
+_sbx_system_tune() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--favordynmods[cgroup2 favordynmods]:value:(on off)' \
+    '--json[Print JSON]'
 }
 
 _sbx "$@"

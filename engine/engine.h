@@ -53,6 +53,8 @@ struct HostInfo {
   std::optional<gpu::NvidiaHost> gpus;  ///< discovered GPUs and driver files (when `nvidia`)
   std::string gpu_error;             ///< discovery failed: why
   std::vector<std::string> cdi_devices, cdi_errors;  ///< CDI specs found (gpu/cdi.h)
+  std::string cgroup2_mount;         ///< the cgroup2 mount point ("" on a legacy host)
+  std::optional<bool> favordynmods;  ///< its favordynmods option (runtime/linux/cgroup_tune.h)
 };
 
 // ---- images -----------------------------------------------------------------
@@ -247,6 +249,12 @@ class Engine {
   /// signalfd): no new task, running ones killed and removed. Throws
   /// sbx::Error (125) when the task file or the output cannot be read/written.
   BatchSummary batch(const BatchRequest& req);
+
+  /// `sbx system tune --favordynmods on|off` (runtime/linux/cgroup_tune.h):
+  /// remounts the host's cgroup2 with favordynmods on or off, keeping its
+  /// other options; idempotent. Returns the state before. Throws sbx::Error
+  /// (no cgroup2 mount, not root, kernel without the option).
+  bool set_favordynmods(bool on);
 
  private:
   runtime::BackendOptions backend_options(const std::string& runsc = "") const;
