@@ -32,7 +32,7 @@ _sbx() {
     --network|--net) COMPREPLY=($(compgen -W "none host" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;
     --userns) COMPREPLY=($(compgen -W "auto host" -- "$cur")); return ;;
-    --format) COMPREPLY=($(compgen -W "oci-archive docker-archive" -- "$cur")); return ;;
+    --format) [ "$cmd" = export ] && COMPREPLY=($(compgen -W "oci-archive docker-archive" -- "$cur")) || COMPREPLY=($(compgen -W "json {{.ID}} {{.CpuMs}} {{.MaxRssBytes}}" -- "$cur")); return ;;
     --pull) COMPREPLY=($(compgen -W "missing always never newer" -- "$cur")); return ;;
     --tls-verify) COMPREPLY=($(compgen -W "true false" -- "$cur")); return ;;
     --authfile) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -57,7 +57,7 @@ _sbx() {
     run) opts="$common --mount-snapshot -i --interactive -t --tty --gpus --device --end-record --rm"; words_list=$images ;;
     create) opts="$common --idle-timeout -l --label"; words_list=$images ;;
     exec) opts="-e --env -w --workdir -u --user --timeout -i --interactive -t --tty"; words_list=$sandboxes ;;
-    ps|list) opts="-a --all -q --quiet --json --no-trunc -f --filter" ;;
+    ps|list) opts="-a --all -q --quiet --json --no-trunc -f --filter --format" ;;
     inspect) opts="--json"; words_list="$images $sandboxes" ;;
     wait) words_list=$sandboxes ;;
     stop) opts="-t --time"; words_list=$sandboxes ;;

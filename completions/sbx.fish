@@ -204,6 +204,7 @@ complete -c sbx -n '__sbx_cmd_is ps list' -s q -l quiet -d 'Print ids only'
 complete -c sbx -n '__sbx_cmd_is ps list' -l json -d 'Print JSON'
 complete -c sbx -n '__sbx_cmd_is ps list' -l no-trunc -d 'Print full ids'
 complete -c sbx -n '__sbx_cmd_is ps list' -s f -l filter -x -d 'label=KEY=VALUE, name=NAME, status=STATUS, id=PREFIX'
+complete -c sbx -n '__sbx_cmd_is ps list' -l format -x -a 'json' -d 'json or a template of {{.Field}}s'
 
 # sbx inspect
 complete -c sbx -n '__sbx_cmd_is inspect' -s h -l help -d 'Print this help message and exit'

@@ -201,7 +201,8 @@ _sbx_ps() {
     '(-q --quiet)'{-q,--quiet}'[Print ids only]' \
     '--json[Print JSON]' \
     '--no-trunc[Print full ids]' \
-    '*'{-f,--filter}'[label=KEY=VALUE, name=NAME, status=STATUS, id=PREFIX]:value: '
+    '*'{-f,--filter}'[label=KEY=VALUE, name=NAME, status=STATUS, id=PREFIX]:value: ' \
+    '--format[json or a template of {{.Field}}s]:value: '
 }
 _sbx_inspect() {
   _arguments -s -S \

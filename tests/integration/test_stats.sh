@@ -48,6 +48,9 @@ irss=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["State
 check "inspect of the ended sandbox (it exited by itself): cpu ≥ 250 ms ($icpu)" test "$icpu" -ge 250
 check "inspect: peak memory ≥ 64 MiB ($irss)" test "$irss" -ge $((64 << 20))
 check "ps --json has the accounting" grep -q '"CpuMs"' <<<"$($SBX ps -a --json)"
+pcpu=$($SBX ps -a --filter "id=$id" --format '{{.ID}}\t{{.CpuMs}}' | awk -F'\t' '{print $2}')
+check "ps --format {{.CpuMs}} ($pcpu) is inspect's ($icpu)" test "$pcpu" = "$icpu"
+expect_rc "ps --format with an unknown field exits 125" 125 $SBX ps -a --format '{{.Nope}}'
 $SBX rm "$id" >/dev/null
 
 finish
