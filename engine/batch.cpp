@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -394,6 +395,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
       throw_errno("pipe for a batch worker");
     }
     std::fflush(nullptr);
+    const pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid < 0) {
       for (int fd : {in_fd, out_p[0], out_p[1], err_p[0], err_p[1], res_p[0], res_p[1]})
@@ -405,6 +407,11 @@ BatchSummary Engine::batch(const BatchRequest& req) {
       // The worker: its own process group (a terminal's ^C goes to the batch,
       // which decides), fds 0/1/2 for the sandbox to inherit.
       ::setpgid(0, 0);
+      // A batch killed outright (SIGKILL) takes its tasks with it: the
+      // worker's wait() reads SIGTERM as an interrupt (forwarded, then
+      // SIGKILL after the grace) and removes the sandbox.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::kill(::getpid(), SIGTERM);
       int null = ::open("/dev/null", O_RDONLY);
       if (::dup2(in_fd >= 0 ? in_fd : null, 0) < 0 || ::dup2(out_p[1], 1) < 0 || ::dup2(err_p[1], 2) < 0) ::_exit(125);
       worker_main(*this, req, std::move(run), res_p[1]);

@@ -124,4 +124,24 @@ check "SIGINT: it stopped at once, not after the 30 s tasks ($(( $(date +%s) - t
 check "SIGINT: interrupted tasks have no result" test ! -s "$T/sig.out"
 check "SIGINT: no sandbox dir left" test -z "$(ls -A "$SBX_RUN_ROOT" 2>/dev/null | grep -v '^\.names$')"
 
+# --- SIGKILL of the batch itself: its workers end their sandboxes (parent-death
+# signal), and `sbx gc` removes the task files it kept in RUN_ROOT/.batch-<pid>.
+for i in 1 2 3; do echo "{\"id\": \"k$i\", \"script\": \"sleep 30\", \"files\": {\"/work/f\": \"x\"}}"; done >"$T/kill.jsonl"
+$SBX batch -q -P 3 --image $BB -o "$T/kill.out" "$T/kill.jsonl" &
+bpid=$!
+for _ in $(seq 100); do
+  [ "$(ls "$SBX_RUN_ROOT" 2>/dev/null | grep -cE '^[0-9a-f]{64}$')" -ge 3 ] && break
+  sleep 0.1
+done
+kill -KILL $bpid
+wait $bpid 2>/dev/null
+for _ in $(seq 150); do
+  [ "$(ls "$SBX_RUN_ROOT" | grep -cE '^[0-9a-f]{64}$')" = 0 ] && break
+  sleep 0.1
+done
+check "SIGKILL of the batch: its sandboxes are gone within 15 s" test "$(ls "$SBX_RUN_ROOT" | grep -cE '^[0-9a-f]{64}$')" = 0
+check "the killed batch's task files are there before gc" test -d "$SBX_RUN_ROOT/.batch-$bpid"
+$SBX gc >/dev/null
+check "sbx gc removes them" test ! -e "$SBX_RUN_ROOT/.batch-$bpid"
+
 finish
