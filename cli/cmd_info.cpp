@@ -28,6 +28,8 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
         j["run_root"] = g.run_root;
         j["cgroup_mode"] = h.cgroup_mode;
         j["network_private"] = h.network;
+        j["cgroup2_mount"] = h.cgroup2_mount;
+        j["favordynmods"] = h.favordynmods ? nlohmann::json(*h.favordynmods) : nlohmann::json(nullptr);
         for (const auto& [what, value] : h.default_bounds) j["default_bounds"][what] = value;
         for (auto& r : h.runtimes) {
           j["runtimes"][r.name] = {{"usable", r.usable}, {"detail", r.detail}};
@@ -44,6 +46,11 @@ void register_info_command(CLI::App& app, Globals& g, Action& action) {
                 << "run-root:    " << g.run_root << "\n"
                 << "cgroups:     " << h.cgroup_mode << "\n"
                 << "network:     private " << h.network << "\n"
+                << "favordynmods: "
+                << (h.favordynmods ? (*h.favordynmods ? "on" : "off") + std::string(" (cgroup2 at ") + h.cgroup2_mount +
+                                         "; 'sbx system tune --favordynmods on|off')"
+                                   : std::string("n/a (no cgroup2 mount)"))
+                << "\n"
                 << "default bounds:\n";
       for (const auto& [what, value] : h.default_bounds)
         std::cout << "  " << what << ": " << value << "\n";

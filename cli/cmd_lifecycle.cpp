@@ -63,7 +63,13 @@ json info_json(const runtime::SandboxInfo& i, bool full) {
                 {"Pid", i.status == "running" ? st.pid : 0},
                 {"StartedAt", rfc3339(st.started_ms)},
                 {"OOMKilled", i.end && i.end->reason == "oom"},
-                {"OomKills", i.oom_kills}};
+                {"OomKills", i.oom_kills},
+                // Accounting (runtime/linux/cgroup_stats.h): so far, or at the end.
+                {"CpuMs", i.usage.cpu_ms},
+                {"MaxRssBytes", i.usage.max_rss_bytes},
+                {"IoReadBytes", i.usage.io_read_bytes},
+                {"IoWriteBytes", i.usage.io_write_bytes},
+                {"DurationMs", i.usage.duration_ms}};
   if (i.end) {
     state["ExitCode"] = i.end->exit_code;
     state["Reason"] = i.end->reason;
@@ -92,6 +98,44 @@ json info_json(const runtime::SandboxInfo& i, bool full) {
     }
   }
   return j;
+}
+
+/// `ps --format TEMPLATE`: each {{.Field}} replaced (podman's names where
+/// podman has them; the accounting as in inspect's State). Throws sbx::Error
+/// on an unknown field.
+std::string format_sandbox(const std::string& tmpl, const runtime::SandboxInfo& i, bool no_trunc) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < tmpl.size()) {
+    size_t open = tmpl.find("{{", pos);
+    std::string lit = tmpl.substr(pos, open == std::string::npos ? std::string::npos : open - pos);
+    for (size_t t; (t = lit.find("\\t")) != std::string::npos;) lit.replace(t, 2, "\t");
+    out += lit;
+    if (open == std::string::npos) break;
+    size_t close = tmpl.find("}}", open);
+    if (close == std::string::npos) throw Error("invalid --format '" + tmpl + "': '{{' without '}}'");
+    std::string field = tmpl.substr(open + 2, close - open - 2);
+    field.erase(0, field.find_first_not_of(' '));
+    field.erase(field.find_last_not_of(' ') + 1);
+    std::string cmdline;
+    for (const auto& a : i.state.command) cmdline += (cmdline.empty() ? "" : " ") + a;
+    if (field == ".ID") out += no_trunc ? i.state.id : i.state.id.substr(0, 12);
+    else if (field == ".Names") out += i.state.name;
+    else if (field == ".Image") out += i.state.image_ref;
+    else if (field == ".Status") out += status_text(i);
+    else if (field == ".State") out += i.status;
+    else if (field == ".Command") out += cmdline;
+    else if (field == ".CpuMs") out += std::to_string(i.usage.cpu_ms);
+    else if (field == ".MaxRssBytes") out += std::to_string(i.usage.max_rss_bytes);
+    else if (field == ".IoReadBytes") out += std::to_string(i.usage.io_read_bytes);
+    else if (field == ".IoWriteBytes") out += std::to_string(i.usage.io_write_bytes);
+    else if (field == ".DurationMs") out += std::to_string(i.usage.duration_ms);
+    else
+      throw Error("invalid --format field {{" + field + "}}: use .ID .Names .Image .Status .State .Command .CpuMs "
+                  ".MaxRssBytes .IoReadBytes .IoWriteBytes .DurationMs");
+    pos = close + 2;
+  }
+  return out;
 }
 
 std::vector<runtime::SandboxInfo> list(const Globals& g, bool all, const std::vector<std::string>& filters) {
@@ -192,6 +236,7 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     struct PsFlags {
       bool all = false, quiet = false, json = false, no_trunc = false;
       std::vector<std::string> filters;
+      std::string format;  ///< --format: "json" or a template of {{.Field}}s (format_sandbox)
     };
     auto f = std::make_shared<PsFlags>();
     CLI::App* cmd = app.add_subcommand("ps", "List sandboxes (running ones; -a for all)");
@@ -201,10 +246,17 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     cmd->add_flag("--json", f->json, "Print JSON");
     cmd->add_flag("--no-trunc", f->no_trunc, "Print full ids");
     cmd->add_option("-f,--filter", f->filters, "label=KEY[=VALUE], name=NAME, status=STATUS, id=PREFIX")->allow_extra_args(false);
+    cmd->add_option("--format", f->format,
+                    "json, or a line per sandbox from {{.ID}} {{.Names}} {{.Image}} {{.Status}} {{.Command}} {{.CpuMs}} "
+                    "{{.MaxRssBytes}} {{.IoReadBytes}} {{.IoWriteBytes}} {{.DurationMs}} (\\t: tab)");
     cmd->callback([f, &g, &action] {
       action = [f, &g] {
         auto infos = list(g, f->all, f->filters);
-        if (f->json) {
+        if (!f->format.empty() && f->format != "json") {
+          for (const auto& i : infos) std::cout << format_sandbox(f->format, i, f->no_trunc) << "\n";
+          return 0;
+        }
+        if (f->json || f->format == "json") {
           json arr = json::array();
           for (const auto& i : infos) arr.push_back(info_json(i, false));
           std::cout << arr.dump(2) << "\n";

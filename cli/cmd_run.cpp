@@ -50,7 +50,7 @@ int run(const Globals& g, RunFlags& f) {
   }
   if (!f.end_record.empty())
     runtime::write_end_record_json(f.end_record, runtime::EndRecord{runtime::end_reason(st), st.exit_code, st.signal, 0},
-                                   st.oom_kills, st.pids_max_hits);
+                                   st.oom_kills, st.pids_max_hits, st.usage);
   return code;
 }
 

@@ -49,6 +49,12 @@ void register_snapshot_commands(CLI::App& app, Globals& g, Action& action);
 void register_registry_commands(CLI::App& app, Globals& g, Action& action);
 /// serve: the Docker Engine API (cli/cmd_serve.cpp, server/).
 void register_serve_command(CLI::App& app, Globals& g, Action& action);
+/// sbx stats (cli/cmd_stats.cpp).
+void register_stats_command(CLI::App& app, Globals& g, Action& action);
+/// sbx batch (cli/cmd_batch.cpp).
+void register_batch_command(CLI::App& app, Globals& g, Action& action);
+/// sbx system tune (cli/cmd_system.cpp).
+void register_system_command(CLI::App& app, Globals& g, Action& action);
 
 /// A pull/push progress printer for stderr: per-blob lines redrawn on a
 /// terminal, plain lines otherwise, JSON lines with `json`, nothing with `quiet`.

@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   cli::register_snapshot_commands(app, g, action);
   cli::register_registry_commands(app, g, action);
   cli::register_serve_command(app, g, action);
+  cli::register_stats_command(app, g, action);
+  cli::register_batch_command(app, g, action);
+  cli::register_system_command(app, g, action);
 
   try {
     app.parse(argc, argv);

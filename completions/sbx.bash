@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=/var/lib/sbx run_root=/run/sbx i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -32,7 +32,7 @@ _sbx() {
     --network|--net) COMPREPLY=($(compgen -W "none host private bridge" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;
     --userns) COMPREPLY=($(compgen -W "auto host" -- "$cur")); return ;;
-    --format) COMPREPLY=($(compgen -W "oci-archive docker-archive" -- "$cur")); return ;;
+    --format) [ "$cmd" = export ] && COMPREPLY=($(compgen -W "oci-archive docker-archive" -- "$cur")) || COMPREPLY=($(compgen -W "json {{.ID}} {{.CpuMs}} {{.MaxRssBytes}}" -- "$cur")); return ;;
     --pull) COMPREPLY=($(compgen -W "missing always never newer" -- "$cur")); return ;;
     --tls-verify) COMPREPLY=($(compgen -W "true false" -- "$cur")); return ;;
     --authfile) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -57,7 +57,7 @@ _sbx() {
     run) opts="$common --mount-snapshot -i --interactive -t --tty --gpus --device --end-record --rm"; words_list=$images ;;
     create) opts="$common --idle-timeout -l --label"; words_list=$images ;;
     exec) opts="-e --env -w --workdir -u --user --timeout -i --interactive -t --tty"; words_list=$sandboxes ;;
-    ps|list) opts="-a --all -q --quiet --json --no-trunc -f --filter" ;;
+    ps|list) opts="-a --all -q --quiet --json --no-trunc -f --filter --format" ;;
     inspect) opts="--json"; words_list="$images $sandboxes" ;;
     wait) words_list=$sandboxes ;;
     stop) opts="-t --time"; words_list=$sandboxes ;;
@@ -95,6 +95,19 @@ _sbx() {
     push) opts="-q --quiet --json $reg"; words_list=$images ;;
     login) opts="-u --username -p --password --password-stdin $reg" ;;
     logout) opts="-a --all --authfile" ;;
+    batch) opts="-P --parallel --image --timeout -m --memory --network -o --output --resume --max-output --userns --runtime --runsc -q --quiet"; words_list=$(compgen -f -- "$cur") ;;
+    system)
+      # Its own subcommand: tune [--favordynmods on|off] [--json].
+      local ssub="" k2
+      for ((k2 = j + 1; k2 < COMP_CWORD; k2++)); do
+        case ${COMP_WORDS[k2]} in -*) ;; *) ssub=${COMP_WORDS[k2]}; break ;; esac
+      done
+      case $prev in --favordynmods) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;; esac
+      case $ssub in
+        "") words_list="tune" ;;
+        tune) opts="--favordynmods --json" ;;
+      esac ;;
+    stats) opts="--no-stream --json --no-trunc -a --all -i --interval"; words_list=$sandboxes ;;
   esac
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "-h --help $opts" -- "$cur"))

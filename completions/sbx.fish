@@ -95,6 +95,9 @@ complete -c sbx -n __sbx_no_cmd -a pull -d 'Pull an image from a registry into t
 complete -c sbx -n __sbx_no_cmd -a push -d 'Push an image of the store'
 complete -c sbx -n __sbx_no_cmd -a login -d 'Log in to a registry'
 complete -c sbx -n __sbx_no_cmd -a logout -d 'Remove a registry\'s credentials from the auth file'
+complete -c sbx -n __sbx_no_cmd -a stats -d 'Show live resource usage of running sandboxes'
+complete -c sbx -n __sbx_no_cmd -a system -d 'Host-wide settings for sbx'
+complete -c sbx -n __sbx_no_cmd -a batch -d 'Run many tasks (JSON lines), each in its own throw-away sandbox'
 
 # sbx import
 complete -c sbx -n '__sbx_cmd_is import' -s h -l help -d 'Print this help message and exit'
@@ -212,6 +215,7 @@ complete -c sbx -n '__sbx_cmd_is ps list' -s q -l quiet -d 'Print ids only'
 complete -c sbx -n '__sbx_cmd_is ps list' -l json -d 'Print JSON'
 complete -c sbx -n '__sbx_cmd_is ps list' -l no-trunc -d 'Print full ids'
 complete -c sbx -n '__sbx_cmd_is ps list' -s f -l filter -x -d 'label=KEY=VALUE, name=NAME, status=STATUS, id=PREFIX'
+complete -c sbx -n '__sbx_cmd_is ps list' -l format -x -a 'json' -d 'json or a template of {{.Field}}s'
 
 # sbx inspect
 complete -c sbx -n '__sbx_cmd_is inspect' -s h -l help -d 'Print this help message and exit'
@@ -346,3 +350,44 @@ complete -c sbx -n '__sbx_cmd_is serve' -l socket -r -F -d 'Unix socket to liste
 complete -c sbx -n '__sbx_cmd_is serve' -l tcp -x -d 'Also listen on loopback TCP ADDR:PORT (needs --token-file)'
 complete -c sbx -n '__sbx_cmd_is serve' -l token-file -r -F -d 'File with the bearer token TCP clients must send'
 complete -c sbx -n '__sbx_cmd_is serve' -l runtime -x -a 'native gvisor' -d 'Runtime of containers that name none'
+
+# sbx stats
+complete -c sbx -n '__sbx_cmd_is stats' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is stats' -l no-stream -d 'Print one sample and exit'
+complete -c sbx -n '__sbx_cmd_is stats' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_cmd_is stats' -l no-trunc -d 'Print full ids'
+complete -c sbx -n '__sbx_cmd_is stats' -s a -l all -d 'Accepted for podman compatibility'
+complete -c sbx -n '__sbx_cmd_is stats' -s i -l interval -x -d 'Seconds between samples'
+complete -c sbx -n '__sbx_cmd_is stats' -a '(__sbx_sandboxes)'
+
+# sbx batch
+complete -c sbx -n '__sbx_cmd_is batch' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is batch' -s P -l parallel -x -d 'Sandboxes at a time'
+complete -c sbx -n '__sbx_cmd_is batch' -l image -x -a '(__sbx_images)' -d 'Image for tasks without an image'
+complete -c sbx -n '__sbx_cmd_is batch' -l timeout -x -d 'Kill a task after this long'
+complete -c sbx -n '__sbx_cmd_is batch' -s m -l memory -x -d 'Memory limit per task'
+complete -c sbx -n '__sbx_cmd_is batch' -l network -x -a 'none host' -d 'Network'
+complete -c sbx -n '__sbx_cmd_is batch' -s o -l output -r -F -d 'Append result lines to FILE'
+complete -c sbx -n '__sbx_cmd_is batch' -l resume -d 'Skip tasks that have a result in the output'
+complete -c sbx -n '__sbx_cmd_is batch' -l max-output -x -d 'Bytes of stdout and stderr kept per task'
+complete -c sbx -n '__sbx_cmd_is batch' -l userns -x -a 'auto host' -d 'User namespace'
+complete -c sbx -n '__sbx_cmd_is batch' -l runtime -x -a 'native gvisor' -d 'Backend'
+complete -c sbx -n '__sbx_cmd_is batch' -l runsc -r -F -d 'runsc binary'
+complete -c sbx -n '__sbx_cmd_is batch' -s q -l quiet -d 'No progress or summary'
+complete -c sbx -n '__sbx_cmd_is batch' -F
+
+# sbx system [tune]
+function __sbx_system_sub
+    set -l w (__sbx_words)
+    test (count $w) -ge 1; and test "$w[1]" = system; or return 1
+    if test (count $argv) -eq 0
+        test (count $w) -eq 1
+    else
+        test (count $w) -ge 2; and test "$w[2]" = $argv[1]
+    end
+end
+complete -c sbx -n '__sbx_system_sub' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_system_sub' -a tune -d 'Show or change host-wide settings that speed up sandbox starts'
+complete -c sbx -n '__sbx_system_sub tune' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_system_sub tune' -l favordynmods -x -a 'on off' -d 'cgroup2 favordynmods'
+complete -c sbx -n '__sbx_system_sub tune' -l json -d 'Print JSON'

@@ -67,6 +67,9 @@ _sbx() {
         'push:Push an image of the store'
         'login:Log in to a registry'
         'logout:Remove a registry'\''s credentials from the auth file'
+        'stats:Show live resource usage of running sandboxes'
+        'batch:Run many tasks (JSON lines), each in its own throw-away sandbox'
+        'system:Host-wide settings for sbx'
       )
       _describe -t commands 'sbx command' commands && ret=0 ;;
     args)
@@ -217,7 +220,8 @@ _sbx_ps() {
     '(-q --quiet)'{-q,--quiet}'[Print ids only]' \
     '--json[Print JSON]' \
     '--no-trunc[Print full ids]' \
-    '*'{-f,--filter}'[label=KEY=VALUE, name=NAME, status=STATUS, id=PREFIX]:value: '
+    '*'{-f,--filter}'[label=KEY=VALUE, name=NAME, status=STATUS, id=PREFIX]:value: ' \
+    '--format[json or a template of {{.Field}}s]:value: '
 }
 _sbx_inspect() {
   _arguments -s -S \
@@ -383,6 +387,57 @@ _sbx_logout() {
     '(-a --all)'{-a,--all}'[Remove the credentials of every registry]' \
     '--authfile[Credentials file]:file:_files' \
     '1:registry: '
+}
+_sbx_stats() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--no-stream[Print one sample and exit]' \
+    '--json[Print JSON]' \
+    '--no-trunc[Print full ids]' \
+    '(-a --all)'{-a,--all}'[Accepted for podman compatibility]' \
+    '(-i --interval)'{-i,--interval}'[Seconds between samples]:value: ' \
+    '*:sandbox:__sbx_sandboxes'
+}
+_sbx_batch() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-P --parallel)'{-P,--parallel}'[Sandboxes at a time]:value: ' \
+    '--image[Image for tasks without an image]:image:__sbx_images' \
+    '--timeout[Kill a task after this long]:value: ' \
+    '(-m --memory)'{-m,--memory}'[Memory limit per task]:value: ' \
+    '--network[Network]:value:(none host)' \
+    '(-o --output)'{-o,--output}'[Append result lines to FILE]:file:_files' \
+    '--resume[Skip tasks that have a result in the output]' \
+    '--max-output[Bytes of stdout and stderr kept per task]:value: ' \
+    '--userns[User namespace]:value:(auto host)' \
+    '--runtime[Backend]:value:(native gvisor)' \
+    '--runsc[runsc binary]:file:_files' \
+    '(-q --quiet)'{-q,--quiet}'[No progress or summary]' \
+    '1:tasks file:_files'
+}
+_sbx_system() {
+  local curcontext="$curcontext" state line ret=1
+  _arguments -C -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1: :->command' \
+    '*:: :->args' && ret=0
+  case $state in
+    command)
+      local -a commands=(
+        'tune:Show or change host-wide settings that speed up sandbox starts'
+      )
+      _describe -t commands 'sbx system command' commands && ret=0 ;;
+    args)
+      local sub=${words[1]}
+      (( $+functions[_sbx_system_${sub}] )) && _sbx_system_${sub} && ret=0 ;;
+  esac
+  return ret
+}
+_sbx_system_tune() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--favordynmods[cgroup2 favordynmods]:value:(on off)' \
+    '--json[Print JSON]'
 }
 
 _sbx "$@"

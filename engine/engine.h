@@ -27,6 +27,7 @@
 #include "runtime/host_support.h"
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
+#include "engine/batch.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/fs_snapshot.h"
@@ -53,6 +54,8 @@ struct HostInfo {
   std::string gpu_error;             ///< discovery failed: why
   std::vector<std::string> cdi_devices, cdi_errors;  ///< CDI specs found (gpu/cdi.h)
   std::string network;  ///< --network private: "usable (…)" or "NOT usable: why" (runtime/linux/sandbox_network.h)
+  std::string cgroup2_mount;         ///< the cgroup2 mount point ("" on a legacy host)
+  std::optional<bool> favordynmods;  ///< its favordynmods option (runtime/linux/cgroup_tune.h)
 };
 
 // ---- images -----------------------------------------------------------------
@@ -237,6 +240,22 @@ class Engine {
   /// Removes what killed sandboxes left, unreferenced blobs and layers, and
   /// (older_than_s >= 0) snapshots not used for that long.
   GcResult gc(int64_t older_than_s = -1);
+
+  // Batch (engine/batch.h; issue 19).
+  /// Runs every task of req.tasks in its own throw-away sandbox,
+  /// req.parallel at a time; results as JSON lines to req.output and
+  /// req.on_result as tasks finish. A malformed line or a task sbx cannot run
+  /// gets a result (end_reason invalid / failed) and the batch goes on.
+  /// Stops on SIGINT/SIGTERM/SIGHUP (blocked while it runs, read with
+  /// signalfd): no new task, running ones killed and removed. Throws
+  /// sbx::Error (125) when the task file or the output cannot be read/written.
+  BatchSummary batch(const BatchRequest& req);
+
+  /// `sbx system tune --favordynmods on|off` (runtime/linux/cgroup_tune.h):
+  /// remounts the host's cgroup2 with favordynmods on or off, keeping its
+  /// other options; idempotent. Returns the state before. Throws sbx::Error
+  /// (no cgroup2 mount, not root, kernel without the option).
+  bool set_favordynmods(bool on);
 
  private:
   runtime::BackendOptions backend_options(const std::string& runsc = "") const;

@@ -5,12 +5,17 @@
 #include "gpu/cdi.h"
 #include "runtime/default_bounds.h"
 #include "runtime/linux/sandbox_network.h"
+#include "runtime/linux/cgroup_tune.h"
 
 namespace sbx::engine {
 
 HostInfo Engine::host_info(const std::string& runsc, const std::string& gpu_host_root) {
   HostInfo h;
   h.cgroup_mode = runtime::cgroup_mode_name();
+  if (auto m = runtime::cgroup2_mount()) {
+    h.cgroup2_mount = m->path;
+    h.favordynmods = m->favordynmods;
+  }
   h.default_bounds = runtime::describe_default_bounds();
   h.runtimes = runtime::probe_runtimes(runsc);
   h.network = runtime::network_support();
@@ -30,5 +35,7 @@ HostInfo Engine::host_info(const std::string& runsc, const std::string& gpu_host
   h.cdi_errors = reg.errors();
   return h;
 }
+
+bool Engine::set_favordynmods(bool on) { return runtime::set_favordynmods(on); }
 
 }  // namespace sbx::engine

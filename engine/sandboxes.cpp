@@ -133,6 +133,7 @@ RunResult Engine::run(const RunRequest& req) {
   }
   r.status = backend->run(*spec, req.userns, req.io);
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  if (!r.status.usage.duration_ms) r.status.usage.duration_ms = static_cast<uint64_t>(r.elapsed.count());
   return r;
 }
 

@@ -3,6 +3,8 @@
 // dispatches inside on the sandbox's monitor or init).
 #include "runtime/backend.h"
 
+#include "runtime/linux/cgroup_stats.h"
+
 #include <cstdlib>
 
 #include "common/error.h"
@@ -85,7 +87,13 @@ Stats Backend::stats(const SandboxRef& sb) {
       if (auto v = read_number(cg, "cpuacct.usage")) s.cpu_ns = *v;
     }
   }
-  s.oom_kills = inspect_dir(sb.dir).oom_kills;
+  auto info = inspect_dir(sb.dir);
+  s.oom_kills = info.oom_kills;
+  s.usage = info.usage;
+  if (!s.cpu_ns) s.cpu_ns = s.usage.cpu_ms * 1000000;  // hybrid hosts: from /proc (cgroup_stats.h)
+  CgroupUsage cg = read_cgroup_usage(sb.state.cgroups);
+  s.memory_limit_bytes = cg.memory_limit.value_or(0);
+  s.pids_limit = cg.pids_limit.value_or(0);
   return s;
 }
 

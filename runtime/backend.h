@@ -73,6 +73,9 @@ struct Stats {
   uint64_t pids = 0;          ///< pids.current
   uint64_t cpu_ns = 0;        ///< cpu.stat usage_usec*1000 / cpuacct.usage
   uint64_t oom_kills = 0;     ///< OOM kills in the sandbox so far
+  uint64_t memory_limit_bytes = 0;  ///< memory.limit_in_bytes / memory.max (0: none)
+  uint64_t pids_limit = 0;          ///< pids.max (0: none)
+  ResourceUsage usage;              ///< cpu, peak memory, block I/O, wall time so far (cgroup_stats.h)
 };
 
 /// What a file-system snapshot of a sandbox's writable layer reads

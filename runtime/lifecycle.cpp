@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -277,6 +278,15 @@ std::vector<std::string> gc(const std::string& run_root) {
     while (struct dirent* e = ::readdir(d)) {
       bool trash = std::strncmp(e->d_name, ".trash-", 7) == 0;
       bool fresh = std::strncmp(e->d_name, ".new-", 5) == 0;
+      if (std::strncmp(e->d_name, ".batch-", 7) == 0) {
+        // A `sbx batch` (engine/batch.h) keeps its tasks' files in .batch-<pid>
+        // while it runs: gone with a batch that was killed (a live pid, even a
+        // reused one, keeps it: the conservative side).
+        pid_t owner = static_cast<pid_t>(std::atoi(e->d_name + 7));
+        std::string path = run_root + "/" + e->d_name;
+        if (owner > 0 && process_start_time(owner) == 0 && remove_tree(path) == 0) removed.push_back(path);
+        continue;
+      }
       if (!trash && !fresh) continue;
       std::string path = run_root + "/" + e->d_name;
       if (fresh) {

@@ -1,5 +1,7 @@
 #include "runtime/state.h"
 
+#include "runtime/linux/cgroup_stats.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -152,13 +154,18 @@ std::optional<EndRecord> read_end(const std::string& dir) {
   EndRecord r;
   char reason[32] = {0};
   long long ms = 0;
-  if (std::sscanf(text.c_str(), "%31s %d %d %lld", reason, &r.exit_code, &r.signal, &ms) < 1) return std::nullopt;
+  unsigned long long u[4] = {0, 0, 0, 0};
+  int n = std::sscanf(text.c_str(), "%31s %d %d %lld %llu %llu %llu %llu", reason, &r.exit_code, &r.signal, &ms, &u[0],
+                      &u[1], &u[2], &u[3]);
+  if (n < 1) return std::nullopt;
   r.reason = reason;
   r.ended_ms = ms;
+  if (n == 8) r.usage = ResourceUsage{u[0], u[1], u[2], u[3], 0};
   return r;
 }
 
-void write_end_record_json(const std::string& path, const EndRecord& end, uint64_t oom_kills, uint64_t pids_max_hits) {
+void write_end_record_json(const std::string& path, const EndRecord& end, uint64_t oom_kills, uint64_t pids_max_hits,
+                           const ResourceUsage& usage) {
   const int64_t ms = end.ended_ms ? end.ended_ms : now_ms();
   char when[64];
   time_t secs = static_cast<time_t>(ms / 1000);
@@ -167,7 +174,10 @@ void write_end_record_json(const std::string& path, const EndRecord& end, uint64
   std::snprintf(when, sizeof when, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
   nlohmann::json j = {{"Reason", end.reason},     {"ExitCode", end.exit_code}, {"Signal", end.signal},
-                      {"FinishedAt", when},       {"OomKills", oom_kills},     {"PidsMaxHits", pids_max_hits}};
+                      {"FinishedAt", when},       {"OomKills", oom_kills},     {"PidsMaxHits", pids_max_hits},
+                      {"CpuMs", usage.cpu_ms},    {"MaxRssBytes", usage.max_rss_bytes},
+                      {"IoReadBytes", usage.io_read_bytes}, {"IoWriteBytes", usage.io_write_bytes},
+                      {"DurationMs", usage.duration_ms}};
   fs::write_file_atomic(path, j.dump(2) + "\n", 0644);
 }
 
@@ -237,6 +247,15 @@ SandboxInfo inspect_dir(const std::string& dir) {
     }
   }
   if (info.end && info.end->reason == "signal" && info.end->signal == 9 && info.oom_kills > 0) info.end->reason = "oom";
+  CgroupUsage cg = read_cgroup_usage(st.cgroups);
+  if (info.status == "running") {
+    info.usage = live_usage(cg, st.started_ms ? st.started_ms : st.created_ms);
+  } else if (info.end) {
+    if (info.end->usage) info.usage = *info.end->usage;
+    if (cg.memory_peak) info.usage.max_rss_bytes = *cg.memory_peak;  // the whole sandbox's, not one process's
+    const int64_t from = st.started_ms ? st.started_ms : st.created_ms;
+    if (from && info.end->ended_ms > from) info.usage.duration_ms = static_cast<uint64_t>(info.end->ended_ms - from);
+  }
   return info;
 }
 

@@ -40,16 +40,26 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "spec/exit_status.h"
 
 namespace sbx::runtime {
 
 /// How a sandbox ended, as its init (or `sbx rm -f`/`kill`) recorded it.
 struct EndRecord {
+  EndRecord() = default;
+  EndRecord(std::string r, int code, int sig, int64_t ms, std::optional<ResourceUsage> u = std::nullopt)
+      : reason(std::move(r)), exit_code(code), signal(sig), ended_ms(ms), usage(u) {}
   std::string reason;   ///< "exit", "signal", "timeout", "idle", "killed", "oom", "failed"
   int exit_code = -1;   ///< the first process's code (128+N for signal N); -1 unknown
   int signal = 0;       ///< N when a signal ended it
   int64_t ended_ms = 0; ///< unix time in ms
+  /// What the workload used, when the recorder knew it (the holder's
+  /// getrusage(RUSAGE_CHILDREN): cpu, max RSS of one process, blocks; as the
+  /// optional fields 5–8 of DIR/end).
+  std::optional<ResourceUsage> usage;
 };
 
 struct SandboxState {
@@ -99,11 +109,12 @@ int open_init_pidfd(const SandboxState& st) noexcept;
 
 /// Writes `end` as JSON to `path` (atomically: temp file + rename, mode 0644),
 /// the keys of `sbx inspect`'s State: {"Reason", "ExitCode", "Signal",
-/// "FinishedAt" (RFC 3339), "OomKills", "PidsMaxHits"}. For `sbx run
+/// "FinishedAt" (RFC 3339), "OomKills", "PidsMaxHits", and the accounting
+/// "CpuMs", "MaxRssBytes", "IoReadBytes", "IoWriteBytes", "DurationMs"}. For `sbx run
 /// --end-record FILE`: the end reason a program can trust (the workload
 /// controls its own stderr and exit code). Throws sbx::Error naming the path.
 void write_end_record_json(const std::string& path, const EndRecord& end, uint64_t oom_kills = 0,
-                           uint64_t pids_max_hits = 0);
+                           uint64_t pids_max_hits = 0, const ResourceUsage& usage = {});
 
 /// Reads DIR/end, the init's record of how the sandbox ended; nullopt when absent.
 std::optional<EndRecord> read_end(const std::string& dir);
@@ -124,6 +135,9 @@ struct SandboxInfo {
   std::string status;
   std::optional<EndRecord> end;
   uint64_t oom_kills = 0;  ///< from the sandbox's memory cgroup, when it still exists
+  /// What it used: running, so far (runtime/linux/cgroup_stats.h live_usage);
+  /// ended, the end record's, with the cgroup's peak while it still exists.
+  ResourceUsage usage;
 };
 
 /// Derives the truth about the sandbox in DIR. Throws sbx::Error when DIR holds

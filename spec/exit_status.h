@@ -5,6 +5,18 @@
 
 namespace sbx::spec {
 
+/// What a sandbox used, for cost attribution (`--end-record`, `inspect`,
+/// `sbx stats`, batch results). Read from the sandbox's cgroups where the host
+/// has the controller (runtime/linux/cgroup_stats.h), else from the init's
+/// rusage (wait4(2): the init and every process it reaped). 0: unknown.
+struct ResourceUsage {
+  uint64_t cpu_ms = 0;            ///< user+system CPU time, ms
+  uint64_t max_rss_bytes = 0;     ///< peak memory: memory cgroup's high-water mark (incl. page cache), bytes
+  uint64_t io_read_bytes = 0;     ///< block I/O read, bytes
+  uint64_t io_write_bytes = 0;    ///< block I/O written, bytes
+  uint64_t duration_ms = 0;       ///< wall time from start to end, ms
+};
+
 struct ExitStatus {
   int exit_code = 0;        ///< the workload's code, 128+N for signal N
   int signal = 0;           ///< N when the workload was killed by a signal
@@ -13,6 +25,7 @@ struct ExitStatus {
   uint64_t oom_kills = 0;   ///< OOM kills in the sandbox (any process)
   uint64_t pids_max_hits = 0;  ///< forks refused at the pids limit
   int forwarded_signal = 0;    ///< last signal sbx received and forwarded
+  ResourceUsage usage;         ///< what the sandbox used (native: always; gVisor: wall time)
 };
 
 /// The authoritative end reason of `s`, in the words of the end record
@@ -31,8 +44,10 @@ inline const char* end_reason(const ExitStatus& s) {
 
 namespace sbx {
 using spec::ExitStatus;
+using spec::ResourceUsage;
 }
 namespace sbx::runtime {
 using spec::ExitStatus;  // runtime::ExitStatus, as the backends return it
+using spec::ResourceUsage;
 using spec::end_reason;
 }

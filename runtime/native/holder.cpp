@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,9 +36,19 @@ struct Holder {
 
   // Records the end (first record wins: link(2) fails on an existing file).
   void record(const char* reason, int code, int sig) {
-    char text[96];
-    int len = std::snprintf(text, sizeof text, "%s %d %d %lld\n", reason, code, sig,
-                            static_cast<long long>(clock_ms(CLOCK_REALTIME)));
+    // Accounting of the workload (runtime/state.h EndRecord::usage): what
+    // this init reaped. The host cgroups are not visible in here.
+    struct rusage ru {};
+    ::getrusage(RUSAGE_CHILDREN, &ru);
+    const unsigned long long cpu_ms =
+        (static_cast<unsigned long long>(ru.ru_utime.tv_sec) + static_cast<unsigned long long>(ru.ru_stime.tv_sec)) * 1000 +
+        (static_cast<unsigned long long>(ru.ru_utime.tv_usec) + static_cast<unsigned long long>(ru.ru_stime.tv_usec)) / 1000;
+    char text[192];
+    int len = std::snprintf(text, sizeof text, "%s %d %d %lld %llu %llu %llu %llu\n", reason, code, sig,
+                            static_cast<long long>(clock_ms(CLOCK_REALTIME)), cpu_ms,
+                            static_cast<unsigned long long>(ru.ru_maxrss) * 1024,
+                            static_cast<unsigned long long>(ru.ru_inblock) * 512,
+                            static_cast<unsigned long long>(ru.ru_oublock) * 512);
     int fd = ::openat(cfg.state_dirfd, "end.holder", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) return;
     bool ok = ::write(fd, text, static_cast<size_t>(len)) == len;

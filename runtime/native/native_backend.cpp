@@ -26,6 +26,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/linux/capabilities.h"
+#include "runtime/linux/cgroup_stats.h"
 #include "runtime/native/child_channel.h"
 #include "runtime/linux/credentials.h"
 #include "runtime/native/holder.h"
@@ -368,7 +369,10 @@ int reap(Sandbox& sb, bool block) {
   siginfo_t info{};
   int rc;
   do {
-    rc = ::waitid(P_PIDFD, static_cast<id_t>(sb.pidfd), &info, WEXITED | (block ? 0 : WNOHANG));
+    // The raw syscall's fifth argument is the rusage glibc's waitid hides:
+    // the CPU, max RSS and blocks of the init and of all it reaped.
+    rc = static_cast<int>(::syscall(SYS_waitid, P_PIDFD, static_cast<id_t>(sb.pidfd), &info,
+                                    WEXITED | (block ? 0 : WNOHANG), &sb.rusage));
   } while (rc < 0 && errno == EINTR);
   if (rc < 0 || info.si_pid == 0) return -1;
   sb.exit_status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8 : (info.si_status & 0x7f);
@@ -403,6 +407,7 @@ Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
     id_range = std::exchange(o.id_range, IdRange{});
     started = o.started;
     exit_status = o.exit_status;
+    rusage = o.rusage;
     saved_mask = o.saved_mask;
     commit_fd = std::exchange(o.commit_fd, -1);
     net = std::exchange(o.net, NetworkLease{});
@@ -783,6 +788,9 @@ ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {
   out.oom_kills = sb.cgroup.oom_kills();
   out.pids_max_hits = sb.cgroup.pids_max_hits();
   out.oom_killed = !out.timed_out && out.oom_kills > 0 && out.signal == SIGKILL;
+  // Accounting, read while the cgroups still exist (destroy() removes them).
+  const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - sb.started).count();
+  out.usage = ended_usage(read_cgroup_usage(sb.cgroup.paths()), sb.rusage, static_cast<uint64_t>(std::max<int64_t>(wall, 0)));
   return out;
 }
 

@@ -11,6 +11,7 @@
 // sandbox, runtime/native/init.h) ─fork→ workload (exec's the command).
 #pragma once
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -73,6 +74,7 @@ class Sandbox {
   std::string state_dir;  ///< RUN_ROOT/<id>
   std::chrono::steady_clock::time_point started;
   int exit_status = -1;  ///< set once the init has been reaped (raw wait status)
+  struct rusage rusage {};  ///< the init's, once reaped: its own and its reaped descendants' (wait4(2))
   sigset_t saved_mask{}; ///< signal mask of the caller before start()
   IdRange id_range;            ///< with StartOptions::userns: the host ids it holds
   /// Detached only: sbx's end of the commit socket pair. Until commit() the

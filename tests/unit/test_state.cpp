@@ -139,6 +139,23 @@ TEST_CASE("the first end record wins") {
   CHECK(e->ended_ms == 1000);
 }
 
+TEST_CASE("an end record's accounting fields (the holder's) are read; an older record has none") {
+  TempDir t;
+  fs::write_file_atomic(t.path + "/end", "exit 0 0 1000 376 71147520 4096 8192\n");
+  auto e = read_end(t.path);
+  REQUIRE(e);
+  REQUIRE(e->usage);
+  CHECK(e->usage->cpu_ms == 376);
+  CHECK(e->usage->max_rss_bytes == 71147520);
+  CHECK(e->usage->io_read_bytes == 4096);
+  CHECK(e->usage->io_write_bytes == 8192);
+  fs::write_file_atomic(t.path + "/end", "killed 137 9 2000\n");
+  auto old = read_end(t.path);
+  REQUIRE(old);
+  CHECK(old->ended_ms == 2000);
+  CHECK_FALSE(old->usage);
+}
+
 TEST_CASE("inspect_dir derives the status from the kernel, not the file") {
   TempDir t;
   std::string dir = t.path + "/" + fake_id('b');

@@ -1,0 +1,561 @@
+// Engine: batch (engine/batch.h). One parent loop, single-threaded: it parses
+// the task file, forks one worker process per task (at most req.parallel at a
+// time), reads each worker's stdout/stderr pipes (bounded) and its result
+// pipe, and writes a result line when the worker has ended. The worker runs
+// Engine::run with its fds 0/1/2 set to the task's stdin and the pipes, so
+// the sandbox inherits them exactly as `sbx run` inherits the terminal's.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/units.h"
+#include "engine/engine.h"
+#include "oci/auth_config.h"
+#include "runtime/native/native_backend.h"
+#include "runtime/state.h"
+
+namespace sbx::engine {
+
+namespace {
+
+using json = nlohmann::json;
+using clock = std::chrono::steady_clock;
+
+/// One task line, parsed; `error` set when it is malformed.
+struct Task {
+  size_t line = 0;
+  std::string id;
+  std::string error;
+  std::string image;
+  std::vector<std::string> argv;
+  std::optional<std::string> stdin_data;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::vector<std::pair<std::string, std::string>> files;  ///< absolute path → content
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<int64_t> memory_bytes, pids_limit;
+  std::optional<double> cpus;
+};
+
+Task parse_task(const std::string& text, size_t line) {
+  Task t;
+  t.line = line;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const std::exception& e) {
+    t.error = "line " + std::to_string(line) + ": not JSON: " + e.what();
+    return t;
+  }
+  try {
+    if (!j.is_object()) throw Error("a task is a JSON object");
+    if (j.contains("id")) {
+      if (j["id"].is_string()) t.id = j["id"].get<std::string>();
+      else if (j["id"].is_number_integer()) t.id = std::to_string(j["id"].get<int64_t>());
+      else throw Error("\"id\" must be a string or an integer");
+    }
+    if (t.id.empty()) throw Error("\"id\" is missing or empty");
+    for (const auto& [k, v] : j.items())
+      if (k != "id" && k != "image" && k != "cmd" && k != "script" && k != "stdin" && k != "env" && k != "files" &&
+          k != "timeout" && k != "memory" && k != "pids_limit" && k != "cpus")
+        throw Error("unknown key \"" + k + "\" (id, image, cmd, script, stdin, env, files, timeout, memory, pids_limit, cpus)");
+    if (j.contains("image")) t.image = j["image"].get<std::string>();
+    if (j.contains("cmd") == j.contains("script")) throw Error("give exactly one of \"cmd\" (argv) and \"script\"");
+    if (j.contains("cmd")) {
+      if (!j["cmd"].is_array() || j["cmd"].empty()) throw Error("\"cmd\" must be a non-empty array of strings");
+      for (const auto& a : j["cmd"]) t.argv.push_back(a.get<std::string>());
+    } else {
+      t.argv = {"/bin/sh", "-c", j["script"].get<std::string>()};
+    }
+    if (j.contains("stdin")) t.stdin_data = j["stdin"].get<std::string>();
+    if (j.contains("env")) {
+      if (!j["env"].is_object()) throw Error("\"env\" must be an object of strings");
+      for (const auto& [k, v] : j["env"].items()) {
+        if (k.empty() || k.find('=') != std::string::npos) throw Error("bad env name \"" + k + "\"");
+        t.env.emplace_back(k, v.get<std::string>());
+      }
+    }
+    if (j.contains("files")) {
+      if (!j["files"].is_object()) throw Error("\"files\" must be an object: path → text or {\"base64\": …}");
+      for (const auto& [path, v] : j["files"].items()) {
+        if (path.empty() || path[0] != '/' || path.find("/../") != std::string::npos ||
+            (path.size() >= 3 && path.compare(path.size() - 3, 3, "/..") == 0) || path.back() == '/')
+          throw Error("file path \"" + path + "\" must be absolute, name a file and contain no ..");
+        if (v.is_string()) t.files.emplace_back(path, v.get<std::string>());
+        else if (v.is_object() && v.contains("base64")) t.files.emplace_back(path, oci::base64_decode(v["base64"].get<std::string>()));
+        else throw Error("file \"" + path + "\": give text or {\"base64\": …}");
+      }
+    }
+    if (j.contains("timeout")) {
+      const auto& v = j["timeout"];
+      if (v.is_number()) {
+        if (v.get<double>() <= 0) throw Error("\"timeout\" must be above 0");
+        t.timeout = std::chrono::milliseconds(static_cast<int64_t>(v.get<double>() * 1000));
+      } else {
+        t.timeout = units::parse_duration(v.get<std::string>(), "\"timeout\"");
+      }
+    }
+    if (j.contains("memory")) {
+      const auto& v = j["memory"];
+      t.memory_bytes = v.is_number_integer() ? v.get<int64_t>()
+                                             : static_cast<int64_t>(units::parse_size(v.get<std::string>(), "\"memory\""));
+      if (*t.memory_bytes <= 0) throw Error("\"memory\" must be above 0");
+    }
+    if (j.contains("pids_limit")) {
+      t.pids_limit = j["pids_limit"].get<int64_t>();
+      if (*t.pids_limit <= 0) throw Error("\"pids_limit\" must be above 0");
+    }
+    if (j.contains("cpus")) {
+      t.cpus = j["cpus"].get<double>();
+      if (*t.cpus <= 0) throw Error("\"cpus\" must be above 0");
+    }
+  } catch (const std::exception& e) {
+    // nlohmann's type errors say "type must be string, but is number".
+    t.error = "line " + std::to_string(line) + (t.id.empty() ? "" : " (id " + t.id + ")") + ": " + e.what();
+  }
+  return t;
+}
+
+/// Ids that have a result line in `path` already (--resume). A torn last
+/// line (the batch was killed while writing it) does not count.
+std::set<std::string> done_ids(const std::string& path) {
+  std::set<std::string> ids;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    try {
+      auto j = json::parse(line);
+      if (j.contains("id") && j["id"].is_string()) ids.insert(j["id"].get<std::string>());
+    } catch (const std::exception&) {
+    }
+  }
+  return ids;
+}
+
+/// Output of one stream, at most `max` bytes kept.
+struct Capture {
+  int fd = -1;
+  std::string data;
+  bool truncated = false;
+  /// Reads what is there (non-blocking fd); returns false at EOF.
+  bool pump(size_t max) {
+    char buf[16384];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) {
+        size_t keep = data.size() < max ? std::min(max - data.size(), static_cast<size_t>(n)) : 0;
+        data.append(buf, keep);
+        if (keep < static_cast<size_t>(n)) truncated = true;
+        continue;
+      }
+      if (n == 0) return false;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN;
+    }
+  }
+};
+
+struct Worker {
+  const Task* task = nullptr;
+  pid_t pid = -1;
+  int pidfd = -1;
+  Capture out, err, result;
+  std::string files_dir;
+  bool interrupted = false;
+};
+
+/// JSON strings must be valid UTF-8: a workload's bytes that are not are
+/// replaced (U+FFFD), as nlohmann's `replace` handler does.
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+json invalid_result(const Task& t) {
+  return {{"id", t.id}, {"line", t.line}, {"exit_code", nullptr}, {"end_reason", "invalid"}, {"error", t.error}};
+}
+
+/// Runs in the forked worker: the task's sandbox with fds 0/1/2 set up by
+/// the caller; writes {"status"…} or {"error"…} to `result_fd`. Never returns.
+[[noreturn]] void worker_main(Engine& eng, const BatchRequest& req, RunRequest run, int result_fd) {
+  json r;
+  try {
+    RunResult res = eng.run(run);
+    const auto& st = res.status;
+    // As `sbx run` exits: 124 for a timeout (the sandbox was SIGKILLed).
+    r = {{"exit_code", st.timed_out ? static_cast<int>(kExitTimeout) : st.exit_code},
+         {"end_reason", runtime::end_reason(st)},
+         {"signal", st.signal},
+         {"oom_kills", st.oom_kills},
+         {"pids_max_hits", st.pids_max_hits},
+         {"duration_ms", st.usage.duration_ms},
+         {"cpu_ms", st.usage.cpu_ms},
+         {"max_rss_bytes", st.usage.max_rss_bytes},
+         {"io_read_bytes", st.usage.io_read_bytes},
+         {"io_write_bytes", st.usage.io_write_bytes},
+         {"interrupted", st.forwarded_signal != 0}};
+  } catch (const Error& e) {
+    r = {{"exit_code", e.exit_code()}, {"end_reason", "failed"}, {"error", e.what()}};
+  } catch (const std::exception& e) {
+    r = {{"exit_code", kExitSbxFailed}, {"end_reason", "failed"}, {"error", e.what()}};
+  }
+  (void)req;
+  std::string text = dump(r);
+  (void)!::write(result_fd, text.data(), text.size());
+  ::_exit(0);
+}
+
+void set_nonblock(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+}  // namespace
+
+BatchSummary Engine::batch(const BatchRequest& req) {
+  if (req.parallel < 1) throw Error("invalid parallelism " + std::to_string(req.parallel) + ": must be 1 or more");
+  if (!req.base_spec) throw Error("batch: no base_spec given (front-end bug)");
+  // Read all tasks first: the total is known (progress), and stdin is free
+  // for nothing else anyway.
+  std::string text;
+  if (req.tasks == "-") {
+    std::ostringstream ss;
+    ss << std::cin.rdbuf();
+    text = ss.str();
+  } else {
+    text = fs::read_file(req.tasks);
+  }
+  std::vector<Task> tasks;
+  {
+    std::istringstream in(text);
+    std::string line;
+    size_t n = 0;
+    std::set<std::string> seen;
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      Task t = parse_task(line, n);
+      if (t.error.empty() && !seen.insert(t.id).second)
+        t.error = "line " + std::to_string(n) + ": duplicate id \"" + t.id + "\"";
+      tasks.push_back(std::move(t));
+    }
+  }
+  std::set<std::string> skip;
+  if (req.resume && !req.output.empty() && fs::exists(req.output)) skip = done_ids(req.output);
+  int out_fd = -1;
+  if (!req.output.empty()) {
+    out_fd = ::open(req.output.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0) throw_errno("open the batch output " + req.output);
+    struct stat sst {};
+    if (!req.resume) {
+      if (::fstat(out_fd, &sst) == 0 && sst.st_size > 0 && ::ftruncate(out_fd, 0) < 0) {
+        ::close(out_fd);
+        throw_errno("truncate the batch output " + req.output + " (use --resume to keep it)");
+      }
+    } else if (::fstat(out_fd, &sst) == 0 && sst.st_size > 0) {
+      // A line torn by a killed batch (done_ids ignored it) is ended, so the
+      // next result starts on a line of its own.
+      char last = '\n';
+      if (::pread(out_fd, &last, 1, sst.st_size - 1) == 1 && last != '\n') fs::write_all(out_fd, "\n", req.output);
+    }
+  }
+
+  BatchSummary sum;
+  BatchProgress& pr = sum.progress;
+  pr.total = tasks.size();
+  const auto t0 = clock::now();
+  auto emit = [&](const json& j, bool failed) {
+    std::string line = dump(j) + "\n";
+    if (out_fd >= 0) {
+      // One write(2) per line with O_APPEND: a line is never interleaved or
+      // half there unless the batch was killed in the middle of it.
+      fs::write_all(out_fd, line, req.output);  // throws sbx::Error naming it
+    }
+    if (req.on_result) req.on_result(line.substr(0, line.size() - 1));
+    ++pr.done;
+    if (failed) ++pr.failed;
+  };
+  auto report = [&] {
+    pr.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - t0);
+    if (req.progress) req.progress(pr);
+  };
+
+  // Signals: blocked while the batch runs (the workers inherit the mask and
+  // their sandboxes' wait() reads them with its own signalfd), read here.
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  ::sigprocmask(SIG_BLOCK, &set, &old);
+  sigset_t stop_set;
+  sigemptyset(&stop_set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_set, s);
+  int sfd = ::signalfd(-1, &stop_set, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  std::map<std::string, SandboxSpec> bases;
+  std::map<std::string, std::string> base_errors;
+  std::vector<Worker> running;
+  const std::string work_root = cfg_.run_root + "/.batch-" + std::to_string(::getpid());
+  size_t next = 0, serial = 0;
+
+  auto cleanup_worker = [&](Worker& w) {
+    for (Capture* c : {&w.out, &w.err, &w.result})
+      if (c->fd >= 0) ::close(std::exchange(c->fd, -1));
+    if (w.pidfd >= 0) ::close(std::exchange(w.pidfd, -1));
+    if (!w.files_dir.empty()) runtime::remove_tree(w.files_dir);
+  };
+
+  // Starts task t; emits a result at once when it cannot start.
+  auto launch = [&](const Task& t) {
+    const std::string image = t.image.empty() ? req.image : t.image;
+    auto fail = [&](const std::string& why) {
+      emit({{"id", t.id}, {"line", t.line}, {"exit_code", kExitSbxFailed}, {"end_reason", "failed"}, {"error", why}}, true);
+    };
+    if (image.empty()) return fail("no image: give \"image\" in the task or --image");
+    if (!bases.count(image) && !base_errors.count(image)) {
+      try {
+        bases.emplace(image, req.base_spec(image));
+      } catch (const std::exception& e) {
+        base_errors[image] = e.what();
+      }
+    }
+    if (base_errors.count(image)) return fail(base_errors[image]);
+    RunRequest run;
+    run.spec = bases.at(image);
+    run.spec.id = runtime::new_sandbox_id();
+    run.spec.hostname = run.spec.id.substr(0, 12);
+    run.spec.name.clear();
+    run.spec.process.args = t.argv;
+    for (const auto& [k, v] : t.env) {
+      auto& env = run.spec.process.env;
+      std::erase_if(env, [&](const std::string& e) { return e.rfind(k + "=", 0) == 0; });
+      env.push_back(k + "=" + v);
+    }
+    run.spec.timeout = t.timeout ? *t.timeout : req.timeout;
+    if (t.memory_bytes) run.spec.resources.memory_bytes = *t.memory_bytes;
+    else if (req.memory_bytes) run.spec.resources.memory_bytes = *req.memory_bytes;
+    if (t.pids_limit) run.spec.resources.pids_limit = *t.pids_limit;
+    if (t.cpus) run.spec.resources.cpus = *t.cpus;
+    run.spec.stdin_open = t.stdin_data.has_value();
+    run.userns = req.userns;
+    run.runsc = req.runsc;
+    run.io.forward_signals = true;
+
+    Worker w;
+    w.task = &t;
+    try {
+      if (!t.files.empty()) {
+        // Each file on the host under RUN_ROOT/.batch-<pid>/<n>/, bind-mounted
+        // at its path (the directory goes when the task ends).
+        w.files_dir = work_root + "/" + std::to_string(serial++);
+        fs::mkdir_p(w.files_dir, 0755);
+        size_t k = 0;
+        for (const auto& [path, content] : t.files) {
+          std::string host = w.files_dir + "/" + std::to_string(k++);
+          fs::write_file_atomic(host, content, 0644);
+          run.spec.mounts.push_back(Mount{path, "bind", host, {"rbind"}});
+        }
+      }
+    } catch (const std::exception& e) {
+      if (!w.files_dir.empty()) runtime::remove_tree(w.files_dir);
+      return fail(std::string("write the task's files: ") + e.what());
+    }
+    int in_fd = -1, out_p[2] = {-1, -1}, err_p[2] = {-1, -1}, res_p[2] = {-1, -1};
+    if (t.stdin_data) {
+      in_fd = ::memfd_create("sbx-batch-stdin", MFD_CLOEXEC);
+      bool ok = in_fd >= 0;
+      if (ok) {
+        try {
+          fs::write_all(in_fd, *t.stdin_data, "the task's stdin");
+        } catch (const Error&) {
+          ok = false;
+        }
+      }
+      if (!ok || ::lseek(in_fd, 0, SEEK_SET) < 0) {
+        std::string why = std::strerror(errno);
+        if (in_fd >= 0) ::close(in_fd);
+        if (!w.files_dir.empty()) runtime::remove_tree(w.files_dir);
+        return fail("memfd for the task's stdin: " + why);
+      }
+    }
+    if (::pipe2(out_p, O_CLOEXEC) < 0 || ::pipe2(err_p, O_CLOEXEC) < 0 || ::pipe2(res_p, O_CLOEXEC) < 0) {
+      for (int fd : {in_fd, out_p[0], out_p[1], err_p[0], err_p[1], res_p[0], res_p[1]})
+        if (fd >= 0) ::close(fd);
+      if (!w.files_dir.empty()) runtime::remove_tree(w.files_dir);
+      throw_errno("pipe for a batch worker");
+    }
+    std::fflush(nullptr);
+    const pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      for (int fd : {in_fd, out_p[0], out_p[1], err_p[0], err_p[1], res_p[0], res_p[1]})
+        if (fd >= 0) ::close(fd);
+      if (!w.files_dir.empty()) runtime::remove_tree(w.files_dir);
+      throw_errno("fork a batch worker");
+    }
+    if (pid == 0) {
+      // The worker: its own process group (a terminal's ^C goes to the batch,
+      // which decides), fds 0/1/2 for the sandbox to inherit.
+      ::setpgid(0, 0);
+      // A batch killed outright (SIGKILL) takes its tasks with it: the
+      // worker's wait() reads SIGTERM as an interrupt (forwarded, then
+      // SIGKILL after the grace) and removes the sandbox.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::kill(::getpid(), SIGTERM);
+      int null = ::open("/dev/null", O_RDONLY);
+      if (::dup2(in_fd >= 0 ? in_fd : null, 0) < 0 || ::dup2(out_p[1], 1) < 0 || ::dup2(err_p[1], 2) < 0) ::_exit(125);
+      worker_main(*this, req, std::move(run), res_p[1]);
+    }
+    for (int fd : {in_fd, out_p[1], err_p[1], res_p[1]})
+      if (fd >= 0) ::close(fd);
+    w.pid = pid;
+    w.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    w.out.fd = out_p[0];
+    w.err.fd = err_p[0];
+    w.result.fd = res_p[0];
+    for (int fd : {out_p[0], err_p[0], res_p[0]}) set_nonblock(fd);
+    running.push_back(std::move(w));
+  };
+
+  auto finish_worker = [&](Worker& w) {
+    int status = 0;
+    while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    // Everything that wrote to the pipes is gone (the sandbox with the worker).
+    w.out.pump(req.max_output);
+    w.err.pump(req.max_output);
+    w.result.pump(1 << 20);
+    const Task& t = *w.task;
+    if (w.interrupted) {
+      cleanup_worker(w);
+      return;  // no result: --resume runs it again
+    }
+    json r;
+    try {
+      r = json::parse(w.result.data);
+    } catch (const std::exception&) {
+      r = {{"exit_code", kExitSbxFailed}, {"end_reason", "failed"},
+           {"error", "the batch worker ended without a result (wait status " + std::to_string(status) + ")"}};
+    }
+    r.erase("interrupted");
+    json line = {{"id", t.id}, {"line", t.line}};
+    for (auto& [k, v] : r.items()) line[k] = v;
+    line["stdout"] = w.out.data;
+    line["stderr"] = w.err.data;
+    line["stdout_truncated"] = w.out.truncated;
+    line["stderr_truncated"] = w.err.truncated;
+    bool failed = !(line["end_reason"] == "exit" && line["exit_code"] == 0);
+    cleanup_worker(w);
+    emit(line, failed);
+  };
+
+  try {
+    for (;;) {
+      // Start what may start.
+      while (!sum.interrupted && running.size() < static_cast<size_t>(req.parallel) && next < tasks.size()) {
+        const Task& t = tasks[next++];
+        if (t.error.empty() && skip.count(t.id)) {
+          ++pr.skipped;
+          continue;
+        }
+        if (!t.error.empty()) {
+          // A malformed line's result is kept on resume only if its id is known.
+          if (!t.id.empty() && skip.count(t.id)) {
+            ++pr.skipped;
+            continue;
+          }
+          emit(invalid_result(t), true);
+          report();
+          continue;
+        }
+        launch(t);
+        pr.running = running.size();
+        report();
+      }
+      if (running.empty()) break;
+      // Wait for output, a worker's end or a signal.
+      std::vector<struct pollfd> fds;
+      fds.push_back({sfd, POLLIN, 0});
+      for (const auto& w : running) {
+        fds.push_back({w.out.fd, POLLIN, 0});
+        fds.push_back({w.err.fd, POLLIN, 0});
+        fds.push_back({w.result.fd, POLLIN, 0});
+        fds.push_back({w.pidfd, POLLIN, 0});
+      }
+      int rc = ::poll(fds.data(), fds.size(), 1000);
+      if (rc < 0 && errno != EINTR) throw_errno("poll the batch workers");
+      if (rc <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        struct signalfd_siginfo si;
+        while (::read(sfd, &si, sizeof si) == sizeof si) {
+          if (!sum.interrupted) {
+            sum.interrupted = true;
+            sum.signal = static_cast<int>(si.ssi_signo);
+            // Two different interrupts: the worker's wait() kills the sandbox
+            // at the second (runtime/native/native_backend.h), then removes it.
+            for (auto& w : running) {
+              w.interrupted = true;
+              ::kill(w.pid, SIGINT);
+              ::kill(w.pid, SIGTERM);
+            }
+          }
+        }
+      }
+      for (size_t i = 0; i < running.size();) {
+        Worker& w = running[i];
+        const auto* f = &fds[1 + 4 * i];
+        if (f[0].revents) w.out.pump(req.max_output);
+        if (f[1].revents) w.err.pump(req.max_output);
+        if (f[2].revents) w.result.pump(1 << 20);
+        if (f[3].revents & POLLIN) {
+          finish_worker(w);
+          running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+          fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(1 + 4 * i), fds.begin() + static_cast<std::ptrdiff_t>(5 + 4 * i));
+          pr.running = running.size();
+          report();
+          continue;
+        }
+        ++i;
+      }
+    }
+  } catch (...) {
+    // sbx's own failure (output not writable, fork failed): stop the rest
+    // the same way, wait for them, leave nothing.
+    for (auto& w : running) {
+      w.interrupted = true;
+      ::kill(w.pid, SIGINT);
+      ::kill(w.pid, SIGTERM);
+    }
+    for (auto& w : running) finish_worker(w);
+    running.clear();
+    runtime::remove_tree(work_root);
+    if (sfd >= 0) ::close(sfd);
+    if (out_fd >= 0) ::close(out_fd);
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    throw;
+  }
+  runtime::remove_tree(work_root);
+  if (sfd >= 0) ::close(sfd);
+  if (out_fd >= 0) ::close(out_fd);
+  // Signals that came in the batch's last moment stay pending and act when
+  // unblocked; they were handled (sum.interrupted) — drop them.
+  struct timespec zero {};
+  siginfo_t si;
+  while (::sigtimedwait(&stop_set, &si, &zero) > 0) {
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  report();
+  return sum;
+}
+
+}  // namespace sbx::engine

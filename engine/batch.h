@@ -1,0 +1,74 @@
+// sbx batch: many one-shot sandboxes from a JSON-lines task file, N at a time
+// (issue 19). Part of the engine facade (engine/engine.h Engine::batch), so
+// the CLI and the API server share it.
+//
+// Task line (one JSON object per line; blank lines are skipped):
+//   {"id": "t1",                 required, unique: names the result
+//    "image": "python",          optional: else BatchRequest::image
+//    "cmd": ["python3","x.py"],  argv; or
+//    "script": "echo hi",        run by /bin/sh -c
+//    "stdin": "text",            optional (else /dev/null)
+//    "env": {"K": "V"},          added to the image's environment
+//    "files": {"/work/x.py": "text", "/work/b": {"base64": "…"}},
+//    "timeout": 10 | "10s",      seconds or a duration; else the request's
+//    "memory": "256m" | bytes, "pids_limit": 64, "cpus": 0.5}
+// Result line (one per task, in the order tasks finish):
+//   {"id", "line", "exit_code", "end_reason" (exit, signal, timeout, oom,
+//    failed: sbx could not run it, invalid: the task line is malformed),
+//    "error" (failed/invalid: why), "stdout", "stderr", "stdout_truncated",
+//    "stderr_truncated", "duration_ms", "cpu_ms", "max_rss_bytes",
+//    "io_read_bytes", "io_write_bytes"}
+//
+// Each task runs in a fresh sandbox (Engine::run) in a worker process of its
+// own (fork: the sandbox inherits the worker's stdin/stdout/stderr, which
+// are the task's stdin and pipes to the batch), so tasks share nothing. A
+// stop request (SIGINT/SIGTERM/SIGHUP to the batch) starts no new task and
+// interrupts the running ones (their sandboxes are killed and removed); the
+// tasks it interrupted get no result line, so --resume runs them again.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "spec/sandbox_spec.h"
+
+namespace sbx::engine {
+
+/// Progress after each finished task.
+struct BatchProgress {
+  size_t total = 0;    ///< tasks in the file (resumed ones included)
+  size_t done = 0;     ///< with a result line (this run), resumed ones not counted
+  size_t failed = 0;   ///< of those: exit code != 0 or not exit
+  size_t skipped = 0;  ///< already in the output (--resume)
+  size_t running = 0;
+  std::chrono::milliseconds elapsed{0};
+};
+
+struct BatchRequest {
+  std::string tasks;   ///< path of the JSON-lines file; "-": stdin
+  std::string output;  ///< results appended here (JSON lines); empty: on_result only
+  bool resume = false; ///< skip ids that have a result line in `output` already
+  int parallel = 1;    ///< sandboxes at a time (-P)
+  std::string image;   ///< for tasks without "image"
+  std::chrono::milliseconds timeout{0};  ///< per task without "timeout" (0: none)
+  std::optional<int64_t> memory_bytes;   ///< per task without "memory"
+  bool userns = true;                    ///< native: own user namespace
+  std::string runsc;                     ///< gVisor: runsc binary
+  size_t max_output = 1 << 20;           ///< bytes of stdout and of stderr kept per task
+  /// The base spec for an image (resolved, its config applied, default
+  /// bounds, network): the front end's, called once per image. Throws
+  /// sbx::Error for an unknown image (then every task of it fails).
+  std::function<SandboxSpec(const std::string& image)> base_spec;
+  std::function<void(const std::string& json_line)> on_result;  ///< each result line (optional)
+  std::function<void(const BatchProgress&)> progress;            ///< optional
+};
+
+struct BatchSummary {
+  BatchProgress progress;
+  bool interrupted = false;  ///< a signal stopped it; unfinished tasks have no result
+  int signal = 0;            ///< which
+};
+
+}  // namespace sbx::engine
