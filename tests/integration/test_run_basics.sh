@@ -24,7 +24,7 @@ check "unknown command is named" grep -qx "sbx: unknown command 'no-such-command
 check "unknown command lists the commands" grep -q '^Commands:.* run .*exec' <<<"$out"
 expect_rc "missing --rootfs dir is 125" 125 run --rootfs /nonexistent-sbx-dir true
 expect_rc "bad --memory is 125" 125 run --memory lots $BB true
-expect_rc "bad --network is 125" 125 run --network bridge $BB true
+expect_rc "bad --network is 125" 125 run --network no-such-mode $BB true
 expect_rc "missing volume source is 125" 125 run -v /nonexistent-sbx-dir:/x $BB true
 expect_rc "unknown user is 125" 125 run -u no-such-user $BB true
 check "help documents the exit codes" bash -c "$SBX run --help | grep -q '124 .*timeout'"
