@@ -149,7 +149,7 @@ void register_stats_command(CLI::App& app, Globals& g, Action& action) {
   cmd->footer(
       "Columns (podman's): CPU % since the last sample (the first: since the start), MEM USAGE / LIMIT (memory\n"
       "cgroup, incl. page cache), BLOCK IO read / written, PIDS, CPU TIME (user+system), AVG CPU % since the start.\n"
-      "NET IO is not counted (sandboxes have no network or the host's). The end-of-life numbers of every sandbox\n"
+      "NET IO is not counted yet. The end-of-life numbers of every sandbox\n"
       "are in 'sbx inspect' (State.CpuMs, MaxRssBytes, …) and 'sbx run --end-record'.");
   cmd->add_option("SANDBOX", f->refs, "Sandboxes (id, prefix or name; default: every running one)");
   cmd->add_flag("--no-stream", f->no_stream, "Print one sample and exit");
