@@ -162,7 +162,10 @@ std::string to_runtime_config(const SandboxSpec& spec, const RuntimeConfigOption
 
   json& linux = j["linux"];
   json ns = json::array({{{"type", "pid"}}, {{"type", "ipc"}}, {{"type", "uts"}}, {{"type", "mount"}}, {{"type", "cgroup"}}});
-  if (spec.network != NetworkMode::Host) ns.push_back({{"type", "network"}});
+  if (!opts.network_namespace_path.empty())
+    ns.push_back({{"type", "network"}, {"path", opts.network_namespace_path}});
+  else if (spec.network != NetworkMode::Host)
+    ns.push_back({{"type", "network"}});
   if (!spec.uid_mappings.empty()) ns.push_back({{"type", "user"}});
   linux["namespaces"] = ns;
   if (!spec.uid_mappings.empty()) {

@@ -17,6 +17,9 @@ struct RuntimeConfigOptions {
   std::string rootfs_path = "rootfs";
   std::string cgroups_path;
   bool with_default_mounts = true;  ///< /proc, /dev, /dev/pts, /dev/shm, /dev/mqueue, /sys
+  /// linux.namespaces' network entry gets this path (a namespace the caller
+  /// made: gVisor's --network private); empty: a new one (or none with host).
+  std::string network_namespace_path;
 };
 
 /// Renders `spec` as a runtime-spec 1.0.2 config.json document (pretty JSON text).

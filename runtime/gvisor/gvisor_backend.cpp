@@ -26,6 +26,7 @@
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/console_socket.h"
 #include "runtime/gvisor/gvisor_bundle.h"
+#include "runtime/gvisor/gvisor_network.h"
 #include "runtime/lifecycle.h"
 #include "runtime/gvisor/runsc_process.h"
 #include "runtime/linux/mounts.h"
@@ -79,9 +80,6 @@ std::string runsc_version(const std::string& runsc) {
 }
 
 ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
-  // Before anything is made (no state dir to leave behind).
-  if (spec.network == NetworkMode::Private)
-    throw Error("--network private is not supported with --runtime gvisor yet; use --runtime native");
   if (spec.id.empty()) throw Error("gvisor: the sandbox has no id");
   if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
   auto nv = spec.annotations.find("dev.sbx.gvisor.nvproxy");
@@ -122,6 +120,9 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // (runsc then sizes the Sentry from the host, as /proc/meminfo reads inside
   // a native sandbox, docker's or podman's; the limit itself is the cgroup's.)
   Cgroup cgroup;
+  // --network private: the lease, veth, rules and DNS proxy, in a namespace
+  // that runsc joins (runtime/gvisor/gvisor_network.h).
+  GvisorNetwork net;
   // Removes everything this run created; safe to call more than once.
   auto cleanup = [&] {
     // `runsc run` deletes its container when it ends normally, leaving its
@@ -131,11 +132,14 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
     cgroup.destroy();
     // What a runsc given a cgroupsPath would have made (state of an older sbx).
     destroy_cgroup_dirs(sandbox_cgroup_dirs(spec.id));
+    // After runsc: its sandbox process held the namespace (and so the veth).
+    release_network(net);
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   };
   try {
     cgroup = Cgroup::create(spec.id, resolved.resources);
+    if (spec.network == NetworkMode::Private) net = prepare_network(resolved, opts.run_root, dir + "/net", false);
   } catch (...) {
     cleanup();
     throw;
@@ -145,11 +149,14 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // user (-u / the image's User) resolves in the image's own /etc/passwd.
   oci::RuntimeConfigOptions ro;
   ro.rootfs_path = rootfs;
+  ro.network_namespace_path = net.netns_path;
 
   // --ignore-cgroups: runsc and its children stay in sbx's cgroup (without
   // it, runsc makes and joins a cgroup "/<id>" of its own at the top).
   std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile, "--ignore-cgroups",
-                                   spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
+                                   spec.network == NetworkMode::None      ? "--network=none"
+                                   : spec.network == NetworkMode::Private ? "--network=sandbox"
+                                                                         : "--network=host"};
   // Writes go to a memory-backed overlay inside the sandbox: the image
   // layers stay untouched and nothing is left on the host's disk.
   if (!spec.readonly_rootfs) argv.push_back(spec.disk_bytes ? "--overlay2=none" : "--overlay2=root:memory");
@@ -212,6 +219,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       // exists only there and vanishes with them, so it can never leak.
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
+      if (spec.network == NetworkMode::Private) hide_host_net_sysctls_from_runsc();
       mount_rootfs(spec.layer_dirs, scratch, rootfs, spec.disk_bytes);
       resolve_process_user(resolved.process, rootfs);
       idmap_volumes_for_gvisor(resolved.mounts, bundle);  // never host root through a volume

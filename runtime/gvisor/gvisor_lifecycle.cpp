@@ -30,6 +30,7 @@
 #include "runtime/linux/console_socket.h"
 #include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/gvisor/gvisor_bundle.h"
+#include "runtime/gvisor/gvisor_network.h"
 #include "runtime/gvisor/runsc_features.h"
 #include "runtime/native/holder.h"
 #include "runtime/lifecycle.h"
@@ -252,6 +253,9 @@ struct Monitor {
       // runsc's gofer, our child) and vanishes with us.
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare a mount namespace for the gVisor monitor");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
+      if (std::find(launch.runsc_flags.begin(), launch.runsc_flags.end(), "--network=sandbox") !=
+          launch.runsc_flags.end())
+        hide_host_net_sysctls_from_runsc();
       mount_rootfs(launch.layer_dirs, dir + "/scratch", rootfs);
       if (write_config) write_config(rootfs);
       if (::pipe2(lp, O_CLOEXEC) < 0) throw_errno("pipe");
@@ -490,9 +494,6 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
 }
 
 std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path) {
-  // Before anything is made (no state dir to leave behind).
-  if (spec.network == NetworkMode::Private)
-    throw Error("--network private is not supported with --runtime gvisor yet; use --runtime native");
   if (spec.id.empty()) spec.id = new_sandbox_id();
   if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
   if (!spec.devices.empty())
@@ -515,7 +516,9 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   launch.timeout_ms = spec.timeout.count();
   launch.idle_timeout_ms = spec.idle_timeout.count();
   launch.hold_only = spec.process.args.empty();
-  launch.runsc_flags = {spec.network == NetworkMode::None ? "--network=none" : "--network=host"};
+  launch.runsc_flags = {spec.network == NetworkMode::None      ? "--network=none"
+                        : spec.network == NetworkMode::Private ? "--network=sandbox"
+                                                               : "--network=host"};
   // Writes go to a memory-backed overlay inside the sandbox (as sbx run).
   if (!spec.readonly_rootfs) launch.runsc_flags.push_back("--overlay2=root:memory");
   std::string pause;
@@ -566,9 +569,15 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       launch.cgroup_dirs = cg.paths();
       cg.release();  // state.json names it; rm removes it
     }
+    // --network private (runtime/gvisor/gvisor_network.h): runsc joins the
+    // namespace through this sbx's fd while it starts the sandbox (we wait for
+    // that below); then the sandbox holds it. The lease names the state dir:
+    // `sbx rm` / gc release it, as for a native sandbox.
+    GvisorNetwork net;
+    if (spec.network == NetworkMode::Private) net = prepare_network(spec, run_root, dir + "/net", true);
     // The bundle's config is written inside the monitor's mount namespace:
     // the user (-u / the image's User) resolves in the image's /etc/passwd.
-    auto write_config = [spec, pause, dir](const std::string& rootfs) {
+    auto write_config = [spec, pause, dir, netns = net.netns_path](const std::string& rootfs) {
       SandboxSpec r = spec;
       if (!pause.empty()) {
         r.process.args = {kPauseInSandbox};
@@ -584,10 +593,16 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       apply_pids_limit_as_nproc(r);
       oci::RuntimeConfigOptions ro;
       ro.rootfs_path = rootfs;
+      ro.network_namespace_path = netns;
       // No cgroupsPath: runsc starts in the cgroup sbx made (launch.cgroup_dirs).
       fs::write_file_atomic(dir + "/bundle/config.json", oci::to_runtime_config(r, ro), 0600);
     };
-    start_gvisor_monitor(dir, st, launch, write_config);
+    try {
+      start_gvisor_monitor(dir, st, launch, write_config);
+    } catch (...) {
+      release_network(net);
+      throw;
+    }
   });
   return id;
 }

@@ -14,7 +14,7 @@ source "$(dirname "$0")/../sandbox_lib.sh"
 if ! command -v nft >/dev/null || ! command -v ip >/dev/null || ! command -v python3 >/dev/null; then
   echo "SKIP: needs nft, ip and python3"; leave_test_cgroup; rm -rf "$T"; exit 77
 fi
-[ "$RUNTIME" = native ] || { echo "SKIP: --network private is native-only for now"; leave_test_cgroup; rm -rf "$T"; exit 77; }
+# (both runtimes: under gVisor runsc takes the veth with --network=sandbox)
 export SBX_NETWORK_POOL=203.0.113.128/25
 NSA=sbxtest-a-$$ NSB=sbxtest-b-$$
 VA=tna$$ VB=tnb$$  # (never "sbx…": that prefix is sbx's own)
@@ -159,7 +159,8 @@ net_leaks() {  # prints what of this test's networks is left (sandbox_lib's leak
     ip -o link show | awk -F': ' '$2 ~ /^sbx[0-9a-f]{12}(@|$)/ {print $2}'
   fi
 }
-LOOPS=${SBX_NET_LOOPS:-100}  # the issue asks 500: SBX_NET_LOOPS=500
+# (the issue asks 500: SBX_NET_LOOPS=500; a gVisor start takes ~10x a native one)
+LOOPS=${SBX_NET_LOOPS:-$([ "$RUNTIME" = native ] && echo 100 || echo 10)}
 for i in $(seq "$LOOPS"); do run $BB true || echo "run $i failed"; done
 expect_rc "a failing command still exits with its code" 3 run $BB sh -c 'exit 3'
 # (The kernel removes a sandbox's veth with its namespace, asynchronously: a moment.)

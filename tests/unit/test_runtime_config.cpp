@@ -43,7 +43,7 @@ static SandboxSpec sample_spec() {
 
 TEST_CASE("config.json written from a SandboxSpec follows runtime-spec field names") {
   SandboxSpec s = sample_spec();
-  auto j = nlohmann::json::parse(oci::to_runtime_config(s, {"rootfs", "/sbx/x", true}));
+  auto j = nlohmann::json::parse(oci::to_runtime_config(s, {"rootfs", "/sbx/x", true, ""}));
   CHECK(j["ociVersion"] == "1.0.2");
   CHECK(j["process"]["args"][2] == "print(1)");
   CHECK(j["process"]["user"]["uid"] == 1000);
@@ -124,4 +124,22 @@ TEST_CASE("malformed config.json gives a clear error") {
   CHECK_THROWS_AS(oci::from_runtime_config(R"({"process":{"args":[]}})"), Error);
   SandboxSpec empty;
   CHECK_THROWS_AS(oci::to_runtime_config(empty), Error);
+}
+
+TEST_CASE("config.json: a network namespace the caller made is named by path (gVisor --network private)") {
+  SandboxSpec s = sample_spec();
+  s.network = NetworkMode::Private;
+  oci::RuntimeConfigOptions o;
+  o.network_namespace_path = "/proc/42/fd/7";
+  auto j = nlohmann::json::parse(oci::to_runtime_config(s, o));
+  int found = 0;
+  for (const auto& n : j["linux"]["namespaces"])
+    if (n["type"] == "network") {
+      ++found;
+      CHECK(n.value("path", "") == "/proc/42/fd/7");
+    }
+  CHECK(found == 1);
+  // Without a path: a new, empty namespace (none), and none with host.
+  auto k = nlohmann::json::parse(oci::to_runtime_config(sample_spec(), {}));
+  for (const auto& n : k["linux"]["namespaces"]) CHECK_FALSE(n.contains("path"));
 }
