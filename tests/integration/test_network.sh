@@ -147,6 +147,13 @@ out=$($SBX run --network private -p 18082:80 $BB true 2>&1)
 rc=$?
 kill $holder; wait $holder 2>/dev/null
 check "a port a host process holds is refused (rc $rc: $out)" test "$rc" = 125 -a -n "$(grep 'already in use' <<<"$out")"
+if [ "$RUNTIME" = gvisor ]; then
+  out=$($SBX checkpoint "$id1" 2>&1)
+  rc=$?
+  check "checkpoint of a gVisor sandbox with a private network is refused clearly (rc $rc)" \
+    test "$rc" = 125 -a -n "$(grep 'network private' <<<"$out")"
+  check "... and it keeps running" test "$($SBX exec "$id1" echo up)" = up
+fi
 $SBX rm -f "$id1" >/dev/null
 check "rm releases the published port" bash -c "! nft list ruleset 2>/dev/null | grep -q '18081 : '"
 
