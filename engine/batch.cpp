@@ -338,8 +338,9 @@ BatchSummary Engine::batch(const BatchRequest& req) {
     run.spec.process.args = t.argv;
     for (const auto& [k, v] : t.env) {
       auto& env = run.spec.process.env;
-      std::erase_if(env, [&](const std::string& e) { return e.rfind(k + "=", 0) == 0; });
-      env.push_back(k + "=" + v);
+      const std::string prefix = k + "=";  // (clang: no lambda capture of a structured binding)
+      std::erase_if(env, [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
+      env.push_back(prefix + v);
     }
     run.spec.timeout = t.timeout ? *t.timeout : req.timeout;
     if (t.memory_bytes) run.spec.resources.memory_bytes = *t.memory_bytes;
