@@ -15,13 +15,13 @@ std::string read_file(const std::string& path);
 /// (`path` names the file in the message only).
 void read_fd(int fd, const std::string& path, const std::function<void(std::string_view)>& sink);
 
-/// Writes `data` to `path` atomically: a temp file in the same directory,
-/// fsync, rename(2) over the target. Readers see the old or the new file, never
-/// a half-written one. `mode` is the new file's permission bits.
 /// Writes all of `data` to `fd` (retrying short writes and EINTR). Throws
 /// sbx::Error "write PATH: <errno>" (`path` names the file in the message).
 void write_all(int fd, std::string_view data, const std::string& path);
 
+/// Writes `data` to `path` atomically: a temp file in the same directory,
+/// fsync, rename(2) over the target. Readers see the old or the new file, never
+/// a half-written one. `mode` is the new file's permission bits.
 void write_file_atomic(const std::string& path, std::string_view data, unsigned mode = 0644);
 
 /// Writes `data` to an existing file (e.g. a cgroup or /proc knob) with one

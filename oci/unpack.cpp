@@ -3,9 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -18,6 +16,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/log.h"
+#include "common/openat2.h"
 #include "oci/digest.h"
 #include "oci/tree.h"
 
@@ -27,20 +26,6 @@ namespace {
 constexpr size_t kMaxPath = 4096;
 constexpr size_t kMaxXattrValue = 64 * 1024;
 constexpr size_t kBufSize = 256 * 1024;
-
-// openat2(2) confined to `dirfd`: no "..", absolute or symlink escapes, no /proc magic links.
-int open_beneath(int dirfd, const std::string& path, int flags, mode_t mode = 0) {
-  struct open_how how {};
-  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
-  how.mode = (flags & O_CREAT) ? mode : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  for (int tries = 0;; ++tries) {
-    long r = ::syscall(SYS_openat2, dirfd, path.empty() ? "." : path.c_str(), &how, sizeof how);
-    if (r >= 0) return static_cast<int>(r);
-    if ((errno == EINTR || errno == EAGAIN) && tries < 100) continue;
-    return -1;
-  }
-}
 
 // Decompressed layer stream: reader "raw" undoes gzip/zstd (or nothing) over the
 // blob file; its output is hashed (diff id) and fed to the tar reader.
@@ -172,15 +157,15 @@ int Unpacker::parent_fd(const std::vector<std::string>& comps) {
   if (ppath == cached_parent_ && cached_fd_.fd >= 0) return cached_fd_.fd;
   cached_fd_.reset();
   cached_parent_ = "\x01";
-  int fd = open_beneath(root_, ppath, O_PATH | O_DIRECTORY);
+  int fd = openat2_beneath(root_, ppath, O_PATH | O_DIRECTORY);
   if (fd < 0 && errno == ENOENT) {
     // Create the missing parents one by one, each checked again.
     for (size_t n = 1; n < comps.size(); ++n) {
       std::string sub = join(comps, n);
-      Fd f(open_beneath(root_, sub, O_PATH | O_DIRECTORY));
+      Fd f(openat2_beneath(root_, sub, O_PATH | O_DIRECTORY));
       if (f.fd >= 0) continue;
       if (errno != ENOENT) break;
-      Fd up(open_beneath(root_, join(comps, n - 1), O_PATH | O_DIRECTORY));
+      Fd up(openat2_beneath(root_, join(comps, n - 1), O_PATH | O_DIRECTORY));
       if (up.fd < 0) break;
       if (::mkdirat(up.fd, comps[n - 1].c_str(), 0755) < 0) {
         if (errno == EEXIST) continue;
@@ -188,7 +173,7 @@ int Unpacker::parent_fd(const std::vector<std::string>& comps) {
       }
       inherit_from_lowers(up.fd, comps[n - 1], sub);
     }
-    fd = open_beneath(root_, ppath, O_PATH | O_DIRECTORY);
+    fd = openat2_beneath(root_, ppath, O_PATH | O_DIRECTORY);
   }
   if (fd < 0) {
     if (errno == EXDEV || errno == ELOOP)
@@ -205,7 +190,7 @@ int Unpacker::parent_fd(const std::vector<std::string>& comps) {
 void Unpacker::inherit_from_lowers(int pfd, const std::string& base, const std::string& path) {
   for (int lfd : lowers_) {
     struct stat st;
-    Fd l(open_beneath(lfd, path, O_PATH | O_NOFOLLOW));
+    Fd l(openat2_beneath(lfd, path, O_PATH | O_NOFOLLOW));
     if (l.fd < 0 || ::fstat(l.fd, &st) < 0) continue;
     if (!S_ISDIR(st.st_mode)) return;  // a file or whiteout hides what is further down
     if (::fchownat(pfd, base.c_str(), st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 && root_user_)
@@ -286,7 +271,7 @@ void Unpacker::check_symlink(const std::vector<std::string>&, const char* target
   // A symlink's target is data, as in docker and containerd: "/bad -> ../x"
   // is an ordinary link (at run time ".." of the sandbox's "/" is "/"). What
   // must never happen is that sbx follows one out of the layer while it
-  // unpacks: every path is opened with openat2 RESOLVE_BENEATH (open_beneath),
+  // unpacks: every path is opened with openat2 RESOLVE_BENEATH (openat2_beneath),
   // so an entry below such a link fails there ("leads outside the layer").
 }
 
@@ -300,7 +285,7 @@ void Unpacker::entry(archive* a, archive_entry* e, UnpackResult& res) {
 
   if (comps.empty()) {  // the root entry: only a directory may describe it
     if (hardlink || type != AE_IFDIR) fail("the layer root must be a directory");
-    Fd d(open_beneath(root_, ".", O_RDONLY | O_DIRECTORY));
+    Fd d(openat2_beneath(root_, ".", O_RDONLY | O_DIRECTORY));
     if (d.fd < 0) fail_errno("open layer root");
     apply_meta(d.fd, -1, "", e, false);
     apply_xattrs(d.fd, e);
@@ -314,7 +299,7 @@ void Unpacker::entry(archive* a, archive_entry* e, UnpackResult& res) {
   if (base.rfind(".wh.", 0) == 0) {
     int pfd = parent_fd(comps);
     if (base == ".wh..wh..opq") {
-      Fd d(open_beneath(root_, join(comps, comps.size() - 1), O_RDONLY | O_DIRECTORY));
+      Fd d(openat2_beneath(root_, join(comps, comps.size() - 1), O_RDONLY | O_DIRECTORY));
       if (d.fd < 0) fail_errno("open opaque directory");
       if (::fsetxattr(d.fd, "trusted.overlay.opaque", "y", 1, 0) < 0)
         fail_errno("mark directory opaque (xattr trusted.overlay.opaque)");
@@ -337,7 +322,7 @@ void Unpacker::entry(archive* a, archive_entry* e, UnpackResult& res) {
   if (hardlink) {
     std::vector<std::string> tcomps = split(hardlink, "hard link target");
     if (tcomps.empty()) fail("hard link to the layer root");
-    Fd t(open_beneath(root_, join(tcomps, tcomps.size()), O_PATH | O_NOFOLLOW));
+    Fd t(openat2_beneath(root_, join(tcomps, tcomps.size()), O_PATH | O_NOFOLLOW));
     if (t.fd < 0) {
       if (errno == ENOENT) fail("hard link target '" + std::string(hardlink) + "' is not in this layer");
       if (errno == EXDEV || errno == ELOOP) fail("hard link target '" + std::string(hardlink) + "' leads outside the layer");
@@ -432,7 +417,7 @@ void Unpacker::entry(archive* a, archive_entry* e, UnpackResult& res) {
 void Unpacker::finish() {
   cur_ = "(directory mtimes)";
   for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
-    Fd d(open_beneath(root_, it->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
+    Fd d(openat2_beneath(root_, it->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
     if (d.fd < 0) continue;  // replaced later by a non-directory
     timespec ts[2] = {it->mtime, it->mtime};
     if (::futimens(d.fd, ts) < 0) fail_errno("set mtime of " + it->path);

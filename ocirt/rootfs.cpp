@@ -1,11 +1,9 @@
 #include "ocirt/rootfs.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "common/openat2.h"
 #include "runtime/linux/mounts.h"
 
 namespace sbx::ocirt {
@@ -32,20 +31,10 @@ struct Fd {
   std::string proc() const { return "/proc/self/fd/" + std::to_string(fd); }
 };
 
-int openat2_in(int rootfd, const std::string& path, int flags) {
-  open_how how{};
-  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  std::string rel = path;
-  while (!rel.empty() && rel[0] == '/') rel.erase(0, 1);
-  if (rel.empty()) rel = ".";
-  return static_cast<int>(::syscall(SYS_openat2, rootfd, rel.c_str(), &how, sizeof how));
-}
-
 // Opens PATH inside the root (O_PATH), creating it (and its parents as dirs)
 // when missing. Symlinks resolve inside the root.
 int open_in_root(int rootfd, const std::string& path, Create create) {
-  int fd = openat2_in(rootfd, path, O_PATH);
+  int fd = openat2_in_root(rootfd, path, O_PATH);
   if (fd >= 0 || errno != ENOENT || create == Create::None) {
     if (fd < 0) throw_errno("open " + path + " in the container's root");
     return fd;
@@ -61,7 +50,7 @@ int open_in_root(int rootfd, const std::string& path, Create create) {
     if (f < 0 && errno != EEXIST) throw_errno("create " + path + " in the container's root");
     if (f >= 0) ::close(f);
   }
-  fd = openat2_in(rootfd, path, O_PATH);
+  fd = openat2_in_root(rootfd, path, O_PATH);
   if (fd < 0) throw_errno("open " + path + " in the container's root");
   return fd;
 }
@@ -149,7 +138,7 @@ void cgroup_mount(int rootfd, const spec::Mount& m, const Options& o, const Cgro
     do_mount("tmpfs", t.proc(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755", what + ": mount tmpfs");
   }
   // Reopened: an fd taken before a mount still names what is under it.
-  Fd top(openat2_in(rootfd, m.destination, O_PATH | O_DIRECTORY));
+  Fd top(openat2_in_root(rootfd, m.destination, O_PATH | O_DIRECTORY));
   if (top.fd < 0) throw_errno(what + ": open");
   for (const auto& dir : cg.dirs) {
     // /sys/fs/cgroup/<hierarchy>/<path...>: the hierarchy's name is the
@@ -174,7 +163,7 @@ void cgroup_mount(int rootfd, const spec::Mount& m, const Options& o, const Cgro
 // The mount now on top of PATH: an fd taken before the mount still names
 // what is under it.
 int reopen(int rootfd, const std::string& path, const std::string& what) {
-  int fd = openat2_in(rootfd, path, O_PATH);
+  int fd = openat2_in_root(rootfd, path, O_PATH);
   if (fd < 0) throw_errno(what + ": reopen after mount");
   return fd;
 }
@@ -222,7 +211,7 @@ void make_device(int rootfd, const spec::DeviceNode& d, bool in_userns) {
     std::string host = d.host_path.empty() ? d.path : d.host_path;
     int f = ::openat(dir.fd, base.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (f >= 0) ::close(f);
-    Fd t(openat2_in(dir.fd, base, O_PATH));
+    Fd t(openat2_in_root(dir.fd, base, O_PATH));
     if (t.fd < 0) throw_errno(what + ": create");
     do_mount(host, t.proc(), nullptr, MS_BIND, "", what + ": bind " + host);
     return;

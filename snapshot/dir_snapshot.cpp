@@ -3,9 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <memory>
@@ -13,6 +11,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/openat2.h"
 #include "snapshot/freezer.h"
 #include "snapshot/tree_tar.h"
 
@@ -77,13 +76,7 @@ SnapshotRecord snapshot_sandbox_dir(const std::string& root, pid_t pid, const st
   std::string proot = "/proc/" + std::to_string(pid) + "/root";
   int rfd = ::open(proot.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rfd < 0) throw_errno("open the root of sandbox process " + std::to_string(pid) + " (is it still running?)");
-  struct open_how how {};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  std::string rel = path;
-  while (!rel.empty() && rel[0] == '/') rel.erase(0, 1);
-  if (rel.empty()) rel = ".";
-  int fd = static_cast<int>(::syscall(SYS_openat2, rfd, rel.c_str(), &how, sizeof how));
+  int fd = openat2_in_root(rfd, path, O_PATH | O_DIRECTORY);
   int e = errno;
   ::close(rfd);
   if (fd < 0) throw_errno("open " + path + " inside the sandbox", e);

@@ -17,7 +17,15 @@ fi
 bash .ci/runsc-backports.sh
 # Debian 12's own runsc too, for the tests that cover sbx on both (cached; optional).
 tests/old_runsc.sh >/dev/null || echo "setup.sh: tests on the old runsc will be skipped" >&2
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# ccache (in .ci/packages) lets the later builds of CI (build-static/ has the
+# same compile lines for all but two files) reuse these objects; the build
+# directory's name is not hashed, so build/ and build-static/ share entries.
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_NOHASHDIR=true CCACHE_BASEDIR=$PWD
+fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build build -j"$(nproc)"
 # Real OCI test images (busybox, python), built with umoci/skopeo/debootstrap;
 # cached, so a second run is instant.

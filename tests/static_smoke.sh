@@ -12,6 +12,8 @@ images=${SBX_IMAGES:-$PWD/tests/images/out}
 launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Same settings as tests/setup.sh: objects of build/ are hits here.
+  export CCACHE_NOHASHDIR=true CCACHE_BASEDIR=$PWD
 fi
 cmake -S . -B "$build" -DSBX_STATIC=ON -DSBX_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build "$build" --target sbx -j"${SBX_JOBS:-$(nproc)}"

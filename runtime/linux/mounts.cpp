@@ -1,7 +1,6 @@
 #include "runtime/linux/mounts.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -15,6 +14,7 @@
 #include "common/error.h"
 #include "runtime/default_bounds.h"
 #include "common/fs.h"
+#include "common/openat2.h"
 
 namespace sbx::runtime {
 
@@ -355,10 +355,7 @@ namespace {
 // following a symlink in the image.
 void mount_fresh_in(int rootfd, const char* name, const char* type, unsigned attrs, const std::string& root) {
   if (::mkdirat(rootfd, name, 0555) < 0 && errno != EEXIST) throw_errno("create " + root + "/" + name);
-  struct open_how how {};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  int target = static_cast<int>(::syscall(SYS_openat2, rootfd, name, &how, sizeof how));
+  int target = openat2_in_root(rootfd, name, O_PATH | O_DIRECTORY, /*no_symlinks=*/true);
   if (target < 0) throw_errno(std::string("mount ") + type + " on /" + name + " (the image's /" + name + " must be a directory)");
   int fsfd = ::fsopen(type, FSOPEN_CLOEXEC);
   if (fsfd < 0) {

@@ -5,9 +5,7 @@
 #include <linux/capability.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/fd.h"
+#include "common/openat2.h"
 
 namespace sbx::runtime {
 
@@ -31,19 +30,6 @@ struct Ctx {
   CopyResult result;
   int depth = 0;
 };
-
-// Resolves `path` inside the root `rootfd` (the kernel keeps ".." and every
-// symlink inside it). `flags`: open flags for the result.
-int open_in_root(int rootfd, const std::string& path, uint64_t flags) {
-  struct open_how how {};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  long fd;
-  do {
-    fd = ::syscall(SYS_openat2, rootfd, path.c_str(), &how, sizeof how);
-  } while (fd < 0 && errno == EAGAIN);
-  return static_cast<int>(fd);
-}
 
 void split(const std::string& path, std::string& dir, std::string& base) {
   std::string p = path;
@@ -351,7 +337,7 @@ CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_
   Fd src_dir;
   {
     SandboxSide as(true, c.reader_uid);
-    src_dir = Fd(open_in_root(root.fd, sdir, O_RDONLY | O_DIRECTORY));
+    src_dir = Fd(openat2_in_root(root.fd, sdir, O_RDONLY | O_DIRECTORY));
     if (src_dir.fd < 0) throw_errno("open " + sdir + " in " + c.what);
     if (sbase.empty()) sbase = ".";
     struct stat sst;
@@ -386,13 +372,13 @@ CopyResult copy_into_sandbox(const SandboxState& st, const std::string& host_pat
 
   // An existing directory (symlinks resolved inside the sandbox): copy into it.
   std::string dbase;
-  Fd dst_dir(open_in_root(root.fd, sandbox_path, O_RDONLY | O_DIRECTORY));
+  Fd dst_dir(openat2_in_root(root.fd, sandbox_path, O_RDONLY | O_DIRECTORY));
   if (dst_dir.fd >= 0) {
     dbase = hbase;
   } else {
     std::string ddir;
     split(sandbox_path, ddir, dbase);
-    dst_dir = Fd(open_in_root(root.fd, ddir, O_RDONLY | O_DIRECTORY));
+    dst_dir = Fd(openat2_in_root(root.fd, ddir, O_RDONLY | O_DIRECTORY));
     if (dst_dir.fd < 0) throw_errno("open " + ddir + " in " + c.what);
   }
   if (dbase.empty() || dbase == "." || dbase == "..") throw Error("sbx cp: invalid destination " + sandbox_path);
