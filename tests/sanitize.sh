@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the whole unit-test suite with AddressSanitizer + UndefinedBehaviorSanitizer
-# (-DSBX_SANITIZE=ON) into build-asan/ and runs it (the sbx CLI itself is not
-# built here: the unit tests link the library, and cli/ is covered by ctest). Any sanitizer report fails
-# the run (UBSan is made fatal with halt_on_error). Used by .ci/run.
+# (-DSBX_SANITIZE=ON) into build-asan/ and runs it. Any sanitizer report fails
+# the run (UBSan is made fatal with halt_on_error). Used by .ci/run. The sbx
+# CLI is not built here (the unit tests link the library; ctest covers cli/).
 #
 #   tests/sanitize.sh [doctest args...]     e.g. tests/sanitize.sh -tc='*unpack*'
 set -euo pipefail
