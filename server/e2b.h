@@ -23,7 +23,7 @@
 // Sandboxes are sbx sandboxes created detached from the image the template
 // names, holding (no first command), labelled sbx.e2b=1; the server kills
 // and removes each when its timeout passes (E2B's default 300 s;
-// setTimeout changes it). Processes started through envd belong to the
+// setTimeout changes it) and all of them when it stops. Processes started through envd belong to the
 // sandbox, not to a connection: a client that goes away stops receiving
 // their output, and Connect re-attaches.
 #pragma once
@@ -128,8 +128,9 @@ class E2bApi {
   /// {"code", "message"} (REST) or Connect errors (envd).
   void handle(Connection& c, Request& r);
 
-  /// Stops the timeout reaper and kills every process started through envd
-  /// (server shutdown). Sandboxes stay, as the Docker side leaves them.
+  /// Server shutdown: stops the timeout reaper, then kills and removes every
+  /// sandbox of this endpoint (their timeouts die with the server; unlike
+  /// Docker containers they are not left behind).
   void shutdown();
 
   /// Most output bytes kept per process for re-attaching clients.

@@ -84,16 +84,22 @@ E2bApi::E2bApi(engine::Config cfg, std::string default_runtime, std::string api_
 E2bApi::~E2bApi() { shutdown(); }
 
 void E2bApi::shutdown() {
+  std::vector<std::shared_ptr<E2bSandbox>> live;
   {
     std::lock_guard lk(mu_);
     if (stopping_) return;
     stopping_ = true;
     for (auto& [id, sb] : sandboxes_)
-      for (auto& [pid, p] : sb->procs)
-        if (!p->ended && p->cancel_w >= 0) (void)!::write(p->cancel_w, "x", 1);
+      if (!sb->gone) live.push_back(sb);
   }
   cv_.notify_all();
   if (reaper_.joinable()) reaper_.join();
+  // E2B sandboxes live until their timeout, which only this server enforces:
+  // they go with it rather than outlive their deadline unwatched.
+  for (auto& sb : live) {
+    log::info("serve e2b: shutting down: sandbox " + sb->id + " killed");
+    kill_sandbox(sb);
+  }
 }
 
 void E2bApi::handle(Connection& c, Request& r) {

@@ -328,8 +328,8 @@ void E2bApi::files_get(Connection& c, const Request& r, const std::shared_ptr<E2
     try {
       engine_.copy_out(sb->sbx_id, src, host);
     } catch (const Error& e) {
-      bool nf = e.err() == ENOENT || std::string(e.what()).find("No such file") != std::string::npos ||
-                std::string(e.what()).find("not exist") != std::string::npos;
+      bool nf = e.err() == ENOENT || std::string(e.what()).find("No such file") != std::string::npos;
+      if (!nf) resolve("real");  // a missing path: 404 (gVisor's tar copy says only that the copy failed)
       throw HttpError{nf ? 404 : 500, e.what()};
     }
     struct stat st {};
