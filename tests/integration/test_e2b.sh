@@ -10,24 +10,18 @@
 # takes its sandboxes with it, and the leak check of tests/sandbox_lib.sh.
 #
 # The e2b package: SBX_TEST_NODE_MODULES=DIR/node_modules with e2b in it, or
-# it is installed once with npm into the build tree (next to $SBX:
-# e2b-npm/node_modules, version SBX_E2B_VERSION) and reused. Skipped, with
-# the reason, only where node or npm is absent.
+# tests/e2b_npm.sh installs it once with npm into the build tree (next to
+# $SBX: e2b-npm/node_modules) and reuses it. Skipped, with the reason, only
+# where node or npm is absent.
 . "$(dirname "$0")/../sandbox_lib.sh"
 
-E2B_VERSION=${SBX_E2B_VERSION:-2.51.0}
 if ! command -v node >/dev/null; then echo "SKIP: node is not installed (the e2b SDK test needs it)"; exit 77; fi
 MODS=${SBX_TEST_NODE_MODULES:-}
 if [ -z "$MODS" ]; then
-  prefix=$(cd "$(dirname "$SBX")" && pwd)/e2b-npm
-  MODS=$prefix/node_modules
-  if ! NODE_PATH=$MODS node -e "require('e2b')" 2>/dev/null; then
-    if ! command -v npm >/dev/null; then echo "SKIP: npm is not installed (needed once to install the e2b SDK)"; exit 77; fi
-    echo "installing e2b@$E2B_VERSION with npm into $prefix (once)"
-    mkdir -p "$prefix"
-    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "e2b@$E2B_VERSION" >"$T/npm.log" 2>&1 ||
-      { echo "FAIL npm install e2b@$E2B_VERSION:"; cat "$T/npm.log"; exit 1; }
-  fi
+  MODS=$(bash "$SBX_TEST_SRC/tests/e2b_npm.sh" "$(dirname "$SBX")" 2>"$T/npm.log")
+  rc=$?
+  [ $rc = 77 ] && { echo "SKIP: $(cat "$T/npm.log") (needed for the e2b SDK)"; exit 77; }
+  [ $rc = 0 ] || { echo "FAIL npm install of the e2b SDK:"; cat "$T/npm.log"; exit 1; }
 fi
 check "the e2b package loads" env NODE_PATH="$MODS" node -e "require('e2b')"
 
