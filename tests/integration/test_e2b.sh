@@ -29,7 +29,7 @@ check "the e2b package loads" env NODE_PATH="$MODS" node -e "require('e2b')"
 RT_ARGS=()
 [ "$RUNTIME" = gvisor ] && RT_ARGS=(--runtime gvisor)
 
-head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/token"
+printf 'e2b_%s' "$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/token"  # the form E2B's Python SDK insists on
 chmod 600 "$T/token"
 TOKEN=$(cat "$T/token")
 PORT=""
