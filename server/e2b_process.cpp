@@ -190,6 +190,11 @@ void E2bApi::process_start(Connection& c, const Request& r, const std::shared_pt
   }).detach();
 
   stream_events(c, r, p, false);
+  // Its client saw it end (commands.run in the foreground): nobody asks
+  // after it again, so its record and kept output go. (A background process
+  // whose client left stays listed until it ends, for Connect and kill.)
+  std::lock_guard lk(mu_);
+  if (p->ended) sb->procs.erase(p->pid);
 }
 
 void E2bApi::process_connect(Connection& c, const Request& r, const std::shared_ptr<E2bSandbox>& sb) {
