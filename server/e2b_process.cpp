@@ -10,7 +10,9 @@
 // (Start, later Connects) reads them from its own position. "pid" is sbx's
 // handle for the process (the SDK only passes it back), not a pid in the
 // sandbox. SendSignal kills (SIGKILL, through ExecRequest::cancel_fd) for
-// SIGKILL and SIGTERM alike. PTYs are not served.
+// SIGKILL and SIGTERM alike. The request's Connect-Timeout-Ms bounds the
+// process (killed when it passes, as envd does). An ended process is
+// forgotten at once, as in envd. PTYs are not served.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -85,6 +87,15 @@ void E2bApi::process_start(Connection& c, const Request& r, const std::shared_pt
     for (const auto& [k, v] : e->items()) req.env.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
   req.cwd = cfg.value("cwd", "");
   req.user = request_user(r);
+  // envd runs the process under the request's Connect deadline
+  // (Connect-Timeout-Ms; the SDKs send commands.run's timeout, 60 s by
+  // default) and kills it when it passes; so does exec's timeout (exit 124).
+  try {
+    std::string t = r.header("connect-timeout-ms");
+    if (!t.empty()) req.timeout = std::chrono::milliseconds(std::stoll(t));
+  } catch (...) {
+    throw ConnectError{"invalid_argument", "malformed Connect-Timeout-Ms header"};
+  }
   req.forward_signals = false;
   if (in.value("stdin", false)) {
     run->in.emplace();
@@ -120,7 +131,7 @@ void E2bApi::process_start(Connection& c, const Request& r, const std::shared_pt
     }
     cv_.notify_all();
   };
-  std::thread([this, run, p, append] {
+  std::thread([this, run, p, append, sb] {
     int code = 0;
     std::string failure;
     std::thread ex([&] {
@@ -185,16 +196,14 @@ void E2bApi::process_start(Connection& c, const Request& r, const std::shared_pt
       p->kept_bytes += ev.size();
       p->events.push_back(std::move(ev));
       p->ended = true;
+      // As envd: an ended process is no longer listed, connectable or
+      // signalable (its streams hold it until they have sent its end).
+      sb->procs.erase(p->pid);
     }
     cv_.notify_all();
   }).detach();
 
   stream_events(c, r, p, false);
-  // Its client saw it end (commands.run in the foreground): nobody asks
-  // after it again, so its record and kept output go. (A background process
-  // whose client left stays listed until it ends, for Connect and kill.)
-  std::lock_guard lk(mu_);
-  if (p->ended) sb->procs.erase(p->pid);
 }
 
 void E2bApi::process_connect(Connection& c, const Request& r, const std::shared_ptr<E2bSandbox>& sb) {

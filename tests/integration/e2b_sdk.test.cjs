@@ -86,6 +86,19 @@ test('a background command runs, is listed, and kill() ends it', async () => {
   assert.equal(await sb.commands.kill(h.pid), false, 'a second kill finds nothing');
 });
 
+test("a command's timeoutMs: the client gives up and the process is killed, as envd does", async () => {
+  const t0 = Date.now();
+  await assert.rejects(sb.commands.run('sleep 33; echo late', { timeoutMs: 1000 }));
+  assert.ok(Date.now() - t0 < 10000, 'the call ended near its timeout');
+  let left = true;
+  for (let i = 0; i < 50 && left; i++) {
+    const ps = await sb.commands.run('ps -o args 2>/dev/null || ps');
+    left = ps.stdout.includes('sleep 33');
+    if (left) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(left, false, 'no sleep 33 left in the sandbox');
+});
+
 test('files.write / files.read round trip text and bytes', async () => {
   const w = await sb.files.write('/tmp/e2b/dir/a.txt', 'hello file\n');
   assert.equal(w.path, '/tmp/e2b/dir/a.txt');
