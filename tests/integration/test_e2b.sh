@@ -86,7 +86,7 @@ check "envd /health of an unknown sandbox: 502, what the SDK's isRunning() reads
 # --- the SDK ----------------------------------------------------------------------------
 MARK=$T/host-mark
 NODE_PATH=$MODS E2B_API_URL=$URL E2B_SANDBOX_URL=$URL E2B_API_KEY=$TOKEN SBX_E2B_TEMPLATE=busybox \
-  SBX_E2B_HOST_MARK=$MARK timeout 120 node --test --test-reporter=spec \
+  SBX_E2B_HOST_MARK=$MARK SBX_TEST_RUNTIME=$RUNTIME timeout 120 node --test --test-reporter=spec \
   "$SBX_TEST_SRC/tests/integration/e2b_sdk.test.cjs" >"$T/node.log" 2>&1
 rc=$?
 sed 's/^/  node: /' "$T/node.log" | grep -v '^  node: *$'
