@@ -102,6 +102,20 @@ test("a command's timeoutMs: the client gives up and the process is killed, as e
   assert.equal(left, false, 'no sleep 33 left in the sandbox');
 });
 
+test('Sandbox.connect and commands.connect re-attach to a sandbox and a running command', async () => {
+  const same = await Sandbox.connect(sb.sandboxId);
+  assert.equal((await same.commands.run('echo again')).stdout, 'again\n');
+  const h = await sb.commands.run('echo one; sleep 0.5; echo two; sleep 60', { background: true });
+  await h.disconnect();
+  const seen = [];
+  const h2 = await same.commands.connect(h.pid, { onStdout: (d) => seen.push(d) });
+  for (let i = 0; i < 100 && !seen.join('').includes('two'); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(seen.join(''), 'one\ntwo\n', 'the re-attached stream has the output so far and what follows');
+  assert.equal(await h2.kill(), true);
+  await assert.rejects(h2.wait(), CommandExitError);
+  await assert.rejects(same.commands.connect(h.pid), (e) => e instanceof SandboxError, 'an ended process is gone');
+});
+
 test('files.write / files.read round trip text and bytes', async () => {
   const w = await sb.files.write('/tmp/e2b/dir/a.txt', 'hello file\n');
   assert.equal(w.path, '/tmp/e2b/dir/a.txt');
