@@ -115,4 +115,5 @@ stop_server
 check "after the server's SIGTERM no sandbox of its E2B endpoint is left" [ -z "$("$SBX" ps -aq)" ]
 grep -q "reached its timeout: killed" "$T/serve.log"
 check "the server log says it killed the sandbox whose timeout passed" [ $? = 0 ]
+echo "sandboxes this test's server made: $(sed -n 's/.*sandbox \([0-9a-f]*\) (.*created.*/\1/p' "$T/serve.log" | cut -c1-12 | tr '\n' ' ')"
 finish
