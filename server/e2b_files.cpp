@@ -397,12 +397,14 @@ void E2bApi::files_post(Connection& c, const Request& r, const std::shared_ptr<E
       }
       dest = join_path(cwd, dest);
     }
-    if (dest.size() > 1 && dest.back() == '/') throw HttpError{400, "path '" + dest + "' names a directory"};
+    std::string base = base_name(dest);
+    if (base.empty() || base == "." || base == "..")
+      throw HttpError{400, "path '" + dest + "' names a directory, not a file"};
     // The host copy carries the destination's own name: copy_in (docker cp
     // semantics) puts it under that name.
     std::string dir = tmp.path + "/" + std::to_string(n++);
     fs::mkdir_p(dir, 0700);
-    std::string host = dir + "/" + base_name(dest);
+    std::string host = dir + "/" + base;
     {
       Fd fd(::open(host.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
       if (fd.fd < 0) throw_errno("create " + host);
