@@ -21,6 +21,9 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action) {
       ->type_name("ADDR:PORT");
   cmd->add_option("--token-file", opts->token_file, "File with the bearer token TCP clients must send (mode 0600)")
       ->type_name("FILE");
+  cmd->add_option("--e2b", opts->e2b,
+                  "Also serve an E2B-compatible API (REST + envd) on loopback ADDR:PORT (needs --token-file; docs/e2b.md)")
+      ->type_name("ADDR:PORT");
   cmd->add_option("--runtime", opts->runtime,
                   "Runtime of containers that name none (HostConfig.Runtime): native or gvisor; default from $SBX_RUNTIME")
       ->envname("SBX_RUNTIME")

@@ -349,6 +349,7 @@ complete -c sbx -n '__sbx_cmd_is serve' -s h -l help -d 'Print this help message
 complete -c sbx -n '__sbx_cmd_is serve' -l socket -r -F -d 'Unix socket to listen on'
 complete -c sbx -n '__sbx_cmd_is serve' -l tcp -x -d 'Also listen on loopback TCP ADDR:PORT (needs --token-file)'
 complete -c sbx -n '__sbx_cmd_is serve' -l token-file -r -F -d 'File with the bearer token TCP clients must send'
+complete -c sbx -n '__sbx_cmd_is serve' -l e2b -x -d 'Also serve an E2B-compatible API on loopback ADDR:PORT (needs --token-file)'
 complete -c sbx -n '__sbx_cmd_is serve' -l runtime -x -a 'native gvisor' -d 'Runtime of containers that name none'
 
 # sbx stats

@@ -164,6 +164,7 @@ _sbx_serve() {
     '--socket[Unix socket to listen on]:file:_files' \
     '--tcp[Also listen on loopback TCP ADDR\:PORT (needs --token-file)]:value: ' \
     '--token-file[File with the bearer token TCP clients must send]:file:_files' \
+    '--e2b[Also serve an E2B-compatible API on loopback ADDR\:PORT (needs --token-file)]:value: ' \
     '--runtime[Runtime of containers that name none]:runtime:(native gvisor)'
 }
 _sbx_create() {

@@ -173,7 +173,9 @@ bool Connection::read_request(Request& req) {
     split_target(req);
     // Archive uploads and image archives may be large; everything else is JSON.
     uint64_t limit = kMaxJsonBody;
-    if ((req.method == "PUT" && req.path.ends_with("/archive")) || req.path == "/images/load") limit = kMaxArchiveBody;
+    if ((req.method == "PUT" && req.path.ends_with("/archive")) || req.path == "/images/load" ||
+        (req.method == "POST" && req.path == "/files"))  // E2B envd file upload (server/e2b_files.cpp)
+      limit = kMaxArchiveBody;
     p.body_limit(limit);
     // Refused before a byte of the body is read (curl and others wait for
     // "100 Continue" first).

@@ -26,6 +26,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "server/api.h"
+#include "server/e2b.h"
 #include "server/http.h"
 
 namespace sbx::server {
@@ -35,6 +36,7 @@ namespace {
 struct Listener {
   Fd fd;
   bool tcp = false;
+  bool e2b = false;  ///< the E2B endpoint (--e2b): its own authentication
   std::string where;
 };
 
@@ -64,6 +66,24 @@ void serve_connection(Api& api, int fd, bool tcp, const std::string& token) {
     if (tcp && !token_equal(req.header("authorization"), "Bearer " + token)) {
       conn.set_close();
       conn.send_error(401, "sbx serve: a bearer token is required on TCP (Authorization: Bearer …)");
+      break;
+    }
+    api.handle(conn, req);
+    if (!conn.keep_alive()) break;
+  }
+}
+
+/// A connection of the E2B listener: E2bApi authenticates each request
+/// itself (X-API-Key for the REST API, the sandbox's X-Access-Token for envd).
+void serve_e2b_connection(E2bApi& api, int fd) {
+  Connection conn(fd);
+  Request req;
+  for (;;) {
+    try {
+      if (!conn.read_request(req)) break;
+    } catch (const HttpError& e) {
+      conn.set_close();
+      conn.send_error(e.status, e.message);
       break;
     }
     api.handle(conn, req);
@@ -158,7 +178,9 @@ void serve(const ServeOptions& opts) {
 
   if (!opts.tcp.empty() && opts.token_file.empty())
     throw Error("sbx serve --tcp needs --token-file FILE: TCP clients must send Authorization: Bearer <token>");
-  std::string token = opts.tcp.empty() ? "" : read_token(opts.token_file);
+  if (!opts.e2b.empty() && opts.token_file.empty())
+    throw Error("sbx serve --e2b needs --token-file FILE: E2B clients send its token as the API key (E2B_API_KEY)");
+  std::string token = opts.tcp.empty() && opts.e2b.empty() ? "" : read_token(opts.token_file);
   std::vector<Listener> listeners;
   // systemd socket activation (sd_listen_fds(3)): fd 3 is the unix socket.
   const char* lpid = ::getenv("LISTEN_PID");
@@ -173,10 +195,16 @@ void serve(const ServeOptions& opts) {
     listeners.push_back(listen_unix(opts.socket));
   }
   if (!opts.tcp.empty()) listeners.push_back(listen_tcp(opts.tcp));
+  if (!opts.e2b.empty()) {
+    listeners.push_back(listen_tcp(opts.e2b));
+    listeners.back().e2b = true;
+    listeners.back().where = "http://" + listeners.back().where.substr(6) + " (E2B API)";
+  }
   if (listeners.empty()) throw Error("sbx serve: nothing to listen on (give --socket or --tcp)");
 
   // Never freed: connection threads still ending when serve() returns use it.
   Api& api = *new Api(opts.engine, opts.runtime);
+  E2bApi* e2b = opts.e2b.empty() ? nullptr : new E2bApi(opts.engine, opts.runtime, token);
   int sp[2];
   if (::pipe2(sp, O_CLOEXEC) < 0) throw_errno("pipe");
   Fd stop_r(sp[0]), stop_w(sp[1]);
@@ -200,9 +228,13 @@ void serve(const ServeOptions& opts) {
           ++g_conns;
         }
         bool tcp = listeners[i].tcp;
-        std::thread([&api, fd, tcp, token] {
+        E2bApi* e2b_api = listeners[i].e2b ? e2b : nullptr;
+        std::thread([&api, fd, tcp, token, e2b_api] {
           try {
-            serve_connection(api, fd, tcp, token);
+            if (e2b_api)
+              serve_e2b_connection(*e2b_api, fd);
+            else
+              serve_connection(api, fd, tcp, token);
           } catch (const std::exception& e) {
             log::warn(std::string("serve: connection: ") + e.what());
           }
@@ -230,6 +262,7 @@ void serve(const ServeOptions& opts) {
   if (!opts.socket.empty() && listeners.front().where.rfind("unix://", 0) == 0) ::unlink(opts.socket.c_str());
   listeners.clear();
   api.cancel_all_execs();
+  if (e2b) e2b->shutdown();
   std::unique_lock lk(g_conn_mu);
   g_conn_cv.wait_for(lk, std::chrono::seconds(3), [] { return g_conns == 0; });
 }

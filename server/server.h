@@ -14,6 +14,9 @@ struct ServeOptions {
   std::string tcp;         ///< "127.0.0.1:PORT" (loopback only); empty: none
   std::string token_file;  ///< bearer token for TCP (required with tcp)
   std::string runtime = "native";  ///< backend of containers whose config names none
+  /// E2B-compatible endpoint (server/e2b.h) on loopback "127.0.0.1:PORT";
+  /// empty: none. Needs token_file: its token is the E2B API key.
+  std::string e2b;
   /// Called once the listeners are ready (e.g. to print where).
   std::function<void(const std::string&)> ready;
 };

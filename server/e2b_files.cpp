@@ -1,0 +1,430 @@
+// envd's filesystem side for the E2B endpoint (server/e2b.h): the
+// filesystem.Filesystem service (Stat, ListDir, MakeDir, Remove, Move, after
+// envd's filesystem.proto) and envd's HTTP file transfer (GET /files?path=
+// → the bytes; POST /files?path= with multipart/form-data or a raw
+// application/octet-stream body → [{name, type, path}]).
+//
+// File contents move with the engine's copy_in / copy_out (`sbx cp`): the
+// path is resolved inside the sandbox (openat2 RESOLVE_IN_ROOT for native,
+// the sandbox's own tar for gVisor), never by string concatenation on the
+// host, and nothing the sandbox names can make the server write outside its
+// temp dir. The small operations run a POSIX sh helper inside the sandbox
+// with Engine::exec, as the request's user: the paths are argv, never part
+// of the script, and its output is NUL-separated fields, so no file name
+// (newlines included) can confuse the parser. They need sh, stat, find,
+// readlink, mkdir, rm and mv in the image (busybox has them).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/error.h"
+#include "common/fd.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "server/api.h"
+#include "server/e2b.h"
+
+namespace sbx::server {
+
+using nlohmann::json;
+
+namespace {
+
+/// The helper: $1 the verb, then its paths. Prints the working directory
+/// first (to make relative paths absolute), then per entry: the path as
+/// reached, `stat -c '%f %s %U %G %Y'` (raw mode hex, size, owner, group,
+/// mtime), the symlink target; every field NUL-terminated. Exit codes: 21 not
+/// found, 20 not a directory, 23 already exists.
+constexpr const char* kEntryFn = R"SH(entry() {
+  s=$(stat -c '%f %s %U %G %Y' -- "$1") || return 1
+  t=
+  if [ -L "$1" ]; then t=$(readlink -- "$1"); fi
+  printf '%s\0%s\0%s\0' "$1" "$s" "$t"
+}
+)SH";
+
+constexpr const char* kVerbs = R"SH(exists() { [ -e "$1" ] || [ -L "$1" ]; }
+verb=$1; shift
+case $verb in
+stat) printf '%s\0' "$PWD"; exists "$1" || exit 21; entry "$1" ;;
+list)
+  exists "$1" || exit 21
+  [ -d "$1" ] || exit 20
+  cd -- "$1" || exit 1
+  printf '%s\0' "$PWD"
+  find . -mindepth 1 -maxdepth "$2" -exec sh -c "$ENTRY"'
+for f; do entry "$f"; done' sh {} + ;;
+mkdir) printf '%s\0' "$PWD"; exists "$1" && exit 23; mkdir -p -- "$1" || exit 1; entry "$1" ;;
+remove) exists "$1" || exit 21; rm -rf -- "$1" ;;
+move)
+  printf '%s\0' "$PWD"
+  exists "$1" || exit 21
+  mkdir -p -- "$(dirname -- "$2")" && mv -f -- "$1" "$2" || exit 1
+  entry "$2" ;;
+abs) printf '%s\0' "$PWD" ;;
+real) exists "$1" || exit 21; readlink -f -- "$1" | tr -d '\n'; printf '\0' ;;
+*) exit 2 ;;
+esac
+)SH";
+
+std::vector<std::string> split_nul(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t z = s.find('\0', i);
+    if (z == std::string::npos) break;  // an unterminated tail: not a whole field
+    out.push_back(s.substr(i, z - i));
+    i = z + 1;
+  }
+  return out;
+}
+
+std::string join_path(const std::string& cwd, const std::string& p) {
+  std::string out = p.empty() || p[0] == '/' ? p : (cwd == "/" ? "/" : cwd + "/") + p;
+  // "./x" from find, "a//b": tidy what the helper printed.
+  std::string tidy;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == '/' && !tidy.empty() && tidy.back() == '/') continue;
+    if (out[i] == '.' && (i + 1 == out.size() || out[i + 1] == '/') && !tidy.empty() && tidy.back() == '/') {
+      ++i;
+      continue;
+    }
+    tidy += out[i];
+  }
+  if (tidy.size() > 1 && tidy.back() == '/') tidy.pop_back();
+  return tidy;
+}
+
+std::string base_name(const std::string& p) {
+  auto s = p.find_last_of('/');
+  return s == std::string::npos ? p : p.substr(s + 1);
+}
+
+/// Go's os.FileMode.String() for a POSIX mode ("-rw-r--r--", "drwxr-xr-x", "Lrwxrwxrwx").
+std::string mode_string(unsigned mode) {
+  std::string s;
+  if (S_ISDIR(mode)) s += 'd';
+  else if (S_ISLNK(mode)) s += 'L';
+  else if (S_ISFIFO(mode)) s += 'p';
+  else if (S_ISSOCK(mode)) s += 'S';
+  else if (S_ISCHR(mode)) s += 'c';
+  else if (S_ISBLK(mode)) s += 'D';
+  else s += '-';
+  const char* rwx = "rwxrwxrwx";
+  for (int i = 0; i < 9; ++i) s += (mode & (0400u >> i)) ? rwx[i] : '-';
+  return s;
+}
+
+/// One EntryInfo (protobuf JSON: int64 as a string, enum names) from a
+/// helper triple.
+json entry_json(const std::string& cwd, const std::string& path, const std::string& st, const std::string& target) {
+  unsigned mode = 0;
+  unsigned long long size = 0, mtime = 0;
+  char owner[256] = "", group[256] = "";
+  if (std::sscanf(st.c_str(), "%x %llu %255s %255s %llu", &mode, &size, owner, group, &mtime) != 5)
+    throw ConnectError{"internal", "unexpected stat output from the sandbox: " + st};
+  std::string type = S_ISDIR(mode) ? "FILE_TYPE_DIRECTORY" : S_ISREG(mode) ? "FILE_TYPE_FILE"
+                     : S_ISLNK(mode) ? "FILE_TYPE_SYMLINK" : "FILE_TYPE_UNSPECIFIED";
+  std::string abs = join_path(cwd, path);
+  json e = {{"name", base_name(abs)},
+            {"type", type},
+            {"path", abs},
+            {"size", std::to_string(size)},
+            {"mode", mode & 07777},
+            {"permissions", mode_string(mode)},
+            {"owner", owner},
+            {"group", group},
+            {"modifiedTime", rfc3339(static_cast<int64_t>(mtime) * 1000)}};
+  if (S_ISLNK(mode)) e["symlinkTarget"] = target;
+  return e;
+}
+
+/// A host temp dir, removed with everything in it.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "sbx-e2b-XXXXXX").string();
+    if (!::mkdtemp(t.data())) throw_errno("create a temp dir for an E2B file transfer");
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+std::string read_back(int fd, size_t limit, const char* what) {
+  std::string out;
+  ::lseek(fd, 0, SEEK_SET);
+  char buf[65536];
+  for (;;) {
+    ssize_t k = ::read(fd, buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    out.append(buf, static_cast<size_t>(k));
+    if (out.size() > limit) throw ConnectError{"resource_exhausted", std::string(what) + " output over its bound"};
+  }
+  return out;
+}
+
+/// The value of `key` in a header like `form-data; name="file"; filename="a b"`.
+std::string header_param(const std::string& h, const std::string& key) {
+  for (size_t i = 0; (i = h.find(key + "=", i)) != std::string::npos; i += key.size()) {
+    if (i > 0 && h[i - 1] != ' ' && h[i - 1] != ';' && h[i - 1] != '\t') continue;
+    size_t v = i + key.size() + 1;
+    if (v < h.size() && h[v] == '"') {
+      size_t e = h.find('"', v + 1);
+      return h.substr(v + 1, e == std::string::npos ? std::string::npos : e - v - 1);
+    }
+    size_t e = h.find(';', v);
+    std::string out = h.substr(v, e == std::string::npos ? std::string::npos : e - v);
+    while (!out.empty() && (out.back() == ' ' || out.back() == '\r')) out.pop_back();
+    return out;
+  }
+  return "";
+}
+
+struct Part {
+  std::string filename;
+  std::string_view data;
+};
+
+/// multipart/form-data (RFC 7578) parts named "file".
+std::vector<Part> parse_multipart(const std::string& body, const std::string& boundary) {
+  std::vector<Part> parts;
+  const std::string delim = "--" + boundary;
+  size_t pos = body.find(delim);
+  if (pos == std::string::npos) throw HttpError{400, "multipart body without its boundary"};
+  for (;;) {
+    pos += delim.size();
+    if (body.compare(pos, 2, "--") == 0) break;
+    if (body.compare(pos, 2, "\r\n") != 0) throw HttpError{400, "malformed multipart body"};
+    pos += 2;
+    size_t he = body.find("\r\n\r\n", pos);
+    if (he == std::string::npos) throw HttpError{400, "malformed multipart part headers"};
+    std::string headers = body.substr(pos, he - pos);
+    size_t start = he + 4;
+    size_t next = body.find("\r\n" + delim, start);
+    if (next == std::string::npos) throw HttpError{400, "multipart body not terminated"};
+    std::string disp;
+    for (size_t i = 0; i < headers.size();) {
+      size_t e = headers.find("\r\n", i);
+      if (e == std::string::npos) e = headers.size();
+      std::string line = headers.substr(i, e - i);
+      if (line.size() > 20 && strncasecmp(line.c_str(), "content-disposition:", 20) == 0) disp = line.substr(20);
+      i = e + 2;
+    }
+    if (header_param(disp, "name") == "file")
+      parts.push_back({url_decode(header_param(disp, "filename")),
+                       std::string_view(body).substr(start, next - start)});
+    pos = next + 2;
+  }
+  return parts;
+}
+
+}  // namespace
+
+std::string E2bApi::run_helper(const E2bSandbox& sb, const std::vector<std::string>& args, const std::string& user,
+                               int& code, std::string* err) {
+  Fd out(::memfd_create("sbx-e2b-out", MFD_CLOEXEC)), errf(::memfd_create("sbx-e2b-err", MFD_CLOEXEC));
+  if (out.fd < 0 || errf.fd < 0) throw_errno("memfd for an E2B helper");
+  engine::ExecRequest req;
+  req.sandbox = sb.sbx_id;
+  req.args = args;
+  req.user = user;
+  req.stdout_fd = out.fd;
+  req.stderr_fd = errf.fd;
+  req.forward_signals = false;
+  req.timeout = std::chrono::seconds(120);
+  code = engine_.exec(req).exit_code;
+  if (err) *err = read_back(errf.fd, 1 << 20, "helper stderr");
+  return read_back(out.fd, 64u << 20, "helper");
+}
+
+json E2bApi::filesystem_unary(const std::string& method, const json& in, const Request& r,
+                              const std::shared_ptr<E2bSandbox>& sb) {
+  auto helper = [&](const std::vector<std::string>& verb_args) {
+    std::vector<std::string> args = {"/bin/sh", "-c", std::string(kEntryFn) + kVerbs, "sh"};
+    args.insert(args.end(), verb_args.begin(), verb_args.end());
+    int code = 0;
+    std::string err, out;
+    {
+      Fd o(::memfd_create("sbx-e2b-out", MFD_CLOEXEC)), e(::memfd_create("sbx-e2b-err", MFD_CLOEXEC));
+      if (o.fd < 0 || e.fd < 0) throw_errno("memfd for an E2B helper");
+      engine::ExecRequest req;
+      req.sandbox = sb->sbx_id;
+      req.args = args;
+      req.env = {std::string("ENTRY=") + kEntryFn};  // the entry function again, for find's child shells
+      req.user = request_user(r);
+      req.stdout_fd = o.fd;
+      req.stderr_fd = e.fd;
+      req.forward_signals = false;
+      req.timeout = std::chrono::seconds(120);
+      code = engine_.exec(req).exit_code;
+      err = read_back(e.fd, 1 << 20, "helper stderr");
+      out = read_back(o.fd, 64u << 20, "helper");
+    }
+    std::string what = verb_args.size() > 1 ? verb_args[1] : "";
+    if (code == 21) throw ConnectError{"not_found", "path '" + what + "' does not exist"};
+    if (code == 20) throw ConnectError{"invalid_argument", "path '" + what + "' is not a directory"};
+    if (code == 23) throw ConnectError{"already_exists", "path '" + what + "' already exists"};
+    if (code == 126 || code == 127)
+      throw ConnectError{"failed_precondition", "the sandbox's image lacks what sbx's file operations need (sh, stat, find): " + err};
+    if (code != 0) throw ConnectError{"internal", method + " '" + what + "' failed in the sandbox: " + err};
+    return split_nul(out);
+  };
+  auto path_of = [&](const char* key) {
+    std::string p = in.value(key, "");
+    if (p.empty()) throw ConnectError{"invalid_argument", std::string(key) + " is empty"};
+    return p;
+  };
+  auto one_entry = [&](const std::vector<std::string>& f) {
+    if (f.size() < 4) throw ConnectError{"internal", "no entry from the sandbox's helper"};
+    return entry_json(f[0], f[1], f[2], f[3]);
+  };
+  if (method == "Stat") return {{"entry", one_entry(helper({"stat", path_of("path")}))}};
+  if (method == "MakeDir") return {{"entry", one_entry(helper({"mkdir", path_of("path")}))}};
+  if (method == "Move") return {{"entry", one_entry(helper({"move", path_of("source"), path_of("destination")}))}};
+  if (method == "Remove") {
+    helper({"remove", path_of("path")});
+    return json::object();
+  }
+  if (method == "ListDir") {
+    int64_t depth = in.value("depth", 1);
+    if (depth < 1) depth = 1;
+    auto f = helper({"list", path_of("path"), std::to_string(depth)});
+    if (f.empty()) throw ConnectError{"internal", "no listing from the sandbox's helper"};
+    json entries = json::array();
+    for (size_t i = 1; i + 2 < f.size(); i += 3) entries.push_back(entry_json(f[0], f[i], f[i + 1], f[i + 2]));
+    return {{"entries", entries}};
+  }
+  throw ConnectError{"unimplemented", "filesystem.Filesystem/" + method +
+                                          " is not served by sbx (served: Stat, ListDir, MakeDir, Remove, Move)"};
+}
+
+void E2bApi::files_get(Connection& c, const Request& r, const std::shared_ptr<E2bSandbox>& sb) {
+  std::string path = r.param("path");
+  if (path.empty()) throw HttpError{400, "path is required"};
+  std::string user = r.param("username");
+  auto resolve = [&](const char* verb) {
+    int code = 0;
+    std::string err;
+    auto f = split_nul(run_helper(*sb, {"/bin/sh", "-c", std::string(kEntryFn) + kVerbs, "sh", verb, path}, user,
+                                  code, &err));
+    if (code == 21) throw HttpError{404, "path '" + path + "' does not exist"};
+    if (code != 0 || f.empty()) throw HttpError{500, "resolve '" + path + "' in the sandbox: " + err};
+    return f[0];
+  };
+  // Relative paths and symlinks are resolved inside the sandbox first; an
+  // absolute path of a plain file goes straight to the copy.
+  std::string src = path[0] == '/' ? path : resolve("real");
+  TempDir tmp;
+  std::string host = tmp.path + "/f";
+  for (int round = 0;; ++round) {
+    try {
+      engine_.copy_out(sb->sbx_id, src, host);
+    } catch (const Error& e) {
+      bool nf = e.err() == ENOENT || std::string(e.what()).find("No such file") != std::string::npos;
+      if (!nf) resolve("real");  // a missing path: 404 (gVisor's tar copy says only that the copy failed)
+      throw HttpError{nf ? 404 : 500, e.what()};
+    }
+    struct stat st {};
+    if (::lstat(host.c_str(), &st) < 0) throw HttpError{500, "copy of " + path + " left nothing"};
+    if (S_ISREG(st.st_mode)) break;
+    if (S_ISDIR(st.st_mode)) throw HttpError{400, "path '" + path + "' is a directory"};
+    if (!S_ISLNK(st.st_mode) || round > 0) throw HttpError{400, "path '" + path + "' is not a regular file"};
+    std::error_code ec;
+    std::filesystem::remove(host, ec);
+    src = resolve("real");
+  }
+  Fd fd(::open(host.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (fd.fd < 0 || ::fstat(fd.fd, &st) < 0) throw HttpError{500, "read the copy of " + path};
+  std::string name = base_name(src);
+  std::string quoted;
+  for (char ch : name) quoted += (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ? '_' : ch;
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+                     std::to_string(st.st_size) + "\r\nContent-Disposition: inline; filename=\"" + quoted + "\"\r\n" +
+                     (c.keep_alive() ? "" : "Connection: close\r\n") + "\r\n";
+  if (!c.write_raw(head)) return;
+  char buf[1 << 16];
+  off_t left = st.st_size;
+  while (left > 0) {
+    ssize_t k = ::read(fd.fd, buf, static_cast<size_t>(std::min<off_t>(left, sizeof buf)));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {  // the length is promised: the connection cannot be reused
+      c.set_close();
+      return;
+    }
+    if (!c.write_raw(std::string_view(buf, static_cast<size_t>(k)))) return;
+    left -= k;
+  }
+}
+
+void E2bApi::files_post(Connection& c, const Request& r, const std::shared_ptr<E2bSandbox>& sb) {
+  std::string path = r.param("path");
+  std::string user = r.param("username");
+  std::string ctype = r.header("content-type");
+  std::string enc = r.header("content-encoding");
+  if (!enc.empty() && enc != "identity")
+    throw HttpError{415, "Content-Encoding " + enc + " is not supported by sbx serve; send the bytes as they are"};
+  std::vector<Part> parts;
+  if (ctype.rfind("multipart/form-data", 0) == 0) {
+    std::string b = header_param(ctype, "boundary");
+    if (b.empty()) throw HttpError{400, "multipart/form-data without a boundary"};
+    parts = parse_multipart(r.body, b);
+  } else {
+    parts.push_back({"", std::string_view(r.body)});
+  }
+  if (parts.empty()) throw HttpError{400, "no part named \"file\" in the upload"};
+  std::string cwd;
+  json out = json::array();
+  TempDir tmp;
+  int n = 0;
+  for (const auto& part : parts) {
+    std::string dest = path.empty() ? part.filename : path;
+    if (dest.empty()) throw HttpError{400, "no path for an uploaded file (?path= or the part's filename)"};
+    if (dest[0] != '/') {
+      if (cwd.empty()) {
+        int code = 0;
+        auto f = split_nul(run_helper(*sb, {"/bin/sh", "-c", std::string(kEntryFn) + kVerbs, "sh", "abs"}, user, code));
+        if (code != 0 || f.empty()) throw HttpError{500, "find the working directory of sandbox " + sb->id};
+        cwd = f[0];
+      }
+      dest = join_path(cwd, dest);
+    }
+    std::string base = base_name(dest);
+    if (base.empty() || base == "." || base == "..")
+      throw HttpError{400, "path '" + dest + "' names a directory, not a file"};
+    // The host copy carries the destination's own name: copy_in (docker cp
+    // semantics) puts it under that name.
+    std::string dir = tmp.path + "/" + std::to_string(n++);
+    fs::mkdir_p(dir, 0700);
+    std::string host = dir + "/" + base;
+    {
+      Fd fd(::open(host.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+      if (fd.fd < 0) throw_errno("create " + host);
+      fs::write_all(fd.fd, part.data, host);
+    }
+    try {
+      engine_.copy_in(sb->sbx_id, host, dest);
+    } catch (const Error&) {
+      // Most likely a missing parent: E2B creates it. (Any other failure
+      // comes back from the second try.)
+      int code = 0;
+      std::string err;
+      std::string parent = dest.substr(0, dest.find_last_of('/'));
+      run_helper(*sb, {"mkdir", "-p", "--", parent.empty() ? "/" : parent}, user, code, &err);
+      if (code != 0) throw HttpError{400, "create " + parent + " in the sandbox: " + err};
+      engine_.copy_in(sb->sbx_id, host, dest);
+    }
+    out.push_back({{"name", base_name(dest)}, {"type", "file"}, {"path", dest}});
+  }
+  c.send(200, out.dump());
+}
+
+}  // namespace sbx::server
