@@ -2,7 +2,9 @@
 // docs/api.md): create, get, list, wait, terminate, stats.
 #include "server/sbx_v1.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,6 +89,67 @@ std::chrono::milliseconds seconds(const json& body, const char* key) {
   if (!it->is_number() || it->get<double>() < 0)
     throw V1Error{400, "InvalidArgument", std::string(key) + " must be a number of seconds >= 0"};
   return std::chrono::milliseconds(static_cast<int64_t>(it->get<double>() * 1000));
+}
+
+/// Engine::create in a child made by fork(2), which returns the id (or
+/// throws the child's error). Why: the native backend clones the sandbox's
+/// init with a raw clone3, which glibc does not prepare for as it does for
+/// fork (its malloc and set*id locks): from a process with many threads (this
+/// server) the init could inherit a lock another thread held and wait on it
+/// forever. The forked child has one thread and sane glibc state, as the
+/// `sbx create` CLI. It keeps only its result pipe open (no client socket
+/// reaches the sandbox), and it exits once the sandbox runs; the sandbox is
+/// not its child afterwards (as after `sbx create`).
+std::string create_forked(engine::Engine& eng, const engine::SandboxRequest& req) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe for a sandbox create");
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(p[0]);
+    ::close(p[1]);
+    throw_errno("fork for a sandbox create");
+  }
+  if (pid == 0) {
+    int w = p[1];
+    ::close(p[0]);
+    if (w > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(w) - 1, 0U);
+    ::syscall(SYS_close_range, static_cast<unsigned>(w) + 1, ~0U, 0U);
+    std::string out;
+    try {
+      out = "0\n" + eng.create(req);
+    } catch (const Error& e) {
+      out = std::to_string(e.exit_code() ? e.exit_code() : kExitSbxFailed) + "\n" + e.what();
+    } catch (const std::exception& e) {
+      out = std::to_string(kExitSbxFailed) + "\n" + e.what();
+    }
+    const char* d = out.data();
+    size_t n = out.size();
+    while (n > 0) {
+      ssize_t k = ::write(w, d, n);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      d += k;
+      n -= static_cast<size_t>(k);
+    }
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  std::string res;
+  char buf[4096];
+  for (;;) {
+    ssize_t k = ::read(p[0], buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    res.append(buf, static_cast<size_t>(k));
+  }
+  ::close(p[0]);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  auto nl = res.find('\n');
+  if (nl == std::string::npos) throw Error("sandbox create: the helper process died without an answer");
+  int code = std::atoi(res.substr(0, nl).c_str());
+  if (code != 0) throw Error(res.substr(nl + 1), 0, code);
+  return res.substr(nl + 1);
 }
 
 }  // namespace
@@ -268,7 +331,7 @@ void SbxV1::create(Connection& c, const Request& r) {
   }
   pid_t pid = 0;
   try {
-    engine_.create(req);
+    create_forked(engine_, req);
     pid = engine_.inspect(id).state.pid;
   } catch (...) {
     runtime::remove_snapshot_copies(copies);
@@ -277,6 +340,15 @@ void SbxV1::create(Connection& c, const Request& r) {
   std::thread([this, id, pid] { watch(id, pid); }).detach();
   c.send(201, sandbox_json(id).dump());
 }
+
+namespace {
+/// Removes RUN_ROOT/.snapshot-copies/<id> and the parent when it is empty.
+void remove_copies(const std::string& run_root, const std::string& id) {
+  std::string parent = run_root + "/" + runtime::kSnapshotCopiesDir;
+  runtime::remove_snapshot_copies(parent + "/" + id);
+  ::rmdir(parent.c_str());
+}
+}  // namespace
 
 void SbxV1::watch(const std::string& id, pid_t init_pid) {
   try {
@@ -288,7 +360,7 @@ void SbxV1::watch(const std::string& id, pid_t init_pid) {
   if (init_pid > 0)
     while (::waitpid(init_pid, nullptr, 0) < 0 && errno == EINTR) {
     }
-  runtime::remove_snapshot_copies(engine_.config().run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id);
+  remove_copies(engine_.config().run_root, id);
 }
 
 void SbxV1::get(Connection& c, const std::string& ref) { c.send(200, sandbox_json(resolve(ref)).dump()); }
@@ -344,7 +416,7 @@ void SbxV1::terminate(Connection& c, const Request& r, const std::string& ref) {
     engine_.wait(id);
   } else {
     engine_.remove(id, true);
-    runtime::remove_snapshot_copies(engine_.config().run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id);
+    remove_copies(engine_.config().run_root, id);
   }
   c.send(204, "");
 }
@@ -364,6 +436,7 @@ void SbxV1::stats(Connection& c, const std::string& ref) {
     try {
       auto s = engine_.stats(id);
       j["memory_bytes"] = s.memory_bytes;
+      if (s.cpu_ns / 1000000 > i.usage.cpu_ms) j["cpu_ms"] = s.cpu_ns / 1000000;
       j["pids"] = s.pids;
     } catch (const Error&) {
       // ended meanwhile: the usage above stands
@@ -374,10 +447,13 @@ void SbxV1::stats(Connection& c, const std::string& ref) {
 
 std::string SbxV1::temp_dir() {
   std::string base = engine_.config().run_root + "/.serve-tmp";
-  fs::mkdir_p(base, 0700);
-  std::string tmpl = base + "/v1-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) throw_errno("mkdtemp in " + base);
-  return tmpl;
+  // Another request may remove the (empty) base between mkdir and mkdtemp: again.
+  for (int i = 0;; ++i) {
+    fs::mkdir_p(base, 0700);
+    std::string tmpl = base + "/v1-XXXXXX";
+    if (::mkdtemp(tmpl.data())) return tmpl;
+    if (errno != ENOENT || i == 10) throw_errno("mkdtemp in " + base);
+  }
 }
 
 }  // namespace sbx::server

@@ -32,7 +32,9 @@ namespace {
 struct Tmp {
   std::string path;
   ~Tmp() {
-    if (!path.empty()) runtime::remove_tree(path);
+    if (path.empty()) return;
+    runtime::remove_tree(path);
+    ::rmdir(path.substr(0, path.rfind('/')).c_str());  // the base, when no other request uses it
   }
 };
 

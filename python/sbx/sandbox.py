@@ -51,7 +51,7 @@ class Image:
         return self.ref
 
 
-@dataclass
+@dataclass(eq=False)
 class DirSnapshot:
     """A directory snapshot (``sb.snapshot_directory``); mount it into another
     sandbox with ``volumes={snap: "/path"}`` (a private, writable copy)."""
