@@ -331,6 +331,10 @@ void SbxV1::create(Connection& c, const Request& r) {
   }
   pid_t pid = 0;
   try {
+    // One create at a time: each native start runs the engine's gc of stale
+    // state (runtime/lifecycle.h gc), which under load removed a sandbox
+    // another create was still building (seen at 8 concurrent creates).
+    std::lock_guard create_lock(create_mu_);
     create_forked(engine_, req);
     pid = engine_.inspect(id).state.pid;
   } catch (...) {

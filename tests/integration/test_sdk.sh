@@ -32,7 +32,7 @@ fi
 K=()
 # gVisor: the smaller set (each sandbox start costs more); HumanEval is native's.
 [ "$RUNTIME" = gvisor ] && K=(-k "exec or bytes or files or lifecycle or errors or checkpoint or asyncio or restart")
-SBX_TEST_TMP=$T PYTHONPATH=$SITE:$SBX_TEST_SRC/python/tests "$PYTHON" -m pytest -q -p no:cacheprovider \
+PYTHONDONTWRITEBYTECODE=1 SBX_TEST_TMP=$T PYTHONPATH=$SITE:$SBX_TEST_SRC/python/tests "$PYTHON" -m pytest -q -p no:cacheprovider \
   "$SBX_TEST_SRC/python/tests" "${K[@]}" 2>&1 | tee "$T/pytest.log" | tail -40
 rc=${PIPESTATUS[0]}
 check "pytest python/tests ($RUNTIME)" test "$rc" = 0
