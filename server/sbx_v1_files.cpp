@@ -71,7 +71,7 @@ bool write_all(int fd, const char* p, size_t n) {
 V1Error file_error(const Error& e, const std::string& path) {
   std::string m = e.what();
   if (m.find("No such file") != std::string::npos || m.find("no such file") != std::string::npos ||
-      m.find("does not exist") != std::string::npos)
+      m.find("does not exist") != std::string::npos || m.find("can't cd") != std::string::npos)
     return {404, "FileNotFound", "no such file in the sandbox: " + path};
   if (m.find("Is a directory") != std::string::npos) return {400, "IsADirectory", path + " is a directory"};
   if (m.find("no such sandbox") != std::string::npos) return {404, "SandboxNotFound", m};

@@ -154,7 +154,8 @@ def test_lifecycle_names_labels_wait_stats(client):
             sbx.Sandbox.create(BB, name=name, client=client)
         assert sb.wait() == 5 and sb.returncode == 5
         st = sb.stats()
-        assert st.wall_ms >= 250 and st.memory_peak_bytes > 0
+        # (gVisor's memory is its sentry's: no peak of the sandbox's own once it ended)
+        assert st.wall_ms >= 250 and (GVISOR or st.memory_peak_bytes > 0)
     with pytest.raises(sbx.SandboxNotFound):
         sbx.Sandbox.from_id(sb.object_id, client=client)
     sb.terminate()  # idempotent
