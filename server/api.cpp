@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "server/sbx_v1.h"
 
 namespace sbx::server {
 
@@ -70,6 +71,8 @@ void Api::handle(Connection& c, Request& r) {
   std::smatch m;
   const std::string& p = r.path;
   const std::string& meth = r.method;
+  // sbx's own API (server/sbx_v1.h): its own errors ({"message", "kind"}).
+  if (p.rfind("/sbx/v1/", 0) == 0) return sbx_v1(engine_.config(), default_runtime_).handle(c, r);
   try {
     if (p == "/_ping" && (meth == "GET" || meth == "HEAD")) return ping(c, r);
     if (p == "/version" && meth == "GET") return version(c, r);

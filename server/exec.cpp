@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "server/api.h"
 #include "server/docker_spec.h"
+#include "server/sbx_v1.h"
 
 namespace sbx::server {
 
@@ -249,6 +250,7 @@ void Api::exec_start(Connection& c, const Request& r, const std::string& id) {
 }
 
 void Api::cancel_all_execs() {
+  sbx_v1(engine_.config(), default_runtime_).cancel_all();  // and those of /sbx/v1 exec streams
   std::lock_guard lk(mu_);
   for (const auto& [id, ex] : execs_)
     if (ex->running && ex->cancel_w >= 0) (void)!::write(ex->cancel_w, "x", 1);

@@ -147,7 +147,10 @@ class SandboxSide {
     if (!on_) return;
     hdr_.version = _LINUX_CAPABILITY_VERSION_3;
     if (::syscall(SYS_capget, &hdr_, saved_) < 0) throw_errno("sbx cp: read sbx's capabilities");
-    if (uid_ != 0 && ::setresuid(static_cast<uid_t>(-1), uid_, static_cast<uid_t>(-1)) < 0)
+    // The raw syscall changes this thread's euid only (as capset does): in a
+    // threaded caller (sbx serve) glibc's setresuid would change every
+    // thread's, under the feet of concurrent requests.
+    if (uid_ != 0 && ::syscall(SYS_setresuid, -1, uid_, -1) < 0)
       throw_errno("sbx cp: act as the sandbox's root (uid " + std::to_string(uid_) + ")");
     struct __user_cap_data_struct less[2] {};
     for (int i = 0; i < 2; ++i) less[i].permitted = saved_[i].permitted;
@@ -169,7 +172,7 @@ class SandboxSide {
 
  private:
   void restore() noexcept {
-    if (uid_ != 0) (void)!::setresuid(static_cast<uid_t>(-1), 0, static_cast<uid_t>(-1));
+    if (uid_ != 0) (void)!::syscall(SYS_setresuid, -1, 0, -1);
     ::syscall(SYS_capset, &hdr_, saved_);
   }
   bool on_;

@@ -1,0 +1,492 @@
+"""Sandboxes, shaped like Modal's ``modal.Sandbox`` (see python/README.md)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import errors
+from .client import Client, default_client
+from .process import Process
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+
+def _memory_bytes(memory: Union[int, str, None]) -> Optional[int]:
+    """Modal's ``memory``: an int is MiB; a str may carry a unit ("512m", "2GiB")."""
+    if memory is None:
+        return None
+    if isinstance(memory, bool):
+        raise errors.InvalidArgument("memory: MiB as an int, or a size like '512m'")
+    if isinstance(memory, int):
+        return memory << 20
+    m = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", str(memory))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise errors.InvalidArgument(f"memory {memory!r}: MiB as an int, or a size like '512m'")
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+@dataclass
+class Image:
+    """An image in sbx's store, by reference ("python:latest", an id)."""
+    ref: str
+
+    @classmethod
+    def from_registry(cls, ref: str, **_: Any) -> "Image":
+        """Modal's ``Image.from_registry``: the image ``ref`` (it must be in
+        sbx's store: ``sbx pull REF`` first; other keywords are ignored)."""
+        return cls(ref)
+
+    from_name = from_registry
+
+    def __str__(self) -> str:
+        return self.ref
+
+
+@dataclass(eq=False)
+class DirSnapshot:
+    """A directory snapshot (``sb.snapshot_directory``); mount it into another
+    sandbox with ``volumes={snap: "/path"}`` (a private, writable copy)."""
+    name: str
+    info: Dict[str, Any] = field(default_factory=dict)
+
+    def delete(self, client: Optional[Client] = None) -> None:
+        """Removes the snapshot from the store."""
+        (client or default_client()).request("DELETE", "/sbx/v1/snapshots/" + urllib.parse.quote(self.name, safe=""))
+
+
+@dataclass
+class MemorySnapshot:
+    """A memory checkpoint (``sb.checkpoint``; gVisor)."""
+    name: str
+    info: Dict[str, Any] = field(default_factory=dict)
+    client: Optional[Client] = None
+
+    def restore(self, count: int = 1, name: Optional[str] = None) -> List["Sandbox"]:
+        """``count`` independent sandboxes resumed from the checkpoint (fork).
+        Raises SnapshotNotFound, Unsupported."""
+        c = self.client or default_client()
+        out = c.request("POST", "/sbx/v1/snapshots/" + urllib.parse.quote(self.name, safe="") + "/restore",
+                        {"count": count, "name": name})
+        return [Sandbox(c, j) for j in out]
+
+    def delete(self) -> None:
+        """Removes the checkpoint from the store."""
+        (self.client or default_client()).request(
+            "DELETE", "/sbx/v1/snapshots/" + urllib.parse.quote(self.name, safe=""))
+
+
+@dataclass
+class Stats:
+    """What a sandbox used so far (or in all, once ended)."""
+    cpu_ms: int              #: user+system CPU time, milliseconds
+    memory_peak_bytes: int   #: peak memory (the memory cgroup's high-water mark), bytes
+    wall_ms: int             #: wall time since it started, milliseconds
+    memory_bytes: int = 0    #: memory now (running only), bytes
+    pids: int = 0            #: processes now (running only)
+    oom_kills: int = 0       #: processes the OOM killer took
+    io_read_bytes: int = 0
+    io_write_bytes: int = 0
+
+
+@dataclass
+class FileInfo:
+    """One entry of ``files.list`` / ``files.stat``."""
+    name: str
+    path: str
+    type: str       #: "file", "directory", "symlink", "other"
+    size: int       #: bytes
+    mode: int       #: permission bits
+    mtime: int      #: unix seconds
+
+
+class _RemoteFile(io.RawIOBase):
+    """A file opened with ``sb.open`` in a write mode: bytes are spooled
+    locally and sent on close (streamed; large files go to a temp file)."""
+
+    def __init__(self, sb: "Sandbox", path: str, append: bool) -> None:
+        super().__init__()
+        self._sb, self._path, self._append = sb, path, append
+        self._buf = tempfile.SpooledTemporaryFile(max_size=8 << 20)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        return self._buf.write(bytes(b))
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            self._buf.seek(0)
+            self._sb.files._write_stream(self._path, self._buf, append=self._append)
+        finally:
+            self._buf.close()
+            super().close()
+
+
+class FileSystem:
+    """``sb.files``: files in the sandbox. Reads and writes go through ``sbx
+    cp``'s rules (paths resolved inside the sandbox's root); list, stat,
+    exists, remove and mkdir run the image's ``sh``/``stat``/``rm``/``mkdir``.
+    Paths are absolute. Errors: FileNotFound, IsADirectory, Conflict (not
+    running), SandboxNotFound."""
+
+    def __init__(self, sb: "Sandbox") -> None:
+        self._sb = sb
+
+    @property
+    def _base(self) -> str:
+        return "/sbx/v1/sandboxes/" + self._sb.object_id
+
+    def read(self, path: str) -> bytes:
+        """The whole file at ``path`` as bytes."""
+        return b"".join(self._sb._client.download(self._base + "/files", {"path": path}))
+
+    def read_text(self, path: str, encoding: str = "utf-8") -> str:
+        """The file at ``path`` decoded (``encoding``)."""
+        return self.read(path).decode(encoding)
+
+    def _write_stream(self, path: str, src: IO[bytes], append: bool = False, mode: Optional[int] = None) -> int:
+        sock, _ = self._sb._client.upgrade(self._base + "/files", {
+            "path": path, "append": append, "mode": None if mode is None else format(mode, "o")})
+        try:
+            while True:
+                chunk = src.read(1 << 20)
+                if not chunk:
+                    break
+                sock.sendall(chunk)
+            sock.shutdown(__import__("socket").SHUT_WR)
+            data = b""
+            while True:
+                more = sock.recv(65536)
+                if not more:
+                    break
+                data += more
+        finally:
+            sock.close()
+        res = json.loads(data) if data else {"message": "the server closed the upload without an answer"}
+        if "message" in res:
+            raise errors.from_response(int(res.get("status", 500)), res)
+        return int(res.get("bytes", 0))
+
+    def write(self, path: str, data: Union[str, bytes], mode: Optional[int] = None) -> int:
+        """Writes ``data`` (str: UTF-8) to ``path``, replacing it; the parent
+        directory must exist. ``mode``: permission bits (default 0644).
+        Returns the bytes written."""
+        b = data.encode() if isinstance(data, str) else bytes(data)
+        return self._write_stream(path, io.BytesIO(b), mode=mode)
+
+    def append(self, path: str, data: Union[str, bytes]) -> int:
+        """Appends ``data`` to ``path`` (made when absent)."""
+        b = data.encode() if isinstance(data, str) else bytes(data)
+        return self._write_stream(path, io.BytesIO(b), append=True)
+
+    def _op(self, op: str, **body: Any) -> Any:
+        return self._sb._client.request("POST", self._base + "/files/" + op, body=body)
+
+    def list(self, path: str = "/") -> List[FileInfo]:
+        """The entries of directory ``path`` (names with a newline are not supported)."""
+        return [FileInfo(**e) for e in self._op("list", path=path)]
+
+    def stat(self, path: str) -> FileInfo:
+        """Type, size, mode and mtime of ``path`` (a symlink itself, not its target)."""
+        return FileInfo(**self._op("stat", path=path))
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` exists (a dangling symlink counts)."""
+        return bool(self._op("exists", path=path)["exists"])
+
+    def remove(self, path: str, recursive: bool = False) -> None:
+        """Removes a file, or a directory tree with ``recursive=True``."""
+        self._op("remove", path=path, recursive=recursive)
+
+    def mkdir(self, path: str, parents: bool = True) -> None:
+        """Makes directory ``path`` (with its parents unless ``parents=False``)."""
+        self._op("mkdir", path=path, parents=parents)
+
+
+class Sandbox:
+    """One sbx sandbox. Make it with :meth:`create`; find it with
+    :meth:`from_id`, :meth:`from_name`, :meth:`list`. As a context manager it
+    terminates the sandbox on exit."""
+
+    def __init__(self, client: Client, info: Dict[str, Any]) -> None:
+        self._client = client
+        self._info = info
+        self.object_id: str = info["id"]
+        self.files = FileSystem(self)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    @classmethod
+    def create(cls, *args: str, image: Union[str, Image, None] = None, timeout: Optional[float] = 300,
+               idle_timeout: Optional[float] = None, cpu: Optional[float] = None,
+               memory: Union[int, str, None] = None, gpu: Optional[str] = None, runtime: Optional[str] = None,
+               network: str = "none", allow_egress: Optional[Sequence[str]] = None,
+               env: Optional[Mapping[str, str]] = None, workdir: Optional[str] = None,
+               volumes: Optional[Mapping[Any, str]] = None, name: Optional[str] = None,
+               labels: Optional[Mapping[str, str]] = None, tags: Optional[Mapping[str, str]] = None,
+               client: Optional[Client] = None, **_modal: Any) -> "Sandbox":
+        """Starts a sandbox and returns once its command runs.
+
+        ``Sandbox.create("python:latest", "python3", "-c", "...")`` or, as
+        Modal, ``Sandbox.create("python3", ..., image=Image.from_registry(...))``.
+        No command: the sandbox holds until terminated (or its timeout).
+
+        - ``timeout``: seconds until it is ended (Modal's default, 300; None or 0: never).
+        - ``idle_timeout``: seconds without an exec until it is ended.
+        - ``cpu``: CPUs (float); ``memory``: MiB (int, as Modal) or "512m".
+        - ``gpu``: ``sbx run --gpus`` syntax ("all", "0", "count=2").
+        - ``runtime``: "native" or "gvisor" (default: the server's).
+        - ``network``: "none" (loopback only) or "private" (NAT out, with
+          ``allow_egress`` = CIDRs / domains as the only destinations).
+        - ``env``, ``workdir``; ``volumes``: {host dir: sandbox path[":ro"]}
+          or {DirSnapshot: sandbox path}; ``name`` (unique), ``labels``
+          (Modal's ``tags`` too). Other Modal keywords (app, secrets, …) are ignored.
+
+        Raises ImageNotFound, InvalidArgument, Conflict (name in use),
+        ConnectionError.
+        """
+        if image is None:
+            if not args:
+                raise errors.InvalidArgument("Sandbox.create needs an image")
+            image, args = args[0], args[1:]
+        body: Dict[str, Any] = {"image": str(image), "cmd": list(args), "network": network}
+        if timeout:
+            body["timeout"] = timeout
+        if idle_timeout:
+            body["idle_timeout"] = idle_timeout
+        if cpu is not None:
+            body["cpu"] = cpu
+        mb = _memory_bytes(memory)
+        if mb is not None:
+            body["memory"] = mb
+        if gpu:
+            body["gpu"] = gpu
+        if runtime:
+            body["runtime"] = runtime
+        if allow_egress:
+            body["allow_egress"] = list(allow_egress)
+        if env:
+            body["env"] = dict(env)
+        if workdir:
+            body["workdir"] = workdir
+        if volumes:
+            binds, snaps = {}, {}
+            for k, v in volumes.items():
+                if isinstance(k, DirSnapshot):
+                    snaps[k.name] = v
+                else:
+                    binds[os.path.abspath(str(k))] = v
+            if binds:
+                body["volumes"] = binds
+            if snaps:
+                body["snapshots"] = snaps
+        if name:
+            body["name"] = name
+        lab = dict(tags or {})
+        lab.update(labels or {})
+        if lab:
+            body["labels"] = lab
+        c = client or default_client()
+        return cls(c, c.request("POST", "/sbx/v1/sandboxes", body=body))
+
+    @classmethod
+    def from_id(cls, sandbox_id: str, client: Optional[Client] = None) -> "Sandbox":
+        """The sandbox with this id (or unique id prefix). Raises SandboxNotFound."""
+        c = client or default_client()
+        return cls(c, c.request("GET", "/sbx/v1/sandboxes/" + urllib.parse.quote(sandbox_id, safe="")))
+
+    @classmethod
+    def from_name(cls, *names: str, client: Optional[Client] = None, **_: Any) -> "Sandbox":
+        """The sandbox named ``name`` (Modal's ``from_name(app_name, name)``
+        works too: the last argument is the name). Raises SandboxNotFound."""
+        if not names:
+            raise errors.InvalidArgument("from_name needs a name")
+        return cls.from_id(names[-1], client=client)
+
+    @classmethod
+    def list(cls, labels: Optional[Mapping[str, str]] = None, tags: Optional[Mapping[str, str]] = None,
+             all: bool = False, client: Optional[Client] = None, **_: Any) -> List["Sandbox"]:
+        """Running sandboxes (``all=True``: ended ones too), newest first,
+        those with every label in ``labels`` (Modal's ``tags``) only."""
+        c = client or default_client()
+        lab = dict(tags or {})
+        lab.update(labels or {})
+        q: Dict[str, Any] = {"all": all}
+        if lab:
+            q["labels"] = json.dumps(lab)
+        return [cls(c, j) for j in c.request("GET", "/sbx/v1/sandboxes", q)]
+
+    def refresh(self) -> Dict[str, Any]:
+        """Reads the sandbox's state again; returns it (also ``.info``)."""
+        self._info = self._client.request("GET", self._path)
+        return self._info
+
+    @property
+    def _path(self) -> str:
+        return "/sbx/v1/sandboxes/" + self.object_id
+
+    @property
+    def id(self) -> str:
+        return self.object_id
+
+    @property
+    def info(self) -> Dict[str, Any]:
+        """The server's record: id, name, image, runtime, status, labels, end, …"""
+        return self._info
+
+    @property
+    def name(self) -> str:
+        return str(self._info.get("name", ""))
+
+    @property
+    def labels(self) -> Dict[str, str]:
+        return dict(self._info.get("labels", {}))
+
+    @property
+    def returncode(self) -> Optional[int]:
+        """The first process's exit code once the sandbox ended, else None."""
+        end = self._info.get("end")
+        return None if not end else int(end["exit_code"])
+
+    def poll(self) -> Optional[int]:
+        """``returncode`` after reading the state (never blocks)."""
+        try:
+            self.refresh()
+        except errors.SandboxNotFound:
+            pass
+        return self.returncode
+
+    def wait(self, raise_on_termination: bool = True, timeout: Optional[float] = None) -> Optional[int]:
+        """Waits until the sandbox ended (at most ``timeout`` s: then returns
+        None) and returns its exit code. Raises SandboxTimeout when its
+        timeout ended it and OutOfMemory when the OOM killer did (unless
+        ``raise_on_termination=False``)."""
+        self._info = self._client.request("POST", self._path + "/wait", {"timeout": timeout})
+        end = self._info.get("end")
+        if not end:
+            return None
+        reason = end.get("reason")
+        if raise_on_termination and reason in ("timeout", "idle"):
+            raise SandboxTimeoutError(f"sandbox {self.object_id[:12]} reached its {reason} limit", "SandboxTimeout")
+        if raise_on_termination and (reason == "oom" or end.get("oom_kills")):
+            raise errors.OutOfMemory(f"sandbox {self.object_id[:12]} ran out of memory", "OutOfMemory")
+        return int(end["exit_code"])
+
+    def terminate(self) -> None:
+        """Kills the sandbox and removes it. Idempotent."""
+        try:
+            self._client.request("DELETE", self._path)
+        except errors.SandboxNotFound:
+            pass
+
+    def stats(self) -> Stats:
+        """CPU time (ms), peak memory (bytes) and wall time (ms) so far."""
+        return Stats(**self._client.request("GET", self._path + "/stats"))
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.terminate()
+
+    def __repr__(self) -> str:
+        return f"<sbx.Sandbox {self.object_id[:12]} {self._info.get('image', '')}>"
+
+    # -- processes -----------------------------------------------------------
+
+    def exec(self, *args: str, stdin: Union[str, bytes, None] = None, env: Optional[Mapping[str, str]] = None,
+             workdir: Optional[str] = None, timeout: Optional[float] = None, pty: bool = False,
+             text: bool = True, user: Optional[str] = None, **_modal: Any) -> Process:
+        """Starts ``args`` in the sandbox and returns its :class:`Process`
+        at once. ``stdin``: bytes/str sent and closed (else write them with
+        ``process.stdin``); ``timeout`` seconds (then exit code 124);
+        ``pty``: stdout and stderr as one stream with TERM set (no real
+        terminal); ``text``: str lines (UTF-8, invalid bytes replaced) or
+        bytes. Raises SandboxNotFound, Conflict (not running)."""
+        if not args:
+            raise errors.InvalidArgument("exec needs a command")
+        body: Dict[str, Any] = {"args": [str(a) for a in args], "pty": pty}
+        if env:
+            body["env"] = dict(env)
+        if workdir:
+            body["workdir"] = workdir
+        if timeout:
+            body["timeout"] = timeout
+        if user:
+            body["user"] = user
+        sock, rest = self._client.upgrade(self._path + "/exec", body=body)
+        p = Process(sock, rest, text)
+        if stdin is not None:
+            p.stdin.write(stdin)
+            p.stdin.write_eof()
+        return p
+
+    # -- files ---------------------------------------------------------------
+
+    def open(self, path: str, mode: str = "r", encoding: str = "utf-8") -> IO[Any]:
+        """A file in the sandbox: "r"/"rb" read it whole (then local),
+        "w"/"wb"/"a"/"ab" write it on close. Raises FileNotFound."""
+        binary = "b" in mode
+        if "r" in mode:
+            data = io.BytesIO(self.files.read(path))
+            return data if binary else io.TextIOWrapper(data, encoding=encoding)
+        if "w" in mode or "a" in mode:
+            raw = io.BufferedWriter(_RemoteFile(self, path, append="a" in mode))
+            return raw if binary else io.TextIOWrapper(raw, encoding=encoding)
+        raise errors.InvalidArgument(f"open: mode {mode!r} (r, rb, w, wb, a, ab)")
+
+    def upload(self, local: Union[str, os.PathLike], remote: str) -> int:
+        """Copies local file ``local`` to ``remote`` in the sandbox, streamed. Returns bytes."""
+        with open(local, "rb") as f:
+            return self.files._write_stream(remote, f, mode=os.stat(local).st_mode & 0o7777)
+
+    def download(self, remote: str, local: Union[str, os.PathLike]) -> int:
+        """Copies ``remote`` from the sandbox to local file ``local``, streamed. Returns bytes."""
+        n = 0
+        tmp = str(local) + ".sbx-part"
+        with open(tmp, "wb") as f:
+            for chunk in self._client.download(self._path + "/files", {"path": remote}):
+                f.write(chunk)
+                n += len(chunk)
+        os.replace(tmp, local)
+        return n
+
+    # -- state ---------------------------------------------------------------
+
+    def snapshot_filesystem(self, name: Optional[str] = None) -> Image:
+        """The sandbox's file system as a new image (``name``: repository[:tag])."""
+        j = self._client.request("POST", self._path + "/snapshot_filesystem", body={"name": name or ""})
+        return Image(j["image"])
+
+    def snapshot_directory(self, path: str, name: Optional[str] = None) -> DirSnapshot:
+        """Directory ``path`` as a snapshot, mountable into other sandboxes
+        (``volumes={snap: "/dir"}``)."""
+        j = self._client.request("POST", self._path + "/snapshot_directory", body={"path": path, "name": name or ""})
+        return DirSnapshot(j["name"], j)
+
+    def checkpoint(self, name: Optional[str] = None, leave_running: bool = True) -> MemorySnapshot:
+        """A memory checkpoint (gVisor): processes and memory, restorable N
+        times with :meth:`MemorySnapshot.restore`. Raises Unsupported on native."""
+        j = self._client.request("POST", self._path + "/checkpoint",
+                                 body={"name": name or "", "leave_running": leave_running})
+        return MemorySnapshot(j["name"], j, self._client)
+
+    # Modal's name for a file-system snapshot.
+    def _experimental_snapshot(self) -> Image:
+        return self.snapshot_filesystem()
+
+
+# Modal's exception name.
+SandboxTimeoutError = errors.SandboxTimeout

@@ -1,0 +1,463 @@
+// /sbx/v1: routing, errors and the sandbox endpoints (server/sbx_v1.h,
+// docs/api.md): create, get, list, wait, terminate, stats.
+#include "server/sbx_v1.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "common/error.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "runtime/snapshot_copies.h"
+#include "runtime/state.h"
+#include "server/docker_spec.h"
+#include "snapshot/dir_snapshot.h"
+
+namespace sbx::server {
+
+using nlohmann::json;
+
+std::string v1_frame(FrameKind kind, std::string_view payload) {
+  std::string out(5, '\0');
+  out[0] = static_cast<char>(kind);
+  uint32_t n = static_cast<uint32_t>(payload.size());
+  out[1] = static_cast<char>(n >> 24);
+  out[2] = static_cast<char>(n >> 16);
+  out[3] = static_cast<char>(n >> 8);
+  out[4] = static_cast<char>(n);
+  out.append(payload);
+  return out;
+}
+
+SbxV1& sbx_v1(const engine::Config& cfg, const std::string& default_runtime) {
+  static SbxV1* api = new SbxV1(cfg, default_runtime);  // never freed: detached threads use it
+  return *api;
+}
+
+namespace {
+
+std::string random_id() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[65];
+  for (int i = 0; i < 4; ++i) std::snprintf(buf + i * 16, 17, "%016llx", static_cast<unsigned long long>(rng()));
+  return std::string(buf, 64);
+}
+
+bool has(const std::string& m, const char* w) { return m.find(w) != std::string::npos; }
+
+/// An engine error as a V1Error: its status and kind from its words (the
+/// layers below say "no such sandbox", "already in use", …).
+V1Error classify(const Error& e) {
+  std::string m = e.what();
+  if (has(m, "no such sandbox")) return {404, "SandboxNotFound", m};
+  if (has(m, "No such file") || has(m, "no such file") || has(m, "does not exist")) return {404, "FileNotFound", m};
+  if (has(m, "no such snapshot") || (has(m, "snapshot") && has(m, "not found"))) return {404, "SnapshotNotFound", m};
+  if (has(m, "no such image") || (has(m, "image") && has(m, "not found"))) return {404, "ImageNotFound", m};
+  if (has(m, "not found") || has(m, "no such")) return {404, "NotFound", m};
+  if (has(m, "already") || has(m, "in use") || has(m, "is not running") || has(m, "not running")) return {409, "Conflict", m};
+  if (has(m, "invalid") || has(m, "ambiguous") || has(m, "must be")) return {400, "InvalidArgument", m};
+  if (has(m, "not supported") || has(m, "cannot") || has(m, "refuse")) return {400, "Unsupported", m};
+  return {500, "Internal", m};
+}
+
+void send_v1_error(Connection& c, const V1Error& e) {
+  c.send(e.status, json{{"message", e.message}, {"kind", e.kind}}.dump());
+}
+
+std::vector<std::string> strings(const json& j, const char* what) {
+  std::vector<std::string> out;
+  if (j.is_null()) return out;
+  if (!j.is_array()) throw V1Error{400, "InvalidArgument", std::string(what) + " must be a list of strings"};
+  for (const auto& e : j) {
+    if (!e.is_string()) throw V1Error{400, "InvalidArgument", std::string(what) + " must be a list of strings"};
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+std::chrono::milliseconds seconds(const json& body, const char* key) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::chrono::milliseconds(0);
+  if (!it->is_number() || it->get<double>() < 0)
+    throw V1Error{400, "InvalidArgument", std::string(key) + " must be a number of seconds >= 0"};
+  return std::chrono::milliseconds(static_cast<int64_t>(it->get<double>() * 1000));
+}
+
+/// Engine::create in a child made by fork(2), which returns the id (or
+/// throws the child's error). Why: the native backend clones the sandbox's
+/// init with a raw clone3, which glibc does not prepare for as it does for
+/// fork (its malloc and set*id locks): from a process with many threads (this
+/// server) the init could inherit a lock another thread held and wait on it
+/// forever. The forked child has one thread and sane glibc state, as the
+/// `sbx create` CLI. It keeps only its result pipe open (no client socket
+/// reaches the sandbox), and it exits once the sandbox runs; the sandbox is
+/// not its child afterwards (as after `sbx create`).
+std::string create_forked(engine::Engine& eng, const engine::SandboxRequest& req) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe for a sandbox create");
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(p[0]);
+    ::close(p[1]);
+    throw_errno("fork for a sandbox create");
+  }
+  if (pid == 0) {
+    int w = p[1];
+    ::close(p[0]);
+    if (w > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(w) - 1, 0U);
+    ::syscall(SYS_close_range, static_cast<unsigned>(w) + 1, ~0U, 0U);
+    std::string out;
+    try {
+      out = "0\n" + eng.create(req);
+    } catch (const Error& e) {
+      out = std::to_string(e.exit_code() ? e.exit_code() : kExitSbxFailed) + "\n" + e.what();
+    } catch (const std::exception& e) {
+      out = std::to_string(kExitSbxFailed) + "\n" + e.what();
+    }
+    const char* d = out.data();
+    size_t n = out.size();
+    while (n > 0) {
+      ssize_t k = ::write(w, d, n);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      d += k;
+      n -= static_cast<size_t>(k);
+    }
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  std::string res;
+  char buf[4096];
+  for (;;) {
+    ssize_t k = ::read(p[0], buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    res.append(buf, static_cast<size_t>(k));
+  }
+  ::close(p[0]);
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  auto nl = res.find('\n');
+  if (nl == std::string::npos) throw Error("sandbox create: the helper process died without an answer");
+  int code = std::atoi(res.substr(0, nl).c_str());
+  if (code != 0) throw Error(res.substr(nl + 1), 0, code);
+  return res.substr(nl + 1);
+}
+
+}  // namespace
+
+void SbxV1::handle(Connection& c, Request& r) {
+  static const std::regex kSandbox("^/sbx/v1/sandboxes/([^/]+)$");
+  static const std::regex kSandboxOp("^/sbx/v1/sandboxes/([^/]+)/([a-z_]+)$");
+  static const std::regex kFileOp("^/sbx/v1/sandboxes/([^/]+)/files/([a-z]+)$");
+  static const std::regex kSnapshot("^/sbx/v1/snapshots/([^/]+)$");
+  static const std::regex kRestore("^/sbx/v1/snapshots/([^/]+)/restore$");
+  const std::string& p = r.path;
+  const std::string& m = r.method;
+  std::smatch g;
+  try {
+    if (p == "/sbx/v1/sandboxes" && m == "POST") return create(c, r);
+    if (p == "/sbx/v1/sandboxes" && m == "GET") return list(c, r);
+    if (p == "/sbx/v1/snapshots" && m == "GET") return snapshot_list(c);
+    if (p == "/sbx/v1/version" && m == "GET")
+      return (void)c.send(200, json{{"version", SBX_VERSION}, {"api", "sbx/v1"}}.dump());
+    if (std::regex_match(p, g, kSandbox)) {
+      if (m == "GET") return get(c, g[1]);
+      if (m == "DELETE") return terminate(c, r, g[1]);
+    }
+    if (std::regex_match(p, g, kSandboxOp)) {
+      std::string id = g[1], op = g[2];
+      if (m == "POST" && op == "wait") return wait(c, r, id);
+      if (m == "POST" && op == "terminate") return terminate(c, r, id);
+      if (m == "GET" && op == "stats") return stats(c, id);
+      if (m == "POST" && op == "exec") return exec(c, r, id);
+      if (m == "GET" && op == "files") return file_read(c, r, resolve(id));
+      if ((m == "PUT" || m == "POST") && op == "files") return file_write(c, r, resolve(id));
+      if (m == "POST" && op == "snapshot_filesystem") return snapshot_fs(c, r, resolve(id));
+      if (m == "POST" && op == "snapshot_directory") return snapshot_dir(c, r, resolve(id));
+      if (m == "POST" && op == "checkpoint") return checkpoint(c, r, resolve(id));
+    }
+    if (std::regex_match(p, g, kFileOp) && m == "POST") return file_op(c, r, resolve(g[1]), g[2]);
+    if (std::regex_match(p, g, kRestore) && m == "POST") return restore(c, r, g[1]);
+    if (std::regex_match(p, g, kSnapshot) && m == "DELETE") return snapshot_remove(c, g[1]);
+    throw V1Error{404, "NotFound", "sbx serve has no " + m + " " + p + " (see docs/api.md)"};
+  } catch (const V1Error& e) {
+    send_v1_error(c, e);
+  } catch (const HttpError& e) {
+    send_v1_error(c, {e.status, e.status == 404 ? "NotFound" : "InvalidArgument", e.message});
+  } catch (const Error& e) {
+    send_v1_error(c, classify(e));
+  } catch (const json::exception& e) {
+    send_v1_error(c, {400, "InvalidArgument", std::string("malformed JSON: ") + e.what()});
+  } catch (const std::exception& e) {
+    send_v1_error(c, {500, "Internal", e.what()});
+  }
+}
+
+void SbxV1::cancel_all() {
+  std::lock_guard lk(mu_);
+  for (int fd : cancel_fds_) (void)!::write(fd, "x", 1);
+}
+
+std::string SbxV1::resolve(const std::string& ref) {
+  try {
+    return engine_.resolve(ref);
+  } catch (const Error& e) {
+    throw V1Error{404, "SandboxNotFound", std::string("no such sandbox: ") + ref};
+  }
+}
+
+json SbxV1::sandbox_json(const std::string& id) {
+  auto i = engine_.inspect(id);
+  json j = {{"id", i.state.id},
+            {"name", i.state.name},
+            {"image", i.state.image_ref},
+            {"runtime", i.state.runtime},
+            {"status", i.status},
+            {"labels", i.state.labels},
+            {"command", i.state.command},
+            {"created_ms", i.state.created_ms},
+            {"started_ms", i.state.started_ms},
+            {"timeout_ms", i.state.timeout_ms},
+            {"idle_timeout_ms", i.state.idle_timeout_ms},
+            {"end", nullptr}};
+  if (i.end)
+    j["end"] = {{"reason", i.end->reason},
+                {"exit_code", i.end->exit_code},
+                {"signal", i.end->signal},
+                {"ended_ms", i.end->ended_ms},
+                {"oom_kills", i.oom_kills}};
+  return j;
+}
+
+void SbxV1::create(Connection& c, const Request& r) {
+  json b = json::parse(r.body.empty() ? "{}" : r.body);
+  if (!b.is_object()) throw V1Error{400, "InvalidArgument", "the body must be a JSON object"};
+  std::string image = b.value("image", "");
+  if (image.empty()) throw V1Error{400, "InvalidArgument", "image is required"};
+  oci::ImageRecord img;
+  try {
+    img = engine_.resolve_or_pull(image, oci::PullPolicy::Never, false, {});
+  } catch (const Error& e) {
+    throw V1Error{404, "ImageNotFound", "no such image: " + image + " (sbx pull or sbx import it first)"};
+  }
+  // Docker's create body is the one spec builder the server has
+  // (server/docker_spec.h): the SDK's options map onto it, then the sbx-only
+  // ones (timeouts, private network, snapshots) onto the spec.
+  std::vector<std::string> cmd = strings(b.value("cmd", json()), "cmd");
+  json dc = {{"Image", image}, {"HostConfig", json::object()}};
+  if (!cmd.empty()) {
+    dc["Cmd"] = cmd;
+    dc["Entrypoint"] = json::array();  // the command is the whole argv, as Modal's
+  }
+  if (auto e = b.find("env"); e != b.end() && e->is_object()) {
+    json env = json::array();
+    for (const auto& [k, v] : e->items()) {
+      if (!v.is_string()) throw V1Error{400, "InvalidArgument", "env values must be strings"};
+      env.push_back(k + "=" + v.get<std::string>());
+    }
+    dc["Env"] = env;
+  }
+  if (std::string w = b.value("workdir", ""); !w.empty()) dc["WorkingDir"] = w;
+  if (auto l = b.find("labels"); l != b.end() && l->is_object()) dc["Labels"] = *l;
+  json& hc = dc["HostConfig"];
+  if (auto v = b.find("volumes"); v != b.end() && v->is_object()) {
+    json binds = json::array();
+    for (const auto& [host, ctr] : v->items()) {
+      if (!ctr.is_string()) throw V1Error{400, "InvalidArgument", "volumes: {host path: sandbox path[:ro]}"};
+      binds.push_back(host + ":" + ctr.get<std::string>());
+    }
+    hc["Binds"] = binds;
+  }
+  if (auto mem = b.find("memory"); mem != b.end() && !mem->is_null()) {
+    if (!mem->is_number_integer() || mem->get<int64_t>() <= 0)
+      throw V1Error{400, "InvalidArgument", "memory must be a number of bytes > 0"};
+    hc["Memory"] = mem->get<int64_t>();
+  }
+  if (auto cpu = b.find("cpu"); cpu != b.end() && !cpu->is_null()) {
+    if (!cpu->is_number() || cpu->get<double>() <= 0) throw V1Error{400, "InvalidArgument", "cpu must be a number > 0"};
+    hc["NanoCpus"] = static_cast<int64_t>(cpu->get<double>() * 1e9);
+  }
+  std::string rt = b.value("runtime", "");
+  if (!rt.empty()) hc["Runtime"] = rt;
+  std::string net = b.value("network", "none");
+  if (net != "none" && net != "private")
+    throw V1Error{400, "InvalidArgument", "network must be none or private, not '" + net + "'"};
+
+  engine::SandboxRequest req;
+  std::string id = random_id();
+  req.spec = spec_from_docker(dc, img, engine_.layer_dirs(img), id, b.value("name", ""), default_runtime_);
+  if (cmd.empty()) req.spec.process.args.clear();  // no command: the sandbox holds until terminated
+  req.spec.timeout = seconds(b, "timeout");
+  req.spec.idle_timeout = seconds(b, "idle_timeout");
+  if (net == "private") {
+    req.spec.network = NetworkMode::Private;
+    req.spec.net.allow_egress = strings(b.value("allow_egress", json()), "allow_egress");
+  } else if (b.contains("allow_egress") && !strings(b["allow_egress"], "allow_egress").empty()) {
+    throw V1Error{400, "InvalidArgument", "allow_egress needs network='private'"};
+  }
+  req.userns = req.spec.network != NetworkMode::Host;  // as `sbx create`
+  if (std::string gpu = b.value("gpu", ""); !gpu.empty()) {
+    engine::GpuRequest g;
+    g.gpus = gpu;
+    engine_.apply_gpus(g, req.spec);
+  }
+  // Directory snapshots as volumes: a private, writable copy each
+  // (RUN_ROOT/.snapshot-copies/<id>/<n>, as `sbx run --mount-snapshot`; the
+  // watcher removes it when the sandbox ends, sbx gc after a crash).
+  std::string copies = engine_.config().run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id;
+  if (auto s = b.find("snapshots"); s != b.end() && s->is_object()) {
+    size_t n = 0;
+    for (const auto& [name, target] : s->items()) {
+      if (!target.is_string()) throw V1Error{400, "InvalidArgument", "snapshots: {snapshot name: sandbox path}"};
+      fs::mkdir_p(copies, 0700);
+      try {
+        req.spec.mounts.push_back(
+            snapshot::mount_snapshot(engine_.config().root, name + ":" + target.get<std::string>(),
+                                     copies + "/" + std::to_string(n++)));
+      } catch (...) {
+        runtime::remove_snapshot_copies(copies);
+        throw;
+      }
+    }
+  }
+  pid_t pid = 0;
+  try {
+    // One create at a time: each native start runs the engine's gc of stale
+    // state (runtime/lifecycle.h gc), which under load removed a sandbox
+    // another create was still building (seen at 8 concurrent creates).
+    std::lock_guard create_lock(create_mu_);
+    create_forked(engine_, req);
+    pid = engine_.inspect(id).state.pid;
+  } catch (...) {
+    runtime::remove_snapshot_copies(copies);
+    throw;
+  }
+  std::thread([this, id, pid] { watch(id, pid); }).detach();
+  c.send(201, sandbox_json(id).dump());
+}
+
+namespace {
+/// Removes RUN_ROOT/.snapshot-copies/<id> and the parent when it is empty.
+void remove_copies(const std::string& run_root, const std::string& id) {
+  std::string parent = run_root + "/" + runtime::kSnapshotCopiesDir;
+  runtime::remove_snapshot_copies(parent + "/" + id);
+  ::rmdir(parent.c_str());
+}
+}  // namespace
+
+void SbxV1::watch(const std::string& id, pid_t init_pid) {
+  try {
+    engine_.wait(id);
+  } catch (const Error& e) {
+    log::debug("serve: sbx/v1 wait for " + id.substr(0, 12) + ": " + e.what());
+  }
+  // The native init is this process's child: reap it (ECHILD when not).
+  if (init_pid > 0)
+    while (::waitpid(init_pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  remove_copies(engine_.config().run_root, id);
+}
+
+void SbxV1::get(Connection& c, const std::string& ref) { c.send(200, sandbox_json(resolve(ref)).dump()); }
+
+void SbxV1::list(Connection& c, const Request& r) {
+  engine::ListRequest lr;
+  lr.all = r.flag("all", false);
+  if (std::string l = r.param("labels"); !l.empty()) {
+    json labels = json::parse(l);
+    if (!labels.is_object()) throw V1Error{400, "InvalidArgument", "labels must be a JSON object"};
+    for (const auto& [k, v] : labels.items())
+      lr.filters.push_back("label=" + k + (v.is_string() ? "=" + v.get<std::string>() : ""));
+  }
+  if (std::string n = r.param("name"); !n.empty()) lr.filters.push_back("name=" + n);
+  json out = json::array();
+  for (const auto& i : engine_.list(lr)) {
+    try {
+      out.push_back(sandbox_json(i.state.id));
+    } catch (const Error&) {
+      // removed between list and inspect
+    }
+  }
+  c.send(200, out.dump());
+}
+
+void SbxV1::wait(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve(ref);
+  std::string t = r.param("timeout");
+  if (t.empty()) {
+    engine_.wait(id);
+  } else {
+    double secs = 0;
+    try {
+      secs = std::stod(t);
+    } catch (...) {
+      throw V1Error{400, "InvalidArgument", "timeout must be a number of seconds"};
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+    for (;;) {
+      std::string st = engine_.inspect(id).status;
+      if (st != "running" && st != "creating") break;
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  c.send(200, sandbox_json(id).dump());
+}
+
+void SbxV1::terminate(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve(ref);
+  if (r.flag("keep", false)) {
+    engine_.kill(id, 9);
+    engine_.wait(id);
+  } else {
+    engine_.remove(id, true);
+    remove_copies(engine_.config().run_root, id);
+  }
+  c.send(204, "");
+}
+
+void SbxV1::stats(Connection& c, const std::string& ref) {
+  std::string id = resolve(ref);
+  auto i = engine_.inspect(id);
+  json j = {{"cpu_ms", i.usage.cpu_ms},
+            {"memory_peak_bytes", i.usage.max_rss_bytes},
+            {"wall_ms", i.usage.duration_ms},
+            {"io_read_bytes", i.usage.io_read_bytes},
+            {"io_write_bytes", i.usage.io_write_bytes},
+            {"oom_kills", i.oom_kills},
+            {"memory_bytes", 0},
+            {"pids", 0}};
+  if (i.status == "running") {
+    try {
+      auto s = engine_.stats(id);
+      j["memory_bytes"] = s.memory_bytes;
+      if (s.cpu_ns / 1000000 > i.usage.cpu_ms) j["cpu_ms"] = s.cpu_ns / 1000000;
+      j["pids"] = s.pids;
+    } catch (const Error&) {
+      // ended meanwhile: the usage above stands
+    }
+  }
+  c.send(200, j.dump());
+}
+
+std::string SbxV1::temp_dir() {
+  std::string base = engine_.config().run_root + "/.serve-tmp";
+  // Another request may remove the (empty) base between mkdir and mkdtemp: again.
+  for (int i = 0;; ++i) {
+    fs::mkdir_p(base, 0700);
+    std::string tmpl = base + "/v1-XXXXXX";
+    if (::mkdtemp(tmpl.data())) return tmpl;
+    if (errno != ENOENT || i == 10) throw_errno("mkdtemp in " + base);
+  }
+}
+
+}  // namespace sbx::server
