@@ -223,6 +223,24 @@ void write_id_map(pid_t pid, const char* file, const std::vector<spec::IdMapping
   if (!(f << text) || !f.flush()) throw_errno(std::string("write linux.") + (file[0] == 'u' ? "uidMappings" : "gidMappings") + " to " + path);
 }
 
+// --preserve-fds N: the caller's fds 3 .. 3+N-1 pass to the container's
+// process (runc's ExtraFiles; systemd socket activation's LISTEN_FDS);
+// everything above them is closed at exec.
+void keep_only_preserved_fds(unsigned preserve) noexcept {
+  ::syscall(SYS_close_range, 3 + preserve, ~0U, CLOSE_RANGE_CLOEXEC);
+  for (unsigned fd = 3; fd < 3 + preserve; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, 0);
+}
+
+// Refuses --preserve-fds N when one of the fds it names is not open: sbx-runc's
+// own fds would then take that number and reach the container.
+void check_preserved_fds(unsigned preserve) {
+  if (preserve > 65536) throw Error("--preserve-fds " + std::to_string(preserve) + ": too many (at most 65536)");
+  for (unsigned fd = 3; fd < 3 + preserve; ++fd)
+    if (::fcntl(static_cast<int>(fd), F_GETFD) < 0)
+      throw Error("--preserve-fds " + std::to_string(preserve) + ": fd " + std::to_string(fd) +
+                  " is not open in the caller (pass fds 3 to " + std::to_string(2 + preserve) + ")", EBADF);
+}
+
 struct ChildArgs {
   const Config* cfg;
   const CreateRequest* req;
@@ -240,8 +258,8 @@ struct ChildArgs {
   const Config& c = *a.cfg;
   bool ready = false;
   try {
-    // Nothing the caller left open beyond stdio reaches the container.
-    ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    // Nothing the caller left open beyond stdio (and --preserve-fds) reaches the container.
+    keep_only_preserved_fds(a.req->preserve_fds);
     if (recv_msg(a.sync) != "G") ::_exit(1);  // sbx-runc gave up
     if (a.new_userns) {
       if (::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw_errno("become root in the new user namespace (linux.uidMappings needs an entry for 0)");
@@ -338,17 +356,20 @@ pid_t create(const std::string& root, const CreateRequest& req) {
   std::string text = read_text(bundle + "/config.json", "bundle " + bundle);
   Config cfg = parse_config(text, bundle);
   if (cfg.seccomp) check_seccomp(*cfg.seccomp);
+  check_preserved_fds(req.preserve_fds);
   // The isolation chosen per container (issue 20): gVisor containers are
   // runsc's, with the caller's command line.
   if (auto it = cfg.annotations.find(kRuntimeAnnotation); it != cfg.annotations.end() && it->second != "native") {
     if (it->second != "gvisor")
       throw Error(std::string("config.json: annotations[\"") + kRuntimeAnnotation + "\"] = \"" + it->second +
                   "\": use native or gvisor");
-    std::vector<std::string> args = {"--bundle", bundle};
+    if (req.preserve_fds)
+      throw Error("--preserve-fds: runsc create cannot pass fds to a gVisor container (dev.sbx.runtime: gvisor); "
+                  "pass them to exec instead, or run the container natively");
+    std::vector<std::string> args = {"create"};
     if (!req.pid_file.empty()) args.insert(args.end(), {"--pid-file", req.pid_file});
     if (!req.console_socket.empty()) args.insert(args.end(), {"--console-socket", req.console_socket});
-    args.push_back(req.id);
-    int rc = gvisor_create(root, req.id, cfg, req.runsc_global_args, args);
+    int rc = gvisor_create(root, req.id, cfg, text, req.runsc_global_args, args);
     if (rc != 0) throw Error("runsc create failed (exit status " + std::to_string(rc) + "; its message is above)");
     return 0;
   }
@@ -625,6 +646,7 @@ int exec(const std::string& root, const ExecRequest& req) {
     }
   }
   if (p.terminal && req.console_socket.empty()) throw Error("exec: a terminal (-t or process.terminal) needs --console-socket");
+  check_preserved_fds(req.preserve_fds);
 
   // The container's namespaces, other than those we already share.
   const std::pair<const char*, int> kinds[] = {{"user", CLONE_NEWUSER}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS},
@@ -658,7 +680,7 @@ int exec(const std::string& root, const ExecRequest& req) {
   if (pid == 0) {
     ::close(sv[0]);
     try {
-      ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+      keep_only_preserved_fds(req.preserve_fds);
       if (recv_msg(sv[1]) != "G") ::_exit(1);
       int console = p.terminal ? connect_console(req.console_socket) : -1;
       for (auto [fd, flag] : join)
@@ -700,9 +722,34 @@ int exec(const std::string& root, const ExecRequest& req) {
   ::close(sv[0]);
   write_pid_file(req.pid_file, pid);
   if (req.detach) return 0;
+  return wait_forwarding_signals(pid);
+}
+
+namespace {
+volatile sig_atomic_t g_forward_to = 0;
+void forward_signal(int sig) {
+  if (g_forward_to > 0) ::kill(static_cast<pid_t>(g_forward_to), sig);
+}
+}  // namespace
+
+int wait_forwarding_signals(pid_t pid) {
+  // As runc: every signal the caller gets goes on to the process, but SIGCHLD
+  // (ours) and SIGWINCH (a terminal's size goes through the pty).
+  g_forward_to = pid;
+  struct sigaction sa{}, old[NSIG];
+  sa.sa_handler = forward_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  std::vector<int> sigs;
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP || s == SIGCHLD || s == SIGWINCH || (s > 31 && s < SIGRTMIN)) continue;
+    if (::sigaction(s, &sa, &old[s]) == 0) sigs.push_back(s);
+  }
   int status_raw = 0;
   while (::waitpid(pid, &status_raw, 0) < 0 && errno == EINTR) {
   }
+  for (int s : sigs) ::sigaction(s, &old[s], nullptr);
+  g_forward_to = 0;
   if (WIFEXITED(status_raw)) return WEXITSTATUS(status_raw);
   return 128 + WTERMSIG(status_raw);
 }

@@ -153,14 +153,14 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
 
   // --ignore-cgroups: runsc and its children stay in sbx's cgroup (without
   // it, runsc makes and joins a cgroup "/<id>" of its own at the top).
-  std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile, "--ignore-cgroups",
-                                   spec.network == NetworkMode::None      ? "--network=none"
-                                   : spec.network == NetworkMode::Private ? "--network=sandbox"
-                                                                         : "--network=host"};
+  std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile, "--ignore-cgroups"};
   // Writes go to a memory-backed overlay inside the sandbox: the image
-  // layers stay untouched and nothing is left on the host's disk.
-  if (!spec.readonly_rootfs) argv.push_back(spec.disk_bytes ? "--overlay2=none" : "--overlay2=root:memory");
-  if (nvproxy) argv.push_back("--nvproxy");
+  // layers stay untouched and nothing is left on the host's disk (--disk:
+  // through the gofer into the bounded tmpfs).
+  const RootWrites writes = spec.readonly_rootfs ? RootWrites::ReadOnly
+                            : spec.disk_bytes    ? RootWrites::Host
+                                                 : RootWrites::Memory;
+  for (auto& f : runsc_sandbox_flags(spec.network, writes, nvproxy)) argv.push_back(std::move(f));
   argv.insert(argv.end(), {"run", "--bundle", bundle});
   // -t: runsc makes the pty and sends its master over this socket
   // (runtime-spec process.terminal); sbx relays it as the native backend does.

@@ -145,20 +145,39 @@ std::vector<std::string> runsc_cgroup_dirs(const std::string& name) {
 /// bomb or a thread flood stops at the limit with EAGAIN, as on the native
 /// backend. An explicit lower --ulimit nproc wins. The host cgroup keeps a
 /// larger pids limit as a backstop.
-void apply_pids_limit_as_nproc(SandboxSpec& s) {
-  if (!s.resources.pids_limit || *s.resources.pids_limit <= 0) return;
-  const uint64_t limit = static_cast<uint64_t>(*s.resources.pids_limit);
-  for (auto& r : s.process.rlimits) {
-    if (r.type != "RLIMIT_NPROC") continue;
-    r.soft = std::min(r.soft, limit);
-    r.hard = std::min(r.hard, limit);
-    return;
-  }
-  s.process.rlimits.push_back({"RLIMIT_NPROC", limit, limit});
+GvisorPidsBounds gvisor_pids_bounds(int64_t limit) {
+  GvisorPidsBounds b;
+  b.nproc = static_cast<uint64_t>(limit);
   // The host pids cgroup holds the sentry, the gofer and (ptrace platform) a
   // host stub per guest task: at the guest's own limit it would kill the
   // whole sandbox, so the host limit leaves head room for them.
-  s.resources.pids_limit = *s.resources.pids_limit * 3 + 256;
+  b.host_pids_max = limit * 3 + 256;
+  return b;
+}
+
+void apply_pids_limit_as_nproc(SandboxSpec& s) {
+  if (!s.resources.pids_limit || *s.resources.pids_limit <= 0) return;
+  const GvisorPidsBounds b = gvisor_pids_bounds(*s.resources.pids_limit);
+  // The host limit gets its head room with an explicit --ulimit nproc too: at
+  // the guest's own limit the sentry and gofer cannot start their threads.
+  s.resources.pids_limit = b.host_pids_max;
+  for (auto& r : s.process.rlimits) {
+    if (r.type != "RLIMIT_NPROC") continue;
+    r.soft = std::min(r.soft, b.nproc);
+    r.hard = std::min(r.hard, b.nproc);
+    return;
+  }
+  s.process.rlimits.push_back({"RLIMIT_NPROC", b.nproc, b.nproc});
+}
+
+std::vector<std::string> runsc_sandbox_flags(NetworkMode network, RootWrites writes, bool nvproxy) {
+  std::vector<std::string> f = {network == NetworkMode::None      ? "--network=none"
+                                : network == NetworkMode::Private ? "--network=sandbox"
+                                                                  : "--network=host"};
+  if (writes == RootWrites::Memory) f.push_back("--overlay2=root:memory");
+  else if (writes == RootWrites::Host) f.push_back("--overlay2=none");
+  if (nvproxy) f.push_back("--nvproxy");
+  return f;
 }
 
 void throw_if_command_error(const std::string& errors, const std::string& cmd) {
