@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "ocirt/cgroup_paths.h"
 #include "ocirt/gvisor_delegate.h"
+#include "runtime/linux/userns.h"
 #include "ocirt/hooks.h"
 #include "ocirt/rootfs.h"
 #include "ocirt/seccomp_profile.h"
@@ -213,14 +214,6 @@ int ns_flag(const std::string& type) {
   if (type == "user") return CLONE_NEWUSER;
   if (type == "cgroup") return CLONE_NEWCGROUP;
   return 0;
-}
-
-void write_id_map(pid_t pid, const char* file, const std::vector<spec::IdMapping>& maps) {
-  std::string text;
-  for (const auto& m : maps) text += std::to_string(m.container_id) + " " + std::to_string(m.host_id) + " " + std::to_string(m.size) + "\n";
-  std::string path = "/proc/" + std::to_string(pid) + "/" + file;
-  std::ofstream f(path);
-  if (!(f << text) || !f.flush()) throw_errno(std::string("write linux.") + (file[0] == 'u' ? "uidMappings" : "gidMappings") + " to " + path);
 }
 
 // --preserve-fds N: the caller's fds 3 .. 3+N-1 pass to the container's
@@ -482,8 +475,12 @@ pid_t create(const std::string& root, const CreateRequest& req) {
     st.pid_start = process_start_time(pid);
     save_state(root, st);  // "creating": delete --force can clean up after a killed create
     if (a.new_userns) {
-      write_id_map(pid, "uid_map", cfg.uid_mappings);
-      write_id_map(pid, "gid_map", cfg.gid_mappings);
+      // The native backend's writer (one write(2) per map, as the kernel wants).
+      try {
+        runtime::write_id_maps(pid, cfg.uid_mappings, cfg.gid_mappings);
+      } catch (const Error& e) {
+        throw Error(std::string("config.json: linux.uidMappings/gidMappings: ") + e.what(), e.err());
+      }
     }
     cg.add(pid);
     if (cfg.process.oom_score_adj) {
