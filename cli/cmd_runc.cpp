@@ -99,15 +99,11 @@ int runc_main(int argc, char** argv) {
   run->add_option("id", creq.id, "Container id")->required();
   run->callback([&] {
     action = [&] {
-      if (!run_detach && ocirt::bundle_wants_gvisor(creq.bundle))
-        throw Error("run without -d of a gVisor container (dev.sbx.runtime: gvisor) is not supported: use run -d, or runsc run");
+      if (!run_detach) return ocirt::run(g.root, creq);
       pid_t pid = ocirt::create(g.root, creq);
       if (pid == 0) return ocirt::gvisor_command(g.root, creq.id, creq.runsc_global_args, {"start", creq.id});
       ocirt::start(g.root, creq.id);
-      if (run_detach) return 0;
-      int code = ocirt::wait_forwarding_signals(pid);
-      ocirt::remove(g.root, creq.id, true);
-      return code;
+      return 0;
     };
   });
 

@@ -513,6 +513,35 @@ pid_t create(const std::string& root, const CreateRequest& req) {
   return pid;
 }
 
+int run(const std::string& root, const CreateRequest& req) {
+  std::error_code ec;
+  std::string bundle = fs::absolute(req.bundle, ec).lexically_normal().string();
+  std::string text = read_text(bundle + "/config.json", "bundle " + bundle);
+  Config cfg = parse_config(text, bundle);
+  if (auto it = cfg.annotations.find(kRuntimeAnnotation); it != cfg.annotations.end() && it->second == "gvisor") {
+    check_preserved_fds(req.preserve_fds);
+    if (req.preserve_fds)
+      throw Error("--preserve-fds: runsc cannot pass fds to a gVisor container's first process (dev.sbx.runtime: gvisor)");
+    std::vector<std::string> args = {"run"};
+    if (!req.pid_file.empty()) args.insert(args.end(), {"--pid-file", req.pid_file});
+    if (!req.console_socket.empty()) args.insert(args.end(), {"--console-socket", req.console_socket});
+    return gvisor_create(root, req.id, cfg, text, req.runsc_global_args, args);
+  }
+  pid_t pid = create(root, req);
+  try {
+    start(root, req.id);
+  } catch (...) {
+    try {
+      remove(root, req.id, true);
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  int code = wait_forwarding_signals(pid);
+  remove(root, req.id, true);
+  return code;
+}
+
 void start(const std::string& root, const std::string& id) {
   ContainerState st = load_state(root, id);
   std::string status = current_status(root, st);

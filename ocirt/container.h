@@ -49,6 +49,12 @@ struct CreateRequest {
 /// waits for it); 0 for a gVisor container (runsc's).
 pid_t create(const std::string& root, const CreateRequest& req);
 
+/// `run` without --detach: create, start, wait for the process (forwarding
+/// the signals the caller gets), delete. A gVisor container: `runsc run` in
+/// the foreground. Returns the process's exit status (128+N for signal N).
+/// Throws sbx::Error as create and start.
+int run(const std::string& root, const CreateRequest& req);
+
 /// `start`: lets a created container exec its process; runs poststart hooks
 /// (a failing one is logged, as runc). Throws sbx::Error when it is not
 /// "created" or its process died.

@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "ocirt/container.h"
 #include "ocirt/state_store.h"
 #include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/gvisor/gvisor_bundle.h"
@@ -41,10 +42,9 @@ int run_and_wait(const std::vector<std::string>& argv) {
     (void)n;
     ::_exit(127);
   }
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  // runsc forwards what it gets to the container (run, exec, restore in the
+  // foreground), so sbx-runc passes the signals it gets on to runsc.
+  return wait_forwarding_signals(pid);
 }
 
 std::vector<std::string> runsc_argv(const std::string& root, const std::vector<std::string>& flags,
@@ -185,12 +185,12 @@ int gvisor_create(const std::string& root, const std::string& id, const Config& 
   std::vector<std::string> cmd = verb_args;
   cmd.insert(cmd.end(), {"--bundle", bundle, id});
   int rc = run_and_wait(runsc_argv(root, flags, global_args, cmd));
-  bool detached = verb_args.empty() || verb_args[0] != "restore" ||
+  bool detached = verb_args.empty() || (verb_args[0] != "restore" && verb_args[0] != "run") ||
                   std::find_if(verb_args.begin(), verb_args.end(), [](const std::string& a) {
                     return a == "-d" || a == "--detach" || a == "-detach";
                   }) != verb_args.end();
   if (rc != 0 || !detached) {
-    // (runsc restore without --detach waits for the container; what is left of it goes.)
+    // (runsc run/restore without --detach wait for the container; what is left of it goes.)
     if (!detached) run_and_wait(runsc_argv(root, flags, global_args, {"delete", "--force", id}));
     forget(root, id);
   }

@@ -46,12 +46,14 @@ std::vector<std::string> gvisor_flags(const Config& cfg);
 /// container is not bounded). Throws sbx::Error on malformed JSON.
 std::string gvisor_config(const std::string& config_text, const Config& cfg);
 
-/// `create` or `restore` of a gVisor container: records the marker and the
-/// bundle (above) and runs `runsc VERB_ARGS --bundle B ID`, where
+/// `create`, `run` or `restore` of a gVisor container: records the marker
+/// and the bundle (above) and runs `runsc VERB_ARGS --bundle B ID`, where
 /// `verb_args` is the command word and its options (create: --pid-file,
-/// --console-socket; restore: --image-path, --detach, …). Returns runsc's
-/// exit status; the marker and bundle are removed again when it fails (and
-/// after a restore without --detach, which ends with the container).
+/// --console-socket; restore: --image-path, --detach, …). Signals sbx-runc
+/// gets meanwhile go on to runsc. Returns runsc's exit status (for run or
+/// restore without --detach: the container's); the marker and bundle are
+/// removed again when it fails (and after a run or restore without
+/// --detach, which ends with the container).
 /// Throws sbx::Error when runsc cannot be found or the id exists.
 int gvisor_create(const std::string& root, const std::string& id, const Config& cfg, const std::string& config_text,
                   const std::vector<std::string>& global_args, const std::vector<std::string>& verb_args);

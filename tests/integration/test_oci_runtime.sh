@@ -248,6 +248,12 @@ check "run deletes its container" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
 # --- checkpoint / restore of a gVisor container (runsc checkpoint/restore) ----------
 if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
   write_config rootfs "" '"annotations": {"dev.sbx.runtime": "gvisor"},'
+  sed -i 's/"echo bundle-ran; sleep 30"/"dmesg | head -1; exit 4"/' "$B/config.json"
+  out=$("${R[@]}" run --bundle "$B" g0 </dev/null); rc=$?
+  check "gvisor run without -d: runs under gVisor" grep -q 'Starting gVisor' <<<"$out"
+  check "gvisor run without -d: the exit code comes back" [ "$rc" = 4 ]
+  check "gvisor run without -d: deleted after" [ ! -e "$OCIROOT/.gvisor/g0" ]
+  write_config rootfs "" '"annotations": {"dev.sbx.runtime": "gvisor"},'
   python3 - "$B/config.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
