@@ -13,7 +13,7 @@
 #include "ocirt/gvisor_delegate.h"
 #include "ocirt/state_store.h"
 #include "runtime/native/criu.h"
-#include "snapshot/checkpoint.h"
+#include "runtime/gvisor/gvisor_bundle.h"
 
 namespace sbx::ocirt {
 
@@ -51,11 +51,11 @@ void checkpoint(const std::string& root, const CheckpointRequest& req) {
     fail_native("checkpoint of container \"" + req.id + "\"");
   }
   if (req.image_path.empty()) throw Error("checkpoint: --image-path DIR is required (where the image is written)");
-  snapshot::GvisorCheckpointRequest g;
-  g.container_id = req.id;
-  g.bundle = gvisor_bundle(root, req.id);
-  g.runsc_flags = read_lines(root + "/.gvisor/" + req.id);
-  snapshot::refuse_gpu_checkpoint(g);  // before anything is written
+  // Before anything is written, as sbx checkpoint (snapshot::refuse_gpu_checkpoint).
+  if (runtime::gvisor::sandbox_has_gpus(read_lines(root + "/.gvisor/" + req.id), gvisor_bundle(root, req.id)))
+    throw Error("cannot checkpoint container \"" + req.id +
+                "\": it has NVIDIA GPUs, and runsc cannot save GPU state (device memory and driver objects live "
+                "outside the sandbox's kernel); nothing was written and the container keeps running");
   fs::mkdir_p(req.image_path, 0700);
   std::vector<std::string> args = {"checkpoint", "--image-path", req.image_path};
   if (req.leave_running) args.push_back("--leave-running");

@@ -37,25 +37,6 @@ namespace sbx::runtime {
 
 using namespace gvisor;  // the shared bundle helpers (runtime/gvisor/gvisor_bundle.h)
 
-std::string find_runsc(const std::string& explicit_path) {
-  if (!explicit_path.empty()) {
-    if (!is_executable(explicit_path))
-      throw Error("runsc not found at " + explicit_path + ": not an executable file; check --runsc");
-    return explicit_path;
-  }
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  size_t i = 0;
-  while (i <= dirs.size()) {
-    size_t j = dirs.find(':', i);
-    if (j == std::string::npos) j = dirs.size();
-    std::string cand = dirs.substr(i, j - i) + "/runsc";
-    if (j > i && is_executable(cand)) return cand;
-    i = j + 1;
-  }
-  throw Error("runsc not found on PATH: the gvisor runtime needs gVisor's runsc; install the Debian package 'runsc' or pass --runsc PATH");
-}
-
 std::string runsc_version(const std::string& runsc) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe");

@@ -16,6 +16,12 @@ namespace sbx::runtime::gvisor {
 /// True when `p` is an executable file for us (access X_OK).
 bool is_executable(const std::string& p);
 
+/// Whether a gVisor sandbox has NVIDIA GPUs: --nvproxy among its runsc flags,
+/// or /dev/nvidia* devices in `bundle`/config.json (checkpoints refuse such
+/// sandboxes: runsc cannot save GPU state). Throws sbx::Error when the config
+/// is corrupt.
+bool sandbox_has_gpus(const std::vector<std::string>& runsc_flags, const std::string& bundle);
+
 /// Runs `argv` (argv[0]: a path) to completion with stdin on /dev/null and
 /// stdout+stderr on `out_fd` (-1: /dev/null); returns its wait status. When
 /// argv[0] cannot be executed, says why on `out_fd` and the status is exit
