@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "ocirt/cgroup_paths.h"
 #include "ocirt/gvisor_delegate.h"
+#include "runtime/linux/pty.h"
 #include "runtime/linux/userns.h"
 #include "ocirt/hooks.h"
 #include "ocirt/rootfs.h"
@@ -134,21 +135,19 @@ int connect_console(const std::string& path) {
 // In the container (after pivot_root): a pty from its devpts; the master goes
 // to the caller, the slave becomes the controlling terminal and fds 0-2.
 void setup_terminal(int console_sock) {
-  int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (master < 0) throw_errno("open /dev/ptmx in the container (process.terminal)");
-  if (::unlockpt(master) < 0) throw_errno("unlockpt");
-  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
-  if (slave < 0) throw_errno("open the pty's slave");
+  runtime::PtyPair pty;
+  try {
+    pty = runtime::open_pty();  // the native backend's steps
+  } catch (const Error& e) {
+    throw Error(std::string("process.terminal: ") + e.what(), e.err());
+  }
   char name[64] = "/dev/pts/?";
-  ::ptsname_r(master, name, sizeof name);
-  send_console(console_sock, master, name);
-  ::close(master);
+  ::ptsname_r(pty.master, name, sizeof name);
+  send_console(console_sock, pty.master, name);
+  ::close(pty.master);
   ::close(console_sock);
   if (::setsid() < 0) throw_errno("setsid");
-  if (::ioctl(slave, TIOCSCTTY, 0) < 0) throw_errno("TIOCSCTTY");
-  for (int fd = 0; fd < 3; ++fd)
-    if (::dup2(slave, fd) < 0) throw_errno("dup2 the pty onto fd " + std::to_string(fd));
-  if (slave > 2) ::close(slave);
+  runtime::make_controlling_terminal(pty.slave);
 }
 
 // The last steps of every container process (init and exec), in runc's order
