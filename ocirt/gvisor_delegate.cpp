@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "common/error.h"
@@ -65,7 +66,24 @@ void forget(const std::string& root, const std::string& id) noexcept {
 }  // namespace
 
 std::vector<std::string> runsc_exec_args(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] != "exec") return args;
+  if (args.empty()) return args;
+  // runc's one-letter options; runsc (Go's flag package) knows only the long names.
+  static const std::map<std::string, std::map<std::string, std::string>> kShort = {
+      {"delete", {{"-f", "--force"}}},
+      {"kill", {{"-a", "--all"}}},
+      {"ps", {{"-f", "--format"}}},
+      {"exec", {{"-d", "--detach"}, {"-p", "--process"}, {"-e", "--env"}, {"-u", "--user"}}},
+  };
+  auto sh = kShort.find(args[0]);
+  if (args[0] != "exec") {
+    std::vector<std::string> out = args;
+    if (sh != kShort.end())
+      for (size_t i = 1; i < out.size(); ++i) {
+        if (out[i] == "--" || out[i].empty() || out[i][0] != '-') continue;
+        if (auto l = sh->second.find(out[i]); l != sh->second.end()) out[i] = l->second;
+      }
+    return out;
+  }
   // runc's exec options that take a value: the first other word is the id,
   // and what follows it is the command (not ours to change).
   static const std::set<std::string> kValued = {"-p", "--process", "--pid-file", "--console-socket", "--cwd", "-e",
@@ -81,7 +99,8 @@ std::vector<std::string> runsc_exec_args(const std::vector<std::string>& args) {
     if ((a == "--preserve-fds" || a == "-preserve-fds") && i + 1 < args.size()) n = args[++i];
     else if (a.rfind("--preserve-fds=", 0) == 0) n = a.substr(15);
     else {
-      out.push_back(a);
+      auto l = sh->second.find(a);
+      out.push_back(l != sh->second.end() ? l->second : a);
       if (a.find('=') == std::string::npos && kValued.count(a) && i + 1 < args.size()) out.push_back(args[++i]);
       continue;
     }

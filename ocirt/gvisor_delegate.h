@@ -66,8 +66,10 @@ int gvisor_command(const std::string& root, const std::string& id, const std::ve
                    const std::vector<std::string>& args);
 
 /// The runsc arguments for sbx-runc's `args` (the command word and what
-/// follows): for exec, --preserve-fds N becomes runsc's --pass-fd 3:3 …
-/// (N+2):(N+2); anything else is unchanged. Throws sbx::Error when N is not a number.
+/// follows): runc's one-letter options become runsc's long ones (delete -f,
+/// kill -a, ps -f, exec -d/-p/-e/-u), and for exec --preserve-fds N becomes
+/// runsc's --pass-fd 3:3 … (N+2):(N+2); the exec'd command itself is left
+/// alone. Throws sbx::Error when N is not a number.
 std::vector<std::string> runsc_exec_args(const std::vector<std::string>& args);
 
 /// The bundle runsc runs a gVisor container `id` from (ROOT/.gvisor-bundles/<id>).

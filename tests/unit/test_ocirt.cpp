@@ -205,8 +205,12 @@ TEST_CASE("ocirt gvisor: runsc flags and config come from sbx's gVisor backend")
 TEST_CASE("ocirt gvisor: exec --preserve-fds becomes runsc --pass-fd, the command is left alone") {
   using V = std::vector<std::string>;
   CHECK(ocirt::runsc_exec_args({"exec", "--preserve-fds", "2", "-e", "A=1", "id", "sh", "--preserve-fds", "9"}) ==
-        V{"exec", "--pass-fd", "3:3", "--pass-fd", "4:4", "-e", "A=1", "id", "sh", "--preserve-fds", "9"});
+        V{"exec", "--pass-fd", "3:3", "--pass-fd", "4:4", "--env", "A=1", "id", "sh", "--preserve-fds", "9"});
   CHECK(ocirt::runsc_exec_args({"exec", "--preserve-fds=0", "id", "true"}) == V{"exec", "id", "true"});
   CHECK(ocirt::runsc_exec_args({"kill", "id", "9"}) == V{"kill", "id", "9"});
+  CHECK(ocirt::runsc_exec_args({"delete", "-f", "id"}) == V{"delete", "--force", "id"});
+  CHECK(ocirt::runsc_exec_args({"kill", "-a", "id", "KILL"}) == V{"kill", "--all", "id", "KILL"});
+  CHECK(ocirt::runsc_exec_args({"exec", "-d", "-e", "A=1", "id", "ls", "-d"}) ==
+        V{"exec", "--detach", "--env", "A=1", "id", "ls", "-d"});
   CHECK_THROWS_AS(ocirt::runsc_exec_args({"exec", "--preserve-fds", "x", "id"}), Error);
 }
