@@ -281,7 +281,10 @@ PY
   check "gvisor checkpoint --leave-running: exit 0" [ "$rc" = 0 ]
   check "gvisor checkpoint --leave-running: image written" [ -s "$T/ckpt2/checkpoint.img" ]
   check "gvisor checkpoint --leave-running: still running" grep -q '"status": "running"' <<<"$("${R[@]}" state g2)"
-  "${R[@]}" delete --force g2
+  out=$("${R[@]}" exec --preserve-fds 1 g2 sh -c 'cat <&3' 3<"$T/pf")
+  check "gvisor exec --preserve-fds 1 (runsc --pass-fd): fd 3 reaches the process" [ "$out" = preserved-42 ]
+  "${R[@]}" delete -f g2; rc=$?
+  check "gvisor delete -f (runc's short option, runsc's --force)" [ "$rc" = 0 ]
   check "gvisor: no bundle left" [ -z "$(ls -A "$OCIROOT/.gvisor-bundles")" ]
   check "gvisor: no runsc state left" [ -z "$(ls -A "$OCIROOT/.gvisor/runsc")" ]
   check "gvisor: no marker left" [ ! -e "$OCIROOT/.gvisor/g2" ]
