@@ -48,6 +48,12 @@ int run_and_wait(const std::vector<std::string>& argv) {
   return wait_forwarding_signals(pid);
 }
 
+// run_and_wait with no output (a probe).
+int run_quiet_status(const std::vector<std::string>& argv) {
+  int st = runtime::gvisor::run_quiet(argv);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 std::vector<std::string> runsc_argv(const std::string& root, const std::vector<std::string>& flags,
                                     const std::vector<std::string>& global_args, const std::vector<std::string>& args) {
   std::vector<std::string> a = {runsc_binary(), "--root", root + "/.gvisor/runsc"};
@@ -229,8 +235,11 @@ int gvisor_command(const std::string& root, const std::string& id, const std::ve
   if (!args.empty() && args[0] == "delete") {
     bool force = false;
     for (const auto& a : args) force |= (a == "-f" || a == "--force" || a == "-force");
-    if (rc == 0 || force) forget(root, id);
-    if (force) rc = 0;
+    // As runc, delete --force of a container runsc no longer knows succeeds;
+    // one runsc failed to delete keeps its record (else its sandbox would
+    // run on with nothing left that names it).
+    if (rc != 0 && force && run_quiet_status(runsc_argv(root, flags, {}, {"state", id})) != 0) rc = 0;
+    if (rc == 0) forget(root, id);
   }
   return rc;
 }

@@ -61,7 +61,9 @@ int gvisor_create(const std::string& root, const std::string& id, const Config& 
 /// Any other command for a gVisor container: runs runsc with the recorded
 /// flags, `global_args` (--log, --log-format) and `args` (the command word
 /// and its arguments), the caller's stdio passed through. Returns runsc's exit
-/// status; after a successful `delete` the marker and bundle are removed.
+/// status; after a successful `delete` the marker and bundle are removed
+/// (`delete --force` of a container runsc no longer knows: status 0; one
+/// runsc fails to delete keeps them, and its status is returned).
 int gvisor_command(const std::string& root, const std::string& id, const std::vector<std::string>& global_args,
                    const std::vector<std::string>& args);
 
