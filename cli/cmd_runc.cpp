@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "ocirt/checkpoint.h"
 #include "ocirt/config.h"
 #include "ocirt/container.h"
 #include "ocirt/gvisor_delegate.h"
@@ -69,7 +71,7 @@ int runc_main(int argc, char** argv) {
   app.add_flag("--systemd-cgroup", g.systemd_cgroup, "Accepted; sbx-runc manages cgroups with cgroupfs (a systemd slice path is refused)");
   app.add_flag("--debug", g.debug, "Debug logging on stderr");
   static std::string criu, rootless;
-  app.add_option("--criu", criu, "Accepted and ignored (no checkpoint/restore)");
+  app.add_option("--criu", criu, "Accepted and ignored (checkpoint/restore of gVisor containers uses runsc; native ones would need CRIU)");
   app.add_option("--rootless", rootless, "Accepted and ignored (true, false or auto)");
 
   std::function<int()> action;
@@ -81,6 +83,7 @@ int runc_main(int argc, char** argv) {
   create->add_option("--console-socket", creq.console_socket, "Unix socket to send the pty master to (process.terminal)");
   create->add_flag("--no-pivot", creq.no_pivot, "Use MS_MOVE + chroot instead of pivot_root");
   create->add_flag("--no-new-keyring", creq.no_new_keyring, "Accepted (sbx-runc makes no session keyring)");
+  create->add_option("--preserve-fds", creq.preserve_fds, "Pass the caller's fds 3 .. 3+N-1 to the container's process");
   create->add_option("id", creq.id, "Container id")->required();
   create->callback([&] { action = [&] { ocirt::create(g.root, creq); return 0; }; });
 
@@ -92,20 +95,15 @@ int runc_main(int argc, char** argv) {
   run->add_flag("-d,--detach", run_detach, "Return once it runs");
   run->add_flag("--no-pivot", creq.no_pivot, "Use MS_MOVE + chroot instead of pivot_root");
   run->add_flag("--no-new-keyring", creq.no_new_keyring, "Accepted");
+  run->add_option("--preserve-fds", creq.preserve_fds, "Pass the caller's fds 3 .. 3+N-1 to the container's process");
   run->add_option("id", creq.id, "Container id")->required();
   run->callback([&] {
     action = [&] {
-      if (!run_detach && ocirt::bundle_wants_gvisor(creq.bundle))
-        throw Error("run without -d of a gVisor container (dev.sbx.runtime: gvisor) is not supported: use run -d, or runsc run");
+      if (!run_detach) return ocirt::run(g.root, creq);
       pid_t pid = ocirt::create(g.root, creq);
       if (pid == 0) return ocirt::gvisor_command(g.root, creq.id, creq.runsc_global_args, {"start", creq.id});
       ocirt::start(g.root, creq.id);
-      if (run_detach) return 0;
-      int st = 0;
-      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-      }
-      ocirt::remove(g.root, creq.id, true);
-      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      return 0;
     };
   });
 
@@ -142,6 +140,7 @@ int runc_main(int argc, char** argv) {
   exec->add_option("--cwd", ereq.cwd, "Working directory in the container");
   exec->add_option("-e,--env", ereq.env, "KEY=VALUE added to its environment (repeatable)");
   exec->add_option("-u,--user", ereq.user, "UID[:GID]");
+  exec->add_option("--preserve-fds", ereq.preserve_fds, "Pass the caller's fds 3 .. 3+N-1 to the process");
   exec->add_option("id", ereq.id, "Container id")->required();
   exec->add_option("args", ereq.args, "The command and its arguments (after the id)");
   exec->callback([&] { action = [&] { return ocirt::exec(g.root, ereq); }; });
@@ -206,6 +205,25 @@ int runc_main(int argc, char** argv) {
     };
   });
 
+  static ocirt::CheckpointRequest ckreq;
+  auto* checkpoint = app.add_subcommand("checkpoint", "Save a running container to an image directory (gVisor containers; native ones need CRIU)");
+  checkpoint->add_option("--image-path", ckreq.image_path, "Directory to write the checkpoint image to")->required();
+  checkpoint->add_option("--work-path", ckreq.work_path, "Accepted (runsc keeps no work files)");
+  checkpoint->add_flag("--leave-running", ckreq.leave_running, "Keep the container running after the checkpoint");
+  checkpoint->add_option("id", ckreq.id, "Container id")->required();
+  checkpoint->callback([&] { action = [&] { ocirt::checkpoint(g.root, ckreq); return 0; }; });
+
+  static ocirt::RestoreRequest rsreq;
+  auto* restore = app.add_subcommand("restore", "Create and start a container from a checkpoint image (-d: return once it runs)");
+  restore->add_option("-b,--bundle", rsreq.bundle, "Bundle directory (holds config.json)")->capture_default_str();
+  restore->add_option("--image-path", rsreq.image_path, "Directory holding the checkpoint image")->required();
+  restore->add_option("--work-path", rsreq.work_path, "Accepted (runsc keeps no work files)");
+  restore->add_flag("-d,--detach", rsreq.detach, "Return once it runs");
+  restore->add_option("--pid-file", rsreq.pid_file, "Write the container process's pid here");
+  restore->add_option("--console-socket", rsreq.console_socket, "Unix socket to send the pty master to");
+  restore->add_option("id", rsreq.id, "Container id")->required();
+  restore->callback([&] { action = [&] { return ocirt::restore(g.root, rsreq); }; });
+
   auto* features = app.add_subcommand("features", "Print what this runtime supports (runtime-spec features JSON)");
   features->callback([&] { action = [&] { std::cout << ocirt::features_json() << "\n"; return 0; }; });
 
@@ -215,7 +233,8 @@ int runc_main(int argc, char** argv) {
   std::vector<std::string> sub_args;  // the command word and what follows (for runsc)
   {
     static const std::set<std::string> kValued = {"--root", "--log", "--log-format", "--criu", "--rootless", "-p", "--process",
-                                                  "--pid-file", "--console-socket", "--cwd", "-e", "--env", "-u", "--user"};
+                                                  "--pid-file", "--console-socket", "--cwd", "-e", "--env", "-u", "--user",
+                                                  "--preserve-fds"};
     bool in_exec = false;
     for (size_t i = 0; i < words.size(); ++i) {
       const std::string& w = words[i];
@@ -243,51 +262,43 @@ int runc_main(int argc, char** argv) {
     }
   }
   std::vector<std::string> cut_args = ereq.args;
-  try {
-    std::reverse(words.begin(), words.end());  // CLI11 takes them last-first
-    app.parse(words);
-    if (!cut_args.empty()) ereq.args = cut_args;
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  std::reverse(words.begin(), words.end());  // CLI11 takes them last-first
+  std::optional<int> parse_exit = parse_command_line(app, [&] { app.parse(words); }, [&](const CLI::ParseError& e) {
     std::cerr << "sbx-runc: " << e.what() << "\nRun 'sbx-runc --help' for usage.\n";
     log_line(g, "error", e.what());
     return 1;
-  }
-  try {
-    log::set_level(g.debug ? "debug" : "warn");
-    // A gVisor container (dev.sbx.runtime: gvisor) is runsc's: its commands go
-    // there as they were given (ocirt/gvisor_delegate.h).
-    std::vector<std::string> runsc_globals;
-    if (!g.log_file.empty()) runsc_globals = {"--log", g.log_file, "--log-format", g.log_format};
-    creq.runsc_global_args = runsc_globals;
-    if (!app.get_subcommands().empty()) {
-      std::string name = app.get_subcommands().front()->get_name();
-      std::string target = name == "exec" ? ereq.id : id;
-      if (name != "create" && name != "run" && name != "list" && name != "features" &&
-          ocirt::is_gvisor_container(g.root, target))
-        return ocirt::gvisor_command(g.root, target, runsc_globals, sub_args);
-    }
-    if (g.systemd_cgroup)
-      log_line(g, "warning", "--systemd-cgroup: sbx-runc does not use systemd; cgroups are managed with cgroupfs");
-    return action ? action() : 0;
-  } catch (const Error& e) {
-    std::fflush(stdout);
-    std::cerr << "sbx-runc: " << e.what() << "\n";
-    log_line(g, "error", e.what());
-    // runc exits 1 on errors; the command-not-found codes of exec stay.
+  });
+  if (parse_exit) return *parse_exit;
+  if (!cut_args.empty()) ereq.args = cut_args;
+  ErrorReport report;
+  report.prog = "sbx-runc";
+  // runc exits 1 on errors; the command-not-found codes of exec stay.
+  report.exit_code = [](const Error& e) {
     int code = e.exit_code();
     return code == kExitNotFound || code == kExitCannotExec ? code : 1;
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::cerr << "sbx-runc: internal error: " << e.what() << "\n";
-    log_line(g, "error", std::string("internal error: ") + e.what());
-    return 1;
-  }
+  };
+  report.internal_exit_code = 1;
+  report.also = [&](const std::string& msg) { log_line(g, "error", msg); };
+  return run_reporting_errors(
+      [&] {
+        log::set_level(g.debug ? "debug" : "warn");
+        // A gVisor container (dev.sbx.runtime: gvisor) is runsc's: its commands go
+        // there as they were given (ocirt/gvisor_delegate.h).
+        std::vector<std::string> runsc_globals;
+        if (!g.log_file.empty()) runsc_globals = {"--log", g.log_file, "--log-format", g.log_format};
+        creq.runsc_global_args = ckreq.runsc_global_args = rsreq.runsc_global_args = runsc_globals;
+        if (!app.get_subcommands().empty()) {
+          std::string name = app.get_subcommands().front()->get_name();
+          std::string target = name == "exec" ? ereq.id : id;
+          if (name != "create" && name != "run" && name != "list" && name != "features" && name != "checkpoint" &&
+              name != "restore" && ocirt::is_gvisor_container(g.root, target))
+            return ocirt::gvisor_command(g.root, target, runsc_globals, sub_args);
+        }
+        if (g.systemd_cgroup)
+          log_line(g, "warning", "--systemd-cgroup: sbx-runc does not use systemd; cgroups are managed with cgroupfs");
+        return action ? action() : 0;
+      },
+      report);
 }
 
 }  // namespace sbx::cli

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "common/error.h"
 #include "common/log.h"
 
@@ -42,15 +43,7 @@ int main(int argc, char** argv) {
   cli::register_batch_command(app, g, action);
   cli::register_system_command(app, g, action);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  std::optional<int> parse_exit = cli::parse_command_line(app, [&] { app.parse(argc, argv); }, [&](const CLI::ParseError& e) {
     // The first word that is neither an option nor an option's value should
     // name a command: say so when it does not (CLI11 would only say that one
     // is required), and list them.
@@ -65,21 +58,16 @@ int main(int argc, char** argv) {
       std::cerr << "sbx: unknown command '" << w << "'\nCommands:";
       for (const auto* s : app.get_subcommands({})) std::cerr << " " << s->get_name();
       std::cerr << "\nRun 'sbx --help' (or 'sbx COMMAND --help') for usage.\n";
-      return kExitSbxFailed;
+      return static_cast<int>(kExitSbxFailed);
     }
     std::cerr << "sbx: " << e.what() << "\nRun 'sbx --help' (or 'sbx COMMAND --help') for usage.\n";
-    return kExitSbxFailed;
-  }
-  try {
-    log::set_level(g.log_level);
-    return action ? action() : 0;
-  } catch (const Error& e) {
-    std::fflush(stdout);
-    std::cerr << "sbx: error: " << e.what() << "\n";
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::cerr << "sbx: internal error: " << e.what() << "\n";
-    return kExitSbxFailed;
-  }
+    return static_cast<int>(kExitSbxFailed);
+  });
+  if (parse_exit) return *parse_exit;
+  return cli::run_reporting_errors(
+      [&] {
+        log::set_level(g.log_level);
+        return action ? action() : 0;
+      },
+      {"sbx", "error: ", {}, kExitSbxFailed, {}});
 }

@@ -1,5 +1,5 @@
 # fish completion for sbx-runc (man/sbx-runc.1)
-set -l cmds create run start state kill delete exec ps pause resume update list ls features
+set -l cmds create run start state kill delete exec ps pause resume update list ls features checkpoint restore
 complete -c sbx-runc -f
 complete -c sbx-runc -n "not __fish_seen_subcommand_from $cmds" -l root -r -d 'Directory for container state'
 complete -c sbx-runc -n "not __fish_seen_subcommand_from $cmds" -l log -r -d 'Also write errors to this file'
@@ -22,12 +22,18 @@ complete -c sbx-runc -n "not __fish_seen_subcommand_from $cmds" -a resume -d 'Th
 complete -c sbx-runc -n "not __fish_seen_subcommand_from $cmds" -a update -d 'Change its cgroup limits'
 complete -c sbx-runc -n "not __fish_seen_subcommand_from $cmds" -a 'list ls' -d 'List containers'
 complete -c sbx-runc -n "not __fish_seen_subcommand_from $cmds" -a features -d 'Print the features JSON'
-complete -c sbx-runc -n "__fish_seen_subcommand_from create run" -s b -l bundle -r -d 'Bundle directory'
-complete -c sbx-runc -n "__fish_seen_subcommand_from create run exec" -l pid-file -r -d 'Pid file'
-complete -c sbx-runc -n "__fish_seen_subcommand_from create run exec" -l console-socket -r -d 'Console socket'
+complete -c sbx-runc -n "not __fish_seen_subcommand_from $cmds" -a checkpoint -d 'Save a gVisor container to an image'
+complete -c sbx-runc -n "not __fish_seen_subcommand_from $cmds" -a restore -d 'Start a container from an image'
+complete -c sbx-runc -n "__fish_seen_subcommand_from create run restore" -s b -l bundle -r -d 'Bundle directory'
+complete -c sbx-runc -n "__fish_seen_subcommand_from create run exec restore" -l pid-file -r -d 'Pid file'
+complete -c sbx-runc -n "__fish_seen_subcommand_from create run exec restore" -l console-socket -r -d 'Console socket'
+complete -c sbx-runc -n "__fish_seen_subcommand_from create run exec" -l preserve-fds -x -d 'Pass fds 3..3+N-1'
+complete -c sbx-runc -n "__fish_seen_subcommand_from checkpoint restore" -l image-path -r -d 'Checkpoint image directory'
+complete -c sbx-runc -n "__fish_seen_subcommand_from checkpoint restore" -l work-path -r -d 'Accepted'
+complete -c sbx-runc -n "__fish_seen_subcommand_from checkpoint" -l leave-running -d 'Keep it running'
 complete -c sbx-runc -n "__fish_seen_subcommand_from create run" -l no-pivot -d 'MS_MOVE + chroot'
 complete -c sbx-runc -n "__fish_seen_subcommand_from create run" -l no-new-keyring -d 'Accepted'
-complete -c sbx-runc -n "__fish_seen_subcommand_from run exec" -s d -l detach -d 'Return once it runs'
+complete -c sbx-runc -n "__fish_seen_subcommand_from run exec restore" -s d -l detach -d 'Return once it runs'
 complete -c sbx-runc -n "__fish_seen_subcommand_from kill" -s a -l all -d 'Every process in its cgroup'
 complete -c sbx-runc -n "__fish_seen_subcommand_from delete" -s f -l force -d 'Kill a running one first'
 complete -c sbx-runc -n "__fish_seen_subcommand_from exec" -s p -l process -r -d 'Process JSON file'

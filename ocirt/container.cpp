@@ -30,6 +30,8 @@
 #include "common/log.h"
 #include "ocirt/cgroup_paths.h"
 #include "ocirt/gvisor_delegate.h"
+#include "runtime/linux/pty.h"
+#include "runtime/linux/userns.h"
 #include "ocirt/hooks.h"
 #include "ocirt/rootfs.h"
 #include "ocirt/seccomp_profile.h"
@@ -133,21 +135,19 @@ int connect_console(const std::string& path) {
 // In the container (after pivot_root): a pty from its devpts; the master goes
 // to the caller, the slave becomes the controlling terminal and fds 0-2.
 void setup_terminal(int console_sock) {
-  int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (master < 0) throw_errno("open /dev/ptmx in the container (process.terminal)");
-  if (::unlockpt(master) < 0) throw_errno("unlockpt");
-  int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
-  if (slave < 0) throw_errno("open the pty's slave");
+  runtime::PtyPair pty;
+  try {
+    pty = runtime::open_pty();  // the native backend's steps
+  } catch (const Error& e) {
+    throw Error(std::string("process.terminal: ") + e.what(), e.err());
+  }
   char name[64] = "/dev/pts/?";
-  ::ptsname_r(master, name, sizeof name);
-  send_console(console_sock, master, name);
-  ::close(master);
+  ::ptsname_r(pty.master, name, sizeof name);
+  send_console(console_sock, pty.master, name);
+  ::close(pty.master);
   ::close(console_sock);
   if (::setsid() < 0) throw_errno("setsid");
-  if (::ioctl(slave, TIOCSCTTY, 0) < 0) throw_errno("TIOCSCTTY");
-  for (int fd = 0; fd < 3; ++fd)
-    if (::dup2(slave, fd) < 0) throw_errno("dup2 the pty onto fd " + std::to_string(fd));
-  if (slave > 2) ::close(slave);
+  runtime::make_controlling_terminal(pty.slave);
 }
 
 // The last steps of every container process (init and exec), in runc's order
@@ -215,12 +215,22 @@ int ns_flag(const std::string& type) {
   return 0;
 }
 
-void write_id_map(pid_t pid, const char* file, const std::vector<spec::IdMapping>& maps) {
-  std::string text;
-  for (const auto& m : maps) text += std::to_string(m.container_id) + " " + std::to_string(m.host_id) + " " + std::to_string(m.size) + "\n";
-  std::string path = "/proc/" + std::to_string(pid) + "/" + file;
-  std::ofstream f(path);
-  if (!(f << text) || !f.flush()) throw_errno(std::string("write linux.") + (file[0] == 'u' ? "uidMappings" : "gidMappings") + " to " + path);
+// --preserve-fds N: the caller's fds 3 .. 3+N-1 pass to the container's
+// process (runc's ExtraFiles; systemd socket activation's LISTEN_FDS);
+// everything above them is closed at exec.
+void keep_only_preserved_fds(unsigned preserve) noexcept {
+  ::syscall(SYS_close_range, 3 + preserve, ~0U, CLOSE_RANGE_CLOEXEC);
+  for (unsigned fd = 3; fd < 3 + preserve; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, 0);
+}
+
+// Refuses --preserve-fds N when one of the fds it names is not open: sbx-runc's
+// own fds would then take that number and reach the container.
+void check_preserved_fds(unsigned preserve) {
+  if (preserve > 65536) throw Error("--preserve-fds " + std::to_string(preserve) + ": too many (at most 65536)");
+  for (unsigned fd = 3; fd < 3 + preserve; ++fd)
+    if (::fcntl(static_cast<int>(fd), F_GETFD) < 0)
+      throw Error("--preserve-fds " + std::to_string(preserve) + ": fd " + std::to_string(fd) +
+                  " is not open in the caller (pass fds 3 to " + std::to_string(2 + preserve) + ")", EBADF);
 }
 
 struct ChildArgs {
@@ -240,8 +250,8 @@ struct ChildArgs {
   const Config& c = *a.cfg;
   bool ready = false;
   try {
-    // Nothing the caller left open beyond stdio reaches the container.
-    ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    // Nothing the caller left open beyond stdio (and --preserve-fds) reaches the container.
+    keep_only_preserved_fds(a.req->preserve_fds);
     if (recv_msg(a.sync) != "G") ::_exit(1);  // sbx-runc gave up
     if (a.new_userns) {
       if (::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw_errno("become root in the new user namespace (linux.uidMappings needs an entry for 0)");
@@ -338,17 +348,20 @@ pid_t create(const std::string& root, const CreateRequest& req) {
   std::string text = read_text(bundle + "/config.json", "bundle " + bundle);
   Config cfg = parse_config(text, bundle);
   if (cfg.seccomp) check_seccomp(*cfg.seccomp);
+  check_preserved_fds(req.preserve_fds);
   // The isolation chosen per container (issue 20): gVisor containers are
   // runsc's, with the caller's command line.
   if (auto it = cfg.annotations.find(kRuntimeAnnotation); it != cfg.annotations.end() && it->second != "native") {
     if (it->second != "gvisor")
       throw Error(std::string("config.json: annotations[\"") + kRuntimeAnnotation + "\"] = \"" + it->second +
                   "\": use native or gvisor");
-    std::vector<std::string> args = {"--bundle", bundle};
+    if (req.preserve_fds)
+      throw Error("--preserve-fds: runsc create cannot pass fds to a gVisor container (dev.sbx.runtime: gvisor); "
+                  "pass them to exec instead, or run the container natively");
+    std::vector<std::string> args = {"create"};
     if (!req.pid_file.empty()) args.insert(args.end(), {"--pid-file", req.pid_file});
     if (!req.console_socket.empty()) args.insert(args.end(), {"--console-socket", req.console_socket});
-    args.push_back(req.id);
-    int rc = gvisor_create(root, req.id, cfg, req.runsc_global_args, args);
+    int rc = gvisor_create(root, req.id, cfg, text, req.runsc_global_args, args);
     if (rc != 0) throw Error("runsc create failed (exit status " + std::to_string(rc) + "; its message is above)");
     return 0;
   }
@@ -461,8 +474,12 @@ pid_t create(const std::string& root, const CreateRequest& req) {
     st.pid_start = process_start_time(pid);
     save_state(root, st);  // "creating": delete --force can clean up after a killed create
     if (a.new_userns) {
-      write_id_map(pid, "uid_map", cfg.uid_mappings);
-      write_id_map(pid, "gid_map", cfg.gid_mappings);
+      // The native backend's writer (one write(2) per map, as the kernel wants).
+      try {
+        runtime::write_id_maps(pid, cfg.uid_mappings, cfg.gid_mappings);
+      } catch (const Error& e) {
+        throw Error(std::string("config.json: linux.uidMappings/gidMappings: ") + e.what(), e.err());
+      }
     }
     cg.add(pid);
     if (cfg.process.oom_score_adj) {
@@ -493,6 +510,35 @@ pid_t create(const std::string& root, const CreateRequest& req) {
   ::close(pidfd);
   ::close(sv[0]);
   return pid;
+}
+
+int run(const std::string& root, const CreateRequest& req) {
+  std::error_code ec;
+  std::string bundle = fs::absolute(req.bundle, ec).lexically_normal().string();
+  std::string text = read_text(bundle + "/config.json", "bundle " + bundle);
+  Config cfg = parse_config(text, bundle);
+  if (auto it = cfg.annotations.find(kRuntimeAnnotation); it != cfg.annotations.end() && it->second == "gvisor") {
+    check_preserved_fds(req.preserve_fds);
+    if (req.preserve_fds)
+      throw Error("--preserve-fds: runsc cannot pass fds to a gVisor container's first process (dev.sbx.runtime: gvisor)");
+    std::vector<std::string> args = {"run"};
+    if (!req.pid_file.empty()) args.insert(args.end(), {"--pid-file", req.pid_file});
+    if (!req.console_socket.empty()) args.insert(args.end(), {"--console-socket", req.console_socket});
+    return gvisor_create(root, req.id, cfg, text, req.runsc_global_args, args);
+  }
+  pid_t pid = create(root, req);
+  try {
+    start(root, req.id);
+  } catch (...) {
+    try {
+      remove(root, req.id, true);
+    } catch (const Error&) {
+    }
+    throw;
+  }
+  int code = wait_forwarding_signals(pid);
+  remove(root, req.id, true);
+  return code;
 }
 
 void start(const std::string& root, const std::string& id) {
@@ -625,6 +671,7 @@ int exec(const std::string& root, const ExecRequest& req) {
     }
   }
   if (p.terminal && req.console_socket.empty()) throw Error("exec: a terminal (-t or process.terminal) needs --console-socket");
+  check_preserved_fds(req.preserve_fds);
 
   // The container's namespaces, other than those we already share.
   const std::pair<const char*, int> kinds[] = {{"user", CLONE_NEWUSER}, {"ipc", CLONE_NEWIPC}, {"uts", CLONE_NEWUTS},
@@ -658,7 +705,7 @@ int exec(const std::string& root, const ExecRequest& req) {
   if (pid == 0) {
     ::close(sv[0]);
     try {
-      ::syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+      keep_only_preserved_fds(req.preserve_fds);
       if (recv_msg(sv[1]) != "G") ::_exit(1);
       int console = p.terminal ? connect_console(req.console_socket) : -1;
       for (auto [fd, flag] : join)
@@ -700,9 +747,34 @@ int exec(const std::string& root, const ExecRequest& req) {
   ::close(sv[0]);
   write_pid_file(req.pid_file, pid);
   if (req.detach) return 0;
+  return wait_forwarding_signals(pid);
+}
+
+namespace {
+volatile sig_atomic_t g_forward_to = 0;
+void forward_signal(int sig) {
+  if (g_forward_to > 0) ::kill(static_cast<pid_t>(g_forward_to), sig);
+}
+}  // namespace
+
+int wait_forwarding_signals(pid_t pid) {
+  // As runc: every signal the caller gets goes on to the process, but SIGCHLD
+  // (ours) and SIGWINCH (a terminal's size goes through the pty).
+  g_forward_to = pid;
+  struct sigaction sa{}, old[NSIG];
+  sa.sa_handler = forward_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  std::vector<int> sigs;
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP || s == SIGCHLD || s == SIGWINCH || (s > 31 && s < SIGRTMIN)) continue;
+    if (::sigaction(s, &sa, &old[s]) == 0) sigs.push_back(s);
+  }
   int status_raw = 0;
   while (::waitpid(pid, &status_raw, 0) < 0 && errno == EINTR) {
   }
+  for (int s : sigs) ::sigaction(s, &old[s], nullptr);
+  g_forward_to = 0;
   if (WIFEXITED(status_raw)) return WEXITSTATUS(status_raw);
   return 128 + WTERMSIG(status_raw);
 }

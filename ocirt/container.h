@@ -35,6 +35,7 @@ struct CreateRequest {
   std::string console_socket;  ///< with process.terminal: where the pty master goes
   bool no_pivot = false;       ///< MS_MOVE + chroot instead of pivot_root
   bool no_new_keyring = false; ///< accepted; sbx-runc makes no session keyring either way
+  unsigned preserve_fds = 0;   ///< --preserve-fds N: the caller's fds 3..3+N-1 pass to the process
   /// For a gVisor container (handed to runsc): the global flags to pass on
   /// (--log FILE --log-format F).
   std::vector<std::string> runsc_global_args;
@@ -47,6 +48,12 @@ struct CreateRequest {
 /// process's host pid (a child of the caller until the caller exits: `run`
 /// waits for it); 0 for a gVisor container (runsc's).
 pid_t create(const std::string& root, const CreateRequest& req);
+
+/// `run` without --detach: create, start, wait for the process (forwarding
+/// the signals the caller gets), delete. A gVisor container: `runsc run` in
+/// the foreground. Returns the process's exit status (128+N for signal N).
+/// Throws sbx::Error as create and start.
+int run(const std::string& root, const CreateRequest& req);
 
 /// `start`: lets a created container exec its process; runs poststart hooks
 /// (a failing one is logged, as runc). Throws sbx::Error when it is not
@@ -83,6 +90,7 @@ struct ExecRequest {
   bool detach = false;
   std::string pid_file;
   std::string console_socket;
+  unsigned preserve_fds = 0;       ///< --preserve-fds N: the caller's fds 3..3+N-1 pass to it
 };
 
 /// `exec`: runs one more process in the container (its namespaces, cgroup,
@@ -91,6 +99,12 @@ struct ExecRequest {
 /// caller's subreaper). Throws sbx::Error (exit code 127/126 when the command
 /// is not found / not executable).
 int exec(const std::string& root, const ExecRequest& req);
+
+/// Waits for `pid` (a child of the caller) to end, forwarding every signal
+/// the caller receives meanwhile to it (runc's signal forwarding: all but
+/// SIGCHLD, SIGWINCH, SIGKILL and SIGSTOP), then restores the caller's
+/// handlers. Returns its exit code, or 128+N when signal N killed it. No throw.
+int wait_forwarding_signals(pid_t pid);
 
 /// `ps`: the host pids in the container's cgroup.
 std::vector<pid_t> pids(const std::string& root, const std::string& id);

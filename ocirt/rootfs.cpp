@@ -298,22 +298,11 @@ void finish_rootfs(const Config& c) {
     std::ofstream f(path);
     if (!(f << value) || !f.flush()) throw_errno("config.json: linux.sysctl[" + key + "]: write " + path);
   }
-  for (const auto& p : c.readonly_paths) {
-    if (::mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0) {
-      if (errno == ENOENT) continue;
-      throw_errno("linux.readonlyPaths: bind " + p);
-    }
-    bind_remount(p, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "linux.readonlyPaths " + p);
-  }
-  for (const auto& p : c.masked_paths) {
-    struct stat st{};
-    if (::stat(p.c_str(), &st) < 0) {
-      if (errno == ENOENT) continue;
-      throw_errno("linux.maskedPaths: stat " + p);
-    }
-    int rc = S_ISDIR(st.st_mode) ? ::mount("tmpfs", p.c_str(), "tmpfs", MS_RDONLY, "size=0k")
-                                 : ::mount("/dev/null", p.c_str(), nullptr, MS_BIND, nullptr);
-    if (rc < 0 && errno != ENOENT) throw_errno("linux.maskedPaths: mask " + p);
+  // The native backend's own masking, with config.json's lists.
+  try {
+    runtime::mask_and_readonly_paths(c.masked_paths, c.readonly_paths);
+  } catch (const Error& e) {
+    throw Error(std::string("config.json: linux.maskedPaths/readonlyPaths: ") + e.what(), e.err());
   }
   if (c.root_readonly) bind_remount("/", MS_RDONLY, "root.readonly");
 }

@@ -86,18 +86,7 @@ std::vector<std::string> runsc_base(const std::string& runsc, const std::string&
 }  // namespace
 
 void refuse_gpu_checkpoint(const GvisorCheckpointRequest& req) {
-  bool gpu = std::find(req.runsc_flags.begin(), req.runsc_flags.end(), "--nvproxy") != req.runsc_flags.end();
-  if (!gpu && !req.bundle.empty() && fs::exists(req.bundle + "/config.json")) {
-    try {
-      auto cfg = json::parse(fs::read_file(req.bundle + "/config.json"));
-      if (cfg.contains("linux") && cfg["linux"].contains("devices"))
-        for (const auto& d : cfg["linux"]["devices"])
-          if (d.value("path", "").rfind("/dev/nvidia", 0) == 0) gpu = true;
-    } catch (const json::exception& e) {
-      throw Error("checkpoint: " + req.bundle + "/config.json is corrupt: " + e.what());
-    }
-  }
-  if (gpu)
+  if (runtime::gvisor::sandbox_has_gpus(req.runsc_flags, req.bundle))
     throw Error("cannot checkpoint sandbox " + req.container_id.substr(0, 12) +
                 ": it has NVIDIA GPUs (runsc --nvproxy), and runsc cannot save GPU state (device memory and "
                 "driver objects live outside the sandbox's kernel); nothing was written and the sandbox keeps "

@@ -37,25 +37,6 @@ namespace sbx::runtime {
 
 using namespace gvisor;  // the shared bundle helpers (runtime/gvisor/gvisor_bundle.h)
 
-std::string find_runsc(const std::string& explicit_path) {
-  if (!explicit_path.empty()) {
-    if (!is_executable(explicit_path))
-      throw Error("runsc not found at " + explicit_path + ": not an executable file; check --runsc");
-    return explicit_path;
-  }
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  size_t i = 0;
-  while (i <= dirs.size()) {
-    size_t j = dirs.find(':', i);
-    if (j == std::string::npos) j = dirs.size();
-    std::string cand = dirs.substr(i, j - i) + "/runsc";
-    if (j > i && is_executable(cand)) return cand;
-    i = j + 1;
-  }
-  throw Error("runsc not found on PATH: the gvisor runtime needs gVisor's runsc; install the Debian package 'runsc' or pass --runsc PATH");
-}
-
 std::string runsc_version(const std::string& runsc) {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe");
@@ -153,14 +134,14 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
 
   // --ignore-cgroups: runsc and its children stay in sbx's cgroup (without
   // it, runsc makes and joins a cgroup "/<id>" of its own at the top).
-  std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile, "--ignore-cgroups",
-                                   spec.network == NetworkMode::None      ? "--network=none"
-                                   : spec.network == NetworkMode::Private ? "--network=sandbox"
-                                                                         : "--network=host"};
+  std::vector<std::string> argv = {runsc, "--root", state, "--log", logfile, "--ignore-cgroups"};
   // Writes go to a memory-backed overlay inside the sandbox: the image
-  // layers stay untouched and nothing is left on the host's disk.
-  if (!spec.readonly_rootfs) argv.push_back(spec.disk_bytes ? "--overlay2=none" : "--overlay2=root:memory");
-  if (nvproxy) argv.push_back("--nvproxy");
+  // layers stay untouched and nothing is left on the host's disk (--disk:
+  // through the gofer into the bounded tmpfs).
+  const RootWrites writes = spec.readonly_rootfs ? RootWrites::ReadOnly
+                            : spec.disk_bytes    ? RootWrites::Host
+                                                 : RootWrites::Memory;
+  for (auto& f : runsc_sandbox_flags(spec.network, writes, nvproxy)) argv.push_back(std::move(f));
   argv.insert(argv.end(), {"run", "--bundle", bundle});
   // -t: runsc makes the pty and sends its master over this socket
   // (runtime-spec process.terminal); sbx relays it as the native backend does.

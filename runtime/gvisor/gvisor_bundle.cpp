@@ -13,9 +13,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "common/error.h"
+#include "runtime/gvisor/gvisor_backend.h"
 #include "common/fs.h"
 #include "runtime/linux/mounts.h"
 #include "runtime/linux/userns.h"
@@ -24,6 +28,20 @@
 namespace sbx::runtime::gvisor {
 
 bool is_executable(const std::string& p) { return ::access(p.c_str(), X_OK) == 0; }
+
+bool sandbox_has_gpus(const std::vector<std::string>& runsc_flags, const std::string& bundle) {
+  if (std::find(runsc_flags.begin(), runsc_flags.end(), "--nvproxy") != runsc_flags.end()) return true;
+  if (bundle.empty() || !fs::exists(bundle + "/config.json")) return false;
+  try {
+    auto cfg = nlohmann::json::parse(fs::read_file(bundle + "/config.json"));
+    if (cfg.contains("linux") && cfg["linux"].contains("devices"))
+      for (const auto& d : cfg["linux"]["devices"])
+        if (d.value("path", "").rfind("/dev/nvidia", 0) == 0) return true;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("checkpoint: " + bundle + "/config.json is corrupt: " + e.what());
+  }
+  return false;
+}
 
 int run_with_output(const std::vector<std::string>& argv, int out_fd) {
   // Everything the child needs is made before fork: the child of a threaded
@@ -145,20 +163,39 @@ std::vector<std::string> runsc_cgroup_dirs(const std::string& name) {
 /// bomb or a thread flood stops at the limit with EAGAIN, as on the native
 /// backend. An explicit lower --ulimit nproc wins. The host cgroup keeps a
 /// larger pids limit as a backstop.
-void apply_pids_limit_as_nproc(SandboxSpec& s) {
-  if (!s.resources.pids_limit || *s.resources.pids_limit <= 0) return;
-  const uint64_t limit = static_cast<uint64_t>(*s.resources.pids_limit);
-  for (auto& r : s.process.rlimits) {
-    if (r.type != "RLIMIT_NPROC") continue;
-    r.soft = std::min(r.soft, limit);
-    r.hard = std::min(r.hard, limit);
-    return;
-  }
-  s.process.rlimits.push_back({"RLIMIT_NPROC", limit, limit});
+GvisorPidsBounds gvisor_pids_bounds(int64_t limit) {
+  GvisorPidsBounds b;
+  b.nproc = static_cast<uint64_t>(limit);
   // The host pids cgroup holds the sentry, the gofer and (ptrace platform) a
   // host stub per guest task: at the guest's own limit it would kill the
   // whole sandbox, so the host limit leaves head room for them.
-  s.resources.pids_limit = *s.resources.pids_limit * 3 + 256;
+  b.host_pids_max = limit * 3 + 256;
+  return b;
+}
+
+void apply_pids_limit_as_nproc(SandboxSpec& s) {
+  if (!s.resources.pids_limit || *s.resources.pids_limit <= 0) return;
+  const GvisorPidsBounds b = gvisor_pids_bounds(*s.resources.pids_limit);
+  // The host limit gets its head room with an explicit --ulimit nproc too: at
+  // the guest's own limit the sentry and gofer cannot start their threads.
+  s.resources.pids_limit = b.host_pids_max;
+  for (auto& r : s.process.rlimits) {
+    if (r.type != "RLIMIT_NPROC") continue;
+    r.soft = std::min(r.soft, b.nproc);
+    r.hard = std::min(r.hard, b.nproc);
+    return;
+  }
+  s.process.rlimits.push_back({"RLIMIT_NPROC", b.nproc, b.nproc});
+}
+
+std::vector<std::string> runsc_sandbox_flags(NetworkMode network, RootWrites writes, bool nvproxy) {
+  std::vector<std::string> f = {network == NetworkMode::None      ? "--network=none"
+                                : network == NetworkMode::Private ? "--network=sandbox"
+                                                                  : "--network=host"};
+  if (writes == RootWrites::Memory) f.push_back("--overlay2=root:memory");
+  else if (writes == RootWrites::Host) f.push_back("--overlay2=none");
+  if (nvproxy) f.push_back("--nvproxy");
+  return f;
 }
 
 void throw_if_command_error(const std::string& errors, const std::string& cmd) {
@@ -293,3 +330,28 @@ void idmap_volumes_for_gvisor(std::vector<Mount>& mounts, const std::string& at_
 }
 
 }  // namespace sbx::runtime::gvisor
+
+namespace sbx::runtime {
+
+// (Defined here, not in gvisor_backend.cpp, so that sbx-runc links it without
+// the backend's network code and its libraries.)
+std::string find_runsc(const std::string& explicit_path) {
+  if (!explicit_path.empty()) {
+    if (!gvisor::is_executable(explicit_path))
+      throw Error("runsc not found at " + explicit_path + ": not an executable file; check --runsc");
+    return explicit_path;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  size_t i = 0;
+  while (i <= dirs.size()) {
+    size_t j = dirs.find(':', i);
+    if (j == std::string::npos) j = dirs.size();
+    std::string cand = dirs.substr(i, j - i) + "/runsc";
+    if (j > i && gvisor::is_executable(cand)) return cand;
+    i = j + 1;
+  }
+  throw Error("runsc not found on PATH: the gvisor runtime needs gVisor's runsc; install the Debian package 'runsc' or pass --runsc PATH");
+}
+
+}  // namespace sbx::runtime

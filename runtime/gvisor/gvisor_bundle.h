@@ -16,6 +16,12 @@ namespace sbx::runtime::gvisor {
 /// True when `p` is an executable file for us (access X_OK).
 bool is_executable(const std::string& p);
 
+/// Whether a gVisor sandbox has NVIDIA GPUs: --nvproxy among its runsc flags,
+/// or /dev/nvidia* devices in `bundle`/config.json (checkpoints refuse such
+/// sandboxes: runsc cannot save GPU state). Throws sbx::Error when the config
+/// is corrupt.
+bool sandbox_has_gpus(const std::vector<std::string>& runsc_flags, const std::string& bundle);
+
 /// Runs `argv` (argv[0]: a path) to completion with stdin on /dev/null and
 /// stdout+stderr on `out_fd` (-1: /dev/null); returns its wait status. When
 /// argv[0] cannot be executed, says why on `out_fd` and the status is exit
@@ -64,6 +70,30 @@ std::vector<std::string> runsc_cgroup_dirs(const std::string& name);
 /// --pids-limit inside gVisor: also given to gVisor's kernel as RLIMIT_NPROC
 /// (runsc's pids cgroup only holds the sentry); the host limit gets head room.
 void apply_pids_limit_as_nproc(SandboxSpec& s);
+
+/// What a pids limit `limit` (> 0, tasks) becomes under gVisor
+/// (apply_pids_limit_as_nproc): `nproc` for gVisor's kernel (RLIMIT_NPROC,
+/// soft and hard; a lower one already set wins) and `host_pids_max` for the
+/// host pids cgroup that holds the sentry, gofer and stubs. Pure.
+struct GvisorPidsBounds {
+  uint64_t nproc = 0;
+  int64_t host_pids_max = 0;
+};
+GvisorPidsBounds gvisor_pids_bounds(int64_t limit);
+
+/// Where the writes to a gVisor sandbox's root file system go.
+enum class RootWrites {
+  Memory,    ///< runsc's memory-backed overlay (--overlay2=root:memory): nothing reaches the host
+  Host,      ///< through the gofer to the rootfs dir itself (--overlay2=none): --disk, OCI bundles
+  ReadOnly,  ///< root.readonly: no overlay flag
+};
+
+/// The global runsc flags every sbx front end starts a gVisor sandbox with
+/// (sbx run, sbx create/restore, sbx-runc): the network (none; host;
+/// Private: runsc's own netstack in the namespace config.json names,
+/// --network=sandbox), where the rootfs writes go, and --nvproxy for GPUs.
+/// runsc's flags: https://gvisor.dev/docs/user_guide/. Pure.
+std::vector<std::string> runsc_sandbox_flags(NetworkMode network, RootWrites writes, bool nvproxy = false);
 
 /// When runsc's `errors` (runsc_errors) say that `cmd` could not be started,
 /// throws sbx::Error with exit code 127 (not found) or 126 (not executable),

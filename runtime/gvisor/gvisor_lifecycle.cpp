@@ -516,11 +516,9 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   launch.timeout_ms = spec.timeout.count();
   launch.idle_timeout_ms = spec.idle_timeout.count();
   launch.hold_only = spec.process.args.empty();
-  launch.runsc_flags = {spec.network == NetworkMode::None      ? "--network=none"
-                        : spec.network == NetworkMode::Private ? "--network=sandbox"
-                                                               : "--network=host"};
   // Writes go to a memory-backed overlay inside the sandbox (as sbx run).
-  if (!spec.readonly_rootfs) launch.runsc_flags.push_back("--overlay2=root:memory");
+  launch.runsc_flags =
+      gvisor::runsc_sandbox_flags(spec.network, spec.readonly_rootfs ? gvisor::RootWrites::ReadOnly : gvisor::RootWrites::Memory);
   std::string pause;
   if (launch.hold_only) pause = find_pause_helper();
 

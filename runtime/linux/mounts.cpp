@@ -329,8 +329,10 @@ void mount_user(const SandboxSpec& spec, std::vector<BindSource>& binds) {
   }
 }
 
-void mask_and_readonly_paths() {
-  for (const auto& p : default_masked_paths()) {
+void mask_and_readonly_paths() { mask_and_readonly_paths(default_masked_paths(), default_readonly_paths()); }
+
+void mask_and_readonly_paths(const std::vector<std::string>& masked, const std::vector<std::string>& readonly) {
+  for (const auto& p : masked) {
     struct stat st {};
     if (::stat(p.c_str(), &st) < 0) continue;  // not on this kernel
     if (S_ISDIR(st.st_mode))
@@ -338,7 +340,7 @@ void mask_and_readonly_paths() {
     else
       mnt("/dev/null", p, nullptr, MS_BIND, nullptr, "mask");
   }
-  for (const auto& p : default_readonly_paths()) {
+  for (const auto& p : readonly) {
     if (::mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0) {
       if (errno == ENOENT) continue;
       throw_errno("bind mount " + p + " read-only");

@@ -29,6 +29,7 @@
 #include "runtime/linux/credentials.h"
 #include "runtime/native/holder.h"
 #include "runtime/lifecycle.h"
+#include "runtime/linux/pty.h"
 #include "runtime/linux/pty_relay.h"
 #include "runtime/user.h"
 
@@ -80,17 +81,10 @@ void set_env(std::vector<std::string>& env, const std::string& kv) {
     // kills the whole process group.
     ::setsid();
     if (req.tty) {
-      int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-      if (master < 0) throw_errno("open /dev/ptmx in the sandbox");
-      if (::unlockpt(master) < 0) throw_errno("unlock the pty");
-      int slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
-      if (slave < 0) throw_errno("open the pty's slave side");
-      send_fd(sock, master);
-      ::close(master);
-      if (::ioctl(slave, TIOCSCTTY, 0) < 0) throw_errno("make the pty the controlling terminal");
-      for (int fd = 0; fd < 3; ++fd)
-        if (::dup2(slave, fd) < 0) throw_errno("dup2 the pty");
-      if (slave > 2) ::close(slave);
+      PtyPair pty = open_pty();  // the sandbox's devpts
+      send_fd(sock, pty.master);
+      ::close(pty.master);
+      make_controlling_terminal(pty.slave);
     } else {
       if (req.stdin_fd >= 0) {
         if (::dup2(req.stdin_fd, 0) < 0) throw_errno("dup2 the exec's stdin");

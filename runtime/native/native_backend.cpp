@@ -34,6 +34,7 @@
 #include "runtime/linux/mounts.h"
 #include "runtime/linux/namespaces.h"
 #include "runtime/linux/network.h"
+#include "runtime/linux/pty.h"
 #include "runtime/linux/pty_relay.h"
 #include "runtime/linux/rlimits.h"
 #include "runtime/linux/seccomp.h"
@@ -100,10 +101,7 @@ void wait_for(int sock, char want) {
     // Session and stdio: the pty slave becomes the controlling terminal.
     ::setsid();
     if (pty_slave >= 0) {
-      if (::ioctl(pty_slave, TIOCSCTTY, 0) < 0) throw_errno("make the pty the controlling terminal");
-      for (int fd = 0; fd < 3; ++fd)
-        if (::dup2(pty_slave, fd) < 0) throw_errno("dup2 the pty");
-      if (pty_slave > 2) ::close(pty_slave);
+      make_controlling_terminal(pty_slave);
     } else if (!spec.stdin_open || c.detached) {
       int fd = ::open("/dev/null", O_RDONLY);
       if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
@@ -300,13 +298,10 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
     int slave = -1;
     if (spec.process.terminal) {
-      int master = ::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-      if (master < 0) throw_errno("open /dev/ptmx");
-      if (::unlockpt(master) < 0) throw_errno("unlock the pty");
-      slave = ::ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
-      if (slave < 0) throw_errno("open the pty's slave side");
-      send_fd(c.sock, master);
-      ::close(master);
+      PtyPair pty = open_pty();
+      slave = pty.slave;
+      send_fd(c.sock, pty.master);
+      ::close(pty.master);
     }
 
     // 6. cgroup: sbx moves us into the sandbox's cgroup while we build the

@@ -68,7 +68,7 @@ check "no container left" [ -z "$("${CT[@]}" container ls -q)" ]
 # --- leaks -----------------------------------------------------------------------------
 SR=/run/containerd/runc/default
 check "no sbx-runc record left in the shim's root" \
-  [ -z "$(ls -A $SR 2>/dev/null | grep -vx .gvisor)$(ls -A $SR/.gvisor 2>/dev/null | grep -vx runsc)$(ls -A $SR/.gvisor/runsc 2>/dev/null)" ]
+  [ -z "$(ls -A $SR 2>/dev/null | grep -vxE '.gvisor|.gvisor-bundles')$(ls -A $SR/.gvisor 2>/dev/null | grep -vx runsc)$(ls -A $SR/.gvisor/runsc $SR/.gvisor-bundles 2>/dev/null | grep -v ':$' | grep .)" ]
 left=$(find /sys/fs/cgroup/*/"${CGP#/}" -mindepth 1 -maxdepth 1 -type d 2>/dev/null)
 check "no container cgroup left under $CGP" [ -z "$left" ] || echo "$left"
 for d in /sys/fs/cgroup/*/"${CGP#/}"; do

@@ -120,6 +120,11 @@ if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
   out=$(prun --rm "${G[@]}" localhost/busybox sh -c 'dmesg | head -1; exit 3'); rc=$?
   check "gvisor annotation: runs under gVisor (its kernel's dmesg)" grep -q 'Starting gVisor' <<<"$out"
   check "gvisor annotation: exit code 3" [ "$rc" = 3 ]
+  # Through sbx's gVisor backend: --pids-limit also bounds gVisor's own kernel
+  # (RLIMIT_NPROC; runsc's pids cgroup holds only the sentry), as sbx run.
+  out=$(prun --rm "${G[@]}" --pids-limit 20 localhost/busybox sh -c \
+    'for i in $(seq 40); do sleep 2 & done 2>&1 | grep -c "can.t fork"; wait')
+  check "gvisor: --pids-limit enforced inside gVisor (fork fails)" [ "$(tail -1 <<<"$out")" -gt 0 ]
   gid=$(prun -d --name gweb "${G[@]}" localhost/busybox sh -c 'echo gup; trap "exit 0" TERM; while :; do sleep 0.1; done')
   for _ in $(seq 50); do "${P[@]}" logs gweb 2>/dev/null | grep -q gup && break; sleep 0.1; done
   out=$("${P[@]}" exec gweb sh -c 'dmesg | head -1; exit 5'); rc=$?
@@ -130,6 +135,7 @@ if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
   check "gvisor: logs" [ "$("${P[@]}" logs gweb)" = gup ]
   "${P[@]}" rm gweb >/dev/null
   check "gvisor: no marker left after rm" [ ! -e "$PODROOT/.gvisor/$gid" ]
+  check "gvisor: no bundle left after rm" [ ! -e "$PODROOT/.gvisor-bundles/$gid" ]
 else
   echo "skip: no runsc (gVisor annotation)"
 fi
@@ -193,6 +199,27 @@ check "kill of a missing container fails" [ "$rc" != 0 ]
 "${R[@]}" create --bundle "$B" ok2 >"$T/c2.out" && "${R[@]}" start ok2
 for _ in $(seq 50); do grep -q bundle-ran "$T/c2.out" && break; sleep 0.1; done
 check "start: the command runs, stdout passed through" grep -q bundle-ran "$T/c2.out"
+# exec without --detach forwards the signals it gets to the process (as runc).
+"${R[@]}" exec ok2 sh -c 'trap "echo got-term; exit 9" TERM; echo ready; while :; do sleep 0.1; done' >"$T/ex.out" 2>&1 &
+expid=$!
+for _ in $(seq 50); do grep -q ready "$T/ex.out" && break; sleep 0.1; done
+kill -TERM "$expid"; wait "$expid"; rc=$?
+check "exec: SIGTERM to sbx-runc exec reaches the process (its trap's exit 9)" [ "$rc" = 9 ]
+check "exec: the process's trap ran" grep -q got-term "$T/ex.out"
+echo preserved-42 >"$T/pf"
+out=$("${R[@]}" exec --preserve-fds 1 ok2 cat /proc/self/fd/3 3<"$T/pf")
+check "exec --preserve-fds 1: the caller's fd 3 reaches the process" [ "$out" = preserved-42 ]
+out=$("${R[@]}" exec ok2 cat /proc/self/fd/3 3<"$T/pf" 2>/dev/null)
+check "exec without --preserve-fds: fd 3 does not" [ "$out" != preserved-42 ]
+"${R[@]}" exec --preserve-fds 2 ok2 true 3<"$T/pf" 2>"$T/err"; rc=$?
+check "exec --preserve-fds 2 with fd 4 closed: refused" [ "$rc" != 0 ]
+check "exec --preserve-fds 2 with fd 4 closed: the message names fd 4" grep -q 'fd 4 is not open' "$T/err"
+# Native containers cannot be checkpointed (CRIU): a clear error, nothing written.
+"${R[@]}" checkpoint --image-path "$T/nck" ok2 2>"$T/err"; rc=$?
+check "checkpoint of a native container: refused" [ "$rc" != 0 ]
+check "checkpoint of a native container: the message names CRIU" grep -q CRIU "$T/err"
+check "checkpoint of a native container: no image dir made" [ ! -e "$T/nck" ]
+check "checkpoint of a native container: it keeps running" grep -q '"status": "running"' <<<"$("${R[@]}" state ok2)"
 echo '{"pids": {"limit": 7}, "memory": {"limit": 67108864}}' | "${R[@]}" update --resources - ok2
 check "update --resources -: pids.max" [ "$(cat /sys/fs/cgroup/pids$CGP/bundle/pids.max)" = 7 ]
 check "update --resources -: memory limit" [ "$(cat /sys/fs/cgroup/memory$CGP/bundle/memory.limit_in_bytes)" = 67108864 ]
@@ -218,6 +245,57 @@ check "user namespace: run exits 0" [ "$rc" = 0 ]
 check "user namespace: uidMappings applied" grep -qE '^ *0 +300000 +65536' <<<"$out"
 check "user namespace: root inside" [ "$(tail -1 <<<"$out")" = 0 ]
 check "run deletes its container" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
+# --- checkpoint / restore of a gVisor container (runsc checkpoint/restore) ----------
+if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
+  write_config rootfs "" '"annotations": {"dev.sbx.runtime": "gvisor"},'
+  sed -i 's/"echo bundle-ran; sleep 30"/"dmesg | head -1; exit 4"/' "$B/config.json"
+  out=$("${R[@]}" run --bundle "$B" g0 </dev/null); rc=$?
+  check "gvisor run without -d: runs under gVisor" grep -q 'Starting gVisor' <<<"$out"
+  check "gvisor run without -d: the exit code comes back" [ "$rc" = 4 ]
+  check "gvisor run without -d: deleted after" [ ! -e "$OCIROOT/.gvisor/g0" ]
+  write_config rootfs "" '"annotations": {"dev.sbx.runtime": "gvisor"},'
+  python3 - "$B/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["process"]["args"] = ["sh", "-c", "i=0; while :; do i=$((i+1)); echo $i >/run/count; sleep 0.1; done"]
+c["mounts"].append({"destination": "/run", "type": "tmpfs", "source": "tmpfs"})
+json.dump(c, open(sys.argv[1], "w"))
+PY
+  "${R[@]}" create --bundle "$B" g1 </dev/null >/dev/null && "${R[@]}" start g1
+  sleep 1.5
+  "${R[@]}" exec g1 sh -c 'echo kept >/run/mark'
+  n1=$("${R[@]}" exec g1 cat /run/count)
+  "${R[@]}" checkpoint --image-path "$T/ckpt" g1; rc=$?
+  check "gvisor checkpoint: exit 0" [ "$rc" = 0 ]
+  check "gvisor checkpoint: image written" [ -s "$T/ckpt/checkpoint.img" ]
+  for _ in $(seq 50); do "${R[@]}" state g1 | grep -q '"status": "stopped"' && break; sleep 0.1; done
+  check "gvisor checkpoint: the container stops (no --leave-running)" grep -q '"status": "stopped"' <<<"$("${R[@]}" state g1)"
+  "${R[@]}" delete g1
+  "${R[@]}" restore --image-path "$T/ckpt" --bundle "$B" --detach g2 </dev/null >/dev/null; rc=$?
+  check "gvisor restore -d: exit 0" [ "$rc" = 0 ]
+  check "gvisor restore: state running" grep -q '"status": "running"' <<<"$("${R[@]}" state g2)"
+  n2=$("${R[@]}" exec g2 cat /run/count)
+  check "gvisor restore: the process goes on from the checkpoint ($n1 -> $n2)" [ "${n2:-0}" -ge "${n1:-1}" ]
+  check "gvisor restore: its in-memory tmpfs came back" [ "$("${R[@]}" exec g2 cat /run/mark)" = kept ]
+  "${R[@]}" checkpoint --leave-running --image-path "$T/ckpt2" g2; rc=$?
+  check "gvisor checkpoint --leave-running: exit 0" [ "$rc" = 0 ]
+  check "gvisor checkpoint --leave-running: image written" [ -s "$T/ckpt2/checkpoint.img" ]
+  check "gvisor checkpoint --leave-running: still running" grep -q '"status": "running"' <<<"$("${R[@]}" state g2)"
+  out=$("${R[@]}" exec --preserve-fds 1 g2 sh -c 'cat <&3' 3<"$T/pf")
+  check "gvisor exec --preserve-fds 1 (runsc --pass-fd): fd 3 reaches the process" [ "$out" = preserved-42 ]
+  "${R[@]}" delete -f g2; rc=$?
+  check "gvisor delete -f (runc's short option, runsc's --force)" [ "$rc" = 0 ]
+  check "gvisor: no bundle left" [ -z "$(ls -A "$OCIROOT/.gvisor-bundles")" ]
+  check "gvisor: no runsc state left" [ -z "$(ls -A "$OCIROOT/.gvisor/runsc")" ]
+  check "gvisor: no marker left" [ ! -e "$OCIROOT/.gvisor/g2" ]
+  rm -rf "$OCIROOT/.gvisor" "$OCIROOT/.gvisor-bundles"
+  write_config rootfs "" ""
+  "${R[@]}" restore --image-path "$T/ckpt" --bundle "$B" -d n3 2>"$T/err"; rc=$?
+  check "restore of a native bundle: refused" [ "$rc" != 0 ]
+  check "restore of a native bundle: the message names CRIU" grep -q CRIU "$T/err"
+else
+  echo "skip: no runsc (checkpoint/restore)"
+fi
 check "features: runtime-spec features JSON" python3 -c 'import json,sys; j=json.load(sys.stdin); sys.exit(not ("createRuntime" in j["hooks"] and "pid" in j["linux"]["namespaces"]))' < <("$RUNC" features)
 
 # --- leaks ------------------------------------------------------------------------

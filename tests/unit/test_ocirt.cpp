@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "ocirt/config.h"
 #include "ocirt/container.h"
+#include "ocirt/gvisor_delegate.h"
 #include "ocirt/seccomp_profile.h"
 #include "ocirt/state_store.h"
 
@@ -167,4 +168,49 @@ TEST_CASE("ocirt: signals by name and number, ids, the state JSON") {
   CHECK(json::parse(ocirt::state_json(st, "stopped", false))["pid"] == 0);
   auto f = json::parse(ocirt::features_json());
   CHECK(f["linux"]["namespaces"].size() == 7);
+}
+
+TEST_CASE("ocirt gvisor: runsc flags and config come from sbx's gVisor backend") {
+  json j = base();
+  ocirt::Config c = ocirt::parse_config(j.dump(), "/b");
+  // Network joined by path: runsc's netstack in it; root.readonly: no overlay flag.
+  CHECK(ocirt::gvisor_flags(c) == std::vector<std::string>{"--network=sandbox"});
+  j["root"]["readonly"] = false;
+  j["linux"]["namespaces"][2] = json{{"type", "network"}};
+  c = ocirt::parse_config(j.dump(), "/b");
+  CHECK(ocirt::gvisor_flags(c) == std::vector<std::string>{"--network=none", "--overlay2=none"});
+  j["linux"]["namespaces"].erase(2);
+  c = ocirt::parse_config(j.dump(), "/b");
+  CHECK(ocirt::gvisor_flags(c).front() == "--network=host");
+
+  // pids.limit 20: gVisor's RLIMIT_NPROC 20, the host cgroup 20*3+256;
+  // root.path made absolute (runsc runs sbx-runc's copy of the bundle).
+  json out = json::parse(ocirt::gvisor_config(j.dump(), c));
+  CHECK(out["root"]["path"] == "/b/rootfs");
+  CHECK(out["linux"]["resources"]["pids"]["limit"] == 316);
+  bool nproc = false;
+  for (const auto& r : out["process"]["rlimits"])
+    if (r["type"] == "RLIMIT_NPROC") nproc = r["soft"] == 20 && r["hard"] == 20;
+  CHECK(nproc);
+  CHECK(out["process"]["rlimits"][0]["type"] == "RLIMIT_NOFILE");  // the rest kept
+  // A given RLIMIT_NPROC above the limit is lowered to it; the host still gets head room.
+  j["process"]["rlimits"].push_back({{"type", "RLIMIT_NPROC"}, {"soft", 1024}, {"hard", 1024}});
+  c = ocirt::parse_config(j.dump(), "/b");
+  out = json::parse(ocirt::gvisor_config(j.dump(), c));
+  CHECK(out["process"]["rlimits"][1]["soft"] == 20);
+  CHECK(out["process"]["rlimits"].size() == 2);
+  CHECK(out["linux"]["resources"]["pids"]["limit"] == 316);
+}
+
+TEST_CASE("ocirt gvisor: exec --preserve-fds becomes runsc --pass-fd, the command is left alone") {
+  using V = std::vector<std::string>;
+  CHECK(ocirt::runsc_exec_args({"exec", "--preserve-fds", "2", "-e", "A=1", "id", "sh", "--preserve-fds", "9"}) ==
+        V{"exec", "--pass-fd", "3:3", "--pass-fd", "4:4", "--env", "A=1", "id", "sh", "--preserve-fds", "9"});
+  CHECK(ocirt::runsc_exec_args({"exec", "--preserve-fds=0", "id", "true"}) == V{"exec", "id", "true"});
+  CHECK(ocirt::runsc_exec_args({"kill", "id", "9"}) == V{"kill", "id", "9"});
+  CHECK(ocirt::runsc_exec_args({"delete", "-f", "id"}) == V{"delete", "--force", "id"});
+  CHECK(ocirt::runsc_exec_args({"kill", "-a", "id", "KILL"}) == V{"kill", "--all", "id", "KILL"});
+  CHECK(ocirt::runsc_exec_args({"exec", "-d", "-e", "A=1", "id", "ls", "-d"}) ==
+        V{"exec", "--detach", "--env", "A=1", "id", "ls", "-d"});
+  CHECK_THROWS_AS(ocirt::runsc_exec_args({"exec", "--preserve-fds", "x", "id"}), Error);
 }
