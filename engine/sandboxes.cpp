@@ -19,6 +19,7 @@
 #include "runtime/native/native_backend.h"
 #include "runtime/snapshot_copies.h"
 #include "snapshot/dir_snapshot.h"
+#include "snapshot/freezer.h"
 
 namespace sbx::engine {
 
@@ -140,7 +141,7 @@ RunResult Engine::run(const RunRequest& req) {
 std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
-  return backend->create(req.spec, req.userns);
+  return backend->create(req.spec, req.userns, req.stdin_fd);
 }
 
 std::string Engine::resolve(const std::string& ref) { return runtime::resolve_id(cfg_.run_root, ref); }
@@ -252,6 +253,29 @@ int parse_signal(const std::string& text) {
     if (abbrev && name == abbrev) return n;
   }
   throw Error("invalid signal '" + text + "' (use a name like TERM, KILL, HUP, or a number)");
+}
+
+}  // namespace sbx::engine
+
+// ---- pause (issue 17) --------------------------------------------------------
+
+namespace sbx::engine {
+
+void Engine::pause(const std::string& ref) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  // The cgroups that freeze all of it: the ones an fs snapshot freezes.
+  runtime::WritableLayer layer = backend->writable_layer(sb);
+  if (layer.freeze_cgroups.empty()) throw Error("cannot pause sandbox " + sb.state.id + ": it is not running");
+  snapshot::CgroupFreeze f(layer.freeze_cgroups, std::chrono::milliseconds(5000), layer.freeze_members);
+  f.release();
+}
+
+void Engine::unpause(const std::string& ref) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  runtime::WritableLayer layer = backend->writable_layer(sb);
+  snapshot::thaw_cgroups(layer.freeze_cgroups);
 }
 
 }  // namespace sbx::engine

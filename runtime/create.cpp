@@ -153,6 +153,7 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
     so.detached = true;
     so.state_template = &st;
     so.userns = opts.userns;
+    so.detached_stdin = opts.stdin_fd;
     sb = start(spec, so);  // state.json now names its init and cgroups
   }, [&] { sb.release(); /* commits: state.json says "running" */ });
   return id;

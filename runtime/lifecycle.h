@@ -32,6 +32,8 @@ struct CreateOptions {
   /// in config.json (linux.uidMappings) and the upper dir is owned by the
   /// sandbox's root. Off: --userns host.
   bool userns = false;
+  /// spec.stdin_open: the first process's stdin (native: StartOptions::detached_stdin).
+  int stdin_fd = -1;
 };
 std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const CreateOptions& opts = {});
 

@@ -79,6 +79,7 @@ void Api::handle(Connection& c, Request& r) {
     if (p == "/commit" && meth == "POST") return commit(c, r);
     if (p == "/images/json" && meth == "GET") return image_list(c, r);
     if (p == "/images/create" && meth == "POST") return image_create(c, r);
+    if (p == "/events" && meth == "GET") return events(c, r);
     if (std::regex_match(p, m, kContainer)) {
       std::string id = m[1], op = m[2];
       if (op == "start" && meth == "POST") return container_start(c, r, id);
@@ -90,12 +91,28 @@ void Api::handle(Connection& c, Request& r) {
       if (op == "kill" && meth == "POST") return container_kill(c, r, id);
       if (op == "exec" && meth == "POST") return exec_create(c, r, id);
       if (op == "archive" && (meth == "GET" || meth == "PUT" || meth == "HEAD")) return container_archive(c, r, id);
+      if (op == "restart" && meth == "POST") return container_restart(c, r, id);
+      if (op == "pause" && meth == "POST") return container_pause(c, r, id, true);
+      if (op == "unpause" && meth == "POST") return container_pause(c, r, id, false);
+      if (op == "top" && meth == "GET") return container_top(c, r, id);
+      if (op == "stats" && meth == "GET") return container_stats(c, r, id);
+      // A tty's size: sbx serve's containers and execs run on pipes, so there is nothing to resize.
+      if (op == "resize" && meth == "POST") return (void)(resolve_container(id), c.send(200, ""));
     }
     if (std::regex_match(p, m, kContainerOnly) && meth == "DELETE") return container_remove(c, r, m[1]);
     if (std::regex_match(p, m, kExec)) {
       std::string id = m[1], op = m[2];
       if (op == "start" && meth == "POST") return exec_start(c, r, id);
       if (op == "json" && meth == "GET") return exec_inspect(c, r, id);
+      if (op == "resize" && meth == "POST") {  // (execs run on pipes: nothing to resize)
+        bool known;
+        {
+          std::lock_guard lk(mu_);
+          known = execs_.count(id) > 0;
+        }
+        if (!known) throw HttpError{404, "No such exec instance: " + id};
+        return (void)c.send(200, "");
+      }
     }
     if (std::regex_match(p, m, kImage)) {
       if (m[2] == "json" && meth == "GET") return image_inspect(c, r, m[1]);

@@ -1,8 +1,13 @@
 // Container endpoints of the Docker Engine API (server/api.h says how
 // containers map onto sandboxes).
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "common/error.h"
@@ -48,6 +53,7 @@ std::string human_status(const std::string& state, int code, int64_t since_ms) {
   std::string ago = s < 60 ? std::to_string(s) + " seconds" : s < 3600 ? std::to_string(s / 60) + " minutes"
                                                                          : std::to_string(s / 3600) + " hours";
   if (state == "running") return "Up " + ago;
+  if (state == "paused") return "Up " + ago + " (Paused)";
   if (state == "exited") return "Exited (" + std::to_string(code) + ") " + ago + " ago";
   if (state == "created") return "Created";
   return state;
@@ -103,6 +109,7 @@ void Api::container_create(Connection& c, const Request& r) {
     std::lock_guard lk(mu_);
     containers_[ctr->id] = ctr;
   }
+  emit("create", ctr->id);
   c.send(201, json{{"Id", ctr->id}, {"Warnings", json::array()}}.dump());
 }
 
@@ -114,24 +121,62 @@ void Api::container_start(Connection& c, const Request&, const std::string& ref)
     if (info.status == "running") return (void)c.send(304, "");
     throw HttpError{409, "container " + id.substr(0, 12) + " has ended; sbx serve cannot restart it"};
   }
+  bool again = false;
   {
     std::lock_guard lk(mu_);
-    if (ctr->started) {
-      if (!ctr->ended) return (void)c.send(304, "");
-      throw HttpError{409, "container " + id.substr(0, 12) + " has ended; sbx serve cannot restart it yet"};
-    }
+    if (ctr->started && !ctr->ended) return (void)c.send(304, "");
+    again = ctr->started;
     ctr->started = true;
   }
+  if (again) rerun(ctr);  // docker start of an exited container runs its command again
+  launch(ctr);
+  emit("start", id);
+  c.send(204, "");
+}
+
+void Api::rerun(const std::shared_ptr<Container>& ctr) {
+  // The ended sandbox goes; launch() makes a new one with the same id and
+  // config. Its writable layer is a fresh one: sbx sandboxes do not outlive
+  // their end record, so files the last run wrote are not kept.
+  try {
+    engine_.remove(ctr->id, true);
+  } catch (const Error& e) {
+    log::debug("serve: rerun " + ctr->id.substr(0, 12) + ": " + e.what());
+  }
+  std::lock_guard lk(mu_);
+  ctr->sandbox = ctr->ended = ctr->paused = false;
+  ctr->exit_code = 0;
+  ctr->error.clear();
+}
+
+void Api::launch(const std::shared_ptr<Container>& ctr) {
+  const std::string& id = ctr->id;
   pid_t pid = 0;
   try {
     engine::SandboxRequest req;
     req.spec = spec_from_docker(ctr->config, ctr->image, engine_.layer_dirs(ctr->image), ctr->id, ctr->name,
                                 default_runtime_);
     req.userns = docker_userns(req.spec);
+    // OpenStdin: the first process reads a pipe that attach streams feed
+    // (native; on gVisor it reads /dev/null: runsc's detached create has no stdin).
+    std::shared_ptr<Fd> stdin_w;
+    Fd stdin_r;
+    if (ctr->config.value("OpenStdin", false) && req.spec.runtime == "native") {
+      int p[2];
+      if (::pipe2(p, O_CLOEXEC) < 0) throw Error("create the stdin pipe of container " + id + ": " + std::strerror(errno));
+      stdin_r = Fd(p[0]);
+      stdin_w = std::make_shared<Fd>(p[1]);
+      // Non-blocking: an attach stream waits for room in poll, where it can be stopped.
+      (void)::fcntl(p[1], F_SETFL, O_NONBLOCK);
+      req.spec.stdin_open = true;
+      req.stdin_fd = stdin_r.fd;
+    }
     engine_.create(req);
+    stdin_r = Fd();  // the process holds it now
     pid = engine_.inspect(id).state.pid;
     std::lock_guard lk(mu_);
     ctr->sandbox = true;
+    ctr->stdin_w = std::move(stdin_w);
   } catch (const Error& e) {
     {
       std::lock_guard lk(mu_);
@@ -149,7 +194,6 @@ void Api::container_start(Connection& c, const Request&, const std::string& ref)
   }
   cv_.notify_all();
   std::thread([this, ctr, pid] { watch(ctr, pid); }).detach();
-  c.send(204, "");
 }
 
 void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
@@ -165,7 +209,13 @@ void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
     }
   std::unique_lock lk(mu_);
   ctr->ended = true;
+  ctr->paused = false;
   ctr->exit_code = end ? end->exit_code : 137;
+  ctr->stdin_w.reset();
+  int code = ctr->exit_code;
+  lk.unlock();
+  emit("die", ctr->id, {{"exitCode", std::to_string(code)}});
+  lk.lock();
   cv_.notify_all();
   if (!ctr->auto_remove() || ctr->removed) return;
   // Attach streams read the log first (bounded: a stuck client does not keep it forever).
@@ -179,6 +229,8 @@ void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
   lk.lock();
   ctr->removed = true;
   cv_.notify_all();
+  lk.unlock();
+  emit("destroy", ctr->id);
 }
 
 void Api::container_attach(Connection& c, const Request& r, const std::string& ref) {
@@ -209,7 +261,47 @@ void Api::container_attach(Connection& c, const Request& r, const std::string& r
     cv_.wait(lk, [&] { return ctr->sandbox || ctr->ended || ctr->removed; });
     if (!ctr->error.empty() || ctr->removed) return;
   }
-  if (!out && !err) return;
+  // stdin=1: the client's input goes to the first process's stdin (OpenStdin).
+  std::shared_ptr<Fd> stdin_w;
+  if (ctr && r.flag("stdin") && r.flag("stream")) {
+    std::lock_guard lk(mu_);
+    stdin_w = ctr->stdin_w;
+  }
+  Fd stop_r, stop_w;
+  std::thread pump;
+  if (stdin_w) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) == 0) {
+      stop_r = Fd(p[0]);
+      stop_w = Fd(p[1]);
+      bool once = ctr->config.value("StdinOnce", false);
+      // (moved in: the last copy must go with the pump, or the process never sees EOF)
+      pump = std::thread([this, &c, &r, &stop_r, ctr, stdin_w = std::move(stdin_w), once]() mutable {
+        pump_stdin(c.fd(), stop_r.fd, r.leftover, stdin_w->fd);
+        stdin_w.reset();
+        if (once) {  // the end of this client's input is the process's EOF
+          std::lock_guard lk(mu_);
+          ctr->stdin_w.reset();
+        }
+      });
+    }
+  }
+  struct StopPump {
+    std::thread& t;
+    Fd& w;
+    ~StopPump() {
+      if (!t.joinable()) return;
+      (void)!::write(w.fd, "x", 1);
+      t.join();
+    }
+  } stop_pump{pump, stop_w};
+  if (!out && !err) {
+    if (pump.joinable()) {  // input only: until the container ends
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return ctr->ended || ctr->removed; });
+    }
+    return;
+  }
   try {
     engine_.logs(id, r.flag("stream"), [&](const char* d, size_t n) {
       if (!c.write_raw(tty ? std::string(d, n) : frame(1, std::string_view(d, n)))) throw ClientGone{};
@@ -217,6 +309,40 @@ void Api::container_attach(Connection& c, const Request& r, const std::string& r
   } catch (const ClientGone&) {
   } catch (const Error& e) {
     log::debug("serve: attach " + id.substr(0, 12) + ": " + e.what());
+  }
+}
+
+void Api::pump_stdin(int sock, int stop, const std::string& first, int to) {
+  auto put = [&](const char* d, size_t n) {
+    while (n > 0) {
+      ssize_t k = ::write(to, d, n);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && errno == EAGAIN) {  // the pipe is full: wait for room or the stop
+        struct pollfd pfd[2] = {{to, POLLOUT, 0}, {stop, POLLIN, 0}};
+        if (::poll(pfd, 2, -1) < 0 && errno != EINTR) return false;
+        if (pfd[1].revents) return false;
+        continue;
+      }
+      if (k <= 0) return false;  // the process closed its stdin (EPIPE)
+      d += k;
+      n -= static_cast<size_t>(k);
+    }
+    return true;
+  };
+  if (!first.empty() && !put(first.data(), first.size())) return;
+  char buf[65536];
+  for (;;) {
+    struct pollfd pfd[2] = {{sock, POLLIN, 0}, {stop, POLLIN, 0}};
+    if (::poll(pfd, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (pfd[1].revents) return;
+    if (!pfd[0].revents) continue;
+    ssize_t k = ::read(sock, buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return;  // the client closed its side (CloseWrite): the end of its input
+    if (!put(buf, static_cast<size_t>(k))) return;
   }
 }
 
@@ -278,6 +404,7 @@ json Api::inspect_json(const std::string& id) {
   if (info) {
     status = docker_state(info->status);
     if (status == "running") pid = info->state.pid;
+    if (status == "running" && ctr && ctr->paused) status = "paused";
     started = info->state.started_ms;
     if (info->end) {
       exit_code = info->end->exit_code;
@@ -316,7 +443,7 @@ json Api::inspect_json(const std::string& id) {
           {"State",
            {{"Status", status},
             {"Running", status == "running"},
-            {"Paused", false},
+            {"Paused", ctr && ctr->paused},
             {"Restarting", false},
             {"OOMKilled", oom},
             {"Dead", status == "dead"},
@@ -327,7 +454,7 @@ json Api::inspect_json(const std::string& id) {
             {"FinishedAt", rfc3339(finished)}}},
           {"Image", "sha256:" + image_id},
           {"Name", "/" + (name.empty() ? id.substr(0, 12) : name)},
-          {"RestartCount", 0},
+          {"RestartCount", ctr ? ctr->restarts : 0},
           {"Driver", "overlay"},
           {"Platform", "linux"},
           {"HostConfig", hc},
@@ -357,7 +484,10 @@ void Api::container_list(Connection& c, const Request& r) {
       row.exit_code = s.end->exit_code;
       row.since_ms = s.end->ended_ms;
     }
-    if (auto ctr = record(row.id)) row.image = ctr->config.value("Image", row.image);
+    if (auto ctr = record(row.id)) {
+      row.image = ctr->config.value("Image", row.image);
+      if (ctr->paused && row.state == "running") row.state = "paused";
+    }
     rows.push_back(row);
   }
   {
@@ -457,7 +587,9 @@ void Api::container_stop(Connection& c, const Request& r, const std::string& ref
   if (info.status != "running") return (void)c.send(304, "");
   std::string t = r.param("t");
   int secs = t.empty() ? 10 : std::stoi(t);
+  thaw_for_signal(ctr, id);
   engine_.stop(id, std::chrono::seconds(std::max(secs, 0)));
+  emit("stop", id);
   c.send(204, "");
 }
 
@@ -467,7 +599,10 @@ void Api::container_kill(Connection& c, const Request& r, const std::string& ref
   if (ctr && !ctr->started) throw HttpError{409, "Container " + id + " is not running"};
   if (engine_.inspect(id).status != "running") throw HttpError{409, "Container " + id + " is not running"};
   std::string s = r.param("signal");
-  engine_.kill(id, engine::parse_signal(s.empty() ? "KILL" : s));
+  int sig = engine::parse_signal(s.empty() ? "KILL" : s);
+  thaw_for_signal(ctr, id);
+  engine_.kill(id, sig);
+  emit("kill", id, {{"signal", std::to_string(sig)}});
   c.send(204, "");
 }
 
@@ -484,6 +619,7 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
     if (info && info->status == "running" && !force)
       throw HttpError{409, "You cannot remove a running container " + id +
                                ". Stop the container before attempting removal or force remove"};
+    if (info && force) thaw_for_signal(ctr, id);
     if (info) engine_.remove(id, force);
   }
   if (ctr) {
@@ -492,7 +628,25 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
     if (!ctr->started) ctr->ended = true;
   }
   cv_.notify_all();
+  emit("destroy", id);
   c.send(204, "");
+}
+
+void Api::thaw_for_signal(const std::shared_ptr<Container>& ctr, const std::string& id) {
+  // A frozen process acts on a signal only once thawed (v1 freezer): as
+  // dockerd, stop/kill/rm -f of a paused container unpause it first.
+  bool was;
+  {
+    std::lock_guard lk(mu_);
+    was = ctr && ctr->paused;
+    if (ctr) ctr->paused = false;
+  }
+  if (!was) return;
+  try {
+    engine_.unpause(id);
+  } catch (const Error& e) {
+    log::warn("serve: unpause " + id.substr(0, 12) + " before a signal: " + e.what());
+  }
 }
 
 }  // namespace sbx::server

@@ -28,7 +28,7 @@ ExitStatus GvisorBackend::run(const SandboxSpec& spec, bool /*userns: runsc runs
   return run_gvisor(spec, go);
 }
 
-std::string GvisorBackend::create(SandboxSpec spec, bool /*userns*/) {
+std::string GvisorBackend::create(SandboxSpec spec, bool /*userns*/, int /*stdin_fd: not passed to runsc yet*/) {
   return create_gvisor_sandbox(std::move(spec), opts_.run_root, opts_.runsc);
 }
 

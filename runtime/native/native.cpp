@@ -29,9 +29,10 @@ ExitStatus NativeBackend::run(const SandboxSpec& spec, bool userns, const RunIo&
   return st;
 }
 
-std::string NativeBackend::create(SandboxSpec spec, bool userns) {
+std::string NativeBackend::create(SandboxSpec spec, bool userns, int stdin_fd) {
   CreateOptions co;
   co.userns = userns;
+  co.stdin_fd = stdin_fd;
   return create_sandbox(std::move(spec), opts_.run_root, co);
 }
 

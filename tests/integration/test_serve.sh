@@ -1,9 +1,9 @@
 #!/bin/bash
 # sbx serve: the Docker Engine API driven by real clients — the docker CLI
-# (run --rm with exit codes, run -d + exec + exec -i + cp + logs + ps
+# (run --rm with exit codes, run -i with stdin, run -d + exec + exec -i + cp + logs + ps
 # --filter + stop + rm -f, images) and docker-py (containers.run(detach),
 # exec_run(demux) with exit codes, put_archive/get_archive, wait,
-# logs(stream), remove(force)); 24 concurrent exec streams checked byte for
+# logs(stream), remove(force)); 50 concurrent exec streams checked byte for
 # byte; dockerode (create/start/exec/wait/remove) when it is installed;
 # TCP only on loopback with a bearer token; a client killed mid-exec leaves no
 # process; SIGTERM to the server
@@ -54,6 +54,8 @@ check "a request body over the bound is refused (413)" [ "$big" = 413 ]
 
 if command -v docker >/dev/null; then
   # --- docker CLI ---------------------------------------------------------------
+  docker events --filter type=container --format '{{.Action}} {{.Actor.Attributes.name}}' >"$T/events" 2>&1 &
+  EVENTS_PID=$!
   out=$(docker run --rm "${RT_ARGS[@]}" $IMG echo hi 2>&1)
   check "docker run --rm echo hi prints hi" [ "$out" = hi ]
   expect_rc "docker run --rm passes the exit code" 3 docker run --rm "${RT_ARGS[@]}" $IMG sh -c 'exit 3'
@@ -62,7 +64,15 @@ if command -v docker >/dev/null; then
   out=$(docker run --rm -e FOO=bar -w /tmp --user 65534 $IMG sh -c 'echo $FOO $(pwd) $(id -u)')
   check "Env, WorkingDir and User reach the command ($out)" [ "$out" = "bar /tmp 65534" ]
   out=$(echo typed | docker run --rm -i "${RT_ARGS[@]}" $IMG echo ran); rc=$?
-  check "docker run -i ends cleanly (attach's stdin is not passed on yet) ($out, $rc)" [ "$out:$rc" = ran:0 ]
+  check "docker run -i of a command that reads no stdin ends cleanly ($out, $rc)" [ "$out:$rc" = ran:0 ]
+  if [ "$RUNTIME" != gvisor ]; then  # (gVisor: the first process's stdin is /dev/null)
+    out=$(printf 'hi\nthere\n' | timeout -s KILL 30 docker run --rm -i $IMG cat); rc=$?
+    check "docker run -i passes stdin to the container and its end ($out, $rc)" [ "$out:$rc" = $'hi\nthere:0' ]
+    head -c 1000000 /dev/urandom >"$T/stdin.bin"
+    want=$(md5sum <"$T/stdin.bin" | cut -d' ' -f1)
+    out=$(timeout -s KILL 30 docker run --rm -i $IMG md5sum <"$T/stdin.bin" | cut -d' ' -f1)
+    check "docker run -i: 1 MB of stdin (more than a pipe holds) arrives byte for byte" [ "$out" = "$want" ]
+  fi
   out=$(docker run --rm --entrypoint /bin/echo $IMG a b)
   check "Entrypoint overrides the image's ($out)" [ "$out" = "a b" ]
 
@@ -95,15 +105,70 @@ if command -v docker >/dev/null; then
   check "docker logs shows the first process's output" [ "$(docker logs servetest)" = started ]
   check "docker inspect: Running" [ "$(docker inspect -f '{{.State.Running}}' servetest)" = true ]
   check "docker inspect: State.Pid is a host pid" [ -d "/proc/$(docker inspect -f '{{.State.Pid}}' servetest)" ]
+  top=$(docker top servetest)
+  check "docker top lists the container's tail -f ($top)" grep -q 'tail -f /dev/null' <<<"$top"
+  st=$(curl -s --max-time 10 --unix-socket "$SOCK" "http://d/v1.44/containers/servetest/stats?stream=false" |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["memory_stats"]["usage"] > 0, d["pids_stats"]["current"] >= 1, d["cpu_stats"]["cpu_usage"]["total_usage"] > 0)')
+  check "stats?stream=false: memory, pids and cpu of the sandbox ($st)" [ "$st" = "True True True" ]
+  expect_rc "docker pause" 0 docker pause servetest
+  check "paused: State.Status paused" [ "$(docker inspect -f '{{.State.Status}} {{.State.Paused}}' servetest)" = "paused true" ]
+  out=$(docker exec servetest true 2>&1); rc=$?
+  check "paused: docker exec is refused, as dockerd does ($rc: $out)" grep -q 'is paused' <<<"$out"
+  expect_rc "docker unpause" 0 docker unpause servetest
+  check "unpaused: docker exec runs" [ "$(docker exec servetest echo ok)" = ok ]
+  check "unpaused: running again" [ "$(docker inspect -f '{{.State.Status}}' servetest)" = running ]
+  pid1=$(docker inspect -f '{{.State.Pid}}' servetest)
+  expect_rc "docker restart" 0 docker restart -t 1 servetest
+  check "restarted: running, RestartCount 1" [ "$(docker inspect -f '{{.State.Status}} {{.RestartCount}}' servetest)" = "running 1" ]
+  check "restarted: a new first process" [ "$(docker inspect -f '{{.State.Pid}}' servetest)" != "$pid1" ]
+  check "restarted: its command ran again" [ "$(docker logs servetest)" = started ]
   expect_rc "docker stop" 0 docker stop -t 1 servetest
   check "stopped: exited" [ "$(docker inspect -f '{{.State.Status}}' servetest)" = exited ]
   check "docker ps -a --filter status=exited finds it" [ "$(docker ps -aq --no-trunc --filter status=exited)" = "$id" ]
   expect_rc "docker rm -f" 0 docker rm -f servetest
   check "removed: no sandbox left" [ -z "$("$SBX" ps -aq)" ]
+  sleep 0.5
+  kill $EVENTS_PID 2>/dev/null; wait $EVENTS_PID 2>/dev/null
+  evs=$(grep ' servetest$' "$T/events" | cut -d' ' -f1 | tr '\n' ' ')
+  check "docker events: the container's life in order ($evs)" \
+    grep -q '^create start .*pause unpause .*die .*start restart .*destroy' <<<"$evs"
   check "docker images lists busybox" grep -q '^busybox ' <<<"$(docker images)"
   check "docker image inspect finds docker.io/library/busybox:latest" \
     docker image inspect docker.io/library/busybox:latest -f '{{.Id}}'
   expect_rc "docker run of a missing image without a registry fails" 125 docker run --rm --pull never nosuchimage true
+
+  # docker commit: the writable layer becomes an image (sbx's fs snapshot).
+  docker run -d --name committest "${RT_ARGS[@]}" $IMG sh -c 'echo committed-data >/data.txt; exec tail -f /dev/null' >/dev/null
+  for _ in $(seq 50); do docker exec committest test -f /data.txt 2>/dev/null && break; sleep 0.1; done
+  cid=$(docker commit committest sbxtest/committed:1); rc=$?
+  check "docker commit prints the new image's id ($rc: $cid)" grep -qE '^sha256:[0-9a-f]{64}$' <<<"$cid"
+  docker rm -f committest >/dev/null
+  out=$(docker run --rm "${RT_ARGS[@]}" sbxtest/committed:1 cat /data.txt)
+  check "a container of the committed image has the file ($out)" [ "$out" = committed-data ]
+  expect_rc "docker rmi of the committed image" 0 docker rmi sbxtest/committed:1
+
+  # docker pull from a loopback registry (Debian's docker-registry, filled with skopeo).
+  if command -v docker-registry >/dev/null && command -v skopeo >/dev/null; then
+    RP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    mkdir -p "$T/reg"
+    printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+      "$T/reg/storage" "$RP" >"$T/reg/config.yml"
+    env -u REGISTRY_AUTH_FILE docker-registry serve "$T/reg/config.yml" >"$T/reg/log" 2>&1 &
+    REG_PID=$!
+    for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$RP/v2/" && break; sleep 0.1; done
+    skopeo copy -q --dest-tls-verify=false "oci:$SBX_IMAGES/busybox-oci:latest" "docker://127.0.0.1:$RP/pulltest:v1" >/dev/null
+    out=$(docker pull "127.0.0.1:$RP/pulltest:v1" 2>&1); rc=$?
+    check "docker pull from a loopback registry ($rc: ${out##*$'\n'})" [ "$rc" = 0 ]
+    check "… the pulled image is listed" grep -q "^127.0.0.1:$RP/pulltest \+v1 " <<<"$(docker images)"
+    out=$(docker run --rm "${RT_ARGS[@]}" "127.0.0.1:$RP/pulltest:v1" echo pulled-ok)
+    check "… and runs ($out)" [ "$out" = pulled-ok ]
+    out=$(docker pull "127.0.0.1:$RP/nosuch:v1" 2>&1); rc=$?
+    check "docker pull of a missing image fails with the registry's word ($rc)" [ "$rc" != 0 ]
+    docker rmi "127.0.0.1:$RP/pulltest:v1" >/dev/null
+    kill $REG_PID; wait $REG_PID 2>/dev/null
+  else
+    echo "skip: docker pull test needs docker-registry and skopeo (apt-get install docker-registry skopeo)"
+  fi
 else
   echo "skip: no docker CLI on PATH"
 fi
@@ -111,7 +176,7 @@ fi
 # --- docker-py ----------------------------------------------------------------
 if python3 -c 'import docker' 2>/dev/null; then
   cat >"$T/py.py" <<'EOF'
-import io, os, sys, tarfile, threading, docker
+import io, os, sys, tarfile, threading, time, docker
 c = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto")
 fails = 0
 def check(desc, ok):
@@ -161,9 +226,12 @@ def one(i):
     payload = ("%d-" % i) * 2000
     code, (o, e) = ctr.exec_run(["sh", "-c", "printf %s " + payload + "; printf E%d >&2; exit %d" % (i, i % 7)], demux=True)
     results[i] = (code == i % 7 and o == payload.encode() and e == ("E%d" % i).encode())
-ts = [threading.Thread(target=one, args=(i,)) for i in range(24)]
+N = int(os.environ.get("SBX_TEST_EXEC_STREAMS", "50"))
+t0 = time.time()
+ts = [threading.Thread(target=one, args=(i,)) for i in range(N)]
 [t.start() for t in ts]; [t.join() for t in ts]
-check("24 concurrent exec_run streams, byte for byte (%d ok)" % sum(results.values()), all(results.values()) and len(results) == 24)
+check("%d concurrent exec_run streams, byte for byte (%d ok, %.1f s)" % (N, sum(results.values()), time.time() - t0),
+      all(results.values()) and len(results) == N)
 ctr.remove(force=True)
 check("remove(force=True)", not c.containers.list(all=True, filters={"label": "t=py"}))
 r = c.containers.run(img, ["sh", "-c", "exit 4"], detach=True)
