@@ -74,7 +74,7 @@ uint64_t system_cpu_ns() {
   std::string cpu;
   f >> cpu;
   uint64_t sum = 0, v = 0;
-  for (int i = 0; i < 8 && (f >> v); ++i) sum += v;  // user … steal
+  for (int i = 0; i < 7 && (f >> v); ++i) sum += v;  // user … softirq, as dockerd sums them
   return sum * (1000000000ULL / static_cast<uint64_t>(::sysconf(_SC_CLK_TCK)));
 }
 
@@ -178,7 +178,7 @@ void Api::container_restart(Connection& c, const Request& r, const std::string& 
     ctr->restarts += was;
   }
   rerun(ctr);
-  launch(ctr);
+  launch(ctr, true);
   emit("start", id);
   emit("restart", id);
   c.send(204, "");
