@@ -77,6 +77,9 @@ struct SandboxRequest {
   /// create with spec.stdin_open: the first process's stdin (native; the
   /// caller closes its copy after the call); -1: /dev/null.
   int stdin_fd = -1;
+  /// Docker's restart of an ended container: replaces the ended sandbox
+  /// spec.id on its writable layer (runtime::Backend::create).
+  bool reuse_layer = false;
 };
 
 /// GPUs and devices for a spec (gpu/nvidia.h, gpu/cdi.h).

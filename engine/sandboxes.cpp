@@ -17,6 +17,7 @@
 #include "runtime/backends.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native/native_backend.h"
+#include "runtime/native/writable_layer.h"
 #include "runtime/snapshot_copies.h"
 #include "snapshot/dir_snapshot.h"
 #include "snapshot/freezer.h"
@@ -141,7 +142,7 @@ RunResult Engine::run(const RunRequest& req) {
 std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
-  return backend->create(req.spec, req.userns, req.stdin_fd);
+  return backend->create(req.spec, req.userns, req.stdin_fd, req.reuse_layer);
 }
 
 std::string Engine::resolve(const std::string& ref) { return runtime::resolve_id(cfg_.run_root, ref); }
@@ -263,19 +264,21 @@ namespace sbx::engine {
 
 void Engine::pause(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  auto backend = runtime::backend_for(sb.state, backend_options());
-  // The cgroups that freeze all of it: the ones an fs snapshot freezes.
-  runtime::WritableLayer layer = backend->writable_layer(sb);
-  if (layer.freeze_cgroups.empty()) throw Error("cannot pause sandbox " + sb.state.id + ": it is not running");
-  snapshot::CgroupFreeze f(layer.freeze_cgroups, std::chrono::milliseconds(5000), layer.freeze_members);
+  // The cgroups that freeze all of it: the ones a snapshot freezes. Not
+  // through the backend's writable layer: a gVisor sandbox has none on the
+  // host, but its sentry and gofer freeze the same way (as `runsc pause`).
+  std::vector<std::string> cgroups, members;
+  runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
+  if (cgroups.empty()) throw Error("cannot pause sandbox " + sb.state.id.substr(0, 12) + ": it is not running");
+  snapshot::CgroupFreeze f(cgroups, std::chrono::milliseconds(5000), members);
   f.release();
 }
 
 void Engine::unpause(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  auto backend = runtime::backend_for(sb.state, backend_options());
-  runtime::WritableLayer layer = backend->writable_layer(sb);
-  snapshot::thaw_cgroups(layer.freeze_cgroups);
+  std::vector<std::string> cgroups, members;
+  runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
+  snapshot::thaw_cgroups(cgroups);
 }
 
 }  // namespace sbx::engine

@@ -65,7 +65,7 @@ void Api::handle(Connection& c, Request& r) {
   static const std::regex kContainer("^/containers/([^/]+)/([a-z]+)$");
   static const std::regex kContainerOnly("^/containers/([^/]+)$");
   static const std::regex kExec("^/exec/([^/]+)/([a-z]+)$");
-  static const std::regex kImage("^/images/(.+)/(json|tag)$");
+  static const std::regex kImage("^/images/(.+)/(json|tag|get)$");
   static const std::regex kImageOnly("^/images/(.+)$");
   std::smatch m;
   const std::string& p = r.path;
@@ -79,6 +79,8 @@ void Api::handle(Connection& c, Request& r) {
     if (p == "/commit" && meth == "POST") return commit(c, r);
     if (p == "/images/json" && meth == "GET") return image_list(c, r);
     if (p == "/images/create" && meth == "POST") return image_create(c, r);
+    if (p == "/images/load" && meth == "POST") return image_load(c, r);
+    if (p == "/images/get" && meth == "GET") return image_get(c, r, {r.param("names")});
     if (p == "/events" && meth == "GET") return events(c, r);
     if (std::regex_match(p, m, kContainer)) {
       std::string id = m[1], op = m[2];
@@ -117,6 +119,7 @@ void Api::handle(Connection& c, Request& r) {
     if (std::regex_match(p, m, kImage)) {
       if (m[2] == "json" && meth == "GET") return image_inspect(c, r, m[1]);
       if (m[2] == "tag" && meth == "POST") return image_tag(c, r, m[1]);
+      if (m[2] == "get" && meth == "GET") return image_get(c, r, {m[1]});
     }
     if (std::regex_match(p, m, kImageOnly) && meth == "DELETE") return image_remove(c, r, m[1]);
     c.send_error(501, "sbx serve does not implement " + meth + " " + p);
@@ -225,12 +228,28 @@ std::string Api::resolve_container(const std::string& ref) {
   }
 }
 
-oci::ImageRecord Api::find_image(const std::string& ref) {
+std::string Api::image_ref(const std::string& ref) {
   try {
-    return engine_.resolve_or_pull(ref, oci::PullPolicy::Never, false, {});
+    engine_.resolve_or_pull(ref, oci::PullPolicy::Never, false, {});
+    return ref;
   } catch (const Error&) {
-    throw HttpError{404, "No such image: " + ref};
   }
+  // The docker CLI names images of Docker Hub users with their registry
+  // ("docker commit c sbxtest/app" sends repo=docker.io/sbxtest/app) but asks
+  // for them without it ("docker run sbxtest/app"): one image, as dockerd.
+  std::string first = ref.substr(0, ref.find('/'));
+  if (ref.find('/') != std::string::npos && first.find_first_of(".:") == std::string::npos && first != "localhost") {
+    try {
+      engine_.resolve_or_pull("docker.io/" + ref, oci::PullPolicy::Never, false, {});
+      return "docker.io/" + ref;
+    } catch (const Error&) {
+    }
+  }
+  throw HttpError{404, "No such image: " + ref};
+}
+
+oci::ImageRecord Api::find_image(const std::string& ref) {
+  return engine_.resolve_or_pull(image_ref(ref), oci::PullPolicy::Never, false, {});
 }
 
 }  // namespace sbx::server

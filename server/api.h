@@ -117,8 +117,9 @@ class Api {
   /// create, start, die (exitCode), kill, destroy, pause, unpause, restart.
   void emit(const std::string& action, const std::string& id,
             std::map<std::string, std::string> attrs = {});
-  /// Starts the sandbox of a created (or restarted) container. Throws HttpError.
-  void launch(const std::shared_ptr<Container>& ctr);
+  /// Starts the sandbox of a created container, or (`again`) of one that
+  /// ran, on its writable layer. Throws HttpError.
+  void launch(const std::shared_ptr<Container>& ctr, bool again = false);
   /// Before launch() of a container that ran: removes its ended sandbox, resets its state.
   void rerun(const std::shared_ptr<Container>& ctr);
   /// Unpauses a paused container (before a signal; `ctr` may be null).
@@ -134,6 +135,10 @@ class Api {
   void image_create(Connection& c, const Request& r);
   void image_tag(Connection& c, const Request& r, const std::string& name);
   void image_remove(Connection& c, const Request& r, const std::string& name);
+  /// POST /images/load: a docker-archive (or oci-archive) tar in the body.
+  void image_load(Connection& c, const Request& r);
+  /// GET /images/{name}/get and /images/get?names=: one image as a docker-archive tar.
+  void image_get(Connection& c, const Request& r, const std::vector<std::string>& names);
 
   /// The container `ref` names (id, prefix, name; a server record or a
   /// sandbox). Throws HttpError 404.
@@ -142,6 +147,9 @@ class Api {
   /// The image `ref` names, Docker's normalisation (busybox ==
   /// docker.io/library/busybox:latest). Throws HttpError 404 "No such image".
   oci::ImageRecord find_image(const std::string& ref);
+  /// `ref` as the store knows it: itself, or "docker.io/" + ref for a Docker
+  /// Hub user's repository stored under its registry. Throws HttpError 404.
+  std::string image_ref(const std::string& ref);
   /// After start: waits for the sandbox's end, records it, AutoRemove.
   void watch(std::shared_ptr<Container> ctr, pid_t init_pid);
   nlohmann::json inspect_json(const std::string& id);

@@ -101,7 +101,13 @@ void Api::container_create(Connection& c, const Request& r) {
   ctr->created_ms = runtime::now_ms();
   // Checked now (a bad bind or network fails create, as in Docker); built again at start.
   try {
-    spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
+    SandboxSpec spec = spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
+    if (auto g = gpus_from_docker(cfg)) {  // no GPU on this host, an unknown device: refused now
+      engine::GpuRequest gr;
+      gr.gpus = g->gpus;
+      gr.devices = g->devices;
+      engine_.apply_gpus(gr, spec);
+    }
   } catch (const Error& e) {
     throw HttpError{400, e.what()};
   }
@@ -129,34 +135,41 @@ void Api::container_start(Connection& c, const Request&, const std::string& ref)
     ctr->started = true;
   }
   if (again) rerun(ctr);  // docker start of an exited container runs its command again
-  launch(ctr);
+  launch(ctr, again);
   emit("start", id);
   c.send(204, "");
 }
 
 void Api::rerun(const std::shared_ptr<Container>& ctr) {
-  // The ended sandbox goes; launch() makes a new one with the same id and
-  // config. Its writable layer is a fresh one: sbx sandboxes do not outlive
-  // their end record, so files the last run wrote are not kept.
-  try {
-    engine_.remove(ctr->id, true);
-  } catch (const Error& e) {
-    log::debug("serve: rerun " + ctr->id.substr(0, 12) + ": " + e.what());
-  }
+  // launch(ctr, true) replaces the ended sandbox with a new one of the same
+  // id and config on its writable layer (engine::SandboxRequest::reuse_layer).
   std::lock_guard lk(mu_);
   ctr->sandbox = ctr->ended = ctr->paused = false;
   ctr->exit_code = 0;
   ctr->error.clear();
 }
 
-void Api::launch(const std::shared_ptr<Container>& ctr) {
+void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
   const std::string& id = ctr->id;
   pid_t pid = 0;
   try {
     engine::SandboxRequest req;
     req.spec = spec_from_docker(ctr->config, ctr->image, engine_.layer_dirs(ctr->image), ctr->id, ctr->name,
                                 default_runtime_);
+    if (auto g = gpus_from_docker(ctr->config)) {  // GPUs and devices: CDI edits (gpu/)
+      engine::GpuRequest gr;
+      gr.gpus = g->gpus;
+      gr.devices = g->devices;
+      engine_.apply_gpus(gr, req.spec);
+    }
     req.userns = docker_userns(req.spec);
+    if (again) {  // (a start that failed left no sandbox: nothing to keep)
+      try {
+        engine_.inspect(id);
+        req.reuse_layer = true;
+      } catch (const Error&) {
+      }
+    }
     // OpenStdin: the first process reads a pipe that attach streams feed
     // (native; on gVisor it reads /dev/null: runsc's detached create has no stdin).
     std::shared_ptr<Fd> stdin_w;
@@ -436,6 +449,18 @@ json Api::inspect_json(const std::string& id) {
   if (info) hc["Runtime"] = info->state.runtime;
   std::string name = ctr ? ctr->name : info->state.name;
   std::string image_id = ctr ? ctr->image.id : info->state.image_id;
+  // Published ports (`docker port`): what PortBindings asked for, while it runs.
+  json ports = json::object();
+  if (auto pb = hc.find("PortBindings"); pb != hc.end() && pb->is_object() && status == "running")
+    for (const auto& [port, binds] : pb->items()) {
+      json list = json::array();
+      if (binds.is_array())
+        for (const auto& b : binds) {
+          std::string ip = b.is_object() ? b.value("HostIp", "") : "";
+          list.push_back({{"HostIp", ip.empty() ? "0.0.0.0" : ip}, {"HostPort", b.is_object() ? b.value("HostPort", "") : ""}});
+        }
+      ports[port] = list;
+    }
   return {{"Id", id},
           {"Created", rfc3339(ctr ? ctr->created_ms : info->state.created_ms)},
           {"Path", cmd.empty() ? "" : cmd[0]},
@@ -460,7 +485,7 @@ json Api::inspect_json(const std::string& id) {
           {"HostConfig", hc},
           {"Mounts", json::array()},
           {"Config", config},
-          {"NetworkSettings", {{"Networks", json::object()}, {"Ports", json::object()}, {"IPAddress", ""}}}};
+          {"NetworkSettings", {{"Networks", json::object()}, {"Ports", ports}, {"IPAddress", ""}}}};
 }
 
 void Api::container_inspect(Connection& c, const Request&, const std::string& ref) {
@@ -553,6 +578,8 @@ void Api::container_logs(Connection& c, const Request& r, const std::string& ref
   const char* ctype = tty ? kRaw : kMux;
   auto wrap = [&](std::string_view d) { return tty ? std::string(d) : frame(1, d); };
   if (ctr && !ctr->started) return (void)c.send(200, "", ctype);
+  // The log is one stream, served as stdout: stderr alone has nothing in it.
+  if (!out) return (void)c.send(200, "", ctype);
   std::string tail = r.param("tail");
   if (!r.flag("follow")) {
     std::string all;
