@@ -264,9 +264,10 @@ class Engine {
   bool set_favordynmods(bool on);
 
   // Pause (issue 17: `docker pause`; snapshot/freezer.h).
-  /// Freezes every process of the running sandbox `ref` (cgroup freezer)
-  /// and leaves it frozen. Throws sbx::Error: not running, no freezer on
-  /// this host, the freeze did not complete in 5 s (then it is thawed).
+  /// Freezes every process of the running sandbox `ref` and leaves it
+  /// frozen (native: cgroup freezer, as a snapshot freezes it; gVisor:
+  /// `runsc pause`). Throws sbx::Error: not running, no freezer on this
+  /// host, the freeze did not complete in 5 s (then it is thawed), runsc failed.
   void pause(const std::string& ref);
   /// Thaws what pause() froze (a no-op on a sandbox that is not frozen).
   void unpause(const std::string& ref);

