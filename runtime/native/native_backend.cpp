@@ -172,7 +172,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       }
       ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
       drop_bounding(caps);
-      if (::setgroups(0, nullptr) < 0) throw_errno("setgroups");
+      if (::syscall(SYS_setgroups, 0, nullptr) < 0) throw_errno("setgroups");  // (raw: see init_main)
       apply_capabilities(caps, true);
       if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
       install_default_seccomp();
@@ -218,8 +218,11 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
         upper_fd = ::open(spec.upper_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (upper_fd < 0) throw_errno("open the upper dir " + spec.upper_dir);
       }
-      if (::setresgid(0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
-      if (::setresuid(0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
+      // Raw system calls: after the raw clone, glibc's wrappers would wait
+      // for the parent's other threads to change ids too (nptl setxid), and
+      // a multithreaded sbx (`sbx serve`) hung here forever.
+      if (::syscall(SYS_setresgid, 0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
+      if (::syscall(SYS_setresuid, 0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
       // A change of euid clears the parent-death signal (prctl(2)): set it
       // again, then make sure sbx did not die in between.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);

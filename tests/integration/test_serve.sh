@@ -324,6 +324,21 @@ check("wait() gives StatusCode 4", r.wait()["StatusCode"] == 4)
 r.remove()
 out = c.containers.run(img, ["echo", "run-output"], remove=True)
 check("containers.run (attached, remove=True) returns the output %r" % out, out == b"run-output\n")
+# Many starts at once (the server forks sandboxes from many threads; a child
+# of a raw clone once hung in glibc's setresuid waiting for those threads).
+import concurrent.futures as cf
+M = int(os.environ.get("SBX_TEST_PARALLEL_RUNS", "60"))
+quick = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto", timeout=30)
+def run_one(i):
+    try:
+        return quick.containers.run(img, ["echo", "r%d" % i], remove=True) == ("r%d\n" % i).encode()
+    except Exception as e:
+        print("  run %d: %s" % (i, e)); return False
+t0 = time.time()
+with cf.ThreadPoolExecutor(8) as ex:
+    oks = list(ex.map(run_one, range(M)))
+check("%d containers.run(remove=True) at parallelism 8: all answered with their output (%d ok, %.1f s)"
+      % (M, sum(oks), time.time() - t0), all(oks))
 sys.exit(1 if fails else 0)
 EOF
   python3 "$T/py.py" $IMG; rc=$?
