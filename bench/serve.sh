@@ -68,11 +68,13 @@ thru() {  # DOCKER_HOST LABEL EXTRA_KWARGS
   python3 - "$1" "$N" "$3" <<'PY' | sed "s/^/| $2 | /"
 import sys, time, docker, concurrent.futures as cf
 c = docker.DockerClient(base_url=sys.argv[1], version="auto"); n = int(sys.argv[2]); kw = eval("dict(%s)" % sys.argv[3])
-def one(i): return c.containers.run("busybox", "true", remove=True, **kw)
+def one(i):
+    try: c.containers.run("busybox", "true", remove=True, **kw); return 0
+    except Exception as e: return 1  # counted (a failed or hung run), not fatal
 t0 = time.time()
-with cf.ThreadPoolExecutor(4) as ex: list(ex.map(one, range(n)))
+with cf.ThreadPoolExecutor(4) as ex: failed = sum(ex.map(one, range(n)))
 dt = time.time() - t0
-print("%d | %.1f s | %.1f containers/s |" % (n, dt, n / dt))
+print("%d (%d failed) | %.1f s | %.1f containers/s |" % (n, failed, dt, n / dt))
 PY
 }
 if python3 -c 'import docker' 2>/dev/null; then
