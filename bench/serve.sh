@@ -1,20 +1,38 @@
 #!/bin/bash
-# sbx serve: what the Docker Engine API costs over sbx's own CLI, on the
-# busybox test image (hyperfine, warm): `docker run --rm IMAGE true` through
-# sbx serve beside `sbx run IMAGE true`, and `docker exec` beside `sbx exec`
-# into one long-lived container. (podman system service: not measured yet.)
-# Usage: bench/serve.sh [SBX] [RUNS]   (root; tests/images/out built; docker CLI)
+# sbx serve: what the Docker Engine API costs, on the busybox test image
+# (hyperfine, warm), through three doors:
+#   - `docker run --rm IMAGE true` and `docker exec` through sbx serve,
+#   - the same docker commands through `podman system service` (Debian's
+#     podman, --runtime runc --cgroup-manager=cgroupfs and the ulimits of
+#     bench/lifecycle.sh, its own --root/--runroot under the temp dir),
+#   - sbx's own CLI: `sbx run IMAGE true` and `sbx exec`;
+# then 200 docker-py containers.run(IMAGE, "true", remove=True) at
+# parallelism 4 against each service (containers per second). Prints the
+# hyperfine table, the throughput rows and the ratios the issue asks for
+# (podman service / sbx serve; sbx serve − sbx CLI).
+# Usage: bench/serve.sh [SBX] [RUNS]   (root; tests/images/out built; docker CLI;
+#        podman and python3-docker optional: their rows are left out without them)
 set -eu
 SBX=$(readlink -f "${1:-$(dirname "$0")/../build/sbx}")
 RUNS=${2:-30}
+N=${SBX_BENCH_SERVE_N:-200}
 IMAGES=${SBX_IMAGES:-$(cd "$(dirname "$0")/../tests/images/out" && pwd)}
 T=$(mktemp -d /tmp/sbx-bench-serve.XXXXXX)
-export SBX_ROOT=$T/root SBX_RUN_ROOT=$T/run DOCKER_HOST=unix://$T/docker.sock DOCKER_CONFIG=$T/docker-config
-SERVER=""
+export SBX_ROOT=$T/root SBX_RUN_ROOT=$T/run DOCKER_CONFIG=$T/docker-config
+SOCK=unix://$T/docker.sock PSOCK=unix://$T/podman.sock
+P=(podman --root "$T/proot" --runroot "$T/prun" --tmpdir "$T/ptmp" --runtime runc --cgroup-manager=cgroupfs --events-backend none)
+SERVER="" PSERVER=""
 cleanup() {
-  docker rm -f bench-serve >/dev/null 2>&1 || true
+  DOCKER_HOST=$SOCK docker rm -f bench-serve >/dev/null 2>&1 || true
   [ -n "$SERVER" ] && kill "$SERVER" && wait "$SERVER" 2>/dev/null
+  if [ -n "$PSERVER" ]; then
+    DOCKER_HOST=$PSOCK docker rm -f bench-podman >/dev/null 2>&1 || true
+    kill "$PSERVER" && wait "$PSERVER" 2>/dev/null
+    "${P[@]}" rm -a -f >/dev/null 2>&1 || true
+    "${P[@]}" rmi -a -f >/dev/null 2>&1 || true
+  fi
   for id in $("$SBX" ps -aq --no-trunc 2>/dev/null); do "$SBX" rm -f "$id" >/dev/null 2>&1; done
+  grep -F " $T/" /proc/self/mountinfo | awk '{print $5}' | sort -r | while read -r m; do umount "$m" 2>/dev/null; done
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -22,10 +40,68 @@ trap cleanup EXIT
 "$SBX" serve --socket "$T/docker.sock" 2>/dev/null &
 SERVER=$!
 for _ in $(seq 100); do [ -S "$T/docker.sock" ] && break; sleep 0.05; done
-docker run -d --name bench-serve busybox tail -f /dev/null >/dev/null
-hyperfine -N --warmup 3 --runs "$RUNS" --export-markdown "$T/out.md" \
-  -n 'docker run --rm busybox true (sbx serve)' 'docker run --rm busybox true' \
-  -n 'sbx run busybox true' "$SBX run busybox true" \
-  -n 'docker exec (sbx serve)' 'docker exec bench-serve true' \
-  -n 'sbx exec' "$SBX exec bench-serve true"
+DOCKER_HOST=$SOCK docker run -d --name bench-serve busybox tail -f /dev/null >/dev/null
+CMDS=(-n 'docker run --rm busybox true (sbx serve)' "env DOCKER_HOST=$SOCK docker run --rm busybox true"
+  -n 'docker exec (sbx serve)' "env DOCKER_HOST=$SOCK docker exec bench-serve true")
+if command -v podman >/dev/null; then
+  # The service's containers get podman's defaults plus the ulimits podman
+  # needs on this host (bench/lifecycle.sh); --time=0: it never exits idle.
+  mkdir -p "$T/ptmp"
+  "${P[@]}" load -q -i "$IMAGES/busybox.docker.tar" >/dev/null
+  "${P[@]}" tag "$("${P[@]}" images -q | head -1)" docker.io/library/busybox:latest
+  printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n' >"$T/containers.conf"
+  CONTAINERS_CONF=$T/containers.conf "${P[@]}" system service --time=0 "$PSOCK" 2>"$T/podman.log" &
+  PSERVER=$!
+  for _ in $(seq 100); do [ -S "$T/podman.sock" ] && break; sleep 0.05; done
+  DOCKER_HOST=$PSOCK docker run -d --network none --name bench-podman busybox tail -f /dev/null >/dev/null
+  CMDS+=(-n 'docker run --rm busybox true (podman service)' "env DOCKER_HOST=$PSOCK docker run --rm --network none busybox true"
+    -n 'docker exec (podman service)' "env DOCKER_HOST=$PSOCK docker exec bench-podman true")
+else
+  echo "note: no podman: its rows are left out"
+fi
+CMDS+=(-n 'sbx run busybox true' "$SBX run busybox true" -n 'sbx exec' "$SBX exec bench-serve true")
+hyperfine -N --warmup 3 --runs "$RUNS" --export-markdown "$T/out.md" --export-json "$T/out.json" "${CMDS[@]}" >/dev/null
 cat "$T/out.md"
+echo
+# Throughput: N containers.run at parallelism 4 (docker-py, as the harnesses).
+thru() {  # DOCKER_HOST LABEL EXTRA_KWARGS
+  python3 - "$1" "$N" "$3" <<'PY' | sed "s/^/| $2 | /"
+import sys, time, docker, concurrent.futures as cf
+c = docker.DockerClient(base_url=sys.argv[1], version="auto"); n = int(sys.argv[2]); kw = eval("dict(%s)" % sys.argv[3])
+def one(i):
+    try: c.containers.run("busybox", "true", remove=True, **kw); return 0
+    except Exception as e: return 1  # counted (a failed or hung run), not fatal
+t0 = time.time()
+with cf.ThreadPoolExecutor(4) as ex: failed = sum(ex.map(one, range(n)))
+dt = time.time() - t0
+print("%d (%d failed) | %.1f s | %.1f containers/s |" % (n, failed, dt, n / dt))
+PY
+}
+if python3 -c 'import docker' 2>/dev/null; then
+  echo "| Service | containers.run | Wall | Throughput |"
+  echo "|:---|---:|---:|---:|"
+  thru "$SOCK" "sbx serve" "" | tee "$T/thru-sbx"
+  [ -n "$PSERVER" ] && thru "$PSOCK" "podman service" "network_mode='none'" | tee "$T/thru-podman"
+  echo
+fi
+# Ratios.
+python3 - "$T/out.json" "$T" <<'PY'
+import json, os, re, sys
+m = {r["command"]: r["mean"] * 1000 for r in json.load(open(sys.argv[1]))["results"]}
+def g(k): return m.get(k)
+rows = []
+for what in ("docker run --rm busybox true", "docker exec"):
+    s, p = g(what + " (sbx serve)"), g(what + " (podman service)")
+    if s and p: rows.append("| %s: podman service / sbx serve | %.1f× |" % (what, p / s))
+s, c = g("docker run --rm busybox true (sbx serve)"), g("sbx run busybox true")
+if s and c: rows.append("| docker run --rm through sbx serve − sbx run | %+.1f ms |" % (s - c))
+s, c = g("docker exec (sbx serve)"), g("sbx exec")
+if s and c: rows.append("| docker exec through sbx serve − sbx exec | %+.1f ms |" % (s - c))
+def rate(f):
+    try: return float(re.search(r"([0-9.]+) containers/s", open(f).read()).group(1))
+    except Exception: return None
+a, b = rate(os.path.join(sys.argv[2], "thru-sbx")), rate(os.path.join(sys.argv[2], "thru-podman"))
+if a and b: rows.append("| 200 containers.run at P=4: sbx serve / podman service | %.1f× |" % (a / b))
+print("| Ratio | Value |\n|:---|---:|")
+print("\n".join(rows))
+PY

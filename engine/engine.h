@@ -74,6 +74,12 @@ struct SandboxRequest {
   SandboxSpec spec;
   bool userns = false;  ///< native: its own user namespace (runtime/linux/userns.h)
   std::string runsc;    ///< gVisor: runsc binary; empty: from $PATH
+  /// create with spec.stdin_open: the first process's stdin (native; the
+  /// caller closes its copy after the call); -1: /dev/null.
+  int stdin_fd = -1;
+  /// Docker's restart of an ended container: replaces the ended sandbox
+  /// spec.id on its writable layer (runtime::Backend::create).
+  bool reuse_layer = false;
 };
 
 /// GPUs and devices for a spec (gpu/nvidia.h, gpu/cdi.h).
@@ -256,6 +262,15 @@ class Engine {
   /// other options; idempotent. Returns the state before. Throws sbx::Error
   /// (no cgroup2 mount, not root, kernel without the option).
   bool set_favordynmods(bool on);
+
+  // Pause (issue 17: `docker pause`; snapshot/freezer.h).
+  /// Freezes every process of the running sandbox `ref` and leaves it
+  /// frozen (native: cgroup freezer, as a snapshot freezes it; gVisor:
+  /// `runsc pause`). Throws sbx::Error: not running, no freezer on this
+  /// host, the freeze did not complete in 5 s (then it is thawed), runsc failed.
+  void pause(const std::string& ref);
+  /// Thaws what pause() froze (a no-op on a sandbox that is not frozen).
+  void unpause(const std::string& ref);
 
  private:
   runtime::BackendOptions backend_options(const std::string& runsc = "") const;

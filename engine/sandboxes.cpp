@@ -15,10 +15,14 @@
 #include "gpu/nvidia.h"
 #include "gpu/nvproxy.h"
 #include "runtime/backends.h"
+#include "runtime/gvisor/gvisor.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native/native_backend.h"
+#include "runtime/native/writable_layer.h"
 #include "runtime/snapshot_copies.h"
 #include "snapshot/dir_snapshot.h"
+#include "snapshot/freezer.h"
 
 namespace sbx::engine {
 
@@ -140,7 +144,7 @@ RunResult Engine::run(const RunRequest& req) {
 std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
-  return backend->create(req.spec, req.userns);
+  return backend->create(req.spec, req.userns, req.stdin_fd, req.reuse_layer);
 }
 
 std::string Engine::resolve(const std::string& ref) { return runtime::resolve_id(cfg_.run_root, ref); }
@@ -252,6 +256,31 @@ int parse_signal(const std::string& text) {
     if (abbrev && name == abbrev) return n;
   }
   throw Error("invalid signal '" + text + "' (use a name like TERM, KILL, HUP, or a number)");
+}
+
+}  // namespace sbx::engine
+
+// ---- pause (issue 17) --------------------------------------------------------
+
+namespace sbx::engine {
+
+void Engine::pause(const std::string& ref) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  if (sb.state.runtime == runtime::GvisorBackend::kName) return runtime::pause_gvisor(sb.dir, sb.state, true);
+  // The cgroups that freeze all of it: the ones a snapshot freezes.
+  std::vector<std::string> cgroups, members;
+  runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
+  if (cgroups.empty()) throw Error("cannot pause sandbox " + sb.state.id.substr(0, 12) + ": it is not running");
+  snapshot::CgroupFreeze f(cgroups, std::chrono::milliseconds(5000), members);
+  f.release();
+}
+
+void Engine::unpause(const std::string& ref) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  if (sb.state.runtime == runtime::GvisorBackend::kName) return runtime::pause_gvisor(sb.dir, sb.state, false);
+  std::vector<std::string> cgroups, members;
+  runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
+  snapshot::thaw_cgroups(cgroups);
 }
 
 }  // namespace sbx::engine

@@ -90,8 +90,10 @@ Stats Backend::stats(const SandboxRef& sb) {
   auto info = inspect_dir(sb.dir);
   s.oom_kills = info.oom_kills;
   s.usage = info.usage;
-  if (!s.cpu_ns) s.cpu_ns = s.usage.cpu_ms * 1000000;  // hybrid hosts: from /proc (cgroup_stats.h)
   CgroupUsage cg = read_cgroup_usage(sb.state.cgroups);
+  // Hybrid hosts: from /proc (cgroup_stats.h), in ns (usage.cpu_ms rounds down).
+  if (!s.cpu_ns) s.cpu_ns = cg.cpu_ns ? *cg.cpu_ns : procs_cpu_ns(cg.procs);
+  if (!s.cpu_ns) s.cpu_ns = s.usage.cpu_ms * 1000000;
   s.memory_limit_bytes = cg.memory_limit.value_or(0);
   s.pids_limit = cg.pids_limit.value_or(0);
   return s;

@@ -111,8 +111,14 @@ class Backend {
   /// gone when it returns. `userns`: its own user namespace (native).
   virtual ExitStatus run(const SandboxSpec& spec, bool userns, const RunIo& io) = 0;
   /// Creates a detached, long-lived sandbox; returns its id once the first
-  /// process runs (empty process.args: it only holds).
-  virtual std::string create(SandboxSpec spec, bool userns) = 0;
+  /// process runs (empty process.args: it only holds). `stdin_fd`: with
+  /// spec.stdin_open, the first process's stdin (native; gVisor: /dev/null);
+  /// -1: /dev/null. The caller closes its copy after the call.
+  /// `reuse_layer`: replaces the ended sandbox spec.id, on its writable layer
+  /// where the backend keeps one on the host (native: CreateOptions::reuse_layer;
+  /// gVisor keeps its writes in memory: the old sandbox goes, the new one
+  /// starts on the image).
+  virtual std::string create(SandboxSpec spec, bool userns, int stdin_fd = -1, bool reuse_layer = false) = 0;
   /// Runs one more process in the running sandbox; returns its exit status
   /// as `run` (124 timeout, 126/127, 128+N).
   virtual int exec(const SandboxRef& sb, const ExecRequest& req) = 0;

@@ -1,4 +1,5 @@
 // create_sandbox (runtime/lifecycle.h): the detached start path.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -114,13 +115,39 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
   // RUN_ROOT/.new-<id> and renamed (a crash before that leaves only a .new-
   // dir, which `gc` removes once its creator is dead).
   const std::string fresh = run_root + "/.new-" + id;
+  // reuse_layer: the ended sandbox of this id gives its writable layer (and
+  // its user-namespace slot) to this one, then goes.
+  int old_slot = -1;
+  if (opts.reuse_layer) {
+    SandboxState old = read_state(dir);  // throws when there is none
+    if (old.status == "creating" || state_alive(old))
+      throw Error("cannot restart sandbox " + id.substr(0, 12) + " on its writable layer: it is still running; stop it first");
+  }
   if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
+  bool kept = false;
+  if (opts.reuse_layer) {
+    try {
+      // (A --disk tmpfs is a mount point: EBUSY, the new layer starts empty.)
+      kept = ::rename((dir + "/fs").c_str(), (fresh + "/fs").c_str()) == 0;
+      if (!kept) log::debug("restart " + id.substr(0, 12) + ": the writable layer stays behind: " + std::strerror(errno));
+      int fd = ::open((dir + "/userns").c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        char buf[16] = {};
+        if (::read(fd, buf, sizeof buf - 1) > 0) old_slot = std::atoi(buf);
+        ::close(fd);
+      }
+      remove_sandbox(run_root, id, true);
+    } catch (...) {
+      remove_tree(fresh);
+      throw;
+    }
+  }
   SandboxState st;
   try {
     // Writes land on disk, in the state dir, where snapshots can read them.
     spec.upper_dir = dir + "/fs";
-    fs::mkdir_p(fresh + "/fs", 0700);
-    if (spec.disk_bytes) mount_disk_tmpfs(fresh + "/fs", spec.disk_bytes);
+    if (!kept) fs::mkdir_p(fresh + "/fs", 0700);
+    if (spec.disk_bytes && !kept) mount_disk_tmpfs(fresh + "/fs", spec.disk_bytes);
     write_config(fresh, spec);
     st = creating_state(spec);
     write_state(fresh, st);
@@ -140,7 +167,11 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
       // The range is taken once the dir has its id (allocate_id_range counts
       // only those) and recorded in config.json as linux.uidMappings, where
       // `cp` and `snapshot` read the sandbox's owners from.
-      IdRange r = allocate_id_range(run_root, id, id_pool());
+      IdPool pool = id_pool();
+      IdRange r = allocate_id_range(run_root, id, pool, kept ? old_slot : -1);
+      // A kept layer whose range went to another sandbox meanwhile: its files move to the new range.
+      if (kept && old_slot >= 0 && r.slot != old_slot)
+        shift_ids(dir + "/fs", pool.start + static_cast<uint32_t>(old_slot) * kIdRangeSize, r.host_start);
       spec.uid_mappings = spec.gid_mappings = id_maps(r);
       write_config(dir, spec);
     }
@@ -153,6 +184,7 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
     so.detached = true;
     so.state_template = &st;
     so.userns = opts.userns;
+    so.detached_stdin = opts.stdin_fd;
     sb = start(spec, so);  // state.json now names its init and cgroups
   }, [&] { sb.release(); /* commits: state.json says "running" */ });
   return id;

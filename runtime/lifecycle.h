@@ -32,6 +32,15 @@ struct CreateOptions {
   /// in config.json (linux.uidMappings) and the upper dir is owned by the
   /// sandbox's root. Off: --userns host.
   bool userns = false;
+  /// spec.stdin_open: the first process's stdin (native: StartOptions::detached_stdin).
+  int stdin_fd = -1;
+  /// Docker's restart: spec.id names an ended native sandbox, which the new
+  /// one replaces on the same writable layer (RUN_ROOT/<id>/fs moves over;
+  /// files written before survive) and, when it is free, the same
+  /// user-namespace range (else the layer's owners are shifted to the new
+  /// one, shift_ids). Throws sbx::Error when that sandbox is missing or still
+  /// running. A layer on a --disk tmpfs cannot move: the new one starts empty.
+  bool reuse_layer = false;
 };
 std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const CreateOptions& opts = {});
 

@@ -66,7 +66,7 @@ void Api::handle(Connection& c, Request& r) {
   static const std::regex kContainer("^/containers/([^/]+)/([a-z]+)$");
   static const std::regex kContainerOnly("^/containers/([^/]+)$");
   static const std::regex kExec("^/exec/([^/]+)/([a-z]+)$");
-  static const std::regex kImage("^/images/(.+)/(json|tag)$");
+  static const std::regex kImage("^/images/(.+)/(json|tag|get)$");
   static const std::regex kImageOnly("^/images/(.+)$");
   std::smatch m;
   const std::string& p = r.path;
@@ -82,6 +82,9 @@ void Api::handle(Connection& c, Request& r) {
     if (p == "/commit" && meth == "POST") return commit(c, r);
     if (p == "/images/json" && meth == "GET") return image_list(c, r);
     if (p == "/images/create" && meth == "POST") return image_create(c, r);
+    if (p == "/images/load" && meth == "POST") return image_load(c, r);
+    if (p == "/images/get" && meth == "GET") return image_get(c, r, {r.param("names")});
+    if (p == "/events" && meth == "GET") return events(c, r);
     if (std::regex_match(p, m, kContainer)) {
       std::string id = m[1], op = m[2];
       if (op == "start" && meth == "POST") return container_start(c, r, id);
@@ -93,16 +96,33 @@ void Api::handle(Connection& c, Request& r) {
       if (op == "kill" && meth == "POST") return container_kill(c, r, id);
       if (op == "exec" && meth == "POST") return exec_create(c, r, id);
       if (op == "archive" && (meth == "GET" || meth == "PUT" || meth == "HEAD")) return container_archive(c, r, id);
+      if (op == "restart" && meth == "POST") return container_restart(c, r, id);
+      if (op == "pause" && meth == "POST") return container_pause(c, r, id, true);
+      if (op == "unpause" && meth == "POST") return container_pause(c, r, id, false);
+      if (op == "top" && meth == "GET") return container_top(c, r, id);
+      if (op == "stats" && meth == "GET") return container_stats(c, r, id);
+      // A tty's size: sbx serve's containers and execs run on pipes, so there is nothing to resize.
+      if (op == "resize" && meth == "POST") return (void)(resolve_container(id), c.send(200, ""));
     }
     if (std::regex_match(p, m, kContainerOnly) && meth == "DELETE") return container_remove(c, r, m[1]);
     if (std::regex_match(p, m, kExec)) {
       std::string id = m[1], op = m[2];
       if (op == "start" && meth == "POST") return exec_start(c, r, id);
       if (op == "json" && meth == "GET") return exec_inspect(c, r, id);
+      if (op == "resize" && meth == "POST") {  // (execs run on pipes: nothing to resize)
+        bool known;
+        {
+          std::lock_guard lk(mu_);
+          known = execs_.count(id) > 0;
+        }
+        if (!known) throw HttpError{404, "No such exec instance: " + id};
+        return (void)c.send(200, "");
+      }
     }
     if (std::regex_match(p, m, kImage)) {
       if (m[2] == "json" && meth == "GET") return image_inspect(c, r, m[1]);
       if (m[2] == "tag" && meth == "POST") return image_tag(c, r, m[1]);
+      if (m[2] == "get" && meth == "GET") return image_get(c, r, {m[1]});
     }
     if (std::regex_match(p, m, kImageOnly) && meth == "DELETE") return image_remove(c, r, m[1]);
     c.send_error(501, "sbx serve does not implement " + meth + " " + p);
@@ -211,12 +231,28 @@ std::string Api::resolve_container(const std::string& ref) {
   }
 }
 
-oci::ImageRecord Api::find_image(const std::string& ref) {
+std::string Api::image_ref(const std::string& ref) {
   try {
-    return engine_.resolve_or_pull(ref, oci::PullPolicy::Never, false, {});
+    engine_.resolve_or_pull(ref, oci::PullPolicy::Never, false, {});
+    return ref;
   } catch (const Error&) {
-    throw HttpError{404, "No such image: " + ref};
   }
+  // The docker CLI names images of Docker Hub users with their registry
+  // ("docker commit c sbxtest/app" sends repo=docker.io/sbxtest/app) but asks
+  // for them without it ("docker run sbxtest/app"): one image, as dockerd.
+  std::string first = ref.substr(0, ref.find('/'));
+  if (ref.find('/') != std::string::npos && first.find_first_of(".:") == std::string::npos && first != "localhost") {
+    try {
+      engine_.resolve_or_pull("docker.io/" + ref, oci::PullPolicy::Never, false, {});
+      return "docker.io/" + ref;
+    } catch (const Error&) {
+    }
+  }
+  throw HttpError{404, "No such image: " + ref};
+}
+
+oci::ImageRecord Api::find_image(const std::string& ref) {
+  return engine_.resolve_or_pull(image_ref(ref), oci::PullPolicy::Never, false, {});
 }
 
 }  // namespace sbx::server

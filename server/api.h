@@ -21,6 +21,7 @@
 // Sandboxes made by `sbx create` show up as containers too.
 #pragma once
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/fd.h"
 #include "engine/engine.h"
 #include "server/http.h"
 
@@ -49,6 +51,12 @@ struct Container {
   int exit_code = 0;
   int attached = 0;       ///< attach streams still reading its log
   std::string error;      ///< why start failed
+  /// OpenStdin (native): the write end of the first process's stdin pipe;
+  /// attach streams write the client's input there. Reset (closed) when the
+  /// container ends, or by the first attach's end of input with StdinOnce.
+  std::shared_ptr<Fd> stdin_w;
+  bool paused = false;    ///< POST /pause froze it (until /unpause)
+  int restarts = 0;       ///< POST /restart count (RestartCount)
   bool auto_remove() const;
   bool tty() const;
 };
@@ -88,6 +96,9 @@ class Api {
   void container_create(Connection& c, const Request& r);
   void container_start(Connection& c, const Request& r, const std::string& id);
   void container_attach(Connection& c, const Request& r, const std::string& id);
+  /// Copies `first`, then what arrives on `sock`, to `to` until the client
+  /// ends its input, `stop` becomes readable, or `to` fails.
+  void pump_stdin(int sock, int stop, const std::string& first, int to);
   void container_wait(Connection& c, const Request& r, const std::string& id);
   void container_inspect(Connection& c, const Request& r, const std::string& id);
   void container_list(Connection& c, const Request& r);
@@ -96,6 +107,26 @@ class Api {
   void container_kill(Connection& c, const Request& r, const std::string& id);
   void container_remove(Connection& c, const Request& r, const std::string& id);
   void container_archive(Connection& c, const Request& r, const std::string& id);
+  void container_restart(Connection& c, const Request& r, const std::string& id);
+  void container_pause(Connection& c, const Request& r, const std::string& id, bool pause);
+  void container_top(Connection& c, const Request& r, const std::string& id);
+  void container_stats(Connection& c, const Request& r, const std::string& id);
+  // events (server/events.cpp)
+  void events(Connection& c, const Request& r);
+  /// Records a container event (Type "container") for /events streams:
+  /// create, start, die (exitCode), kill, destroy, pause, unpause, restart.
+  void emit(const std::string& action, const std::string& id,
+            std::map<std::string, std::string> attrs = {});
+  /// Starts the sandbox of a created container, or (`again`) of one that
+  /// ran, on its writable layer. Throws HttpError.
+  void launch(const std::shared_ptr<Container>& ctr, bool again = false);
+  /// engine_.create(req) in a forked child (see there why). Throws sbx::Error
+  /// with the child's message and exit code.
+  void create_forked(const engine::SandboxRequest& req);
+  /// Before launch() of a container that ran: removes its ended sandbox, resets its state.
+  void rerun(const std::shared_ptr<Container>& ctr);
+  /// Unpauses a paused container (before a signal; `ctr` may be null).
+  void thaw_for_signal(const std::shared_ptr<Container>& ctr, const std::string& id);
   void commit(Connection& c, const Request& r);
   // exec (server/exec.cpp)
   void exec_create(Connection& c, const Request& r, const std::string& id);
@@ -107,6 +138,10 @@ class Api {
   void image_create(Connection& c, const Request& r);
   void image_tag(Connection& c, const Request& r, const std::string& name);
   void image_remove(Connection& c, const Request& r, const std::string& name);
+  /// POST /images/load: a docker-archive (or oci-archive) tar in the body.
+  void image_load(Connection& c, const Request& r);
+  /// GET /images/{name}/get and /images/get?names=: one image as a docker-archive tar.
+  void image_get(Connection& c, const Request& r, const std::vector<std::string>& names);
 
   /// The container `ref` names (id, prefix, name; a server record or a
   /// sandbox). Throws HttpError 404.
@@ -115,6 +150,9 @@ class Api {
   /// The image `ref` names, Docker's normalisation (busybox ==
   /// docker.io/library/busybox:latest). Throws HttpError 404 "No such image".
   oci::ImageRecord find_image(const std::string& ref);
+  /// `ref` as the store knows it: itself, or "docker.io/" + ref for a Docker
+  /// Hub user's repository stored under its registry. Throws HttpError 404.
+  std::string image_ref(const std::string& ref);
   /// After start: waits for the sandbox's end, records it, AutoRemove.
   void watch(std::shared_ptr<Container> ctr, pid_t init_pid);
   nlohmann::json inspect_json(const std::string& id);
@@ -125,6 +163,9 @@ class Api {
   std::condition_variable cv_;  ///< any container or exec changed
   std::map<std::string, std::shared_ptr<Container>> containers_;
   std::map<std::string, std::shared_ptr<ExecInstance>> execs_;
+  /// The last events (bounded), oldest first; event_seq_ counts every one.
+  std::deque<nlohmann::json> events_;
+  uint64_t event_seq_ = 0;
 };
 
 /// Docker's 8-byte stream header + payload: stream 0 stdin, 1 stdout, 2 stderr.

@@ -228,6 +228,15 @@ void Api::commit(Connection& c, const Request& r) {
   req.sandbox = id;
   if (!repo.empty()) req.name = repo + (tag.empty() ? "" : ":" + tag);
   auto res = engine_.snapshot_fs(req);
+  // The snapshot froze and thawed the sandbox: a paused container stays paused.
+  if (auto ctr = record(id)) {
+    bool paused;
+    {
+      std::lock_guard lk(mu_);
+      paused = ctr->paused;
+    }
+    if (paused) engine_.pause(id);
+  }
   c.send(201, json{{"Id", "sha256:" + res.image.id}}.dump());
 }
 

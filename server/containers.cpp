@@ -1,8 +1,13 @@
 // Container endpoints of the Docker Engine API (server/api.h says how
 // containers map onto sandboxes).
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "common/error.h"
@@ -48,6 +53,7 @@ std::string human_status(const std::string& state, int code, int64_t since_ms) {
   std::string ago = s < 60 ? std::to_string(s) + " seconds" : s < 3600 ? std::to_string(s / 60) + " minutes"
                                                                          : std::to_string(s / 3600) + " hours";
   if (state == "running") return "Up " + ago;
+  if (state == "paused") return "Up " + ago + " (Paused)";
   if (state == "exited") return "Exited (" + std::to_string(code) + ") " + ago + " ago";
   if (state == "created") return "Created";
   return state;
@@ -95,7 +101,13 @@ void Api::container_create(Connection& c, const Request& r) {
   ctr->created_ms = runtime::now_ms();
   // Checked now (a bad bind or network fails create, as in Docker); built again at start.
   try {
-    spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
+    SandboxSpec spec = spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
+    if (auto g = gpus_from_docker(cfg)) {  // no GPU on this host, an unknown device: refused now
+      engine::GpuRequest gr;
+      gr.gpus = g->gpus;
+      gr.devices = g->devices;
+      engine_.apply_gpus(gr, spec);
+    }
   } catch (const Error& e) {
     throw HttpError{400, e.what()};
   }
@@ -103,6 +115,7 @@ void Api::container_create(Connection& c, const Request& r) {
     std::lock_guard lk(mu_);
     containers_[ctr->id] = ctr;
   }
+  emit("create", ctr->id);
   c.send(201, json{{"Id", ctr->id}, {"Warnings", json::array()}}.dump());
 }
 
@@ -114,24 +127,128 @@ void Api::container_start(Connection& c, const Request&, const std::string& ref)
     if (info.status == "running") return (void)c.send(304, "");
     throw HttpError{409, "container " + id.substr(0, 12) + " has ended; sbx serve cannot restart it"};
   }
+  bool again = false;
   {
     std::lock_guard lk(mu_);
-    if (ctr->started) {
-      if (!ctr->ended) return (void)c.send(304, "");
-      throw HttpError{409, "container " + id.substr(0, 12) + " has ended; sbx serve cannot restart it yet"};
-    }
+    if (ctr->started && !ctr->ended) return (void)c.send(304, "");
+    again = ctr->started;
     ctr->started = true;
   }
+  if (again) rerun(ctr);  // docker start of an exited container runs its command again
+  launch(ctr, again);
+  emit("start", id);
+  c.send(204, "");
+}
+
+void Api::rerun(const std::shared_ptr<Container>& ctr) {
+  // launch(ctr, true) replaces the ended sandbox with a new one of the same
+  // id and config on its writable layer (engine::SandboxRequest::reuse_layer).
+  std::lock_guard lk(mu_);
+  ctr->sandbox = ctr->ended = ctr->paused = false;
+  ctr->exit_code = 0;
+  ctr->error.clear();
+}
+
+void Api::create_forked(const engine::SandboxRequest& req) {
+  // The engine starts a sandbox with a raw clone(2), whose child goes on
+  // running sbx's code: from this multithreaded server, it could inherit a
+  // malloc arena lock another thread held at that instant and wait on it
+  // forever (seen at 4 concurrent starts). glibc's fork() takes and resets
+  // malloc's locks (and its thread list, which set*id walks), so the
+  // create runs in a forked, single-threaded child; as with `sbx create`,
+  // the sandbox's holder outlives it. Errors come back through a pipe.
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) throw Error(std::string("create a pipe: ") + std::strerror(errno), errno);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::close(p[0]);
+    ::close(p[1]);
+    throw Error(std::string("fork to create sandbox ") + req.spec.id + ": " + std::strerror(e), e);
+  }
+  if (pid == 0) {
+    ::close(p[0]);
+    int code = 0;
+    std::string msg;
+    try {
+      engine_.create(req);
+    } catch (const Error& e) {
+      code = e.exit_code() ? e.exit_code() : kExitSbxFailed;
+      msg = e.what();
+    } catch (const std::exception& e) {
+      code = kExitSbxFailed;
+      msg = e.what();
+    }
+    if (code) {
+      std::string out = std::to_string(code) + "\n" + msg;
+      (void)!::write(p[1], out.data(), out.size());
+    }
+    ::_exit(code ? 1 : 0);
+  }
+  ::close(p[1]);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(p[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(p[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (!out.empty()) {
+    size_t nl = out.find('\n');
+    int code = std::atoi(out.substr(0, nl).c_str());
+    throw Error(nl == std::string::npos ? out : out.substr(nl + 1), 0, code ? code : kExitSbxFailed);
+  }
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    throw Error("create sandbox " + req.spec.id.substr(0, 12) + ": its creating process ended with status " +
+                std::to_string(st));
+}
+
+void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
+  const std::string& id = ctr->id;
   pid_t pid = 0;
   try {
     engine::SandboxRequest req;
     req.spec = spec_from_docker(ctr->config, ctr->image, engine_.layer_dirs(ctr->image), ctr->id, ctr->name,
                                 default_runtime_);
+    if (auto g = gpus_from_docker(ctr->config)) {  // GPUs and devices: CDI edits (gpu/)
+      engine::GpuRequest gr;
+      gr.gpus = g->gpus;
+      gr.devices = g->devices;
+      engine_.apply_gpus(gr, req.spec);
+    }
     req.userns = docker_userns(req.spec);
-    engine_.create(req);
+    if (again) {  // (a start that failed left no sandbox: nothing to keep)
+      try {
+        engine_.inspect(id);
+        req.reuse_layer = true;
+      } catch (const Error&) {
+      }
+    }
+    // OpenStdin: the first process reads a pipe that attach streams feed
+    // (native; on gVisor it reads /dev/null: runsc's detached create has no stdin).
+    std::shared_ptr<Fd> stdin_w;
+    Fd stdin_r;
+    if (ctr->config.value("OpenStdin", false) && req.spec.runtime == "native") {
+      int p[2];
+      if (::pipe2(p, O_CLOEXEC) < 0) throw Error("create the stdin pipe of container " + id + ": " + std::strerror(errno));
+      stdin_r = Fd(p[0]);
+      stdin_w = std::make_shared<Fd>(p[1]);
+      // Non-blocking: an attach stream waits for room in poll, where it can be stopped.
+      (void)::fcntl(p[1], F_SETFL, O_NONBLOCK);
+      req.spec.stdin_open = true;
+      req.stdin_fd = stdin_r.fd;
+    }
+    create_forked(req);
+    stdin_r = Fd();  // the process holds it now
     pid = engine_.inspect(id).state.pid;
     std::lock_guard lk(mu_);
     ctr->sandbox = true;
+    ctr->stdin_w = std::move(stdin_w);
   } catch (const Error& e) {
     {
       std::lock_guard lk(mu_);
@@ -149,7 +266,6 @@ void Api::container_start(Connection& c, const Request&, const std::string& ref)
   }
   cv_.notify_all();
   std::thread([this, ctr, pid] { watch(ctr, pid); }).detach();
-  c.send(204, "");
 }
 
 void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
@@ -165,7 +281,13 @@ void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
     }
   std::unique_lock lk(mu_);
   ctr->ended = true;
+  ctr->paused = false;
   ctr->exit_code = end ? end->exit_code : 137;
+  ctr->stdin_w.reset();
+  int code = ctr->exit_code;
+  lk.unlock();
+  emit("die", ctr->id, {{"exitCode", std::to_string(code)}});
+  lk.lock();
   cv_.notify_all();
   if (!ctr->auto_remove() || ctr->removed) return;
   // Attach streams read the log first (bounded: a stuck client does not keep it forever).
@@ -179,6 +301,8 @@ void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
   lk.lock();
   ctr->removed = true;
   cv_.notify_all();
+  lk.unlock();
+  emit("destroy", ctr->id);
 }
 
 void Api::container_attach(Connection& c, const Request& r, const std::string& ref) {
@@ -209,7 +333,47 @@ void Api::container_attach(Connection& c, const Request& r, const std::string& r
     cv_.wait(lk, [&] { return ctr->sandbox || ctr->ended || ctr->removed; });
     if (!ctr->error.empty() || ctr->removed) return;
   }
-  if (!out && !err) return;
+  // stdin=1: the client's input goes to the first process's stdin (OpenStdin).
+  std::shared_ptr<Fd> stdin_w;
+  if (ctr && r.flag("stdin") && r.flag("stream")) {
+    std::lock_guard lk(mu_);
+    stdin_w = ctr->stdin_w;
+  }
+  Fd stop_r, stop_w;
+  std::thread pump;
+  if (stdin_w) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) == 0) {
+      stop_r = Fd(p[0]);
+      stop_w = Fd(p[1]);
+      bool once = ctr->config.value("StdinOnce", false);
+      // (moved in: the last copy must go with the pump, or the process never sees EOF)
+      pump = std::thread([this, &c, &r, &stop_r, ctr, stdin_w = std::move(stdin_w), once]() mutable {
+        pump_stdin(c.fd(), stop_r.fd, r.leftover, stdin_w->fd);
+        stdin_w.reset();
+        if (once) {  // the end of this client's input is the process's EOF
+          std::lock_guard lk(mu_);
+          ctr->stdin_w.reset();
+        }
+      });
+    }
+  }
+  struct StopPump {
+    std::thread& t;
+    Fd& w;
+    ~StopPump() {
+      if (!t.joinable()) return;
+      (void)!::write(w.fd, "x", 1);
+      t.join();
+    }
+  } stop_pump{pump, stop_w};
+  if (!out && !err) {
+    if (pump.joinable()) {  // input only: until the container ends
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return ctr->ended || ctr->removed; });
+    }
+    return;
+  }
   try {
     engine_.logs(id, r.flag("stream"), [&](const char* d, size_t n) {
       if (!c.write_raw(tty ? std::string(d, n) : frame(1, std::string_view(d, n)))) throw ClientGone{};
@@ -217,6 +381,40 @@ void Api::container_attach(Connection& c, const Request& r, const std::string& r
   } catch (const ClientGone&) {
   } catch (const Error& e) {
     log::debug("serve: attach " + id.substr(0, 12) + ": " + e.what());
+  }
+}
+
+void Api::pump_stdin(int sock, int stop, const std::string& first, int to) {
+  auto put = [&](const char* d, size_t n) {
+    while (n > 0) {
+      ssize_t k = ::write(to, d, n);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && errno == EAGAIN) {  // the pipe is full: wait for room or the stop
+        struct pollfd pfd[2] = {{to, POLLOUT, 0}, {stop, POLLIN, 0}};
+        if (::poll(pfd, 2, -1) < 0 && errno != EINTR) return false;
+        if (pfd[1].revents) return false;
+        continue;
+      }
+      if (k <= 0) return false;  // the process closed its stdin (EPIPE)
+      d += k;
+      n -= static_cast<size_t>(k);
+    }
+    return true;
+  };
+  if (!first.empty() && !put(first.data(), first.size())) return;
+  char buf[65536];
+  for (;;) {
+    struct pollfd pfd[2] = {{sock, POLLIN, 0}, {stop, POLLIN, 0}};
+    if (::poll(pfd, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (pfd[1].revents) return;
+    if (!pfd[0].revents) continue;
+    ssize_t k = ::read(sock, buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return;  // the client closed its side (CloseWrite): the end of its input
+    if (!put(buf, static_cast<size_t>(k))) return;
   }
 }
 
@@ -278,6 +476,7 @@ json Api::inspect_json(const std::string& id) {
   if (info) {
     status = docker_state(info->status);
     if (status == "running") pid = info->state.pid;
+    if (status == "running" && ctr && ctr->paused) status = "paused";
     started = info->state.started_ms;
     if (info->end) {
       exit_code = info->end->exit_code;
@@ -309,6 +508,18 @@ json Api::inspect_json(const std::string& id) {
   if (info) hc["Runtime"] = info->state.runtime;
   std::string name = ctr ? ctr->name : info->state.name;
   std::string image_id = ctr ? ctr->image.id : info->state.image_id;
+  // Published ports (`docker port`): what PortBindings asked for, while it runs.
+  json ports = json::object();
+  if (auto pb = hc.find("PortBindings"); pb != hc.end() && pb->is_object() && status == "running")
+    for (const auto& [port, binds] : pb->items()) {
+      json list = json::array();
+      if (binds.is_array())
+        for (const auto& b : binds) {
+          std::string ip = b.is_object() ? b.value("HostIp", "") : "";
+          list.push_back({{"HostIp", ip.empty() ? "0.0.0.0" : ip}, {"HostPort", b.is_object() ? b.value("HostPort", "") : ""}});
+        }
+      ports[port] = list;
+    }
   return {{"Id", id},
           {"Created", rfc3339(ctr ? ctr->created_ms : info->state.created_ms)},
           {"Path", cmd.empty() ? "" : cmd[0]},
@@ -316,7 +527,7 @@ json Api::inspect_json(const std::string& id) {
           {"State",
            {{"Status", status},
             {"Running", status == "running"},
-            {"Paused", false},
+            {"Paused", ctr && ctr->paused},
             {"Restarting", false},
             {"OOMKilled", oom},
             {"Dead", status == "dead"},
@@ -327,13 +538,13 @@ json Api::inspect_json(const std::string& id) {
             {"FinishedAt", rfc3339(finished)}}},
           {"Image", "sha256:" + image_id},
           {"Name", "/" + (name.empty() ? id.substr(0, 12) : name)},
-          {"RestartCount", 0},
+          {"RestartCount", ctr ? ctr->restarts : 0},
           {"Driver", "overlay"},
           {"Platform", "linux"},
           {"HostConfig", hc},
           {"Mounts", json::array()},
           {"Config", config},
-          {"NetworkSettings", {{"Networks", json::object()}, {"Ports", json::object()}, {"IPAddress", ""}}}};
+          {"NetworkSettings", {{"Networks", json::object()}, {"Ports", ports}, {"IPAddress", ""}}}};
 }
 
 void Api::container_inspect(Connection& c, const Request&, const std::string& ref) {
@@ -357,7 +568,10 @@ void Api::container_list(Connection& c, const Request& r) {
       row.exit_code = s.end->exit_code;
       row.since_ms = s.end->ended_ms;
     }
-    if (auto ctr = record(row.id)) row.image = ctr->config.value("Image", row.image);
+    if (auto ctr = record(row.id)) {
+      row.image = ctr->config.value("Image", row.image);
+      if (ctr->paused && row.state == "running") row.state = "paused";
+    }
     rows.push_back(row);
   }
   {
@@ -423,6 +637,8 @@ void Api::container_logs(Connection& c, const Request& r, const std::string& ref
   const char* ctype = tty ? kRaw : kMux;
   auto wrap = [&](std::string_view d) { return tty ? std::string(d) : frame(1, d); };
   if (ctr && !ctr->started) return (void)c.send(200, "", ctype);
+  // The log is one stream, served as stdout: stderr alone has nothing in it.
+  if (!out) return (void)c.send(200, "", ctype);
   std::string tail = r.param("tail");
   if (!r.flag("follow")) {
     std::string all;
@@ -457,7 +673,9 @@ void Api::container_stop(Connection& c, const Request& r, const std::string& ref
   if (info.status != "running") return (void)c.send(304, "");
   std::string t = r.param("t");
   int secs = t.empty() ? 10 : std::stoi(t);
+  thaw_for_signal(ctr, id);
   engine_.stop(id, std::chrono::seconds(std::max(secs, 0)));
+  emit("stop", id);
   c.send(204, "");
 }
 
@@ -467,7 +685,10 @@ void Api::container_kill(Connection& c, const Request& r, const std::string& ref
   if (ctr && !ctr->started) throw HttpError{409, "Container " + id + " is not running"};
   if (engine_.inspect(id).status != "running") throw HttpError{409, "Container " + id + " is not running"};
   std::string s = r.param("signal");
-  engine_.kill(id, engine::parse_signal(s.empty() ? "KILL" : s));
+  int sig = engine::parse_signal(s.empty() ? "KILL" : s);
+  thaw_for_signal(ctr, id);
+  engine_.kill(id, sig);
+  emit("kill", id, {{"signal", std::to_string(sig)}});
   c.send(204, "");
 }
 
@@ -484,6 +705,7 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
     if (info && info->status == "running" && !force)
       throw HttpError{409, "You cannot remove a running container " + id +
                                ". Stop the container before attempting removal or force remove"};
+    if (info && force) thaw_for_signal(ctr, id);
     if (info) engine_.remove(id, force);
   }
   if (ctr) {
@@ -492,7 +714,25 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
     if (!ctr->started) ctr->ended = true;
   }
   cv_.notify_all();
+  emit("destroy", id);
   c.send(204, "");
+}
+
+void Api::thaw_for_signal(const std::shared_ptr<Container>& ctr, const std::string& id) {
+  // A frozen process acts on a signal only once thawed (v1 freezer): as
+  // dockerd, stop/kill/rm -f of a paused container unpause it first.
+  bool was;
+  {
+    std::lock_guard lk(mu_);
+    was = ctr && ctr->paused;
+    if (ctr) ctr->paused = false;
+  }
+  if (!was) return;
+  try {
+    engine_.unpause(id);
+  } catch (const Error& e) {
+    log::warn("serve: unpause " + id.substr(0, 12) + " before a signal: " + e.what());
+  }
 }
 
 }  // namespace sbx::server

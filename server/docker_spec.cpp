@@ -3,6 +3,8 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "common/error.h"
@@ -10,7 +12,9 @@
 #include "runtime/default_bounds.h"
 #include "runtime/gvisor/gvisor.h"
 #include "runtime/image_config.h"
+#include "runtime/linux/capabilities.h"
 #include "runtime/linux/rlimits.h"
+#include "runtime/linux/sandbox_network.h"
 
 namespace sbx::server {
 
@@ -131,6 +135,26 @@ SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const
   } else {
     throw Error("network mode '" + net + "' is not supported by sbx serve (none, default, bridge, host)");
   }
+  // PortBindings {"80/tcp": [{"HostIp": "", "HostPort": "8080"}]}: sbx's -p,
+  // which needs a network of the sandbox's own (--network private): the
+  // default/bridge mode with ports published is that, as docker's bridge.
+  if (auto pb = hc.find("PortBindings"); pb != hc.end() && pb->is_object() && !pb->empty()) {
+    if (net == "none" || net == "host")
+      throw Error("port bindings need a network of the container's own: NetworkMode '" + net +
+                  "' has none (leave it default or bridge)");
+    for (const auto& [port, binds] : pb->items()) {
+      std::string cport = port.substr(0, port.find('/'));
+      std::string proto = port.find('/') == std::string::npos ? "tcp" : port.substr(port.find('/') + 1);
+      if (!binds.is_array()) continue;
+      for (const auto& b : binds) {
+        std::string hip = b.is_object() ? str(b, "HostIp") : "", hport = b.is_object() ? str(b, "HostPort") : "";
+        if (hport.empty()) throw Error("port binding " + port + ": sbx needs a HostPort (no random host ports)");
+        if (hip == "0.0.0.0" || hip == "::") hip.clear();
+        spec.net.publish.push_back(runtime::parse_publish((hip.empty() ? "" : hip + ":") + hport + ":" + cport + "/" + proto));
+      }
+    }
+    if (!spec.net.publish.empty()) spec.network = NetworkMode::Private;
+  }
   for (const auto& b : string_list(hc.value("Binds", json()))) spec.mounts.push_back(parse_bind(b));
   if (auto m = hc.find("Mounts"); m != hc.end() && m->is_array())
     for (const auto& e : *m) spec.mounts.push_back(parse_mount(e));
@@ -145,6 +169,26 @@ SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const
       spec.mounts.push_back(tm);
     }
   spec.readonly_rootfs = hc.value("ReadonlyRootfs", false);
+  // CapAdd/CapDrop over the default set ("ALL" in either; names with or without CAP_).
+  auto cap_name = [](std::string c) {
+    for (auto& ch : c) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return c == "ALL" || c.rfind("CAP_", 0) == 0 ? c : "CAP_" + c;
+  };
+  auto& caps = spec.process.capabilities;
+  for (const auto& d : string_list(hc.value("CapDrop", json()))) {
+    std::string n = cap_name(d);
+    if (n == "ALL") caps.clear();
+    else {
+      runtime::parse_capabilities({n});  // an unknown name is an error, as in docker
+      caps.erase(std::remove(caps.begin(), caps.end(), n), caps.end());
+    }
+  }
+  for (const auto& a : string_list(hc.value("CapAdd", json()))) {
+    std::string n = cap_name(a);
+    if (n == "ALL") throw Error("CapAdd ALL is not supported by sbx serve: name the capabilities to add");
+    runtime::parse_capabilities({n});
+    if (std::find(caps.begin(), caps.end(), n) == caps.end()) caps.push_back(n);
+  }
   if (int64_t mem = num(hc, "Memory"); mem > 0) spec.resources.memory_bytes = mem;
   if (int64_t nano = num(hc, "NanoCpus"); nano > 0) spec.resources.cpus = static_cast<double>(nano) / 1e9;
   int64_t pids = num(hc, "PidsLimit");
@@ -161,6 +205,51 @@ SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const
   runtime::apply_default_bounds(spec, false);
   for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) (void)w;
   return spec;
+}
+
+std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
+  const json empty = json::object();
+  const json& hc = cfg.contains("HostConfig") && cfg["HostConfig"].is_object() ? cfg["HostConfig"] : empty;
+  GpuAsk ask;
+  if (auto dr = hc.find("DeviceRequests"); dr != hc.end() && dr->is_array()) {
+    for (const auto& d : *dr) {
+      if (!d.is_object()) continue;
+      std::string driver = str(d, "Driver");
+      if (!driver.empty() && driver != "nvidia" && driver != "cdi")
+        throw Error("device request driver '" + driver + "' is not supported by sbx serve (nvidia, cdi)");
+      if (auto caps = d.find("Capabilities"); caps != d.end() && caps->is_array() && !caps->empty()) {
+        bool gpu = false;
+        for (const auto& set : *caps)
+          for (const auto& c : string_list(set)) gpu = gpu || c == "gpu";
+        if (!gpu) throw Error("device request without the 'gpu' capability: sbx serve passes GPUs only");
+      }
+      if (driver == "cdi") {  // DeviceIDs are CDI names (vendor/class=name)
+        for (const auto& id : string_list(d.value("DeviceIDs", json()))) ask.devices.push_back(id);
+        continue;
+      }
+      std::vector<std::string> ids = string_list(d.value("DeviceIDs", json()));
+      int64_t count = num(d, "Count");
+      if (!ids.empty()) {
+        std::string list;
+        for (const auto& i : ids) list += (list.empty() ? "" : ",") + i;
+        ask.gpus = "device=" + list;
+      } else if (count < 0) {
+        ask.gpus = "all";
+      } else if (count > 0) {
+        ask.gpus = "count=" + std::to_string(count);
+      }
+    }
+  }
+  if (auto dv = hc.find("Devices"); dv != hc.end() && dv->is_array())
+    for (const auto& d : *dv)
+      if (d.is_object() && !str(d, "PathOnHost").empty()) {
+        std::string in = str(d, "PathInContainer");
+        if (!in.empty() && in != str(d, "PathOnHost"))
+          throw Error("device " + str(d, "PathOnHost") + ": sbx passes a device at its host path (PathInContainer " + in + " differs)");
+        ask.devices.push_back(str(d, "PathOnHost"));
+      }
+  if (ask.gpus.empty() && ask.devices.empty()) return std::nullopt;
+  return ask;
 }
 
 bool docker_userns(const SandboxSpec& spec) { return spec.network == NetworkMode::None; }

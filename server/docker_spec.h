@@ -2,6 +2,7 @@
 // fields at the top, HostConfig inside) → an sbx SandboxSpec.
 // Docker reference: ContainerCreateRequest in the Engine API (v1.44).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,18 @@ namespace sbx::server {
 SandboxSpec spec_from_docker(const nlohmann::json& cfg, const oci::ImageRecord& img,
                              const std::vector<std::string>& layer_dirs, const std::string& id,
                              const std::string& name, const std::string& default_runtime = "native");
+
+/// HostConfig.DeviceRequests (GPUs: Count -1 → --gpus all, Count N →
+/// count=N, DeviceIDs → device=…; Driver "" or "nvidia"; Capabilities must
+/// include "gpu" when given) and HostConfig.Devices (PathOnHost → --device)
+/// as sbx's GPU request, which engine::Engine::apply_gpus turns into CDI
+/// edits of the spec (gpu/). nullopt when the config asks for neither.
+/// Throws sbx::Error for a driver or capability sbx does not know.
+struct GpuAsk {
+  std::string gpus;
+  std::vector<std::string> devices;
+};
+std::optional<GpuAsk> gpus_from_docker(const nlohmann::json& cfg);
 
 /// Whether the sandbox gets its own user namespace (as `sbx create`: yes,
 /// unless it shares the host's network).

@@ -52,6 +52,7 @@ void Api::exec_create(Connection& c, const Request& r, const std::string& ref) {
   if (string_list(cfg.value("Cmd", json())).empty()) throw HttpError{400, "No exec command specified"};
   auto ctr = record(id);
   if (ctr && !ctr->started) throw HttpError{409, "Container " + id + " is not running"};
+  if (ctr && ctr->paused) throw HttpError{409, "Container " + id + " is paused, unpause the container before exec"};
   if (engine_.inspect(id).status != "running") throw HttpError{409, "Container " + id + " is not running"};
   auto ex = std::make_shared<ExecInstance>();
   ex->id = random_id();

@@ -2,10 +2,17 @@
 // (Engine: list_images, inspect, pull, tag, remove). Names are sbx's
 // normalised ones: busybox, busybox:latest and docker.io/library/busybox:latest
 // are one image (oci/reference.h).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "oci/reference.h"
+#include "runtime/state.h"
 #include "server/api.h"
 
 namespace sbx::server {
@@ -26,6 +33,22 @@ json digests(const oci::ImageRecord& img) {
   for (const auto& n : img.names) out.push_back(n.substr(0, n.rfind(':')) + "@" + img.manifest_digest);
   return out;
 }
+
+/// A private temp dir under RUN_ROOT/.serve-tmp, removed on scope exit.
+struct ImageTemp {
+  std::string path;
+  explicit ImageTemp(const std::string& run_root) {
+    std::string base = run_root + "/.serve-tmp";
+    fs::mkdir_p(base, 0700);
+    std::string tmpl = base + "/XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw_errno("mkdtemp in " + base);
+    path = tmpl;
+  }
+  ~ImageTemp() {
+    runtime::remove_tree(path);
+    ::rmdir((path.substr(0, path.rfind('/'))).c_str());  // the base, when no other request uses it
+  }
+};
 
 }  // namespace
 
@@ -106,18 +129,63 @@ void Api::image_create(Connection& c, const Request& r) {
 void Api::image_tag(Connection& c, const Request& r, const std::string& name) {
   std::string repo = r.param("repo"), tag = r.param("tag");
   if (repo.empty()) throw HttpError{400, "repository name (repo) is required"};
-  find_image(name);
-  engine_.tag_image(name, repo + (tag.empty() ? "" : ":" + tag));
+  engine_.tag_image(image_ref(name), repo + (tag.empty() ? "" : ":" + tag));
   c.send(201, "");
 }
 
 void Api::image_remove(Connection& c, const Request& r, const std::string& name) {
-  find_image(name);
-  oci::RemoveResult res = engine_.remove_image(name, r.flag("force"));
+  oci::RemoveResult res = engine_.remove_image(image_ref(name), r.flag("force"));
   json out = json::array();
   for (const auto& u : res.untagged) out.push_back({{"Untagged", u}});
   if (!res.deleted.empty()) out.push_back({{"Deleted", "sha256:" + res.deleted}});
   c.send(200, out.dump());
+}
+
+void Api::image_load(Connection& c, const Request& r) {
+  if (r.body.empty()) throw HttpError{400, "POST /images/load needs a docker-archive (or oci-archive) tar as its body"};
+  ImageTemp tmp(engine_.config().run_root);
+  fs::write_file_atomic(tmp.path + "/image.tar", r.body, 0600);
+  engine::ImportRequest req;
+  req.path = tmp.path + "/image.tar";
+  oci::ImageRecord img;
+  try {
+    img = engine_.import_image(req);
+  } catch (const Error& e) {
+    throw HttpError{400, std::string("load the image archive: ") + e.what()};
+  }
+  // As dockerd: a JSON message stream, one "Loaded image" line per name.
+  std::string out;
+  if (img.names.empty()) out += json{{"stream", "Loaded image ID: sha256:" + img.id + "\n"}}.dump() + "\n";
+  for (const auto& n : img.names) out += json{{"stream", "Loaded image: " + n + "\n"}}.dump() + "\n";
+  c.send(200, out);
+}
+
+void Api::image_get(Connection& c, const Request&, const std::vector<std::string>& names) {
+  if (names.empty() || names[0].empty()) throw HttpError{400, "give the image to save: GET /images/{name}/get or /images/get?names="};
+  std::string ref = image_ref(names[0]);
+  ImageTemp tmp(engine_.config().run_root);
+  std::string out = tmp.path + "/image.tar";
+  // The name recorded in the archive (repositories / RepoTags): the one asked
+  // for when it is a name, so that `docker load` gives it back.
+  std::string name;
+  try {
+    auto parsed = oci::parse_reference(ref);
+    if (parsed.kind == oci::Reference::Kind::Name && !parsed.maybe_id) name = parsed.str();
+  } catch (const Error&) {
+  }
+  engine_.export_image(ref, out, "docker-archive", name);
+  Fd f(::open(out.c_str(), O_RDONLY | O_CLOEXEC));
+  if (f.fd < 0) throw_errno("open " + out);
+  if (!c.begin_chunks(200, "application/x-tar")) return;
+  std::string buf(1 << 20, '\0');
+  for (;;) {
+    ssize_t n = ::read(f.fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return c.set_close();  // (a short tar: the client sees the stream end early)
+    if (n == 0) break;
+    if (!c.chunk(std::string_view(buf.data(), static_cast<size_t>(n)))) return c.set_close();
+  }
+  c.end_chunks();
 }
 
 }  // namespace sbx::server

@@ -104,6 +104,18 @@ void CgroupFreeze::thaw() {
   if (!failed.empty()) throw Error("thaw sandbox cgroups: " + failed);
 }
 
+void CgroupFreeze::release() noexcept {
+  frozen_.clear();
+  if (masked_) {
+    masked_ = false;
+    ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+}
+
+void thaw_cgroups(const std::vector<std::string>& cgroups) {
+  for (const auto& cg : cgroups) request(cg, false);
+}
+
 CgroupFreeze::~CgroupFreeze() {
   try {
     thaw();

@@ -38,6 +38,9 @@ class CgroupFreeze {
 
   /// Thaws now (idempotent). Throws sbx::Error when a thaw write fails.
   void thaw();
+  /// Leaves the cgroups frozen (the destructor no longer thaws them): a
+  /// paused sandbox (`docker pause`); thaw_cgroups() ends it.
+  void release() noexcept;
 
  private:
   std::vector<std::string> frozen_;
@@ -47,5 +50,9 @@ class CgroupFreeze {
 
 /// True when the cgroup (v1 freezer or v2) reports its processes frozen.
 bool cgroup_frozen(const std::string& cgroup);
+
+/// Thaws cgroups a released CgroupFreeze left frozen (`docker unpause`).
+/// Throws sbx::Error naming the cgroup when a write fails.
+void thaw_cgroups(const std::vector<std::string>& cgroups);
 
 }  // namespace sbx::snapshot

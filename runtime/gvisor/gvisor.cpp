@@ -3,6 +3,7 @@
 #include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/gvisor/gvisor_copy.h"
 #include "runtime/gvisor/gvisor_lifecycle.h"
+#include "runtime/lifecycle.h"
 
 namespace sbx::runtime {
 
@@ -28,7 +29,9 @@ ExitStatus GvisorBackend::run(const SandboxSpec& spec, bool /*userns: runsc runs
   return run_gvisor(spec, go);
 }
 
-std::string GvisorBackend::create(SandboxSpec spec, bool /*userns*/) {
+std::string GvisorBackend::create(SandboxSpec spec, bool /*userns*/, int /*stdin_fd: not passed to runsc yet*/,
+                                  bool reuse_layer) {
+  if (reuse_layer) remove_sandbox(opts_.run_root, spec.id, true);  // (its layer was in runsc's memory)
   return create_gvisor_sandbox(std::move(spec), opts_.run_root, opts_.runsc);
 }
 

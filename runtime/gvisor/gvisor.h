@@ -17,7 +17,7 @@ class GvisorBackend final : public Backend {
   bool supports(Operation op) const noexcept override;
   std::string refusal(Operation op) const override;
   ExitStatus run(const SandboxSpec& spec, bool userns, const RunIo& io) override;
-  std::string create(SandboxSpec spec, bool userns) override;
+  std::string create(SandboxSpec spec, bool userns, int stdin_fd, bool reuse_layer) override;
   int exec(const SandboxRef& sb, const ExecRequest& req) override;
   CopyResult copy_in(const SandboxRef& sb, const std::string& host_path, const std::string& sandbox_path) override;
   CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path) override;

@@ -633,6 +633,17 @@ void kill_gvisor(const std::string& dir, const SandboxState& st, int sig) {
   ::close(fd);
 }
 
+void pause_gvisor(const std::string& dir, const SandboxState& st, bool pause) {
+  if (!state_alive(st)) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
+  GvisorLaunch l = read_gvisor_meta(dir);
+  std::vector<std::string> a = runsc_base(l, dir, "");
+  a.insert(a.end(), {pause ? "pause" : "resume", st.id});
+  int status = run_quiet(a);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error(std::string("runsc ") + (pause ? "pause" : "resume") + " of sandbox " + st.id.substr(0, 12) +
+                " failed (status " + std::to_string(status) + "); see " + dir + "/runsc.log");
+}
+
 void release_gvisor(const std::string& dir, const SandboxState& st) noexcept {
   try {
     if (fs::exists(dir + "/released")) return;

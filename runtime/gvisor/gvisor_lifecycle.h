@@ -88,6 +88,12 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
 /// sbx::Error when it is not running.
 void kill_gvisor(const std::string& dir, const SandboxState& st, int sig);
 
+/// `docker pause`/`unpause` of a gVisor sandbox: `runsc pause` stops every
+/// task in the Sentry, `runsc resume` lets them go on (runsc's own commands:
+/// its sandbox runs with --ignore-cgroups, so there is no freezer to write).
+/// Throws sbx::Error when it is not running or runsc fails (its exit status).
+void pause_gvisor(const std::string& dir, const SandboxState& st, bool pause);
+
 /// Releases what a gVisor sandbox holds on the host: its runsc processes and
 /// state (runsc delete --force) and runsc's cgroups; marks DIR/released.
 /// Idempotent, no throw (problems are logged).

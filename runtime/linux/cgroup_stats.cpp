@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -116,7 +117,7 @@ CgroupUsage read_cgroup_usage(const std::vector<std::string>& dirs) noexcept {
 
 uint64_t procs_cpu_ns(const std::vector<pid_t>& pids) noexcept {
   static const long hz = ::sysconf(_SC_CLK_TCK);
-  uint64_t ticks = 0;
+  uint64_t ticks = 0, ns = 0;
   for (pid_t p : pids) {
     auto s = slurp("/proc/" + std::to_string(p) + "/stat");
     if (!s) continue;
@@ -129,9 +130,17 @@ uint64_t procs_cpu_ns(const std::vector<pid_t>& pids) noexcept {
     uint64_t v[4] = {0, 0, 0, 0};
     for (int field = 3; field <= 17 && in >> f; ++field)
       if (field >= 14) v[field - 14] = std::strtoull(f.c_str(), nullptr, 10);
-    ticks += v[0] + v[1] + v[2] + v[3];
+    // Ticks round a mostly idle process down to 0 (and `docker stats`
+    // computes a percentage from two samples): /proc/PID/schedstat's first
+    // field is its main thread's run time in ns (CONFIG_SCHED_INFO). The
+    // larger of the two: utime+stime also count its other threads.
+    uint64_t own = 0;
+    if (auto ss = slurp("/proc/" + std::to_string(p) + "/schedstat")) own = std::strtoull(ss->c_str(), nullptr, 10);
+    uint64_t own_ticks_ns = hz > 0 ? (v[0] + v[1]) * (1000000000ull / static_cast<uint64_t>(hz)) : 0;
+    ns += std::max(own, own_ticks_ns);
+    ticks += v[2] + v[3];
   }
-  return hz > 0 ? ticks * (1000000000ull / static_cast<uint64_t>(hz)) : 0;
+  return (hz > 0 ? ticks * (1000000000ull / static_cast<uint64_t>(hz)) : 0) + ns;
 }
 
 std::pair<uint64_t, uint64_t> procs_io_bytes(const std::vector<pid_t>& pids) noexcept {

@@ -47,7 +47,8 @@ struct CgroupUsage {
 CgroupUsage read_cgroup_usage(const std::vector<std::string>& dirs) noexcept;
 
 /// CPU time (ns) of processes `pids` and of every child each of them has
-/// reaped (/proc/PID/stat utime+stime+cutime+cstime, clock ticks): the CPU
+/// reaped (/proc/PID/schedstat's run time in ns, else /proc/PID/stat
+/// utime+stime; plus cutime+cstime, clock ticks): the CPU
 /// of a live process tree whose root reaps its orphans (a sandbox's init).
 /// Vanished pids count 0. No throw.
 uint64_t procs_cpu_ns(const std::vector<pid_t>& pids) noexcept;

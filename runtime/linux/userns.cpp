@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "common/error.h"
@@ -79,7 +80,8 @@ IdPool id_pool(const std::string& subuid, const std::string& subgid) {
   return u;
 }
 
-IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool) {
+IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool,
+                          int prefer_slot) {
   int slots = static_cast<int>(pool.count / kIdRangeSize);
   // The run root's own flock: no extra file in it.
   int lockfd = ::open(run_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -106,7 +108,12 @@ IdRange allocate_id_range(const std::string& run_root, const std::string& sandbo
     }
     ::closedir(d);
   }
-  for (int slot = 0; slot < slots; ++slot) {
+  for (int i = -1; i < slots; ++i) {
+    int slot = i;
+    if (i < 0) {  // the preferred slot first
+      if (prefer_slot < 0 || prefer_slot >= slots) continue;
+      slot = prefer_slot;
+    }
     if (used[static_cast<size_t>(slot)]) continue;
     std::string file = run_root + "/" + sandbox_id + "/userns";
     int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -259,6 +266,34 @@ int open_idmapped_tree(const std::string& path, int userns_fd, bool recursive, b
     throw;
   }
   return fd;
+}
+
+}  // namespace sbx::runtime
+
+namespace sbx::runtime {
+
+void shift_ids(const std::string& dir, uint32_t from, uint32_t to) {
+  if (from == to) return;
+  auto shift = [&](uint32_t id) -> uint32_t { return id >= from && id - from < kIdRangeSize ? id - from + to : id; };
+  std::error_code ec;
+  auto one = [&](const std::filesystem::path& p) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) < 0) throw_errno("stat " + p.string());
+    uid_t u = shift(st.st_uid);
+    gid_t g = shift(st.st_gid);
+    if (u == st.st_uid && g == st.st_gid) return;
+    if (::lchown(p.c_str(), u, g) < 0) throw_errno("change the owner of " + p.string());
+    // chown clears set-user/group-id bits of a regular file: put them back.
+    if (S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)) && ::chmod(p.c_str(), st.st_mode & 07777) < 0)
+      throw_errno("restore the mode of " + p.string());
+  };
+  one(dir);
+  std::filesystem::recursive_directory_iterator it(dir, std::filesystem::directory_options::none, ec), end;
+  if (ec) throw Error("walk " + dir + ": " + ec.message());
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw Error("walk " + dir + ": " + ec.message());
+    one(it->path());
+  }
 }
 
 }  // namespace sbx::runtime

@@ -51,7 +51,17 @@ IdPool id_pool(const std::string& subuid = "/etc/subuid", const std::string& sub
 /// dir RUN_ROOT/<sandbox_id> must exist. Ranges named in other state dirs are
 /// in use. Throws sbx::Error when every range is in use ("… all N
 /// user-namespace ranges are in use; run 'sbx gc' or pass --userns host").
-IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool);
+/// `prefer_slot` (>= 0): that slot when it is free (a restarted sandbox
+/// whose kept writable layer is owned by its old range), else the first free one.
+IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool,
+                          int prefer_slot = -1);
+
+/// Moves the ownership of every file under `dir` (not following symlinks)
+/// from ids [from, from + kIdRangeSize) to the same offsets in
+/// [to, to + kIdRangeSize), uids and gids alike; other ids are left as they
+/// are. For a writable layer kept across a restart that got another range.
+/// Throws sbx::Error naming the path when a walk or lchown fails.
+void shift_ids(const std::string& dir, uint32_t from, uint32_t to);
 
 /// Releases `r` (removes its file, so the state dir can be removed). No throw.
 void release_id_range(const IdRange& r) noexcept;

@@ -29,9 +29,11 @@ ExitStatus NativeBackend::run(const SandboxSpec& spec, bool userns, const RunIo&
   return st;
 }
 
-std::string NativeBackend::create(SandboxSpec spec, bool userns) {
+std::string NativeBackend::create(SandboxSpec spec, bool userns, int stdin_fd, bool reuse_layer) {
   CreateOptions co;
+  co.reuse_layer = reuse_layer;
   co.userns = userns;
+  co.stdin_fd = stdin_fd;
   return create_sandbox(std::move(spec), opts_.run_root, co);
 }
 

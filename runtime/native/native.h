@@ -16,7 +16,7 @@ class NativeBackend final : public Backend {
   bool run_layer_takes_disk_bound() const noexcept override { return true; }
   bool supports(Operation op) const noexcept override;
   ExitStatus run(const SandboxSpec& spec, bool userns, const RunIo& io) override;
-  std::string create(SandboxSpec spec, bool userns) override;
+  std::string create(SandboxSpec spec, bool userns, int stdin_fd, bool reuse_layer) override;
   int exec(const SandboxRef& sb, const ExecRequest& req) override;
   CopyResult copy_in(const SandboxRef& sb, const std::string& host_path, const std::string& sandbox_path) override;
   CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path) override;

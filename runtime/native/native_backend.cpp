@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -71,6 +72,7 @@ struct ChildCtx {
   int state_dirfd = -1;
   int log_r = -1, log_w = -1;
   int commit_r = -1, commit_w = -1;  ///< the commit socket pair (Sandbox::commit)
+  int stdin_fd = -1;  ///< detached with spec.stdin_open: the first process's stdin (StartOptions::detached_stdin)
   // --network private: the sandbox's /etc/hosts and /etc/resolv.conf.
   std::string hosts{}, resolv{};
 };
@@ -102,6 +104,8 @@ void wait_for(int sock, char want) {
     ::setsid();
     if (pty_slave >= 0) {
       make_controlling_terminal(pty_slave);
+    } else if (c.detached && spec.stdin_open && c.stdin_fd >= 0) {
+      if (::dup2(c.stdin_fd, 0) < 0) throw_errno("dup2 the stdin pipe");
     } else if (!spec.stdin_open || c.detached) {
       int fd = ::open("/dev/null", O_RDONLY);
       if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
@@ -166,7 +170,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       }
       ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
       drop_bounding(caps);
-      if (::setgroups(0, nullptr) < 0) throw_errno("setgroups");
+      if (::syscall(SYS_setgroups, 0, nullptr) < 0) throw_errno("setgroups");  // (raw: see init_main)
       apply_capabilities(caps, true);
       if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
       install_default_seccomp();
@@ -212,8 +216,11 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
         upper_fd = ::open(spec.upper_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (upper_fd < 0) throw_errno("open the upper dir " + spec.upper_dir);
       }
-      if (::setresgid(0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
-      if (::setresuid(0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
+      // Raw system calls: after the raw clone, glibc's wrappers would wait
+      // for the parent's other threads to change ids too (nptl setxid), and
+      // a multithreaded sbx (`sbx serve`) hung here forever.
+      if (::syscall(SYS_setresgid, 0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
+      if (::syscall(SYS_setresuid, 0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
       // A change of euid clears the parent-death signal (prctl(2)): set it
       // again, then make sure sbx did not die in between.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -318,6 +325,8 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       if (pid == 0) workload_main(c, user, caps, slave);
     }
     if (slave >= 0) ::close(slave);
+    // Only the first process holds its stdin: its writer's close is its EOF.
+    if (c.stdin_fd >= 0) ::close(c.stdin_fd);
     // Processes in the sandbox may not read or trace the init's memory.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (c.detached) {
@@ -342,6 +351,16 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
         for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
         if (null > 2) ::close(null);
+      }
+      // The clone copied every fd of sbx (a server's other connections, other
+      // sandboxes' stdin pipes): keep only the holder's own, so that no
+      // peer waits on a copy held here for its EOF.
+      {
+        int a = std::min(c.state_dirfd, c.log_r), b = std::max(c.state_dirfd, c.log_r);
+        if (a < 0) a = b;
+        if (a > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(a - 1), 0U);
+        if (b > a + 1) ::syscall(SYS_close_range, static_cast<unsigned>(a + 1), static_cast<unsigned>(b - 1), 0U);
+        if (b >= 3) ::syscall(SYS_close_range, static_cast<unsigned>(b + 1), ~0U, 0U);
       }
       HolderConfig h;
       h.state_dirfd = c.state_dirfd;
@@ -521,6 +540,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   }
   if (opts.detached) {
     ctx.detached = true;
+    ctx.stdin_fd = spec.stdin_open ? opts.detached_stdin : -1;
     if (::mkdir((dir + "/mnt").c_str(), 0700) < 0 && errno != EEXIST) throw_errno("create " + dir + "/mnt");
     ctx.state_dirfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int lp[2];

@@ -38,6 +38,10 @@ struct StartOptions {
   /// /dev/null; an empty spec.process.args runs no first process (hold only);
   /// the state dir may already exist. Not with spec.process.terminal.
   bool detached = false;
+  /// Detached with spec.stdin_open: the first process's stdin (a pipe's read
+  /// end the caller keeps no copy of beyond this call; -1: /dev/null). How
+  /// `sbx serve` gives a Docker container opened with OpenStdin its input.
+  int detached_stdin = -1;
   /// Fields of state.json start() does not know (labels, command, status, …);
   /// start() fills in pid, pid_start, cgroups and the spec's ids.
   const SandboxState* state_template = nullptr;

@@ -1,9 +1,9 @@
 #!/bin/bash
 # sbx serve: the Docker Engine API driven by real clients — the docker CLI
-# (run --rm with exit codes, run -d + exec + exec -i + cp + logs + ps
+# (run --rm with exit codes, run -i with stdin, run -d + exec + exec -i + cp + logs + ps
 # --filter + stop + rm -f, images) and docker-py (containers.run(detach),
 # exec_run(demux) with exit codes, put_archive/get_archive, wait,
-# logs(stream), remove(force)); 24 concurrent exec streams checked byte for
+# logs(stream), remove(force)); 50 concurrent exec streams checked byte for
 # byte; dockerode (create/start/exec/wait/remove) when it is installed;
 # TCP only on loopback with a bearer token; a client killed mid-exec leaves no
 # process; SIGTERM to the server
@@ -54,6 +54,8 @@ check "a request body over the bound is refused (413)" [ "$big" = 413 ]
 
 if command -v docker >/dev/null; then
   # --- docker CLI ---------------------------------------------------------------
+  docker events --filter type=container --format '{{.Action}} {{.Actor.Attributes.name}}' >"$T/events" 2>&1 &
+  EVENTS_PID=$!
   out=$(docker run --rm "${RT_ARGS[@]}" $IMG echo hi 2>&1)
   check "docker run --rm echo hi prints hi" [ "$out" = hi ]
   expect_rc "docker run --rm passes the exit code" 3 docker run --rm "${RT_ARGS[@]}" $IMG sh -c 'exit 3'
@@ -62,11 +64,45 @@ if command -v docker >/dev/null; then
   out=$(docker run --rm -e FOO=bar -w /tmp --user 65534 $IMG sh -c 'echo $FOO $(pwd) $(id -u)')
   check "Env, WorkingDir and User reach the command ($out)" [ "$out" = "bar /tmp 65534" ]
   out=$(echo typed | docker run --rm -i "${RT_ARGS[@]}" $IMG echo ran); rc=$?
-  check "docker run -i ends cleanly (attach's stdin is not passed on yet) ($out, $rc)" [ "$out:$rc" = ran:0 ]
+  check "docker run -i of a command that reads no stdin ends cleanly ($out, $rc)" [ "$out:$rc" = ran:0 ]
+  if [ "$RUNTIME" != gvisor ]; then  # (gVisor: the first process's stdin is /dev/null)
+    out=$(printf 'hi\nthere\n' | timeout -s KILL 30 docker run --rm -i $IMG cat); rc=$?
+    check "docker run -i passes stdin to the container and its end ($out, $rc)" [ "$out:$rc" = $'hi\nthere:0' ]
+    head -c 1000000 /dev/urandom >"$T/stdin.bin"
+    want=$(md5sum <"$T/stdin.bin" | cut -d' ' -f1)
+    out=$(timeout -s KILL 30 docker run --rm -i $IMG md5sum <"$T/stdin.bin" | cut -d' ' -f1)
+    check "docker run -i: 1 MB of stdin (more than a pipe holds) arrives byte for byte" [ "$out" = "$want" ]
+  fi
+  # docker run -it from a real terminal (a pty made by python3's pty module):
+  # the CLI puts it in raw mode, resizes, streams raw (Tty: no 8-byte frames).
+  cat >"$T/tty_client.py" <<'EOF'
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("docker", ["docker", "run", "-it", "--rm"] + sys.argv[3:] + [sys.argv[1], "sh", "-c", sys.argv[2]])
+os.write(fd, b"typed\n")
+out, end = b"", time.time() + 30
+while time.time() < end:
+    r, _, _ = select.select([fd], [], [], 0.5)
+    if not r: continue
+    try: d = os.read(fd, 4096)
+    except OSError: break
+    if not d: break
+    out += d
+_, st = os.waitpid(pid, 0)
+print(repr(out.decode(errors="replace").replace("\r", "")), os.waitstatus_to_exitcode(st))
+EOF
+  if [ "$RUNTIME" != gvisor ]; then  # (gVisor: the first process's stdin is /dev/null)
+    out=$(timeout -s KILL 40 python3 "$T/tty_client.py" $IMG 'read x; echo got-$x; exit 3')
+    check "docker run -it from a pty: input in, output back, exit code ($out)" grep -q "got-typed.* 3$" <<<"$out"
+  else
+    out=$(timeout -s KILL 40 python3 "$T/tty_client.py" $IMG 'echo tty-out; exit 3' "${RT_ARGS[@]}")
+    check "docker run -it from a pty: output back, exit code ($out)" grep -q "tty-out.* 3$" <<<"$out"
+  fi
   out=$(docker run --rm --entrypoint /bin/echo $IMG a b)
   check "Entrypoint overrides the image's ($out)" [ "$out" = "a b" ]
 
-  id=$(docker run -d --label sbxtest=serve --name servetest "${RT_ARGS[@]}" $IMG sh -c 'echo started; exec tail -f /dev/null')
+  id=$(docker run -d --label sbxtest=serve --name servetest "${RT_ARGS[@]}" $IMG sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo started; exec tail -f /dev/null')
   check "docker run -d prints the id" grep -qE '^[0-9a-f]{64}$' <<<"$id"
   check "the sandbox has the container's id" grep -q "^$id" <<<"$("$SBX" ps -q --no-trunc)"
   check "docker ps --filter label= finds it" [ "$(docker ps -q --no-trunc --filter label=sbxtest=serve)" = "$id" ]
@@ -95,15 +131,129 @@ if command -v docker >/dev/null; then
   check "docker logs shows the first process's output" [ "$(docker logs servetest)" = started ]
   check "docker inspect: Running" [ "$(docker inspect -f '{{.State.Running}}' servetest)" = true ]
   check "docker inspect: State.Pid is a host pid" [ -d "/proc/$(docker inspect -f '{{.State.Pid}}' servetest)" ]
+  if native_only; then  # (gVisor: its processes live in the sentry, not on the host)
+    top=$(docker top servetest)
+    check "docker top lists the container's tail -f ($top)" grep -q 'tail -f /dev/null' <<<"$top"
+  fi
+  for _ in $(seq 50); do [ "$(docker logs servetest)" = started ] && break; sleep 0.1; done
+  # (the first process counted to 20000 before "started": CPU time to see)
+  st=$(curl -s --max-time 10 --unix-socket "$SOCK" "http://d/v1.44/containers/servetest/stats?stream=false" |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); c=d["cpu_stats"]; p=d["precpu_stats"]
+print(d["memory_stats"]["usage"] > 0, d["memory_stats"]["limit"] > 0, d["pids_stats"]["current"] >= 1, c["cpu_usage"]["total_usage"] > 0,
+      c["cpu_usage"]["total_usage"] >= p["cpu_usage"]["total_usage"], c["system_cpu_usage"] > p["system_cpu_usage"] > 0, c["online_cpus"] >= 1)')
+  check "stats?stream=false: memory, limit, pids, cpu (ns, two samples, system, cpus) ($st)" \
+    [ "$st" = "True True True True True True True" ]
+  st=$(docker stats --no-stream --format '{{.Name}} {{.CPUPerc}} {{.MemUsage}} {{.PIDs}}' servetest)
+  check "docker stats --no-stream: name, CPU %, memory, pids ($st)" grep -qE '^servetest [0-9.]+% [0-9.]+[KMG]i?B / [0-9.]+[KMG]i?B [0-9]+$' <<<"$st"
+  docker exec servetest sh -c 'echo kept >/kept.txt'
+
+  expect_rc "docker pause" 0 docker pause servetest
+  check "paused: State.Status paused" [ "$(docker inspect -f '{{.State.Status}} {{.State.Paused}}' servetest)" = "paused true" ]
+  out=$(docker exec servetest true 2>&1); rc=$?
+  check "paused: docker exec is refused, as dockerd does ($rc: $out)" grep -q 'is paused' <<<"$out"
+  expect_rc "docker unpause" 0 docker unpause servetest
+  check "unpaused: docker exec runs" [ "$(docker exec servetest echo ok)" = ok ]
+  check "unpaused: running again" [ "$(docker inspect -f '{{.State.Status}}' servetest)" = running ]
+  pid1=$(docker inspect -f '{{.State.Pid}}' servetest)
+  expect_rc "docker restart" 0 docker restart -t 1 servetest
+  check "restarted: running, RestartCount 1" [ "$(docker inspect -f '{{.State.Status}} {{.RestartCount}}' servetest)" = "running 1" ]
+  check "restarted: a new first process" [ "$(docker inspect -f '{{.State.Pid}}' servetest)" != "$pid1" ]
+  for _ in $(seq 50); do [ "$(docker logs servetest)" = started ] && break; sleep 0.1; done
+  check "restarted: its command ran again" [ "$(docker logs servetest)" = started ]
+  if native_only; then  # (gVisor keeps a sandbox's writes in runsc's memory: a restart starts on the image)
+    check "restarted: on the same writable layer (a file written before is there)" \
+      [ "$(docker exec servetest cat /kept.txt 2>&1)" = kept ]
+  fi
   expect_rc "docker stop" 0 docker stop -t 1 servetest
   check "stopped: exited" [ "$(docker inspect -f '{{.State.Status}}' servetest)" = exited ]
+  expect_rc "docker start of the stopped container" 0 docker start servetest
+  if native_only; then
+    check "… runs on its writable layer again" [ "$(docker exec servetest cat /kept.txt 2>&1)" = kept ]
+  fi
+  expect_rc "docker stop" 0 docker stop -t 1 servetest
   check "docker ps -a --filter status=exited finds it" [ "$(docker ps -aq --no-trunc --filter status=exited)" = "$id" ]
   expect_rc "docker rm -f" 0 docker rm -f servetest
   check "removed: no sandbox left" [ -z "$("$SBX" ps -aq)" ]
+  sleep 0.5
+  kill $EVENTS_PID 2>/dev/null; wait $EVENTS_PID 2>/dev/null
+  evs=$(grep ' servetest$' "$T/events" | cut -d' ' -f1 | tr '\n' ' ')
+  check "docker events: the container's life in order ($evs)" \
+    grep -q '^create start .*pause unpause .*die .*start restart .*die .*start .*die .*destroy' <<<"$evs"
   check "docker images lists busybox" grep -q '^busybox ' <<<"$(docker images)"
   check "docker image inspect finds docker.io/library/busybox:latest" \
     docker image inspect docker.io/library/busybox:latest -f '{{.Id}}'
   expect_rc "docker run of a missing image without a registry fails" 125 docker run --rm --pull never nosuchimage true
+
+  # docker commit: the writable layer becomes an image (sbx's fs snapshot;
+  # gVisor has no writable layer on the host: refused there with the reason).
+  if native_only; then
+    docker run -d --name committest "${RT_ARGS[@]}" $IMG sh -c 'echo committed-data >/data.txt; exec tail -f /dev/null' >/dev/null
+    for _ in $(seq 50); do docker exec committest test -f /data.txt 2>/dev/null && break; sleep 0.1; done
+    cid=$(docker commit committest sbxtest/committed:1); rc=$?
+    check "docker commit prints the new image's id ($rc: $cid)" grep -qE '^sha256:[0-9a-f]{64}$' <<<"$cid"
+    docker rm -f committest >/dev/null
+    out=$(docker run --rm "${RT_ARGS[@]}" sbxtest/committed:1 cat /data.txt)
+    check "a container of the committed image has the file ($out)" [ "$out" = committed-data ]
+    expect_rc "docker rmi of the committed image" 0 docker rmi sbxtest/committed:1
+  fi
+
+  # docker save / load (docker-archive through GET /images/get, POST /images/load).
+  docker tag $IMG sbxtest/saved:1
+  expect_rc "docker save of an image" 0 docker save -o "$T/saved.tar" sbxtest/saved:1
+  check "… a docker-archive (manifest.json naming it)" grep -q 'sbxtest/saved:1' <<<"$(tar -xOf "$T/saved.tar" manifest.json 2>&1)"
+  docker rmi sbxtest/saved:1 >/dev/null
+  out=$(docker load -i "$T/saved.tar" 2>&1)
+  check "docker load gives the image back ($out)" grep -q 'Loaded image: .*sbxtest/saved:1' <<<"$out"
+  check "… and it runs" [ "$(docker run --rm "${RT_ARGS[@]}" sbxtest/saved:1 echo loaded)" = loaded ]
+  docker rmi sbxtest/saved:1 >/dev/null
+  out=$(head -c 1000 /dev/urandom | docker load 2>&1); rc=$?
+  check "docker load of a non-archive fails with the reason ($rc)" [ "$rc" != 0 ]
+
+  # HostConfig fields mapped onto sbx: CapDrop/CapAdd, GPUs (none here), PortBindings.
+  out=$(docker run --rm --cap-drop ALL "${RT_ARGS[@]}" $IMG grep CapEff /proc/self/status)
+  check "--cap-drop ALL: no effective capability ($out)" grep -q '0000000000000000' <<<"$out"
+  out=$(docker run --rm --cap-drop ALL --cap-add CHOWN "${RT_ARGS[@]}" $IMG grep CapEff /proc/self/status)
+  check "--cap-add CHOWN after --cap-drop ALL: just it ($out)" grep -q '0000000000000001' <<<"$out"
+  expect_rc "--cap-add of an unknown capability is refused" 125 docker run --rm --cap-add NOSUCH $IMG true 2>/dev/null
+  out=$(docker run --rm --gpus all "${RT_ARGS[@]}" $IMG true 2>&1); rc=$?
+  if [ -e /dev/nvidia0 ]; then
+    check "--gpus all on a GPU host runs ($rc: $out)" [ "$rc" = 0 ]
+  else
+    check "--gpus all without a GPU: refused at create with sbx's reason ($rc: $out)" [ "$rc" = 125 ]
+  fi
+  expect_rc "-p with --network none is refused" 125 docker run --rm --network none -p 8080:80 $IMG true 2>/dev/null
+  if native_only && command -v nft >/dev/null; then
+    PP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    docker run -d --name porttest -p 127.0.0.1:$PP:8080 $IMG sh -c 'echo port-ok >/tmp/index.html; exec httpd -f -p 8080 -h /tmp' >/dev/null
+    out=""
+    for _ in $(seq 50); do out=$(curl -s --max-time 2 "http://127.0.0.1:$PP/index.html") && [ -n "$out" ] && break; sleep 0.1; done
+    check "PortBindings: -p 127.0.0.1:$PP:8080 reaches the container's server ($out)" [ "$out" = port-ok ]
+    check "… docker port shows it" grep -q "127.0.0.1:$PP" <<<"$(docker port porttest 2>&1)"
+    docker rm -f porttest >/dev/null
+  fi
+
+  # docker pull from a loopback registry (Debian's docker-registry, filled with skopeo).
+  if command -v docker-registry >/dev/null && command -v skopeo >/dev/null; then
+    RP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    mkdir -p "$T/reg"
+    printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+      "$T/reg/storage" "$RP" >"$T/reg/config.yml"
+    env -u REGISTRY_AUTH_FILE docker-registry serve "$T/reg/config.yml" >"$T/reg/log" 2>&1 &
+    REG_PID=$!
+    for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$RP/v2/" && break; sleep 0.1; done
+    skopeo copy -q --dest-tls-verify=false "oci:$SBX_IMAGES/busybox-oci:latest" "docker://127.0.0.1:$RP/pulltest:v1" >/dev/null
+    out=$(docker pull "127.0.0.1:$RP/pulltest:v1" 2>&1); rc=$?
+    check "docker pull from a loopback registry ($rc: ${out##*$'\n'})" [ "$rc" = 0 ]
+    check "… the pulled image is listed" grep -q "^127.0.0.1:$RP/pulltest \+v1 " <<<"$(docker images)"
+    out=$(docker run --rm "${RT_ARGS[@]}" "127.0.0.1:$RP/pulltest:v1" echo pulled-ok)
+    check "… and runs ($out)" [ "$out" = pulled-ok ]
+    out=$(docker pull "127.0.0.1:$RP/nosuch:v1" 2>&1); rc=$?
+    check "docker pull of a missing image fails with the registry's word ($rc)" [ "$rc" != 0 ]
+    docker rmi "127.0.0.1:$RP/pulltest:v1" >/dev/null
+    kill $REG_PID; wait $REG_PID 2>/dev/null
+  else
+    echo "skip: docker pull test needs docker-registry and skopeo (apt-get install docker-registry skopeo)"
+  fi
 else
   echo "skip: no docker CLI on PATH"
 fi
@@ -111,7 +261,7 @@ fi
 # --- docker-py ----------------------------------------------------------------
 if python3 -c 'import docker' 2>/dev/null; then
   cat >"$T/py.py" <<'EOF'
-import io, os, sys, tarfile, threading, docker
+import io, os, sys, tarfile, threading, time, docker
 c = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto")
 fails = 0
 def check(desc, ok):
@@ -161,9 +311,12 @@ def one(i):
     payload = ("%d-" % i) * 2000
     code, (o, e) = ctr.exec_run(["sh", "-c", "printf %s " + payload + "; printf E%d >&2; exit %d" % (i, i % 7)], demux=True)
     results[i] = (code == i % 7 and o == payload.encode() and e == ("E%d" % i).encode())
-ts = [threading.Thread(target=one, args=(i,)) for i in range(24)]
+N = int(os.environ.get("SBX_TEST_EXEC_STREAMS", "50"))
+t0 = time.time()
+ts = [threading.Thread(target=one, args=(i,)) for i in range(N)]
 [t.start() for t in ts]; [t.join() for t in ts]
-check("24 concurrent exec_run streams, byte for byte (%d ok)" % sum(results.values()), all(results.values()) and len(results) == 24)
+check("%d concurrent exec_run streams, byte for byte (%d ok, %.1f s)" % (N, sum(results.values()), time.time() - t0),
+      all(results.values()) and len(results) == N)
 ctr.remove(force=True)
 check("remove(force=True)", not c.containers.list(all=True, filters={"label": "t=py"}))
 r = c.containers.run(img, ["sh", "-c", "exit 4"], detach=True)
@@ -171,6 +324,25 @@ check("wait() gives StatusCode 4", r.wait()["StatusCode"] == 4)
 r.remove()
 out = c.containers.run(img, ["echo", "run-output"], remove=True)
 check("containers.run (attached, remove=True) returns the output %r" % out, out == b"run-output\n")
+# Many starts at once (the server forks sandboxes from many threads; a child
+# of a raw clone once hung in glibc's setresuid waiting for those threads).
+import concurrent.futures as cf
+M = int(os.environ.get("SBX_TEST_PARALLEL_RUNS", "60"))
+quick = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto", timeout=30)
+def run_one(i):
+    try:
+        return "ok" if quick.containers.run(img, ["echo", "r%d" % i], remove=True) == ("r%d\n" % i).encode() else "bad"
+    except docker.errors.ContainerError as e:
+        # KNOWN BUG (rare, about 1 in 300 here): a container of a concurrent
+        # start reads as killed (137) with no output; counted, not hidden.
+        print("  run %d: %s" % (i, e)); return "137" if e.exit_status == 137 else "bad"
+    except Exception as e:
+        print("  run %d: %s" % (i, e)); return "bad"
+t0 = time.time()
+with cf.ThreadPoolExecutor(8) as ex:
+    res = list(ex.map(run_one, range(M)))
+check("%d containers.run(remove=True) at parallelism 8: all answered, none hung (%d ok, %d with the known 137, %.1f s)"
+      % (M, res.count("ok"), res.count("137"), time.time() - t0), "bad" not in res and res.count("137") <= 2)
 sys.exit(1 if fails else 0)
 EOF
   python3 "$T/py.py" $IMG; rc=$?
@@ -180,7 +352,21 @@ else
 fi
 
 # --- dockerode (npm; not a Debian package): SBX_TEST_NODE_MODULES=DIR/node_modules
-# with dockerode in it (npm install --prefix DIR dockerode), or one node finds ----
+# with dockerode in it, or one node finds, or else npm installs it once into
+# the build tree (test-node/, kept as a cache for the next runs) ---------------
+if [ -z "${SBX_TEST_NODE_MODULES:-}" ] && command -v node >/dev/null && ! node -e "require('dockerode')" 2>/dev/null; then
+  NODE_CACHE=$(dirname "$SBX")/test-node
+  if [ -d "$NODE_CACHE/node_modules/dockerode" ]; then
+    SBX_TEST_NODE_MODULES=$NODE_CACHE/node_modules
+  elif command -v npm >/dev/null; then
+    mkdir -p "$NODE_CACHE"
+    if timeout 180 npm install --silent --no-audit --no-fund --prefix "$NODE_CACHE" dockerode >"$T/npm.log" 2>&1; then
+      SBX_TEST_NODE_MODULES=$NODE_CACHE/node_modules
+    else
+      echo "note: npm install dockerode failed: $(tail -3 "$T/npm.log")"
+    fi
+  fi
+fi
 if command -v node >/dev/null && NODE_PATH=${SBX_TEST_NODE_MODULES:-} node -e "require('dockerode')" 2>/dev/null; then
   NODE_PATH=${SBX_TEST_NODE_MODULES:-} timeout 60 node "$SBX_TEST_SRC/tests/integration/serve_dockerode.js" "$SOCK" $IMG; rc=$?
   check "dockerode checks" [ "$rc" = 0 ]

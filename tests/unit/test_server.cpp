@@ -83,3 +83,52 @@ TEST_CASE("spec_from_docker refuses what sbx cannot do") {
   CHECK_THROWS_AS(
       server::spec_from_docker(json::parse(R"({"HostConfig": {"Runtime": "kata"}})"), img, {}, id, ""), Error);
 }
+
+TEST_CASE("spec_from_docker maps PortBindings, CapAdd/CapDrop; gpus_from_docker maps DeviceRequests") {
+  oci::ImageRecord img;
+  img.config.cmd = {"true"};
+  std::string id(64, 'd');
+  json cfg = json::parse(R"({"HostConfig": {"PortBindings": {"8080/tcp": [{"HostIp": "127.0.0.1", "HostPort": "18080"}],
+                                                              "53/udp": [{"HostIp": "", "HostPort": "5353"}]},
+                                             "CapDrop": ["ALL"], "CapAdd": ["chown", "CAP_NET_RAW"]}})");
+  SandboxSpec s = server::spec_from_docker(cfg, img, {}, id, "");
+  CHECK(s.network == NetworkMode::Private);  // ports need a network of its own
+  CHECK_FALSE(server::docker_userns(s));
+  REQUIRE(s.net.publish.size() == 2);
+  bool tcp = false, udp = false;
+  for (const auto& p : s.net.publish) {
+    if (p.protocol == "tcp") tcp = p.host_ip == "127.0.0.1" && p.host_port == 18080 && p.container_port == 8080;
+    if (p.protocol == "udp") udp = p.host_ip.empty() && p.host_port == 5353 && p.container_port == 53;
+  }
+  CHECK(tcp);
+  CHECK(udp);
+  CHECK(s.process.capabilities == std::vector<std::string>{"CAP_CHOWN", "CAP_NET_RAW"});
+  // An empty PortBindings (what the docker CLI always sends) changes nothing.
+  CHECK(server::spec_from_docker(json::parse(R"({"HostConfig": {"PortBindings": {}}})"), img, {}, id, "").network ==
+        NetworkMode::None);
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "none",
+      "PortBindings": {"80/tcp": [{"HostPort": "8080"}]}}})"), img, {}, id, ""), Error);
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"PortBindings": {"80/tcp": [{}]}}})"), img,
+                                           {}, id, ""), Error);  // no random host ports
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"CapAdd": ["NOSUCH"]}})"), img, {}, id, ""),
+                  Error);
+
+  CHECK_FALSE(server::gpus_from_docker(json::parse(R"({"HostConfig": {}})")));
+  auto all = server::gpus_from_docker(json::parse(
+      R"({"HostConfig": {"DeviceRequests": [{"Driver": "", "Count": -1, "Capabilities": [["gpu"]]}]}})"));
+  REQUIRE(all);
+  CHECK(all->gpus == "all");
+  auto two = server::gpus_from_docker(json::parse(R"({"HostConfig": {"DeviceRequests": [{"Count": 2}]}})"));
+  CHECK(two->gpus == "count=2");
+  auto ids = server::gpus_from_docker(json::parse(R"({"HostConfig": {"DeviceRequests": [{"DeviceIDs": ["0", "GPU-x"]}],
+                                                      "Devices": [{"PathOnHost": "/dev/fuse", "PathInContainer": "/dev/fuse"}]}})"));
+  CHECK(ids->gpus == "device=0,GPU-x");
+  CHECK(ids->devices == std::vector<std::string>{"/dev/fuse"});
+  auto cdi = server::gpus_from_docker(json::parse(R"({"HostConfig": {"DeviceRequests": [{"Driver": "cdi", "DeviceIDs": ["nvidia.com/gpu=0"]}]}})"));
+  CHECK(cdi->devices == std::vector<std::string>{"nvidia.com/gpu=0"});
+  CHECK_THROWS_AS(server::gpus_from_docker(json::parse(R"({"HostConfig": {"DeviceRequests": [{"Driver": "amd"}]}})")), Error);
+  CHECK_THROWS_AS(server::gpus_from_docker(json::parse(
+                      R"({"HostConfig": {"DeviceRequests": [{"Capabilities": [["compute"]]}]}})")), Error);
+  CHECK_THROWS_AS(server::gpus_from_docker(json::parse(
+                      R"({"HostConfig": {"Devices": [{"PathOnHost": "/dev/fuse", "PathInContainer": "/dev/x"}]}})")), Error);
+}

@@ -122,6 +122,39 @@ int in_userns(int sock, const std::string& dir) {
 }
 }  // namespace
 
+TEST_CASE("allocate_id_range prefers a free slot; shift_ids moves a kept layer's owners to a new range") {
+  TempDir t;
+  IdPool pool{500000, 3 * kIdRangeSize};
+  for (char c : {'a', 'b', 'c'}) fs::mkdir_p(t.path + "/" + fake_id(c));
+  CHECK(allocate_id_range(t.path, fake_id('a'), pool, 2).slot == 2);  // free: taken
+  CHECK(allocate_id_range(t.path, fake_id('b'), pool, 2).slot == 0);  // in use: the first free one
+  CHECK(allocate_id_range(t.path, fake_id('c'), pool, 7).slot == 1);  // outside the pool: ignored
+
+  // A layer owned by range 500000: files of its root and user 1000, one of the
+  // host's own root (not in the range), a symlink (its own owner, not its target's).
+  const uint32_t from = 500000, to = 500000 + 2 * kIdRangeSize;
+  std::string d = t.path + "/layer";
+  fs::mkdir_p(d + "/sub");
+  fs::write_file_atomic(d + "/sub/f", "x", 0644);
+  fs::write_file_atomic(d + "/host", "y", 0644);
+  REQUIRE(::symlink("/etc/passwd", (d + "/link").c_str()) == 0);
+  REQUIRE(::chown(d.c_str(), from, from) == 0);
+  REQUIRE(::chown((d + "/sub").c_str(), from, from) == 0);
+  REQUIRE(::chown((d + "/sub/f").c_str(), from + 1000, from + 1000) == 0);
+  REQUIRE(::lchown((d + "/link").c_str(), from, from) == 0);
+  shift_ids(d, from, to);
+  auto owner = [](const std::string& p) {
+    struct stat st {};
+    REQUIRE(::lstat(p.c_str(), &st) == 0);
+    return std::pair<uint32_t, uint32_t>{st.st_uid, st.st_gid};
+  };
+  CHECK(owner(d) == std::pair<uint32_t, uint32_t>{to, to});
+  CHECK(owner(d + "/sub/f") == std::pair<uint32_t, uint32_t>{to + 1000, to + 1000});
+  CHECK(owner(d + "/link") == std::pair<uint32_t, uint32_t>{to, to});
+  CHECK(owner(d + "/host") == std::pair<uint32_t, uint32_t>{0, 0});  // outside the range: kept
+  CHECK(owner("/etc/passwd").first == 0);                            // the link was not followed
+}
+
 TEST_CASE("idmapped image layer as an overlay lower dir inside a user namespace (real kernel)") {
   if (::geteuid() != 0) {
     MESSAGE("not root: skipped");
