@@ -120,9 +120,6 @@ class Api {
   /// Starts the sandbox of a created container, or (`again`) of one that
   /// ran, on its writable layer. Throws HttpError.
   void launch(const std::shared_ptr<Container>& ctr, bool again = false);
-  /// engine_.create(req) in a forked child (see there why). Throws sbx::Error
-  /// with the child's message and exit code.
-  void create_forked(const engine::SandboxRequest& req);
   /// Before launch() of a container that ran: removes its ended sandbox, resets its state.
   void rerun(const std::shared_ptr<Container>& ctr);
   /// Unpauses a paused container (before a signal; `ctr` may be null).

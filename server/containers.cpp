@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/state.h"
+#include "server/create_child.h"
 #include "server/api.h"
 #include "server/docker_spec.h"
 
@@ -149,65 +150,6 @@ void Api::rerun(const std::shared_ptr<Container>& ctr) {
   ctr->error.clear();
 }
 
-void Api::create_forked(const engine::SandboxRequest& req) {
-  // The engine starts a sandbox with a raw clone(2), whose child goes on
-  // running sbx's code: from this multithreaded server, it could inherit a
-  // malloc arena lock another thread held at that instant and wait on it
-  // forever (seen at 4 concurrent starts). glibc's fork() takes and resets
-  // malloc's locks (and its thread list, which set*id walks), so the
-  // create runs in a forked, single-threaded child; as with `sbx create`,
-  // the sandbox's holder outlives it. Errors come back through a pipe.
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) < 0) throw Error(std::string("create a pipe: ") + std::strerror(errno), errno);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    ::close(p[0]);
-    ::close(p[1]);
-    throw Error(std::string("fork to create sandbox ") + req.spec.id + ": " + std::strerror(e), e);
-  }
-  if (pid == 0) {
-    ::close(p[0]);
-    int code = 0;
-    std::string msg;
-    try {
-      engine_.create(req);
-    } catch (const Error& e) {
-      code = e.exit_code() ? e.exit_code() : kExitSbxFailed;
-      msg = e.what();
-    } catch (const std::exception& e) {
-      code = kExitSbxFailed;
-      msg = e.what();
-    }
-    if (code) {
-      std::string out = std::to_string(code) + "\n" + msg;
-      (void)!::write(p[1], out.data(), out.size());
-    }
-    ::_exit(code ? 1 : 0);
-  }
-  ::close(p[1]);
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(p[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(p[0]);
-  int st = 0;
-  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (!out.empty()) {
-    size_t nl = out.find('\n');
-    int code = std::atoi(out.substr(0, nl).c_str());
-    throw Error(nl == std::string::npos ? out : out.substr(nl + 1), 0, code ? code : kExitSbxFailed);
-  }
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-    throw Error("create sandbox " + req.spec.id.substr(0, 12) + ": its creating process ended with status " +
-                std::to_string(st));
-}
-
 void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
   const std::string& id = ctr->id;
   pid_t pid = 0;
@@ -243,7 +185,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
       req.spec.stdin_open = true;
       req.stdin_fd = stdin_r.fd;
     }
-    create_forked(req);
+    create_in_child(engine_, req);
     stdin_r = Fd();  // the process holds it now
     pid = engine_.inspect(id).state.pid;
     std::lock_guard lk(mu_);

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "runtime/snapshot_copies.h"
 #include "runtime/state.h"
+#include "server/create_child.h"
 #include "server/docker_spec.h"
 #include "snapshot/dir_snapshot.h"
 
@@ -89,67 +90,6 @@ std::chrono::milliseconds seconds(const json& body, const char* key) {
   if (!it->is_number() || it->get<double>() < 0)
     throw V1Error{400, "InvalidArgument", std::string(key) + " must be a number of seconds >= 0"};
   return std::chrono::milliseconds(static_cast<int64_t>(it->get<double>() * 1000));
-}
-
-/// Engine::create in a child made by fork(2), which returns the id (or
-/// throws the child's error). Why: the native backend clones the sandbox's
-/// init with a raw clone3, which glibc does not prepare for as it does for
-/// fork (its malloc and set*id locks): from a process with many threads (this
-/// server) the init could inherit a lock another thread held and wait on it
-/// forever. The forked child has one thread and sane glibc state, as the
-/// `sbx create` CLI. It keeps only its result pipe open (no client socket
-/// reaches the sandbox), and it exits once the sandbox runs; the sandbox is
-/// not its child afterwards (as after `sbx create`).
-std::string create_forked(engine::Engine& eng, const engine::SandboxRequest& req) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe for a sandbox create");
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(p[0]);
-    ::close(p[1]);
-    throw_errno("fork for a sandbox create");
-  }
-  if (pid == 0) {
-    int w = p[1];
-    ::close(p[0]);
-    if (w > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(w) - 1, 0U);
-    ::syscall(SYS_close_range, static_cast<unsigned>(w) + 1, ~0U, 0U);
-    std::string out;
-    try {
-      out = "0\n" + eng.create(req);
-    } catch (const Error& e) {
-      out = std::to_string(e.exit_code() ? e.exit_code() : kExitSbxFailed) + "\n" + e.what();
-    } catch (const std::exception& e) {
-      out = std::to_string(kExitSbxFailed) + "\n" + e.what();
-    }
-    const char* d = out.data();
-    size_t n = out.size();
-    while (n > 0) {
-      ssize_t k = ::write(w, d, n);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) break;
-      d += k;
-      n -= static_cast<size_t>(k);
-    }
-    ::_exit(0);
-  }
-  ::close(p[1]);
-  std::string res;
-  char buf[4096];
-  for (;;) {
-    ssize_t k = ::read(p[0], buf, sizeof buf);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    res.append(buf, static_cast<size_t>(k));
-  }
-  ::close(p[0]);
-  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  auto nl = res.find('\n');
-  if (nl == std::string::npos) throw Error("sandbox create: the helper process died without an answer");
-  int code = std::atoi(res.substr(0, nl).c_str());
-  if (code != 0) throw Error(res.substr(nl + 1), 0, code);
-  return res.substr(nl + 1);
 }
 
 }  // namespace
@@ -335,7 +275,7 @@ void SbxV1::create(Connection& c, const Request& r) {
     // state (runtime/lifecycle.h gc), which under load removed a sandbox
     // another create was still building (seen at 8 concurrent creates).
     std::lock_guard create_lock(create_mu_);
-    create_forked(engine_, req);
+    create_in_child(engine_, req);
     pid = engine_.inspect(id).state.pid;
   } catch (...) {
     runtime::remove_snapshot_copies(copies);

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -52,7 +53,12 @@ bool token_equal(const std::string& a, const std::string& b) {
   return d == 0;
 }
 
-void serve_connection(Api& api, int fd, bool tcp, const std::string& token) {
+/// Reads requests from `fd` until the client closes or asks to, handing each
+/// to `handle`; `authorized` (when set) vets each one first, and a refused
+/// request ends the connection with 401 and `refusal`.
+template <class Handler>
+void serve_requests(int fd, Handler&& handle, const std::function<bool(const Request&)>& authorized = {},
+                    const char* refusal = "") {
   Connection conn(fd);
   Request req;
   for (;;) {
@@ -63,32 +69,27 @@ void serve_connection(Api& api, int fd, bool tcp, const std::string& token) {
       conn.send_error(e.status, e.message);
       break;
     }
-    if (tcp && !token_equal(req.header("authorization"), "Bearer " + token)) {
+    if (authorized && !authorized(req)) {
       conn.set_close();
-      conn.send_error(401, "sbx serve: a bearer token is required on TCP (Authorization: Bearer …)");
+      conn.send_error(401, refusal);
       break;
     }
-    api.handle(conn, req);
+    handle(conn, req);
     if (!conn.keep_alive()) break;
   }
+}
+
+void serve_connection(Api& api, int fd, bool tcp, const std::string& token) {
+  std::function<bool(const Request&)> auth;
+  if (tcp) auth = [&](const Request& r) { return token_equal(r.header("authorization"), "Bearer " + token); };
+  serve_requests(fd, [&](Connection& c, Request& r) { api.handle(c, r); }, auth,
+                 "sbx serve: a bearer token is required on TCP (Authorization: Bearer …)");
 }
 
 /// A connection of the E2B listener: E2bApi authenticates each request
 /// itself (X-API-Key for the REST API, the sandbox's X-Access-Token for envd).
 void serve_e2b_connection(E2bApi& api, int fd) {
-  Connection conn(fd);
-  Request req;
-  for (;;) {
-    try {
-      if (!conn.read_request(req)) break;
-    } catch (const HttpError& e) {
-      conn.set_close();
-      conn.send_error(e.status, e.message);
-      break;
-    }
-    api.handle(conn, req);
-    if (!conn.keep_alive()) break;
-  }
+  serve_requests(fd, [&](Connection& c, Request& r) { api.handle(c, r); });
 }
 
 Listener listen_unix(const std::string& path) {
