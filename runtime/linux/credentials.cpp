@@ -1,6 +1,7 @@
 #include "runtime/linux/credentials.h"
 
 #include <grp.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <string>
@@ -17,9 +18,13 @@ void apply_credentials(const Process& p, const ResolvedUser& user, const std::ve
   apply_rlimits(p.rlimits);
   // Bounding set first: dropping needs CAP_SETPCAP, which setuid may take away.
   drop_bounding(caps);
-  if (::setgroups(groups.size(), groups.data()) < 0) throw_errno("setgroups");
-  if (::setresgid(user.gid, user.gid, user.gid) < 0) throw_errno("setgid " + std::to_string(user.gid));
-  if (::setresuid(user.uid, user.uid, user.uid) < 0) throw_errno("setuid " + std::to_string(user.uid));
+  // Raw syscalls (this thread only; the caller is a single-threaded child):
+  // glibc's wrappers broadcast to every thread glibc believes exists, and a
+  // child of a clone3 made by a multi-threaded sbx (the warm pool) still
+  // lists its parent's threads, so the wrapper would wait for them forever.
+  if (::syscall(SYS_setgroups, groups.size(), groups.data()) < 0) throw_errno("setgroups");
+  if (::syscall(SYS_setresgid, user.gid, user.gid, user.gid) < 0) throw_errno("setgid " + std::to_string(user.gid));
+  if (::syscall(SYS_setresuid, user.uid, user.uid, user.uid) < 0) throw_errno("setuid " + std::to_string(user.uid));
   // Seccomp must come after setuid/capset (it may deny what they need) and
   // needs no_new_privs unless we still hold CAP_SYS_ADMIN; see runc's
   // standard_init_linux.go.
