@@ -272,7 +272,7 @@ void wait_for(int sock, char want) {
 /// see spec.h) inside the sandbox, with the workload's privileges (it is the
 /// image's code): bounding set, capabilities, no_new_privs, seccomp. Its
 /// failure is a warning, as the NVIDIA toolkit's update-ldcache hook.
-void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
+void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool pooled) {
   std::string ldconfig;
   for (const char* p : {"/sbin/ldconfig", "/usr/sbin/ldconfig"}) {
     struct stat st {};
@@ -285,7 +285,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     log::debug("no ldconfig in the image; the GPU library dirs are not added to its ld.so.cache");
     return;
   }
-  pid_t pid = ::fork();
+  pid_t pid = pooled ? ::_Fork() : ::fork();  // (why _Fork: see the workload's fork in init_main)
   if (pid < 0) throw_errno("fork ldconfig");
   if (pid == 0) {
     try {
@@ -296,7 +296,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       }
       ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
       drop_bounding(caps);
-      if (::setgroups(0, nullptr) < 0) throw_errno("setgroups");
+      if (::syscall(SYS_setgroups, 0, nullptr) < 0) throw_errno("setgroups");  // raw: see credentials.cpp
       apply_capabilities(caps, true);
       if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
       install_default_seccomp();
@@ -433,7 +433,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       // No device cgroup without BPF: never let the sandbox create device nodes.
       std::erase(caps, CAP_MKNOD);
     }
-    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps);
+    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps, c.pooled);
     finish_rootfs(spec);
 
     // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
