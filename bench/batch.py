@@ -9,9 +9,11 @@ rootfs, which chroot and bwrap use directly).
 
 * start: one `sbx run`, `chroot`, `bwrap` (and the static sbx) each round, in a
   random order, R rounds after 5 warm-up ones: medians, ratios to chroot/bwrap.
-* throughput at P = 1, 2, 4: N tasks as a `sbx run` loop (xargs -P), as one
-  `sbx batch -P`, and as a chroot loop (xargs -P); the three interleaved in a
-  random order each round; tasks/s (median of the rounds) and % of chroot.
+* throughput at P = 1, 2, 4, 8: N tasks as a `sbx run` loop (xargs -P), as
+  one `sbx batch -P --pool 0` (a fresh sandbox per task), as one `sbx batch
+  -P` (the warm pool, its default), and as a chroot loop (xargs -P); the four
+  interleaved in a random order each round; tasks/s (median of the rounds)
+  and % of chroot.
 * sbx --version of the dynamic and the static binary (process start of sbx).
 * favordynmods: the state it ran in is printed; with --favordynmods-on the
   whole bench runs again with it switched on (`sbx system tune`), and the
@@ -74,11 +76,12 @@ def run_all(a, sbx, static, g, rootfs, tmp, lines):
             f.write(json.dumps({"id": str(i), "cmd": WORK}) + "\n")
     seq = "\n".join(str(i) for i in range(a.tasks)) + "\n"
     lines.append(f"\nThroughput, {a.tasks} tasks, median of {a.thr_rounds} interleaved rounds (tasks/s; % of the chroot loop):\n")
-    lines.append("| P | chroot loop | sbx run loop | sbx batch | run loop % | batch % |\n|--:|--:|--:|--:|--:|--:|")
-    for p in (1, 2, 4):
+    lines.append("| P | chroot loop | sbx run loop | sbx batch (fresh) | sbx batch (warm pool) | run loop % | batch fresh % | batch pool % |\n|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for p in (1, 2, 4, 8):
         variants = {
             "chroot": lambda p=p: timed(["xargs", "-P", str(p), "-I{}", "chroot", rootfs, *WORK], input=seq.encode()),
             "run": lambda p=p: timed(["xargs", "-P", str(p), "-I{}", sbx, *g, "run", "python", *WORK], input=seq.encode()),
+            "fresh": lambda p=p: timed([sbx, *g, "batch", "-q", "-P", str(p), "--pool", "0", "--image", "python", tasks]),
             "batch": lambda p=p: timed([sbx, *g, "batch", "-q", "-P", str(p), "--image", "python", tasks]),
         }
         rates = {k: [] for k in variants}
@@ -88,8 +91,9 @@ def run_all(a, sbx, static, g, rootfs, tmp, lines):
             for k in order:
                 rates[k].append(a.tasks / (variants[k]() / 1000))
         r = {k: statistics.median(v) for k, v in rates.items()}
-        lines.append(f"| {p} | {r['chroot']:.1f} | {r['run']:.1f} | {r['batch']:.1f} | "
-                     f"{100 * r['run'] / r['chroot']:.0f}% | {100 * r['batch'] / r['chroot']:.0f}% |")
+        lines.append(f"| {p} | {r['chroot']:.1f} | {r['run']:.1f} | {r['fresh']:.1f} | {r['batch']:.1f} | "
+                     f"{100 * r['run'] / r['chroot']:.0f}% | {100 * r['fresh'] / r['chroot']:.0f}% | "
+                     f"{100 * r['batch'] / r['chroot']:.0f}% |")
 
 
 def main():

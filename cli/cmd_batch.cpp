@@ -20,6 +20,7 @@ struct BatchFlags {
   std::string tasks, output, image, timeout, memory, max_output = "1m";
   std::string network = "none", userns = "auto", runtime = "native", runsc;
   int parallel = 1;
+  int pool = -1;  ///< -1: as --parallel
   bool resume = false, quiet = false;
 };
 
@@ -57,6 +58,8 @@ int batch(const Globals& g, const BatchFlags& f) {
   req.resume = f.resume;
   if (f.resume && f.output.empty()) throw Error("--resume needs -o FILE (the results to resume from)");
   req.parallel = f.parallel;
+  if (f.pool < -1) throw Error("invalid --pool " + std::to_string(f.pool) + ": give 0 (off) or a size");
+  req.pool = static_cast<size_t>(f.pool < 0 ? f.parallel : f.pool);
   req.image = f.image;
   if (!f.timeout.empty()) req.timeout = units::parse_duration(f.timeout, "--timeout");
   if (!f.memory.empty()) req.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));
@@ -112,6 +115,8 @@ void register_batch_command(CLI::App& app, Globals& g, Action& action) {
   cmd->footer(kBatchFooter);
   cmd->add_option("TASKS", f->tasks, "Task file (JSON lines); - for stdin")->required();
   cmd->add_option("-P,--parallel", f->parallel, "Sandboxes at a time")->capture_default_str();
+  cmd->add_option("--pool", f->pool,
+                  "Warm pool: sandboxes kept set up per image, one task each (default: as -P; 0: off)");
   cmd->add_option("--image", f->image, "Image for tasks without \"image\"");
   cmd->add_option("--timeout", f->timeout, "Kill a task's sandbox after this long (10s, 1m); end_reason timeout");
   cmd->add_option("-m,--memory", f->memory, "Memory limit per task (e.g. 256m; default: sbx run's); end_reason oom");

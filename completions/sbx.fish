@@ -364,6 +364,7 @@ complete -c sbx -n '__sbx_cmd_is stats' -a '(__sbx_sandboxes)'
 # sbx batch
 complete -c sbx -n '__sbx_cmd_is batch' -s h -l help -d 'Print this help message and exit'
 complete -c sbx -n '__sbx_cmd_is batch' -s P -l parallel -x -d 'Sandboxes at a time'
+complete -c sbx -n '__sbx_cmd_is batch' -l pool -x -d 'Warm pool size per image (0: off)'
 complete -c sbx -n '__sbx_cmd_is batch' -l image -x -a '(__sbx_images)' -d 'Image for tasks without an image'
 complete -c sbx -n '__sbx_cmd_is batch' -l timeout -x -d 'Kill a task after this long'
 complete -c sbx -n '__sbx_cmd_is batch' -s m -l memory -x -d 'Memory limit per task'

@@ -403,6 +403,7 @@ _sbx_batch() {
   _arguments -s -S \
     '(- *)'{-h,--help}'[Print help and exit]' \
     '(-P --parallel)'{-P,--parallel}'[Sandboxes at a time]:value: ' \
+    '--pool[Warm pool size per image (0\: off)]:value: ' \
     '--image[Image for tasks without an image]:image:__sbx_images' \
     '--timeout[Kill a task after this long]:value: ' \
     '(-m --memory)'{-m,--memory}'[Memory limit per task]:value: ' \

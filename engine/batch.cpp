@@ -29,6 +29,7 @@
 #include "common/units.h"
 #include "engine/engine.h"
 #include "oci/auth_config.h"
+#include "runtime/gvisor/gvisor.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/state.h"
 
@@ -174,8 +175,13 @@ struct Capture {
 
 struct Worker {
   const Task* task = nullptr;
-  pid_t pid = -1;
+  pid_t pid = -1;   ///< the worker process (fresh sandbox); -1 for a pooled one
   int pidfd = -1;
+  /// A warm-pool sandbox running the task in this process (no worker).
+  std::optional<runtime::Sandbox> sb;
+  std::optional<clock::time_point> deadline;  ///< pooled: its timeout
+  bool timed_out = false;
+  bool pooled = false;
   Capture out, err, result;
   std::string files_dir;
   bool interrupted = false;
@@ -191,13 +197,9 @@ json invalid_result(const Task& t) {
 
 /// Runs in the forked worker: the task's sandbox with fds 0/1/2 set up by
 /// the caller; writes {"status"…} or {"error"…} to `result_fd`. Never returns.
-[[noreturn]] void worker_main(Engine& eng, const BatchRequest& req, RunRequest run, int result_fd) {
-  json r;
-  try {
-    RunResult res = eng.run(run);
-    const auto& st = res.status;
-    // As `sbx run` exits: 124 for a timeout (the sandbox was SIGKILLed).
-    r = {{"exit_code", st.timed_out ? static_cast<int>(kExitTimeout) : st.exit_code},
+/// A result's status fields, as `sbx run` exits: 124 for a timeout.
+json status_json(const ExitStatus& st) {
+  return {{"exit_code", st.timed_out ? static_cast<int>(kExitTimeout) : st.exit_code},
          {"end_reason", runtime::end_reason(st)},
          {"signal", st.signal},
          {"oom_kills", st.oom_kills},
@@ -208,6 +210,13 @@ json invalid_result(const Task& t) {
          {"io_read_bytes", st.usage.io_read_bytes},
          {"io_write_bytes", st.usage.io_write_bytes},
          {"interrupted", st.forwarded_signal != 0}};
+}
+
+[[noreturn]] void worker_main(Engine& eng, const BatchRequest& req, RunRequest run, int result_fd) {
+  json r;
+  try {
+    RunResult res = eng.run(run);
+    r = status_json(res.status);
   } catch (const Error& e) {
     r = {{"exit_code", e.exit_code()}, {"end_reason", "failed"}, {"error", e.what()}};
   } catch (const std::exception& e) {
@@ -303,6 +312,9 @@ BatchSummary Engine::batch(const BatchRequest& req) {
   int sfd = ::signalfd(-1, &stop_set, SFD_CLOEXEC | SFD_NONBLOCK);
 
   std::map<std::string, SandboxSpec> bases;
+  // Warm pools, one per image (declared before `running`: a taken sandbox
+  // dies with its pool, engine/pool.h).
+  std::map<std::string, std::unique_ptr<WarmPool>> pools;
   std::map<std::string, std::string> base_errors;
   std::vector<Worker> running;
   const std::string work_root = cfg_.run_root + "/.batch-" + std::to_string(::getpid());
@@ -313,6 +325,20 @@ BatchSummary Engine::batch(const BatchRequest& req) {
       if (c->fd >= 0) ::close(std::exchange(c->fd, -1));
     if (w.pidfd >= 0) ::close(std::exchange(w.pidfd, -1));
     if (!w.files_dir.empty()) runtime::remove_tree(w.files_dir);
+    if (w.sb) {
+      w.sb->destroy();
+      w.sb.reset();
+    }
+  };
+  // Stops a running task (a signal to the batch, or sbx's own failure).
+  auto interrupt = [&](Worker& w) {
+    w.interrupted = true;
+    if (w.sb) {
+      w.sb->signal(SIGKILL);
+    } else if (w.pid > 0) {
+      ::kill(w.pid, SIGINT);
+      ::kill(w.pid, SIGTERM);
+    }
   };
 
   // Starts task t; emits a result at once when it cannot start.
@@ -354,8 +380,27 @@ BatchSummary Engine::batch(const BatchRequest& req) {
 
     Worker w;
     w.task = &t;
+    // The warm pool: native tasks without limits of their own (those would
+    // need a pool of their own; they get a fresh sandbox).
+    const bool pooled = req.pool > 0 && run.spec.runtime != runtime::GvisorBackend::kName && !t.memory_bytes &&
+                        !t.pids_limit && !t.cpus;
+    if (pooled) {
+      try {
+        auto& pool = pools[image];
+        if (!pool) {
+          SandboxSpec ps = bases.at(image);
+          if (req.memory_bytes) ps.resources.memory_bytes = *req.memory_bytes;
+          pool = make_pool(ps, req.userns, req.pool);
+        }
+        w.sb = pool->take();
+        w.pooled = true;
+      } catch (const Error& e) {
+        emit({{"id", t.id}, {"line", t.line}, {"exit_code", e.exit_code()}, {"end_reason", "failed"}, {"error", e.what()}}, true);
+        return;
+      }
+    }
     try {
-      if (!t.files.empty()) {
+      if (!t.files.empty() && !pooled) {
         // Each file on the host under RUN_ROOT/.batch-<pid>/<n>/, bind-mounted
         // at its path (the directory goes when the task ends).
         w.files_dir = work_root + "/" + std::to_string(serial++);
@@ -395,6 +440,43 @@ BatchSummary Engine::batch(const BatchRequest& req) {
       if (!w.files_dir.empty()) runtime::remove_tree(w.files_dir);
       throw_errno("pipe for a batch worker");
     }
+    if (pooled) {
+      // The command goes to the waiting sandbox; its output to our pipes.
+      runtime::PooledCommand cmd;
+      cmd.args = run.spec.process.args;
+      cmd.env = run.spec.process.env;
+      cmd.files = t.files;
+      int null = in_fd >= 0 ? -1 : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      cmd.stdio[0] = in_fd >= 0 ? in_fd : null;
+      cmd.stdio[1] = out_p[1];
+      cmd.stdio[2] = err_p[1];
+      std::string error;
+      int code = 0;
+      try {
+        runtime::run_pooled(*w.sb, cmd);
+      } catch (const Error& e) {
+        error = e.what();
+        code = e.exit_code();
+      }
+      for (int fd : {null, in_fd, out_p[1], err_p[1], res_p[0], res_p[1]})
+        if (fd >= 0) ::close(fd);
+      w.out.fd = out_p[0];
+      w.err.fd = err_p[0];
+      set_nonblock(out_p[0]);
+      set_nonblock(err_p[0]);
+      if (!error.empty()) {
+        w.out.pump(req.max_output);
+        w.err.pump(req.max_output);
+        json r = {{"id", t.id}, {"line", t.line}, {"exit_code", code}, {"end_reason", "failed"}, {"error", error},
+                  {"stdout", w.out.data}, {"stderr", w.err.data}, {"stdout_truncated", w.out.truncated},
+                  {"stderr_truncated", w.err.truncated}, {"pooled", true}};
+        cleanup_worker(w);
+        return emit(r, true);
+      }
+      if (run.spec.timeout.count() > 0) w.deadline = w.sb->started + run.spec.timeout;
+      running.push_back(std::move(w));
+      return;
+    }
     std::fflush(nullptr);
     const pid_t parent = ::getpid();
     pid_t pid = ::fork();
@@ -415,6 +497,11 @@ BatchSummary Engine::batch(const BatchRequest& req) {
       if (::getppid() != parent) ::kill(::getpid(), SIGTERM);
       int null = ::open("/dev/null", O_RDONLY);
       if (::dup2(in_fd >= 0 ? in_fd : null, 0) < 0 || ::dup2(out_p[1], 1) < 0 || ::dup2(err_p[1], 2) < 0) ::_exit(125);
+      // Nothing of the batch's but the result pipe: not the other tasks'
+      // pipes, nor the warm pools' setup channels (their EOF must come).
+      const unsigned keep = static_cast<unsigned>(res_p[1]);
+      if (keep > 3) ::syscall(SYS_close_range, 3U, keep - 1, 0U);
+      ::syscall(SYS_close_range, keep + 1, ~0U, 0U);
       worker_main(*this, req, std::move(run), res_p[1]);
     }
     for (int fd : {in_fd, out_p[1], err_p[1], res_p[1]})
@@ -430,7 +517,24 @@ BatchSummary Engine::batch(const BatchRequest& req) {
 
   auto finish_worker = [&](Worker& w) {
     int status = 0;
-    while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+    std::optional<ExitStatus> pooled_status;
+    if (w.sb) {
+      runtime::WaitOptions wo;
+      wo.forward_signals = false;  // the batch reads its signals itself
+      try {
+        ExitStatus st = runtime::wait(*w.sb, wo);  // it has ended: returns at once
+        st.timed_out = w.timed_out;
+        if (st.timed_out) st.oom_killed = false;
+        pooled_status = st;
+      } catch (const Error& e) {
+        w.result.data = dump({{"exit_code", e.exit_code()}, {"end_reason", "failed"}, {"error", e.what()}});
+      }
+      w.sb->destroy();
+      w.sb.reset();
+      if (pooled_status) w.result.data = dump(status_json(*pooled_status));
+    } else {
+      while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
+      }
     }
     // Everything that wrote to the pipes is gone (the sandbox with the worker).
     w.out.pump(req.max_output);
@@ -455,6 +559,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
     line["stderr"] = w.err.data;
     line["stdout_truncated"] = w.out.truncated;
     line["stderr_truncated"] = w.err.truncated;
+    if (w.pooled) line["pooled"] = true;
     bool failed = !(line["end_reason"] == "exit" && line["exit_code"] == 0);
     cleanup_worker(w);
     emit(line, failed);
@@ -491,9 +596,22 @@ BatchSummary Engine::batch(const BatchRequest& req) {
         fds.push_back({w.out.fd, POLLIN, 0});
         fds.push_back({w.err.fd, POLLIN, 0});
         fds.push_back({w.result.fd, POLLIN, 0});
-        fds.push_back({w.pidfd, POLLIN, 0});
+        fds.push_back({w.sb ? w.sb->pidfd : w.pidfd, POLLIN, 0});
       }
-      int rc = ::poll(fds.data(), fds.size(), 1000);
+      // Pooled tasks' timeouts are kept here (a fresh one's by its worker).
+      int wait_ms = 1000;
+      auto now = clock::now();
+      for (auto& w : running)
+        if (w.deadline && !w.timed_out) {
+          if (now >= *w.deadline) {
+            w.timed_out = true;
+            w.sb->signal(SIGKILL);
+            continue;
+          }
+          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*w.deadline - now).count() + 1;
+          wait_ms = static_cast<int>(std::min<int64_t>(wait_ms, left));
+        }
+      int rc = ::poll(fds.data(), fds.size(), wait_ms);
       if (rc < 0 && errno != EINTR) throw_errno("poll the batch workers");
       if (rc <= 0) continue;
       if (fds[0].revents & POLLIN) {
@@ -504,11 +622,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
             sum.signal = static_cast<int>(si.ssi_signo);
             // Two different interrupts: the worker's wait() kills the sandbox
             // at the second (runtime/native/native_backend.h), then removes it.
-            for (auto& w : running) {
-              w.interrupted = true;
-              ::kill(w.pid, SIGINT);
-              ::kill(w.pid, SIGTERM);
-            }
+            for (auto& w : running) interrupt(w);
           }
         }
       }
@@ -532,19 +646,17 @@ BatchSummary Engine::batch(const BatchRequest& req) {
   } catch (...) {
     // sbx's own failure (output not writable, fork failed): stop the rest
     // the same way, wait for them, leave nothing.
-    for (auto& w : running) {
-      w.interrupted = true;
-      ::kill(w.pid, SIGINT);
-      ::kill(w.pid, SIGTERM);
-    }
+    for (auto& w : running) interrupt(w);
     for (auto& w : running) finish_worker(w);
     running.clear();
+    pools.clear();
     runtime::remove_tree(work_root);
     if (sfd >= 0) ::close(sfd);
     if (out_fd >= 0) ::close(out_fd);
     ::sigprocmask(SIG_SETMASK, &old, nullptr);
     throw;
   }
+  pools.clear();  // the sandboxes still waiting
   runtime::remove_tree(work_root);
   if (sfd >= 0) ::close(sfd);
   if (out_fd >= 0) ::close(out_fd);

@@ -17,9 +17,12 @@
 //    failed: sbx could not run it, invalid: the task line is malformed),
 //    "error" (failed/invalid: why), "stdout", "stderr", "stdout_truncated",
 //    "stderr_truncated", "duration_ms", "cpu_ms", "max_rss_bytes",
-//    "io_read_bytes", "io_write_bytes"}
+//    "io_read_bytes", "io_write_bytes", "pooled" (true: a warm-pool sandbox)}
 //
-// Each task runs in a fresh sandbox (Engine::run) in a worker process of its
+// With BatchRequest::pool, a task runs in a warm-pool sandbox (engine/pool.h)
+// that this process gives the command, its files (written in the sandbox)
+// and the fds; it runs that task only and is destroyed. Otherwise
+// each task runs in a fresh sandbox (Engine::run) in a worker process of its
 // own (fork: the sandbox inherits the worker's stdin/stdout/stderr, which
 // are the task's stdin and pipes to the batch), so tasks share nothing. A
 // stop request (SIGINT/SIGTERM/SIGHUP to the batch) starts no new task and
@@ -56,6 +59,10 @@ struct BatchRequest {
   std::optional<int64_t> memory_bytes;   ///< per task without "memory"
   bool userns = true;                    ///< native: own user namespace
   std::string runsc;                     ///< gVisor: runsc binary
+  /// Warm pool (engine/pool.h): sandboxes kept set up per image, each
+  /// waiting for one task (native tasks without limits of their own; the
+  /// others get a fresh sandbox). 0: every task a fresh sandbox.
+  size_t pool = 0;
   size_t max_output = 1 << 20;           ///< bytes of stdout and of stderr kept per task
   /// The base spec for an image (resolved, its config applied, default
   /// bounds, network): the front end's, called once per image. Throws

@@ -28,6 +28,7 @@
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
 #include "engine/batch.h"
+#include "engine/pool.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/fs_snapshot.h"
@@ -271,6 +272,13 @@ class Engine {
   void pause(const std::string& ref);
   /// Thaws what pause() froze (a no-op on a sandbox that is not frozen).
   void unpause(const std::string& ref);
+
+  // Warm pool (engine/pool.h; issue 19).
+  /// A pool keeping `size` native sandboxes of `spec` (image resolved,
+  /// config applied) set up in this engine's run root, each waiting for one
+  /// command (WarmPool::take / run). Sandboxes taken from it die with it:
+  /// destroy it last. Throws sbx::Error (gVisor, a terminal, size 0).
+  std::unique_ptr<WarmPool> make_pool(const SandboxSpec& spec, bool userns, size_t size);
 
  private:
   runtime::BackendOptions backend_options(const std::string& runsc = "") const;

@@ -18,10 +18,11 @@ void apply_credentials(const Process& p, const ResolvedUser& user, const std::ve
   apply_rlimits(p.rlimits);
   // Bounding set first: dropping needs CAP_SETPCAP, which setuid may take away.
   drop_bounding(caps);
-  // Raw system calls: this runs in a process made by a raw clone(2) of sbx,
-  // where glibc's wrappers would ask the parent's other threads (which the
-  // child does not have) to change their ids too, and wait for them forever
-  // (nptl setxid): a multithreaded sbx (`sbx serve`) hung here.
+  // Raw system calls (this thread only): this runs in a process made by a raw
+  // clone(2) of sbx, where glibc's wrappers would ask the parent's other
+  // threads (which the child does not have) to change their ids too and wait
+  // for them forever (nptl setxid): a multithreaded sbx (`sbx serve`, the
+  // warm pool's refill threads) hung here.
   if (::syscall(SYS_setgroups, groups.size(), groups.data()) < 0) throw_errno("setgroups");
   if (::syscall(SYS_setresgid, user.gid, user.gid, user.gid) < 0) throw_errno("setgid " + std::to_string(user.gid));
   if (::syscall(SYS_setresuid, user.uid, user.uid, user.uid) < 0) throw_errno("setuid " + std::to_string(user.uid));

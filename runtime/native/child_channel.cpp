@@ -37,7 +37,7 @@ void send_fd(int sock, int fd) {
   if (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) throw_errno("send the pty to sbx");
 }
 
-ChildReport read_child_report(int sock) {
+ChildReport read_child_report(int sock, char stop_at) {
   ChildReport r;
   bool reset = false;
   for (;;) {
@@ -65,6 +65,10 @@ ChildReport read_child_report(int sock) {
     }
     if (n == 0) {  // EOF: the command was exec'd (or the child died)
       if (reset && r.error.empty()) r.read_errno = ECONNRESET;
+      break;
+    }
+    if (stop_at && n == 1 && buf[0] == stop_at) {
+      r.stopped = true;
       break;
     }
     if (buf[0] == 'P') {

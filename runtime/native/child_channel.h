@@ -28,12 +28,14 @@ struct ChildReport {
   int exit_code = 0;     ///< the 'E' code (0 when none came)
   int pty_master = -1;   ///< the 'P' fd (close-on-exec), or -1
   int read_errno = 0;    ///< recvmsg's errno when reading failed (not EINTR)
+  bool stopped = false;  ///< the `stop_at` message came (the channel stays open)
 };
 
 /// Parent side: reads the channel until EOF (or a read error, kept in
 /// read_errno; the caller decides whether that is fatal). Ignores other
-/// messages.
-ChildReport read_child_report(int sock);
+/// messages, except a one-byte `stop_at` message (when not 0): then it
+/// returns at once with `stopped` set (a pooled init's "ready", 'R').
+ChildReport read_child_report(int sock, char stop_at = 0);
 
 /// PATH search as execvp(3), with the sandbox's PATH from `env` ("PATH=…";
 /// the OCI/podman default when absent): a `cmd` with a '/' is returned as it

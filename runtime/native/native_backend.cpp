@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
@@ -75,7 +76,130 @@ struct ChildCtx {
   int stdin_fd = -1;  ///< detached with spec.stdin_open: the first process's stdin (StartOptions::detached_stdin)
   // --network private: the sandbox's /etc/hosts and /etc/resolv.conf.
   std::string hosts{}, resolv{};
+  // StartOptions::pooled: wait for run_pooled()'s command after setup; its
+  // stdio fds (received then) become the workload's 0, 1, 2.
+  bool pooled = false;
+  int stdio[3] = {-1, -1, -1};
 };
+
+// A pooled command on the wire: a memfd holding u32-length-prefixed strings
+// (argc, args…, envc, env…, filec, (path, content)…), sent with the three
+// stdio fds ('C' + SCM_RIGHTS), so a command of any size fits one message.
+void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
+void put_str(std::string& out, const std::string& v) {
+  put_u32(out, static_cast<uint32_t>(v.size()));
+  out += v;
+}
+std::string encode_command(const PooledCommand& cmd) {
+  std::string out;
+  put_u32(out, static_cast<uint32_t>(cmd.args.size()));
+  for (const auto& a : cmd.args) put_str(out, a);
+  put_u32(out, static_cast<uint32_t>(cmd.env.size()));
+  for (const auto& e : cmd.env) put_str(out, e);
+  put_u32(out, static_cast<uint32_t>(cmd.files.size()));
+  for (const auto& [p, c] : cmd.files) {
+    put_str(out, p);
+    put_str(out, c);
+  }
+  return out;
+}
+struct Decoder {
+  const std::string& in;
+  size_t at = 0;
+  uint32_t u32() {
+    uint32_t v;
+    if (in.size() - at < sizeof v) throw Error("pooled command: truncated");
+    std::memcpy(&v, in.data() + at, sizeof v);
+    at += sizeof v;
+    return v;
+  }
+  std::string str() {
+    uint32_t n = u32();
+    if (in.size() - at < n) throw Error("pooled command: truncated");
+    std::string v = in.substr(at, n);
+    at += n;
+    return v;
+  }
+};
+PooledCommand decode_command(const std::string& in) {
+  Decoder d{in};
+  PooledCommand cmd;
+  for (uint32_t n = d.u32(); n > 0; --n) cmd.args.push_back(d.str());
+  for (uint32_t n = d.u32(); n > 0; --n) cmd.env.push_back(d.str());
+  for (uint32_t n = d.u32(); n > 0; --n) {
+    std::string path = d.str();
+    cmd.files.emplace_back(std::move(path), d.str());
+  }
+  return cmd;
+}
+
+/// Pooled init: closes every fd but `keep` (all it inherited from a
+/// multi-threaded owner: other sandboxes' channels, tasks' pipes) and makes
+/// its stdio /dev/null. Throws sbx::Error.
+void close_all_but(std::vector<int> keep) {
+  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) throw_errno("open /dev/null");
+  for (int fd = 0; fd < 3; ++fd)
+    if (::dup2(null, fd) < 0) throw_errno("dup2 /dev/null");
+  if (null > 2) ::close(null);
+  std::sort(keep.begin(), keep.end());
+  unsigned lo = 3;
+  for (int k : keep) {
+    if (k < 3) continue;
+    if (static_cast<unsigned>(k) > lo) ::syscall(SYS_close_range, lo, static_cast<unsigned>(k) - 1, 0U);
+    lo = static_cast<unsigned>(k) + 1;
+  }
+  ::syscall(SYS_close_range, lo, ~0U, 0U);
+}
+
+/// Pooled init: sends 'R' (ready) and waits for the command; exits quietly
+/// on EOF (the pool's owner is gone or destroys it).
+PooledCommand receive_command(int sock, int stdio[3]) {
+  (void)!::send(sock, "R", 1, MSG_NOSIGNAL);
+  char tag = 0;
+  struct iovec iov {&tag, 1};
+  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  ssize_t n;
+  do {
+    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1 || tag != 'C') ::_exit(kExitSbxFailed);
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(4 * sizeof(int)))
+    throw Error("pooled command: expected 4 fds");
+  int fds[4];
+  std::memcpy(fds, CMSG_DATA(c), sizeof fds);
+  for (int i = 0; i < 3; ++i) stdio[i] = fds[i];
+  struct stat st {};
+  if (::fstat(fds[3], &st) < 0) throw_errno("stat the pooled command");
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t r = ::pread(fds[3], text.data() + got, text.size() - got, static_cast<off_t>(got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw_errno("read the pooled command");
+    got += static_cast<size_t>(r);
+  }
+  ::close(fds[3]);
+  return decode_command(text);
+}
+
+/// Pooled init, in the sandbox's root: writes the command's files.
+void write_command_files(const PooledCommand& cmd) {
+  for (const auto& [path, content] : cmd.files) {
+    if (path.empty() || path[0] != '/') throw Error("file path " + path + " is not absolute");
+    auto slash = path.rfind('/');
+    if (slash > 0) fs::mkdir_p(path.substr(0, slash));
+    Fd f(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+    if (f.fd < 0) throw_errno("write the file " + path + " in the sandbox");
+    fs::write_all(f.fd, content, path);
+  }
+}
 
 /// Reads one sync byte from sbx; exits quietly when sbx failed or went away
 /// (sbx reports the error itself).
@@ -100,6 +224,9 @@ void wait_for(int sock, char want) {
     // "ignored", so un-ignore the ones a shell may have ignored.
     for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
     ::sigprocmask(SIG_SETMASK, &c.caller_mask, nullptr);
+    // Pooled: the command's stdio, received by the init (run_pooled()).
+    for (int fd = 0; fd < 3; ++fd)
+      if (c.stdio[fd] >= 0 && ::dup2(c.stdio[fd], fd) < 0) throw_errno("dup2 the command's stdio");
     // Session and stdio: the pty slave becomes the controlling terminal.
     ::setsid();
     if (pty_slave >= 0) {
@@ -146,7 +273,7 @@ void wait_for(int sock, char want) {
 /// see spec.h) inside the sandbox, with the workload's privileges (it is the
 /// image's code): bounding set, capabilities, no_new_privs, seccomp. Its
 /// failure is a warning, as the NVIDIA toolkit's update-ldcache hook.
-void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
+void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool pooled) {
   std::string ldconfig;
   for (const char* p : {"/sbin/ldconfig", "/usr/sbin/ldconfig"}) {
     struct stat st {};
@@ -159,7 +286,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     log::debug("no ldconfig in the image; the GPU library dirs are not added to its ld.so.cache");
     return;
   }
-  pid_t pid = ::fork();
+  pid_t pid = pooled ? ::_Fork() : ::fork();  // (why _Fork: see the workload's fork in init_main)
   if (pid < 0) throw_errno("fork ldconfig");
   if (pid == 0) {
     try {
@@ -170,7 +297,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       }
       ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
       drop_bounding(caps);
-      if (::syscall(SYS_setgroups, 0, nullptr) < 0) throw_errno("setgroups");  // (raw: see init_main)
+      if (::syscall(SYS_setgroups, 0, nullptr) < 0) throw_errno("setgroups");  // raw: see credentials.cpp
       apply_capabilities(caps, true);
       if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
       install_default_seccomp();
@@ -200,6 +327,13 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     if (c.commit_w >= 0) ::close(c.commit_w);
     struct pollfd pfd {c.sock, 0, 0};
     if (::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLHUP)) ::_exit(kExitSbxFailed);  // sbx already gone
+    if (c.pooled) {
+      // Cloned from a thread of a busy owner: keep only our own fds.
+      std::vector<int> keep{c.sock};
+      for (int fd : c.idmapped_layers) keep.push_back(fd);
+      for (const auto& b : c.binds) keep.push_back(b.tree_fd);
+      close_all_but(std::move(keep));
+    }
 
     // 1. user namespace: wait until sbx has written our id maps and idmapped
     //    the layers and volumes, then become the namespace's root (host uid =
@@ -217,8 +351,8 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
         if (upper_fd < 0) throw_errno("open the upper dir " + spec.upper_dir);
       }
       // Raw system calls: after the raw clone, glibc's wrappers would wait
-      // for the parent's other threads to change ids too (nptl setxid), and
-      // a multithreaded sbx (`sbx serve`) hung here forever.
+      // for the parent's other threads to change ids too (nptl setxid): a
+      // multithreaded sbx (`sbx serve`, the warm pool's refill threads) hung here.
       if (::syscall(SYS_setresgid, 0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
       if (::syscall(SYS_setresuid, 0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
       // A change of euid clears the parent-death signal (prctl(2)): set it
@@ -299,7 +433,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       // No device cgroup without BPF: never let the sandbox create device nodes.
       std::erase(caps, CAP_MKNOD);
     }
-    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps);
+    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps, c.pooled);
     finish_rootfs(spec);
 
     // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
@@ -317,13 +451,35 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     wait_for(c.sock, 'G');
     enter_cgroup_namespace();
 
+    // 6b. pooled: ready; wait for the one command (run_pooled()).
+    const ChildCtx* cp = &c;
+    ChildCtx pc;
+    SandboxSpec pspec;
+    if (c.pooled) {
+      pc = c;
+      PooledCommand cmd = receive_command(c.sock, pc.stdio);
+      write_command_files(cmd);
+      pspec = spec;
+      pspec.process.args = std::move(cmd.args);
+      pspec.process.env = std::move(cmd.env);
+      pspec.stdin_open = true;  // the fd sbx sent
+      pc.spec = &pspec;
+      cp = &pc;
+    }
+
     // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
     pid_t pid = -1;
-    if (!spec.process.args.empty()) {
-      pid = ::fork();
+    if (!cp->spec->process.args.empty()) {
+      // Pooled: this init is a clone3 child of a multi-threaded sbx, whose
+      // other threads may have held glibc's locks (malloc arenas) at the
+      // clone; fork() takes them all (atfork), _Fork() takes none and gives
+      // the child a consistent single-thread view.
+      pid = c.pooled ? ::_Fork() : ::fork();
       if (pid < 0) throw_errno("fork the workload");
-      if (pid == 0) workload_main(c, user, caps, slave);
+      if (pid == 0) workload_main(*cp, user, caps, slave);
     }
+    for (int& fd : pc.stdio)
+      if (fd >= 0) ::close(std::exchange(fd, -1));
     if (slave >= 0) ::close(slave);
     // Only the first process holds its stdin: its writer's close is its EOF.
     if (c.stdin_fd >= 0) ::close(c.stdin_fd);
@@ -425,6 +581,8 @@ Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
     saved_mask = o.saved_mask;
     commit_fd = std::exchange(o.commit_fd, -1);
     net = std::exchange(o.net, NetworkLease{});
+    setup_sock = std::exchange(o.setup_sock, -1);
+    owns_mask = o.owns_mask;
     o.state_dir.clear();
   }
   return *this;
@@ -450,6 +608,7 @@ void Sandbox::commit() noexcept {
 
 void Sandbox::destroy() noexcept {
   if (commit_fd >= 0) ::close(std::exchange(commit_fd, -1));  // uncommitted: the init dies
+  if (setup_sock >= 0) ::close(std::exchange(setup_sock, -1));  // an unused pooled one: EOF, it exits
   bool pid_reaped = false;  // its network namespace dies with it
   if (pid > 0) {
     if (exit_status < 0) {
@@ -458,14 +617,16 @@ void Sandbox::destroy() noexcept {
     }
     pid_reaped = exit_status >= 0;
     pid = -1;
-    // Swallow forwarded signals that arrived after the last wait, then give
-    // the caller its signal mask back.
-    struct timespec zero {};
-    sigset_t set = forwarded_signals();
-    sigaddset(&set, SIGCHLD);
-    while (::sigtimedwait(&set, nullptr, &zero) > 0) {
+    if (owns_mask) {
+      // Swallow forwarded signals that arrived after the last wait, then give
+      // the caller its signal mask back.
+      struct timespec zero {};
+      sigset_t set = forwarded_signals();
+      sigaddset(&set, SIGCHLD);
+      while (::sigtimedwait(&set, nullptr, &zero) > 0) {
+      }
+      ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
     }
-    ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
   }
   if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
@@ -488,7 +649,8 @@ void Sandbox::destroy() noexcept {
 
 void Sandbox::release() noexcept {
   commit();
-  if (pid > 0) ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
+  if (setup_sock >= 0) ::close(std::exchange(setup_sock, -1));
+  if (pid > 0 && owns_mask) ::sigprocmask(SIG_SETMASK, &saved_mask, nullptr);
   pid = -1;
   if (pidfd >= 0) ::close(std::exchange(pidfd, -1));
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
@@ -501,7 +663,9 @@ void Sandbox::release() noexcept {
 Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   if (opts.detached && spec.process.terminal)
     throw Error("a detached sandbox has no terminal to attach (-t): use 'sbx exec -it' to get one");
-  if (spec.process.args.empty() && !opts.detached)
+  if (opts.pooled && (opts.detached || spec.process.terminal))
+    throw Error("a pooled sandbox cannot be detached or have a terminal (front-end bug)");
+  if (spec.process.args.empty() && !opts.detached && !opts.pooled)
     throw Error("no command to run: give one after the image, or use an image with an Entrypoint or Cmd");
   Sandbox sb;
   sb.id = spec.id.empty() ? new_sandbox_id() : spec.id;
@@ -525,6 +689,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
         if (*f >= 0) ::close(std::exchange(*f, -1));
     }
   } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w, &ctx.commit_r}};
+  ctx.pooled = opts.pooled;
   if (spec.network == NetworkMode::Private) {
     // The address first (recorded before anything is made); the veth and
     // rules once the sandbox's namespace exists (after the clone).
@@ -619,7 +784,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   sigset_t block = forwarded_signals();
   sigaddset(&block, SIGCHLD);
   ::sigprocmask(SIG_BLOCK, &block, &sb.saved_mask);
-  ctx.caller_mask = sb.saved_mask;
+  ctx.caller_mask = opts.pooled ? opts.command_mask : sb.saved_mask;
   pid_t pid;
   try {
     pid = clone_sandbox(clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0), &sb.pidfd);
@@ -635,6 +800,12 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   }
   sb.pid = pid;
   ::close(sv[1]);
+  if (opts.pooled) {
+    // No wait() forwards signals to a pooled sandbox: the caller's mask
+    // stays its own (the init inherited the blocked set it needs).
+    ::sigprocmask(SIG_SETMASK, &sb.saved_mask, nullptr);
+    sb.owns_mask = false;
+  }
 
   int sock = sv[0];
   try {
@@ -710,9 +881,15 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     // The sandbox is busy building its file system: use the time to remove
     // what an earlier, SIGKILLed sbx left behind (runtime/state.h gc()).
     if (opts.gc_stale) gc(opts.run_root);
-    ChildReport report = read_child_report(sock);  // until EOF: exec'd (or setup died)
+    // Until EOF: exec'd (or setup died); pooled: until 'R', the init waits.
+    ChildReport report = read_child_report(sock, opts.pooled ? 'R' : 0);
     sb.pty_master = report.pty_master;
     if (report.read_errno) throw_errno("read the sandbox's setup status", report.read_errno);
+    if (report.stopped) {
+      sb.setup_sock = std::exchange(sock, -1);
+      return sb;
+    }
+    if (opts.pooled && report.error.empty()) report.error = "the pooled sandbox " + sb.id + " ended during its setup";
     ::close(sock);
     sock = -1;
     if (!report.error.empty()) {
@@ -727,6 +904,47 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     throw;
   }
   return sb;
+}
+
+void run_pooled(Sandbox& sb, const PooledCommand& cmd) {
+  if (sb.setup_sock < 0 || sb.exit_status >= 0)
+    throw Error("sandbox " + sb.id + " is not a pooled sandbox waiting for its command");
+  for (int fd : cmd.stdio)
+    if (fd < 0) throw Error("run_pooled: the command's three stdio fds are required");
+  Fd payload(::memfd_create("sbx-pooled-command", MFD_CLOEXEC));
+  if (payload.fd < 0) throw_errno("memfd for the pooled command");
+  fs::write_all(payload.fd, encode_command(cmd), "the pooled command");
+  char tag = 'C';
+  struct iovec iov {&tag, 1};
+  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))] = {};
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(4 * sizeof(int));
+  int fds[4] = {cmd.stdio[0], cmd.stdio[1], cmd.stdio[2], payload.fd};
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  // The command's time starts now (timeout, wall time).
+  sb.started = std::chrono::steady_clock::now();
+  Fd sock(std::exchange(sb.setup_sock, -1));
+  if (::sendmsg(sock.fd, &msg, MSG_NOSIGNAL) < 0) {
+    int e = errno;
+    sock = Fd();
+    reap(sb, true);
+    throw_errno("send the command to the pooled sandbox " + sb.id, e);
+  }
+  payload = Fd();
+  ChildReport report = read_child_report(sock.fd);  // until EOF: exec'd (or failed)
+  if (report.pty_master >= 0) ::close(report.pty_master);
+  if (report.read_errno) throw_errno("read the pooled sandbox's status", report.read_errno);
+  if (!report.error.empty()) {
+    reap(sb, true);
+    throw Error(report.error, 0, report.exit_code ? report.exit_code : kExitSbxFailed);
+  }
 }
 
 ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {

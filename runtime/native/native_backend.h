@@ -17,6 +17,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/sandbox_network.h"
@@ -57,6 +59,15 @@ struct StartOptions {
   /// destroy(). A disk-backed spec.upper_dir is then owned by the sandbox's
   /// root (runtime/linux/userns.h prepare_upper_for_userns).
   bool userns = false;
+  /// A warm-pool sandbox (engine/pool.h): everything is set up (namespaces,
+  /// cgroup, network, root file system) but no command runs; start() returns
+  /// once the init waits for one, and run_pooled() gives it exactly one.
+  /// spec.process.args is ignored. Not with `detached` or a terminal. The
+  /// init keeps no fd of the caller's but its setup channel, and its stdio is
+  /// /dev/null until the command's fds arrive.
+  bool pooled = false;
+  /// pooled: the signal mask the command starts with (else the caller's).
+  sigset_t command_mask{};
 };
 
 /// A started sandbox: a handle on its init process and its resources.
@@ -87,6 +98,12 @@ class Sandbox {
   int commit_fd = -1;
   /// --network private: its address, veth and rules (released by destroy()).
   NetworkLease net;
+  /// StartOptions::pooled: sbx's end of the setup channel until run_pooled().
+  int setup_sock = -1;
+  /// start() blocked signals in its thread and destroy() gives the old mask
+  /// back (and drops forwarded signals still pending); false for a pooled
+  /// sandbox handed to another thread, whose mask destroy() leaves alone.
+  bool owns_mask = true;
 
   /// Detached only: the caller has recorded the sandbox as running; from now
   /// on it outlives this sbx. Returns once the init has taken it (or died).
@@ -125,6 +142,26 @@ struct WaitOptions {
 /// sandbox. Reads OOM and pids events before returning. Throws sbx::Error only
 /// on a failure of sbx itself.
 ExitStatus wait(Sandbox& sb, const WaitOptions& opts);
+
+/// The one command of a pooled sandbox (StartOptions::pooled).
+struct PooledCommand {
+  std::vector<std::string> args;  ///< argv; args[0] found on the sandbox's PATH
+  std::vector<std::string> env;   ///< the whole environment ("K=V"); HOME added as for start()
+  /// Files written (mode 0644, owned by the sandbox's root, parents created)
+  /// before the command runs: absolute path in the sandbox → content.
+  std::vector<std::pair<std::string, std::string>> files;
+  int stdio[3] = {-1, -1, -1};  ///< the command's fds 0, 1, 2 (sbx keeps its copies)
+};
+
+/// Runs `cmd` in the pooled sandbox `sb` (from start() with
+/// StartOptions::pooled): sends it to the waiting init, which writes the
+/// files and forks the command; returns once the command has been exec'd and
+/// restarts sb.started (wait()'s timeout and the wall time count from here).
+/// Then wait() and destroy() as for any sandbox; a pooled sandbox runs one
+/// command only. Errors: sbx::Error with 127/126 (not found / not
+/// executable), 125 (a file could not be written, the sandbox died, or it
+/// is not a waiting pooled sandbox).
+void run_pooled(Sandbox& sb, const PooledCommand& cmd);
 
 /// A fresh sandbox id: 64 random hex chars (as docker/podman).
 std::string new_sandbox_id();

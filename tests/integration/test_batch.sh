@@ -126,8 +126,10 @@ check "SIGINT: no sandbox dir left" test -z "$(ls -A "$SBX_RUN_ROOT" 2>/dev/null
 
 # --- SIGKILL of the batch itself: its workers end their sandboxes (parent-death
 # signal), and `sbx gc` removes the task files it kept in RUN_ROOT/.batch-<pid>.
+# (Fresh sandboxes: --pool 0. A pooled task's files are written inside its
+# sandbox, never on the host; the pool's SIGKILL case is test_pool.sh's.)
 for i in 1 2 3; do echo "{\"id\": \"k$i\", \"script\": \"sleep 30\", \"files\": {\"/work/f\": \"x\"}}"; done >"$T/kill.jsonl"
-$SBX batch -q -P 3 --image $BB -o "$T/kill.out" "$T/kill.jsonl" &
+$SBX batch -q -P 3 --pool 0 --image $BB -o "$T/kill.out" "$T/kill.jsonl" &
 bpid=$!
 for _ in $(seq 100); do
   [ "$(ls "$SBX_RUN_ROOT" 2>/dev/null | grep -cE '^[0-9a-f]{64}$')" -ge 3 ] && break
