@@ -1,9 +1,12 @@
 // An owned file descriptor: closed when the owner goes out of scope, so that
 // every error path (sbx::Error is thrown freely) closes what it opened.
 #pragma once
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace sbx {
 
@@ -32,5 +35,20 @@ struct Fd {
   /// Gives up ownership: returns the descriptor, which the caller must close.
   int release() noexcept { return std::exchange(fd, -1); }
 };
+
+/// Closes every descriptor from `from` up except those in `keep` (entries
+/// below `from` or -1 are ignored), with close_range(2): what a child of a
+/// multithreaded sbx does so that no other sandbox's channel or client socket
+/// lives on in it. No throw (a kernel without close_range leaves them open).
+inline void close_fds_except(int from, std::vector<int> keep) noexcept {
+  std::sort(keep.begin(), keep.end());
+  unsigned next = static_cast<unsigned>(from);
+  for (int k : keep) {
+    if (k < from || static_cast<unsigned>(k) < next) continue;
+    if (static_cast<unsigned>(k) > next) ::syscall(SYS_close_range, next, static_cast<unsigned>(k) - 1, 0U);
+    next = static_cast<unsigned>(k) + 1;
+  }
+  ::syscall(SYS_close_range, next, ~0U, 0U);
+}
 
 }  // namespace sbx

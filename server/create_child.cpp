@@ -5,13 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <exception>
-#include <vector>
 
 #include "common/error.h"
+#include "common/fd.h"
 
 namespace sbx::server {
 namespace {
@@ -26,18 +25,6 @@ void write_all_or_stop(int fd, const std::string& s) {
     d += k;
     n -= static_cast<size_t>(k);
   }
-}
-
-/// Closes every fd from `from` up, except those in `keep` (-1 entries ignored).
-void close_all_but(int from, std::vector<int> keep) {
-  std::sort(keep.begin(), keep.end());
-  unsigned next = static_cast<unsigned>(from);
-  for (int k : keep) {
-    if (k < from) continue;
-    if (static_cast<unsigned>(k) > next) ::syscall(SYS_close_range, next, static_cast<unsigned>(k) - 1, 0U);
-    next = static_cast<unsigned>(k) + 1;
-  }
-  ::syscall(SYS_close_range, next, ~0U, 0U);
 }
 
 }  // namespace
@@ -57,7 +44,7 @@ std::string create_in_child(engine::Engine& eng, const engine::SandboxRequest& r
     // the sandbox's stdin (req.stdin_fd) stay open: the server's listening
     // socket and client connections must not live on in the sandbox's holder.
     int w = p[1];
-    close_all_but(3, {w, req.stdin_fd});
+    close_fds_except(3, {w, req.stdin_fd});
     std::string out;
     try {
       out = "0\n" + eng.create(req);

@@ -142,14 +142,7 @@ void close_all_but(std::vector<int> keep) {
   for (int fd = 0; fd < 3; ++fd)
     if (::dup2(null, fd) < 0) throw_errno("dup2 /dev/null");
   if (null > 2) ::close(null);
-  std::sort(keep.begin(), keep.end());
-  unsigned lo = 3;
-  for (int k : keep) {
-    if (k < 3) continue;
-    if (static_cast<unsigned>(k) > lo) ::syscall(SYS_close_range, lo, static_cast<unsigned>(k) - 1, 0U);
-    lo = static_cast<unsigned>(k) + 1;
-  }
-  ::syscall(SYS_close_range, lo, ~0U, 0U);
+  close_fds_except(3, std::move(keep));
 }
 
 /// Pooled init: sends 'R' (ready) and waits for the command; exits quietly
