@@ -700,9 +700,11 @@ int exec(const std::string& root, const ExecRequest& req) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
   CgroupPaths cg = CgroupPaths::from_dirs(st.cgroup_dirs);
+  ForwardedSignalsBlocked held;  // a signal before the wait is forwarded, not fatal
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork");
   if (pid == 0) {
+    held.restore_in_child();
     ::close(sv[0]);
     try {
       keep_only_preserved_fds(req.preserve_fds);
@@ -747,7 +749,7 @@ int exec(const std::string& root, const ExecRequest& req) {
   ::close(sv[0]);
   write_pid_file(req.pid_file, pid);
   if (req.detach) return 0;
-  return wait_forwarding_signals(pid);
+  return wait_forwarding_signals(pid, &held.old);
 }
 
 namespace {
@@ -757,9 +759,25 @@ void forward_signal(int sig) {
 }
 }  // namespace
 
-int wait_forwarding_signals(pid_t pid) {
-  // As runc: every signal the caller gets goes on to the process, but SIGCHLD
-  // (ours) and SIGWINCH (a terminal's size goes through the pty).
+// As runc: every signal the caller gets goes on to the process, but SIGCHLD
+// (ours) and SIGWINCH (a terminal's size goes through the pty).
+static bool forwarded(int s) {
+  return !(s == SIGKILL || s == SIGSTOP || s == SIGCHLD || s == SIGWINCH || (s > 31 && s < SIGRTMIN));
+}
+
+ForwardedSignalsBlocked::ForwardedSignalsBlocked() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s = 1; s < NSIG; ++s)
+    if (forwarded(s)) sigaddset(&set, s);
+  ::sigprocmask(SIG_BLOCK, &set, &old);
+}
+
+ForwardedSignalsBlocked::~ForwardedSignalsBlocked() { ::sigprocmask(SIG_SETMASK, &old, nullptr); }
+
+void ForwardedSignalsBlocked::restore_in_child() const noexcept { ::sigprocmask(SIG_SETMASK, &old, nullptr); }
+
+int wait_forwarding_signals(pid_t pid, const sigset_t* unblock) {
   g_forward_to = pid;
   struct sigaction sa{}, old[NSIG];
   sa.sa_handler = forward_signal;
@@ -767,9 +785,11 @@ int wait_forwarding_signals(pid_t pid) {
   sigemptyset(&sa.sa_mask);
   std::vector<int> sigs;
   for (int s = 1; s < NSIG; ++s) {
-    if (s == SIGKILL || s == SIGSTOP || s == SIGCHLD || s == SIGWINCH || (s > 31 && s < SIGRTMIN)) continue;
+    if (!forwarded(s)) continue;
     if (::sigaction(s, &sa, &old[s]) == 0) sigs.push_back(s);
   }
+  // Held signals arrive now, with the handlers in place.
+  if (unblock) ::sigprocmask(SIG_SETMASK, unblock, nullptr);
   int status_raw = 0;
   while (::waitpid(pid, &status_raw, 0) < 0 && errno == EINTR) {
   }

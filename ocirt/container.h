@@ -10,6 +10,7 @@
 // stdio (pass-through); with process.terminal the pty's master goes to the
 // caller over --console-socket (SCM_RIGHTS).
 #pragma once
+#include <signal.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -103,8 +104,25 @@ int exec(const std::string& root, const ExecRequest& req);
 /// Waits for `pid` (a child of the caller) to end, forwarding every signal
 /// the caller receives meanwhile to it (runc's signal forwarding: all but
 /// SIGCHLD, SIGWINCH, SIGKILL and SIGSTOP), then restores the caller's
-/// handlers. Returns its exit code, or 128+N when signal N killed it. No throw.
-int wait_forwarding_signals(pid_t pid);
+/// handlers. `unblock`: the mask to set once the handlers are in place (see
+/// ForwardedSignalsBlocked: signals that came before are forwarded then).
+/// Returns its exit code, or 128+N when signal N killed it. No throw.
+int wait_forwarding_signals(pid_t pid, const sigset_t* unblock = nullptr);
+
+/// Blocks the signals wait_forwarding_signals forwards from construction
+/// until destruction, so that one arriving between the fork of a process and
+/// the wait (the process may already run and print) is held, then forwarded,
+/// instead of killing sbx-runc. A child forked meanwhile must call
+/// restore_in_child() first. No throw.
+struct ForwardedSignalsBlocked {
+  sigset_t old;
+  ForwardedSignalsBlocked();
+  ~ForwardedSignalsBlocked();
+  ForwardedSignalsBlocked(const ForwardedSignalsBlocked&) = delete;
+  ForwardedSignalsBlocked& operator=(const ForwardedSignalsBlocked&) = delete;
+  /// In a child forked while blocked: back to the caller's mask.
+  void restore_in_child() const noexcept;
+};
 
 /// `ps`: the host pids in the container's cgroup.
 std::vector<pid_t> pids(const std::string& root, const std::string& id);

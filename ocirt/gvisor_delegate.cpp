@@ -34,9 +34,11 @@ int run_and_wait(const std::vector<std::string>& argv) {
   std::vector<char*> a;
   for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
   a.push_back(nullptr);
+  ForwardedSignalsBlocked held;  // a signal before the wait is forwarded, not fatal
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork for runsc");
   if (pid == 0) {
+    held.restore_in_child();
     ::execv(a[0], a.data());
     std::string m = "sbx-runc: exec " + argv[0] + ": " + std::strerror(errno) + " (set SBX_RUNSC or install gVisor)\n";
     ssize_t n = ::write(2, m.data(), m.size());
@@ -45,7 +47,7 @@ int run_and_wait(const std::vector<std::string>& argv) {
   }
   // runsc forwards what it gets to the container (run, exec, restore in the
   // foreground), so sbx-runc passes the signals it gets on to runsc.
-  return wait_forwarding_signals(pid);
+  return wait_forwarding_signals(pid, &held.old);
 }
 
 // run_and_wait with no output (a probe).
