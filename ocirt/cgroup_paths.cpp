@@ -134,6 +134,18 @@ CgroupPaths CgroupPaths::create(const std::string& cgroups_path, const std::stri
     throw Error("config.json: linux.cgroupsPath: '" + rel +
                 "' is a systemd slice:prefix:name path; sbx-runc manages cgroups with cgroupfs "
                 "(use --cgroup-manager cgroupfs / SystemdCgroup = false)");
+  // A parent removed by a concurrent destroy() between our mkdirs (the
+  // default "sbx-runc" parent goes with its last container): start again.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return create_once(rel, res);
+    } catch (const Error& e) {
+      if (e.err() != ENOENT || attempt >= 10) throw;
+    }
+  }
+}
+
+CgroupPaths CgroupPaths::create_once(const std::string& rel, const Resources& res) {
   CgroupPaths p;
   try {
     for (const auto& h : hierarchies()) {
@@ -293,6 +305,13 @@ std::vector<std::string> CgroupPaths::destroy() const noexcept {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (const auto& d : left) log::warn("could not remove cgroup " + d);
+  // The default parent (linux.cgroupsPath unset: "sbx-runc/<id>") is sbx-runc's
+  // own: it goes with its last container (rmdir fails while others use it;
+  // a create racing this retries, see create()).
+  for (const auto& d : dirs) {
+    std::string parent = d.substr(0, d.rfind('/'));
+    if (parent.size() > 9 && parent.compare(parent.size() - 9, 9, "/sbx-runc") == 0) ::rmdir(parent.c_str());
+  }
   return left;
 }
 

@@ -46,8 +46,14 @@ struct CgroupPaths {
   /// Whether the cgroup is frozen now.
   bool frozen() const noexcept;
   /// Kills what is left and removes the dirs (retrying while the kernel
-  /// still counts dying tasks). No throw; returns the dirs it could not remove.
+  /// still counts dying tasks), and the default parent "sbx-runc" once no
+  /// container uses it. No throw; returns the dirs it could not remove.
   std::vector<std::string> destroy() const noexcept;
+
+ private:
+  /// One attempt of create() for the cgroup path `rel` (mkdir -p in every
+  /// hierarchy, then `res`). Throws sbx::Error (ENOENT: a parent vanished).
+  static CgroupPaths create_once(const std::string& rel, const Resources& res);
 };
 
 }  // namespace sbx::ocirt
