@@ -152,6 +152,27 @@ check "the other task learnt that address" test "$(head -1 <<<"$cli")" = "$found
 check "... and was refused there ($(sed -n 2p <<<"$cli"))" grep -qi refused <<<"$(sed -n 2p <<<"$cli")"
 check "open egress: the test host B is reachable from it" test "$(tail -1 <<<"$cli")" = B
 
+# --- NET IO in sbx stats: a private sandbox's veth counters ---------------------------
+head -c 200000 /dev/urandom >"$T/www-A/big"
+id=$($SBX create --network private $BB sh -c "$(get 192.0.2.10/big) >/dev/null; sleep 30")
+check "created a private sandbox" test -n "$id"
+rx=0
+for _ in $(seq 50); do
+  rx=$($SBX stats --no-stream --json "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["net_rx_bytes"] or 0)')
+  [ "$rx" -ge 200000 ] && break
+  sleep 0.1
+done
+tx=$($SBX stats --no-stream --json "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["net_tx_bytes"])')
+check "sbx stats --json: net_rx_bytes ≥ the 200000 fetched ($rx)" test "$rx" -ge 200000
+check "... and < 400000: its own traffic only ($rx)" test "$rx" -lt 400000
+check "net_tx_bytes counts its request ($tx)" test "$tx" -gt 0
+check "sbx stats: NET IO column filled ($($SBX stats --no-stream "$id" | tail -1 | awk '{print $9, $10, $11}'))" \
+  bash -c "! $SBX stats --no-stream '$id' | tail -1 | grep -q -- '-- / --'"
+id2=$($SBX create $BB sleep 30)
+check "a --network none sandbox: net_rx_bytes null (not counted)" \
+  test "$($SBX stats --no-stream --json "$id2" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["net_rx_bytes"])')" = None
+$SBX rm -f "$id" "$id2" >/dev/null
+
 # --- bad input ---------------------------------------------------------------------
 expect_rc "--allow-egress without --network private: 125" 125 $SBX batch -q --allow-egress 192.0.2.10 --image $BB "$T/eg.jsonl"
 expect_rc "a bad CIDR: 125 before any task" 125 $SBX batch -q --network private --allow-egress 300.1.2.3/8 --image $BB "$T/eg.jsonl"
