@@ -66,7 +66,7 @@ for l in open(sys.argv[1]):
 # test's or user's).
 net_left() {
   local f id
-  for f in /run/sbx-net/*.json; do [ -e "$f" ] && grep -l -F "$SBX_RUN_ROOT" "$f"; done
+  for f in /run/sbx-net/*.json; do [ -e "$f" ] && grep -l -F "$SBX_RUN_ROOT" "$f" 2>/dev/null; done
   for id in $(cat "$T/ids" 2>/dev/null); do
     ip -o link show "sbx${id:0:12}" >/dev/null 2>&1 && echo "veth sbx${id:0:12}"
     nft list table inet sbx 2>/dev/null | grep -q "${id:0:12}" && echo "nft ${id:0:12}"
@@ -152,6 +152,35 @@ check "the other task learnt that address" test "$(head -1 <<<"$cli")" = "$found
 check "... and was refused there ($(sed -n 2p <<<"$cli"))" grep -qi refused <<<"$(sed -n 2p <<<"$cli")"
 check "open egress: the test host B is reachable from it" test "$(tail -1 <<<"$cli")" = B
 
+# --- a domain allow-list: each pooled sandbox's own DNS proxy -----------------------
+# The test's DNS server lives in web A's namespace, on 192.0.2.53.
+if command -v dnsmasq >/dev/null; then
+  ip -n "$NSA" addr add 192.0.2.53/26 dev eth0
+  ip netns exec "$NSA" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts --bind-interfaces \
+    --listen-address=192.0.2.53 --pid-file= --user=root --log-facility=/dev/null \
+    --address=/web.example.test/192.0.2.10 --address=/other.test/192.0.2.74 &
+  SRV_PIDS+=($!)
+  sleep 0.3
+  cat >"$T/dns.jsonl" <<J
+{"id": "d1", "script": "$(get web.example.test/id)"}
+{"id": "d2", "script": "$(get web.example.test/id)"}
+{"id": "d3", "script": "nslookup other.test 2>&1 | grep -c 192.0.2.74; $(get 192.0.2.74/id)"}
+J
+  proxies_before=$(pgrep -f "dnsmasq.*nftset=.*inet#sbx#" | sort)
+  expect_rc "a batch with a domain allow-list (exit 0)" 0 $SBX batch -q -P 2 --network private --dns 192.0.2.53 \
+    --allow-egress web.example.test --image $BB -o "$T/dns.out" "$T/dns.jsonl"
+  check "an allowed domain resolves and connects in pooled tasks ($(stdout_of "$T/dns.out" d1 | tr '\n' ' ')$(stdout_of "$T/dns.out" d2))" \
+    test "$(stdout_of "$T/dns.out" d1)$(stdout_of "$T/dns.out" d2)" = AA
+  d3=$(stdout_of "$T/dns.out" d3)
+  check "a name not allowed does not resolve, its address is refused ($(tr '\n' ' ' <<<"$d3"))" \
+    bash -c "test \"\$(head -1 <<<\"\$1\")\" = 0 && grep -qi refused <<<\"\$1\"" _ "$d3"
+  # (Other users' sandboxes may have proxies of their own: only new ones count.)
+  left=$(comm -13 <(echo "$proxies_before") <(pgrep -f "dnsmasq.*nftset=.*inet#sbx#" | sort) | tr '\n' ' ')
+  check "no DNS proxy of the batch left ($left)" test -z "$(tr -d ' ' <<<"$left")"
+else
+  echo "skip: dnsmasq not installed (apt-get install dnsmasq-base): no domain allow-list check"
+fi
+
 # --- NET IO in sbx stats: a private sandbox's veth counters ---------------------------
 head -c 200000 /dev/urandom >"$T/www-A/big"
 id=$($SBX create --network private $BB sh -c "$(get 192.0.2.10/big) >/dev/null; sleep 30")
@@ -218,7 +247,19 @@ sleep 0.3
 kill -KILL $bpid
 wait $bpid 2>/dev/null
 wait $wpid
-for _ in $(seq 150); do [ -z "$(net_left)" ] && break; sleep 0.1; done
+# (The guardian removes the sandboxes after the owner's death, with retries:
+# their state dirs and cgroups go within a few seconds.)
+sbx_left() {
+  local id
+  ls "$SBX_RUN_ROOT" 2>/dev/null | grep -E '^[0-9a-f]{64}$'
+  for id in $(sort -u "$T/ids"); do ls -d /sys/fs/cgroup/*/sbx/sbx-"${id:0:12}" /sys/fs/cgroup/*/sbx-"${id:0:12}" 2>/dev/null; done
+}
+# The pool's guardian (a fork of the batch: its command line names kill.out)
+# exits when it has removed them all; sandboxes killed before their lease
+# was written are known to it only.
+for _ in $(seq 150); do [ -z "$(pgrep -f -- "$T/kill.out")$(net_left)$(sbx_left)" ] && break; sleep 0.1; done
+check "SIGKILL of the batch: its pool's guardian has finished within 15 s" test -z "$(pgrep -f -- "$T/kill.out")"
+check "SIGKILL of the batch: its sandboxes and cgroups are gone within 15 s: $(sbx_left | tr '\n' ' ')" test -z "$(sbx_left)"
 check "SIGKILL of the batch: nothing of its $(sort -u "$T/ids" | wc -l) networks left within 15 s: $(net_left | tr '\n' ' ')" \
   test -z "$(net_left)"
 
