@@ -156,7 +156,7 @@ void register_batch_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_flag("--resume", f->resume, "Keep -o FILE and skip the tasks whose id has a result in it");
   cmd->add_option("--max-output", f->max_output, "Bytes of stdout and of stderr kept per task (more: *_truncated)")
       ->capture_default_str();
-  cmd->add_option("--userns", f->userns, "auto (own user namespace with --network none) or host")->capture_default_str();
+  cmd->add_option("--userns", f->userns, "auto (own user namespace unless the task's network is host) or host")->capture_default_str();
   cmd->add_option("--runtime", f->runtime, "native or gvisor")->envname("SBX_RUNTIME")->capture_default_str();
   cmd->add_option("--runsc", f->runsc, "gVisor: the runsc binary (default: from $PATH)");
   cmd->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr");
