@@ -11,6 +11,7 @@
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "runtime/linux/network_options.h"
 
 namespace sbx::cli {
 
@@ -19,6 +20,7 @@ namespace {
 struct BatchFlags {
   std::string tasks, output, image, timeout, memory, max_output = "1m";
   std::string network = "none", userns = "auto", runtime = "native", runsc;
+  std::vector<std::string> allow_egress, deny_egress, dns, add_hosts;  ///< --network private
   int parallel = 1;
   int pool = -1;  ///< -1: as --parallel
   bool resume = false, quiet = false;
@@ -28,7 +30,8 @@ const char* kBatchFooter =
     "Task lines (JSON, one per line):\n"
     "  {\"id\": \"t1\", \"image\": \"python\", \"cmd\": [\"python3\", \"/work/x.py\"] | \"script\": \"echo hi\",\n"
     "   \"stdin\": \"…\", \"env\": {\"K\": \"V\"}, \"files\": {\"/work/x.py\": \"text\", \"/work/b\": {\"base64\": \"…\"}},\n"
-    "   \"timeout\": 10 | \"10s\", \"memory\": \"256m\", \"pids_limit\": 64, \"cpus\": 0.5}\n"
+    "   \"timeout\": 10 | \"10s\", \"memory\": \"256m\", \"pids_limit\": 64, \"cpus\": 0.5,\n"
+    "   \"network\": \"none\" | \"private\" | \"host\" (else --network; private takes the egress options)}\n"
     "  cmd is the whole argv (the image's Entrypoint is not prepended); id is required and unique.\n"
     "Result lines (JSON, as tasks finish; to stdout, or appended to -o FILE):\n"
     "  id, line, exit_code, end_reason (exit, signal, timeout, oom, failed, invalid), error, stdout, stderr,\n"
@@ -67,13 +70,30 @@ int batch(const Globals& g, const BatchFlags& f) {
   req.runsc = f.runsc;
   SandboxFlags sf;
   sf.network = f.network;
+  sf.allow_egress = f.allow_egress;
+  sf.deny_egress = f.deny_egress;
+  sf.dns = f.dns;
+  sf.add_hosts = f.add_hosts;
   sf.userns = f.userns;
   sf.runtime = f.runtime;
   sf.runsc = f.runsc;
   sf.exact = true;
   sf.memory = f.memory;
-  // The userns choice is the same for every image (it depends on the network).
-  req.userns = f.userns == "auto" && f.network == "none";
+  // Own user namespace unless the task's network is the host's (the engine
+  // decides per task: a task line may name its network), as `sbx run`.
+  req.userns = f.userns == "auto";
+  // The egress options are checked once here, not per image (a bad one would
+  // fail every task): as `sbx run`, they need --network private.
+  if (f.network != "private" && f.network != "bridge" &&
+      !(f.allow_egress.empty() && f.deny_egress.empty() && f.dns.empty() && f.add_hosts.empty()))
+    throw Error("--allow-egress, --deny-egress, --dns and --add-host need --network private");
+  if (f.network == "private" || f.network == "bridge") {
+    spec::NetworkOptions no;
+    no.allow_egress = f.allow_egress;
+    no.deny_egress = f.deny_egress;
+    no.dns = f.dns;
+    runtime::validate_network_options(no);  // a bad CIDR: exit 125 before any task
+  }
   req.base_spec = [&g, sf](const std::string& image) {
     SandboxFlags one = sf;
     one.positional = {image, "true"};  // a command for apply_image_config; each task's argv replaces it
@@ -120,12 +140,23 @@ void register_batch_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--image", f->image, "Image for tasks without \"image\"");
   cmd->add_option("--timeout", f->timeout, "Kill a task's sandbox after this long (10s, 1m); end_reason timeout");
   cmd->add_option("-m,--memory", f->memory, "Memory limit per task (e.g. 256m; default: sbx run's); end_reason oom");
-  cmd->add_option("--network", f->network, "none (default) or host")->capture_default_str();
+  cmd->add_option("--network", f->network,
+                  "none (default), private (each task its own network; the egress options below) or host")
+      ->capture_default_str();
+  cmd->add_option("--allow-egress", f->allow_egress,
+                  "With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN (repeatable); all else is refused")
+      ->allow_extra_args(false);
+  cmd->add_option("--deny-egress", f->deny_egress, "With --network private: refuse this IP or CIDR (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--dns", f->dns, "With --network private: a DNS server for /etc/resolv.conf (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--add-host", f->add_hosts, "With --network private: add NAME:IP to /etc/hosts (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("-o,--output", f->output, "Append result lines to FILE (else print them)")->type_name("FILE");
   cmd->add_flag("--resume", f->resume, "Keep -o FILE and skip the tasks whose id has a result in it");
   cmd->add_option("--max-output", f->max_output, "Bytes of stdout and of stderr kept per task (more: *_truncated)")
       ->capture_default_str();
-  cmd->add_option("--userns", f->userns, "auto (own user namespace with --network none) or host")->capture_default_str();
+  cmd->add_option("--userns", f->userns, "auto (own user namespace unless the task's network is host) or host")->capture_default_str();
   cmd->add_option("--runtime", f->runtime, "native or gvisor")->envname("SBX_RUNTIME")->capture_default_str();
   cmd->add_option("--runsc", f->runsc, "gVisor: the runsc binary (default: from $PATH)");
   cmd->add_flag("-q,--quiet", f->quiet, "No progress or summary on stderr");

@@ -98,6 +98,9 @@ json rows_json(const std::vector<Row>& rows) {
                    {"mem_limit_bytes", r.s.memory_limit_bytes},
                    {"mem_percent", r.mem_percent},
                    {"max_rss_bytes", r.s.usage.max_rss_bytes},
+                   // (null: not counted — --network none or host)
+                   {"net_rx_bytes", r.s.net_rx_bytes ? json(*r.s.net_rx_bytes) : json(nullptr)},
+                   {"net_tx_bytes", r.s.net_tx_bytes ? json(*r.s.net_tx_bytes) : json(nullptr)},
                    {"block_read_bytes", r.s.usage.io_read_bytes},
                    {"block_write_bytes", r.s.usage.io_write_bytes},
                    {"pids", r.s.pids},
@@ -114,9 +117,12 @@ void print_table(const std::vector<Row>& rows, bool no_trunc) {
     std::string mem = units::format_size(r.s.memory_bytes) + " / " +
                       (r.s.memory_limit_bytes ? units::format_size(r.s.memory_limit_bytes) : std::string("--"));
     std::string blk = units::format_size_si(r.s.usage.io_read_bytes) + " / " + units::format_size_si(r.s.usage.io_write_bytes);
+    std::string net = r.s.net_rx_bytes ? units::format_size_si(*r.s.net_rx_bytes) + " / " +
+                                             units::format_size_si(r.s.net_tx_bytes.value_or(0))
+                                       : std::string("-- / --");
     std::printf("%-12s  %-16s  %-8s  %-22s  %-8s  %-13s  %-22s  %-5llu  %-10s  %s\n",
                 (no_trunc ? r.id : r.id.substr(0, 12)).c_str(), r.name.c_str(), percent(r.cpu_percent).c_str(),
-                mem.c_str(), percent(r.mem_percent).c_str(), "-- / --", blk.c_str(),
+                mem.c_str(), percent(r.mem_percent).c_str(), net.c_str(), blk.c_str(),
                 static_cast<unsigned long long>(r.s.pids), cpu_time(r.s.usage.cpu_ms).c_str(),
                 percent(r.avg_cpu_percent).c_str());
   }
@@ -145,11 +151,11 @@ int stats(const Globals& g, const StatsFlags& f) {
 
 void register_stats_command(CLI::App& app, Globals& g, Action& action) {
   auto f = std::make_shared<StatsFlags>();
-  CLI::App* cmd = app.add_subcommand("stats", "Show live resource usage of running sandboxes (cpu, memory, block I/O, pids)");
+  CLI::App* cmd = app.add_subcommand("stats", "Show live resource usage of running sandboxes (cpu, memory, network and block I/O, pids)");
   cmd->footer(
       "Columns (podman's): CPU % since the last sample (the first: since the start), MEM USAGE / LIMIT (memory\n"
-      "cgroup, incl. page cache), BLOCK IO read / written, PIDS, CPU TIME (user+system), AVG CPU % since the start.\n"
-      "NET IO is not counted yet. The end-of-life numbers of every sandbox\n"
+      "cgroup, incl. page cache), NET IO received / sent (--network private: its veth; none and host: -- / --),\n"
+      "BLOCK IO read / written, PIDS, CPU TIME (user+system), AVG CPU % since the start. The end-of-life numbers of every sandbox\n"
       "are in 'sbx inspect' (State.CpuMs, MaxRssBytes, …) and 'sbx run --end-record'.");
   cmd->add_option("SANDBOX", f->refs, "Sandboxes (id, prefix or name; default: every running one)");
   cmd->add_flag("--no-stream", f->no_stream, "Print one sample and exit");

@@ -95,7 +95,7 @@ _sbx() {
     push) opts="-q --quiet --json $reg"; words_list=$images ;;
     login) opts="-u --username -p --password --password-stdin $reg" ;;
     logout) opts="-a --all --authfile" ;;
-    batch) opts="-P --parallel --pool --image --timeout -m --memory --network -o --output --resume --max-output --userns --runtime --runsc -q --quiet"; words_list=$(compgen -f -- "$cur") ;;
+    batch) opts="-P --parallel --pool --image --timeout -m --memory --network --allow-egress --deny-egress --dns --add-host -o --output --resume --max-output --userns --runtime --runsc -q --quiet"; words_list=$(compgen -f -- "$cur") ;;
     system)
       # Its own subcommand: tune [--favordynmods on|off] [--json].
       local ssub="" k2

@@ -407,7 +407,11 @@ _sbx_batch() {
     '--image[Image for tasks without an image]:image:__sbx_images' \
     '--timeout[Kill a task after this long]:value: ' \
     '(-m --memory)'{-m,--memory}'[Memory limit per task]:value: ' \
-    '--network[Network]:value:(none host)' \
+    '--network[Network]:value:(none private host)' \
+    '*--allow-egress[With --network private\: allow only this IP, CIDR or domain]:value: ' \
+    '*--deny-egress[With --network private\: refuse this IP or CIDR]:value: ' \
+    '*--dns[With --network private\: DNS server]:value: ' \
+    '*--add-host[With --network private\: add NAME\:IP to /etc/hosts]:value: ' \
     '(-o --output)'{-o,--output}'[Append result lines to FILE]:file:_files' \
     '--resume[Skip tasks that have a result in the output]' \
     '--max-output[Bytes of stdout and stderr kept per task]:value: ' \

@@ -53,7 +53,30 @@ struct Task {
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<int64_t> memory_bytes, pids_limit;
   std::optional<double> cpus;
+  std::optional<NetworkMode> network;  ///< "network": else the batch's
 };
+
+/// "none", "private" (or "bridge"), "host" → the mode; throws sbx::Error.
+NetworkMode parse_network(const std::string& v) {
+  if (v == "none") return NetworkMode::None;
+  if (v == "private" || v == "bridge") return NetworkMode::Private;
+  if (v == "host") return NetworkMode::Host;
+  throw Error("\"network\" must be none, private or host (not \"" + v + "\")");
+}
+
+const char* network_name(NetworkMode m) {
+  return m == NetworkMode::Private ? "private" : m == NetworkMode::Host ? "host" : "none";
+}
+
+/// The task's network on a copy of its image's base spec: a task line's
+/// "network" other than the batch's replaces it (private then has the
+/// batch's egress options when the batch is private too, else open egress;
+/// none and host have none of them).
+void apply_task_network(SandboxSpec& spec, const Task& t) {
+  if (!t.network || *t.network == spec.network) return;
+  if (*t.network != NetworkMode::Private || spec.network != NetworkMode::Private) spec.net = {};
+  spec.network = *t.network;
+}
 
 Task parse_task(const std::string& text, size_t line) {
   Task t;
@@ -75,8 +98,9 @@ Task parse_task(const std::string& text, size_t line) {
     if (t.id.empty()) throw Error("\"id\" is missing or empty");
     for (const auto& [k, v] : j.items())
       if (k != "id" && k != "image" && k != "cmd" && k != "script" && k != "stdin" && k != "env" && k != "files" &&
-          k != "timeout" && k != "memory" && k != "pids_limit" && k != "cpus")
-        throw Error("unknown key \"" + k + "\" (id, image, cmd, script, stdin, env, files, timeout, memory, pids_limit, cpus)");
+          k != "timeout" && k != "memory" && k != "pids_limit" && k != "cpus" && k != "network")
+        throw Error("unknown key \"" + k +
+                    "\" (id, image, cmd, script, stdin, env, files, timeout, memory, pids_limit, cpus, network)");
     if (j.contains("image")) t.image = j["image"].get<std::string>();
     if (j.contains("cmd") == j.contains("script")) throw Error("give exactly one of \"cmd\" (argv) and \"script\"");
     if (j.contains("cmd")) {
@@ -127,6 +151,7 @@ Task parse_task(const std::string& text, size_t line) {
       t.cpus = j["cpus"].get<double>();
       if (*t.cpus <= 0) throw Error("\"cpus\" must be above 0");
     }
+    if (j.contains("network")) t.network = parse_network(j["network"].get<std::string>());
   } catch (const std::exception& e) {
     // nlohmann's type errors say "type must be string, but is number".
     t.error = "line " + std::to_string(line) + (t.id.empty() ? "" : " (id " + t.id + ")") + ": " + e.what();
@@ -312,7 +337,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
   int sfd = ::signalfd(-1, &stop_set, SFD_CLOEXEC | SFD_NONBLOCK);
 
   std::map<std::string, SandboxSpec> bases;
-  // Warm pools, one per image (declared before `running`: a taken sandbox
+  // Warm pools, one per image and network (declared before `running`: a taken sandbox
   // dies with its pool, engine/pool.h).
   std::map<std::string, std::unique_ptr<WarmPool>> pools;
   std::map<std::string, std::string> base_errors;
@@ -362,6 +387,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
     run.spec.hostname = run.spec.id.substr(0, 12);
     run.spec.name.clear();
     run.spec.process.args = t.argv;
+    apply_task_network(run.spec, t);
     for (const auto& [k, v] : t.env) {
       auto& env = run.spec.process.env;
       const std::string prefix = k + "=";  // (clang: no lambda capture of a structured binding)
@@ -374,7 +400,9 @@ BatchSummary Engine::batch(const BatchRequest& req) {
     if (t.pids_limit) run.spec.resources.pids_limit = *t.pids_limit;
     if (t.cpus) run.spec.resources.cpus = *t.cpus;
     run.spec.stdin_open = t.stdin_data.has_value();
-    run.userns = req.userns;
+    // As `sbx run`: the host's network namespace belongs to the host's user
+    // namespace (use_userns in cli/sandbox_flags.h).
+    run.userns = req.userns && run.spec.network != NetworkMode::Host;
     run.runsc = req.runsc;
     run.io.forward_signals = true;
 
@@ -386,11 +414,15 @@ BatchSummary Engine::batch(const BatchRequest& req) {
                         !t.pids_limit && !t.cpus;
     if (pooled) {
       try {
-        auto& pool = pools[image];
+        // One pool per image and network: a pooled sandbox's network (its
+        // veth, lease, nft rules, DNS proxy) is made with it ahead of its
+        // task and removed with it (engine/pool.h).
+        auto& pool = pools[image + '\n' + network_name(run.spec.network)];
         if (!pool) {
           SandboxSpec ps = bases.at(image);
+          apply_task_network(ps, t);
           if (req.memory_bytes) ps.resources.memory_bytes = *req.memory_bytes;
-          pool = make_pool(ps, req.userns, req.pool);
+          pool = make_pool(ps, run.userns, req.pool);
         }
         w.sb = pool->take();
         w.pooled = true;

@@ -11,7 +11,10 @@
 //    "env": {"K": "V"},          added to the image's environment
 //    "files": {"/work/x.py": "text", "/work/b": {"base64": "…"}},
 //    "timeout": 10 | "10s",      seconds or a duration; else the request's
-//    "memory": "256m" | bytes, "pids_limit": 64, "cpus": 0.5}
+//    "memory": "256m" | bytes, "pids_limit": 64, "cpus": 0.5,
+//    "network": "none" | "private" | "host"}   else the base spec's (--network);
+//                                 private has the batch's egress options when
+//                                 the batch is private, else open egress
 // Result line (one per task, in the order tasks finish):
 //   {"id", "line", "exit_code", "end_reason" (exit, signal, timeout, oom,
 //    failed: sbx could not run it, invalid: the task line is malformed),
@@ -57,7 +60,9 @@ struct BatchRequest {
   std::string image;   ///< for tasks without "image"
   std::chrono::milliseconds timeout{0};  ///< per task without "timeout" (0: none)
   std::optional<int64_t> memory_bytes;   ///< per task without "memory"
-  bool userns = true;                    ///< native: own user namespace
+  /// Native: own user namespace (for tasks whose network is not the host's:
+  /// the host's network namespace belongs to the host's user namespace).
+  bool userns = true;
   std::string runsc;                     ///< gVisor: runsc binary
   /// Warm pool (engine/pool.h): sandboxes kept set up per image, each
   /// waiting for one task (native tasks without limits of their own; the
@@ -65,7 +70,8 @@ struct BatchRequest {
   size_t pool = 0;
   size_t max_output = 1 << 20;           ///< bytes of stdout and of stderr kept per task
   /// The base spec for an image (resolved, its config applied, default
-  /// bounds, network): the front end's, called once per image. Throws
+  /// bounds, network with its egress options — a private network is made
+  /// per task, pooled ones ahead of their task): the front end's, called once per image. Throws
   /// sbx::Error for an unknown image (then every task of it fails).
   std::function<SandboxSpec(const std::string& image)> base_spec;
   std::function<void(const std::string& json_line)> on_result;  ///< each result line (optional)

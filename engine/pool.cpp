@@ -35,6 +35,11 @@ std::string pool_key(const SandboxSpec& s, bool userns) {
   k << '|';
   for (const auto& a : s.net.deny_egress) k << a << ',';
   k << '|' << s.net.publish.size() << '|';
+  // (dns and extra hosts: written into the sandbox's /etc at setup)
+  for (const auto& d : s.net.dns) k << d << ',';
+  k << '|';
+  for (const auto& [n, ip] : s.net.extra_hosts) k << n << '=' << ip << ',';
+  k << '|';
   for (const auto& m : s.mounts) {
     k << m.destination << '=' << m.type << ':' << m.source;
     for (const auto& o : m.options) k << ',' << o;

@@ -11,6 +11,7 @@
 #include "common/fs.h"
 #include "oci/runtime_config.h"
 #include "runtime/lifecycle.h"
+#include "runtime/linux/sandbox_network.h"
 
 namespace sbx::runtime {
 
@@ -96,6 +97,10 @@ Stats Backend::stats(const SandboxRef& sb) {
   if (!s.cpu_ns) s.cpu_ns = s.usage.cpu_ms * 1000000;
   s.memory_limit_bytes = cg.memory_limit.value_or(0);
   s.pids_limit = cg.pids_limit.value_or(0);
+  if (auto net = network_io_bytes(sb.state.id)) {
+    s.net_rx_bytes = net->first;
+    s.net_tx_bytes = net->second;
+  }
   return s;
 }
 

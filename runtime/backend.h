@@ -76,6 +76,10 @@ struct Stats {
   uint64_t memory_limit_bytes = 0;  ///< memory.limit_in_bytes / memory.max (0: none)
   uint64_t pids_limit = 0;          ///< pids.max (0: none)
   ResourceUsage usage;              ///< cpu, peak memory, block I/O, wall time so far (cgroup_stats.h)
+  /// --network private: bytes the sandbox received / sent so far (its host
+  /// veth's counters, sandbox_network.h network_io_bytes); nullopt for none
+  /// and host, whose traffic is not the sandbox's alone to count.
+  std::optional<uint64_t> net_rx_bytes, net_tx_bytes;
 };
 
 /// What a file-system snapshot of a sandbox's writable layer reads

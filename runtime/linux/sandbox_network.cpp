@@ -211,6 +211,18 @@ std::string describe_network(const NetworkLease& l, const spec::NetworkOptions& 
   return out;
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> network_io_bytes(const std::string& id) noexcept {
+  if (id.size() < 12) return std::nullopt;
+  const std::string dir = "/sys/class/net/sbx" + id.substr(0, 12) + "/statistics/";
+  try {
+    uint64_t host_rx = std::stoull(fs::read_file(dir + "rx_bytes"));
+    uint64_t host_tx = std::stoull(fs::read_file(dir + "tx_bytes"));
+    return std::make_pair(host_tx, host_rx);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 std::string network_settings_json(const std::string& id) noexcept {
   try {
     for (const auto& f : lease_files()) {

@@ -23,7 +23,10 @@
 // lease. The nft scripts are in network_rules.h, the flag checks and the
 // sandbox's /etc files in network_options.h; this file makes and removes.
 #pragma once
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/linux/network_lease.h"
@@ -63,6 +66,13 @@ std::string describe_network(const NetworkLease& lease, const spec::NetworkOptio
 /// plus sbx's Interface, AllowEgress, DenyEgress, DnsProxyPid); "null" when
 /// it has no private network. No throw.
 std::string network_settings_json(const std::string& id) noexcept;
+
+/// Bytes sandbox `id` has received and sent over its private network so
+/// far: its host-side veth's counters (/sys/class/net/sbx<id12>/statistics,
+/// Documentation/ABI/testing/sysfs-class-net-statistics), swapped (what the
+/// host side receives the sandbox sent). nullopt when it has no veth (no
+/// private network, or it has ended: the veth goes with its namespace). No throw.
+std::optional<std::pair<uint64_t, uint64_t>> network_io_bytes(const std::string& id) noexcept;
 
 /// For `sbx info`: whether --network private works here, and how ("usable
 /// (libnftables, pool 10.213.0.0/16, dnsmasq for domain rules)") or why not.

@@ -21,6 +21,27 @@ check "cpu ≤ 2000 ms: not some other process's ($cpu)" test "$cpu" -le 2000
 check "peak memory ≥ 64 MiB ($rss)" test "$rss" -ge $((64 << 20))
 check "peak memory ≤ 512 MiB ($rss)" test "$rss" -le $((512 << 20))
 check "wall time ≥ cpu time ($dur ≥ $cpu)" test "$dur" -ge "$cpu"
+# The issue's known workload: a busy loop of 500 ms CPU reports 450–600 ms,
+# in the end record and in batch results (a fresh sandbox and a pooled one).
+busy500='import time
+t = time.process_time()
+while time.process_time() - t < 0.5: pass
+'
+expect_rc "run the 500 ms busy loop" 0 $SBX run --end-record "$T/b500.json" $PY python3 -c "$busy500"
+c500=$(val "$T/b500.json" CpuMs)
+check "end record: a 500 ms busy loop reports 450–600 ms cpu ($c500)" test "$c500" -ge 450 -a "$c500" -le 600
+if [ "$PY" = python ]; then
+  python3 -c 'import json, sys
+for i, pool in enumerate(["0", "1"]):
+    print(json.dumps({"id": "b%d" % i, "cmd": ["python3", "-c", sys.argv[1]]}))' "$busy500" >"$T/b500.jsonl"
+  for pool in 0 1; do
+    expect_rc "sbx batch --pool $pool of the busy loop" 0 $SBX batch -q --pool $pool --image $PY -o "$T/b500-$pool.out" "$T/b500.jsonl"
+    for c in $(python3 -c 'import json, sys
+for l in open(sys.argv[1]): print(json.loads(l)["cpu_ms"])' "$T/b500-$pool.out"); do
+      check "batch result (--pool $pool): cpu_ms of the 500 ms busy loop in 450–600 ($c)" test "$c" -ge 450 -a "$c" -le 600
+    done
+  done
+fi
 # A quiet sandbox: the accounting is not a constant.
 expect_rc "an idle run" 0 $SBX run --end-record "$T/idle.json" $BB true
 check "an idle run uses < 100 ms cpu ($(val "$T/idle.json" CpuMs))" test "$(val "$T/idle.json" CpuMs)" -lt 100
