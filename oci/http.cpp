@@ -9,12 +9,41 @@
 
 #ifdef SBX_HAVE_CURL
 #include <curl/curl.h>
+
+#include "common/shared_lib.h"
 #endif
 
 namespace sbx::oci::http {
 
 #ifdef SBX_HAVE_CURL
 namespace {
+
+/// The libcurl functions sbx calls, loaded with dlopen on the first Session
+/// (not linked: libcurl's dependencies cost ~8 ms at every sbx start, and
+/// only pull/push/login use it). The names are the libcurl API's
+/// (https://curl.se/libcurl/c/allfuncs.html); curl.h still gives the types.
+struct Curl {
+  SharedLib lib{{"libcurl.so.4", "libcurl-gnutls.so.4"}, "libcurl4", "registry access (pull, push, login)"};
+  CURLcode (*global_init)(long) = lib.fn<decltype(global_init)>("curl_global_init");
+  CURL* (*easy_init)() = lib.fn<decltype(easy_init)>("curl_easy_init");
+  void (*easy_cleanup)(CURL*) = lib.fn<decltype(easy_cleanup)>("curl_easy_cleanup");
+  void (*easy_reset)(CURL*) = lib.fn<decltype(easy_reset)>("curl_easy_reset");
+  CURLcode (*easy_setopt)(CURL*, CURLoption, ...) = lib.fn<decltype(easy_setopt)>("curl_easy_setopt");
+  CURLcode (*easy_getinfo)(CURL*, CURLINFO, ...) = lib.fn<decltype(easy_getinfo)>("curl_easy_getinfo");
+  CURLcode (*easy_perform)(CURL*) = lib.fn<decltype(easy_perform)>("curl_easy_perform");
+  const char* (*easy_strerror)(CURLcode) = lib.fn<decltype(easy_strerror)>("curl_easy_strerror");
+  curl_slist* (*slist_append)(curl_slist*, const char*) = lib.fn<decltype(slist_append)>("curl_slist_append");
+  void (*slist_free_all)(curl_slist*) = lib.fn<decltype(slist_free_all)>("curl_slist_free_all");
+  Curl() { global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+/// Loads libcurl once per process (thread-safe: a C++11 static). Throws
+/// sbx::Error naming the package when libcurl.so.4 is missing; the next call
+/// tries again.
+const Curl& curl() {
+  static const Curl c;
+  return c;
+}
 
 struct Ctx {
   const Request* req;
@@ -28,7 +57,7 @@ struct Ctx {
 
 bool ok_status(CURL* h) {
   long code = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  curl().easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   return code >= 200 && code < 300;
 }
 
@@ -56,7 +85,7 @@ size_t on_body(char* p, size_t size, size_t n, void* ud) {
     if (c->req->sink && ok_status(c->h)) {
       if (!c->started && c->req->on_status) {
         long code = 0;
-        curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &code);
+        curl().easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &code);
         c->req->on_status(code);
       }
       c->started = true;
@@ -104,83 +133,86 @@ int on_xfer(void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return 0;
 }
 
-struct GlobalInit {
-  GlobalInit() { curl_global_init(CURL_GLOBAL_DEFAULT); }
-};
-
 }  // namespace
 
 Session::Session() {
-  static GlobalInit init;  // thread-safe once (C++11 statics)
-  curl_ = curl_easy_init();
+  curl_ = curl().easy_init();
   if (!curl_) throw Error("cannot initialise libcurl");
 }
 
 Session::~Session() {
-  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  if (curl_) curl().easy_cleanup(static_cast<CURL*>(curl_));
 }
 
-bool available() { return true; }
+bool available() {
+  try {
+    curl();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
 
 Response Session::perform(const Request& req) {
+  const Curl& api = curl();
   CURL* h = static_cast<CURL*>(curl_);
-  curl_easy_reset(h);
+  api.easy_reset(h);
   Response resp;
   Ctx c{&req, &resp, h, nullptr};
   curl_slist* hdrs = nullptr;
-  for (const auto& s : req.headers) hdrs = curl_slist_append(hdrs, s.c_str());
+  for (const auto& s : req.headers) hdrs = api.slist_append(hdrs, s.c_str());
   char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(h, CURLOPT_URL, req.url.c_str());
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "sbx/" SBX_VERSION);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);  // credentials stay with their host
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
+  api.easy_setopt(h, CURLOPT_URL, req.url.c_str());
+  api.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+  api.easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+  api.easy_setopt(h, CURLOPT_USERAGENT, "sbx/" SBX_VERSION);
+  api.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  api.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  api.easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+  api.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);  // credentials stay with their host
+  api.easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
   // A stalled transfer (under 1 byte/s for 60 s) fails and is retried with Range.
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &c);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &c);
-  curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, req.tls_verify ? 1L : 0L);
-  curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, req.tls_verify ? 2L : 0L);
-  if (!req.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, req.ca_file.c_str());
+  api.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  api.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+  api.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  api.easy_setopt(h, CURLOPT_HEADERDATA, &c);
+  api.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  api.easy_setopt(h, CURLOPT_WRITEDATA, &c);
+  api.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, req.tls_verify ? 1L : 0L);
+  api.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, req.tls_verify ? 2L : 0L);
+  if (!req.ca_file.empty()) api.easy_setopt(h, CURLOPT_CAINFO, req.ca_file.c_str());
   if (req.on_progress) {
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_xfer);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &c);
+    api.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    api.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_xfer);
+    api.easy_setopt(h, CURLOPT_XFERINFODATA, &c);
   }
-  if (!req.range_from.empty()) curl_easy_setopt(h, CURLOPT_RANGE, (req.range_from + "-").c_str());
+  if (!req.range_from.empty()) api.easy_setopt(h, CURLOPT_RANGE, (req.range_from + "-").c_str());
   if (req.method == "HEAD") {
-    curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    api.easy_setopt(h, CURLOPT_NOBODY, 1L);
   } else if (req.method == "PUT" || req.method == "POST" || req.method == "PATCH") {
-    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(h, CURLOPT_READDATA, &c);
+    api.easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    api.easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+    api.easy_setopt(h, CURLOPT_READDATA, &c);
     curl_off_t size = req.body ? static_cast<curl_off_t>(req.body->size()) : static_cast<curl_off_t>(req.body_size);
-    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, size);
-    if (req.method != "PUT") curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    api.easy_setopt(h, CURLOPT_INFILESIZE_LARGE, size);
+    if (req.method != "PUT") api.easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
   } else if (req.method != "GET") {
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    api.easy_setopt(h, CURLOPT_CUSTOMREQUEST, req.method.c_str());
   }
-  CURLcode rc = curl_easy_perform(h);
-  curl_slist_free_all(hdrs);
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
+  CURLcode rc = api.easy_perform(h);
+  api.slist_free_all(hdrs);
+  api.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp.status);
   char* eff = nullptr;
-  if (curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff) resp.url = eff;
+  if (api.easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff) resp.url = eff;
   if (c.err) std::rethrow_exception(c.err);
   if (c.too_big)
     throw Error(req.method + " " + req.url + ": the answer is larger than " + std::to_string(req.max_body >> 20) +
                 " MiB; refusing it (a hostile or broken registry)");
   if (rc != CURLE_OK) {
     bool tls = rc == CURLE_SSL_CONNECT_ERROR || rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE;
-    std::string msg = req.method + " " + req.url + ": " + (errbuf[0] ? errbuf : curl_easy_strerror(rc));
+    std::string msg = req.method + " " + req.url + ": " + (errbuf[0] ? errbuf : api.easy_strerror(rc));
     throw TransportError(msg, static_cast<int>(rc), tls);
   }
   return resp;

@@ -1,4 +1,5 @@
-// A minimal HTTP(S) client for the registry code, over libcurl: one request at
+// A minimal HTTP(S) client for the registry code, over libcurl (loaded with
+// dlopen on first use, see common/shared_lib.h): one request at
 // a time per Session (a Session keeps its connection alive between requests;
 // use one per thread). Redirects are followed only to http/https, and curl
 // never forwards an Authorization header to another host (curl >= 7.58).

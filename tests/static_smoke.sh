@@ -20,10 +20,14 @@ cmake --build "$build" --target sbx -j"${SBX_JOBS:-$(nproc)}"
 sbx=$PWD/$build/sbx
 
 fail() { echo "static smoke: FAIL $*"; exit 1; }
-# ldd says "not a dynamic executable" (exit 1) for a static binary.
-if ldd "$sbx" >/dev/null 2>&1; then fail "$sbx is dynamic: $(ldd "$sbx" | head -3 | tr '\n' ' ')"; fi
+# A static(-pie) binary has no program interpreter and needs no library
+# (ldd says "not a dynamic executable" for -static, "statically linked" for
+# -static-pie, which is what CMakeLists.txt links).
+if readelf -lW "$sbx" | grep -q INTERP || readelf -dW "$sbx" | grep -q NEEDED; then
+  fail "$sbx is dynamic: $(ldd "$sbx" 2>&1 | head -3 | tr '\n' ' ')"
+fi
 if command -v file >/dev/null; then
-  file "$sbx" | grep -q 'statically linked' || fail "file(1) does not call it static: $(file "$sbx")"
+  file "$sbx" | grep -Eq 'statically linked|static-pie linked' || fail "file(1) does not call it static: $(file "$sbx")"
 fi
 
 T=$(mktemp -d /tmp/sbx-static.XXXXXX)

@@ -10,6 +10,8 @@
 
 #ifdef SBX_HAVE_NFTABLES
 #include <nftables/libnftables.h>
+
+#include "common/shared_lib.h"
 #endif
 
 #include "common/error.h"
@@ -24,21 +26,44 @@ std::string trim(std::string s) {
 }
 
 #ifdef SBX_HAVE_NFTABLES
-/// One context per process: creating one reads nft's config, ~100 µs.
-nft_ctx* context() {
-  static nft_ctx* ctx = [] {
-    nft_ctx* c = nft_ctx_new(NFT_CTX_DEFAULT);
-    if (c) {
-      nft_ctx_buffer_output(c);
-      nft_ctx_buffer_error(c);
+/// The libnftables functions sbx calls (libnftables(3)), loaded with dlopen
+/// the first time a network needs them: linked, libnftables and its
+/// dependencies (libnftnl, libmnl, libxtables, libjansson, libgmp) cost every
+/// sbx start ~0.8 ms, also the starts that never touch a network.
+struct Nft {
+  SharedLib lib{{"libnftables.so.1"}, "libnftables1", "nftables rules (--network private)"};
+  nft_ctx* (*ctx_new)(uint32_t) = lib.fn<decltype(ctx_new)>("nft_ctx_new");
+  int (*ctx_buffer_output)(nft_ctx*) = lib.fn<decltype(ctx_buffer_output)>("nft_ctx_buffer_output");
+  int (*ctx_buffer_error)(nft_ctx*) = lib.fn<decltype(ctx_buffer_error)>("nft_ctx_buffer_error");
+  int (*run_cmd_from_buffer)(nft_ctx*, const char*) = lib.fn<decltype(run_cmd_from_buffer)>("nft_run_cmd_from_buffer");
+  const char* (*ctx_get_output_buffer)(nft_ctx*) = lib.fn<decltype(ctx_get_output_buffer)>("nft_ctx_get_output_buffer");
+  const char* (*ctx_get_error_buffer)(nft_ctx*) = lib.fn<decltype(ctx_get_error_buffer)>("nft_ctx_get_error_buffer");
+  /// One context per process: creating one reads nft's config, ~100 µs.
+  nft_ctx* ctx = nullptr;
+  Nft() {
+    ctx = ctx_new(NFT_CTX_DEFAULT);
+    if (ctx) {
+      ctx_buffer_output(ctx);
+      ctx_buffer_error(ctx);
     }
-    return c;
+  }
+};
+
+/// libnftables, loaded once per process (thread-safe C++11 static), or
+/// nullptr when it is not installed: then sbx runs the nft command, which
+/// needs only the nftables package.
+const Nft* nft_lib() noexcept {
+  static const Nft* lib = []() -> const Nft* {
+    try {
+      return new Nft();  // never freed: the process keeps the library
+    } catch (const Error&) {
+      return nullptr;
+    }
   }();
-  return ctx;
+  return lib;
 }
 #endif
 
-#ifndef SBX_HAVE_NFTABLES
 /// `nft -f -` with `script` on stdin; returns {exit status, output + errors}.
 std::pair<int, std::string> run_nft_command(const std::string& script) {
   int in[2], out[2];
@@ -75,31 +100,31 @@ std::pair<int, std::string> run_nft_command(const std::string& script) {
   }
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, text};
 }
-#endif
 
 }  // namespace
 
 std::string nft_apply(const std::string& script, const std::string& what) {
 #ifdef SBX_HAVE_NFTABLES
-  nft_ctx* ctx = context();
-  if (!ctx) throw Error(what + ": cannot create a libnftables context (out of memory?)");
-  int rc = nft_run_cmd_from_buffer(ctx, script.c_str());
-  // Each getter hands the buffer over and empties it: call each once.
-  const char* o = nft_ctx_get_output_buffer(ctx);
-  const char* er = nft_ctx_get_error_buffer(ctx);
-  std::string out = o ? o : "", err = er ? er : "";
-  if (rc != 0)
-    throw Error(what + ": nftables refused it: " + trim(err.empty() ? "unknown error" : err) +
-                    (err.find("Operation not permitted") != std::string::npos ? " (sbx needs root)" : ""),
-                EINVAL);
-  return out;
-#else
+  if (const Nft* nft = nft_lib()) {
+    nft_ctx* ctx = nft->ctx;
+    if (!ctx) throw Error(what + ": cannot create a libnftables context (out of memory?)");
+    int rc = nft->run_cmd_from_buffer(ctx, script.c_str());
+    // Each getter hands the buffer over and empties it: call each once.
+    const char* o = nft->ctx_get_output_buffer(ctx);
+    const char* er = nft->ctx_get_error_buffer(ctx);
+    std::string out = o ? o : "", err = er ? er : "";
+    if (rc != 0)
+      throw Error(what + ": nftables refused it: " + trim(err.empty() ? "unknown error" : err) +
+                      (err.find("Operation not permitted") != std::string::npos ? " (sbx needs root)" : ""),
+                  EINVAL);
+    return out;
+  }
+#endif
   auto [rc, text] = run_nft_command(script);
   if (rc == 127)
     throw Error(what + ": the nft command is missing; install nftables (apt-get install nftables)", ENOENT);
   if (rc != 0) throw Error(what + ": nftables refused it: " + trim(text), EINVAL);
   return text;
-#endif
 }
 
 std::string nft_problem() noexcept {
@@ -115,10 +140,9 @@ std::string nft_problem() noexcept {
 
 const char* nft_backend() noexcept {
 #ifdef SBX_HAVE_NFTABLES
-  return "libnftables";
-#else
-  return "nft command";
+  if (nft_lib()) return "libnftables";
 #endif
+  return "nft command";
 }
 
 }  // namespace sbx::runtime

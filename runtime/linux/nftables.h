@@ -1,7 +1,9 @@
 // nftables (https://wiki.nftables.org, nft(8)): sbx's one table, `inet sbx`,
 // is written as nft script text and applied as one transaction — through
-// libnftables (nft_run_cmd_from_buffer) when sbx is built with it, else
-// through the `nft -f -` command (static builds: Debian has no libnftables.a).
+// libnftables (nft_run_cmd_from_buffer, loaded with dlopen on first use so
+// that it costs nothing at sbx's start) when sbx is built with it and
+// libnftables.so.1 is installed, else through the `nft -f -` command (static
+// builds: Debian has no libnftables.a).
 #pragma once
 #include <string>
 

@@ -5,6 +5,7 @@
 // perf_event_open, reboot, kexec, new namespaces, clock setting, swap, …).
 // Installed last, right before execve. Kernel doc: userspace-api/seccomp_filter.rst.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,21 @@ const std::vector<std::string>& seccomp_denied_syscalls();
 /// (i386, x32) kill the process. socket(AF_VSOCK, …) fails with EPERM (as
 /// docker's profile: these hosts may be VMs whose hypervisor listens on
 /// vsock, outside --network none). Throws sbx::Error.
+/// Loads the program prepare_default_seccomp() compiled (compiling it first
+/// if nothing did): a precompiled program spares the sandbox's last step
+/// before execve libseccomp's ~0.2 ms of rule building and kernel probing.
 void install_default_seccomp();
+
+/// Compiles the default profile to its BPF program (libseccomp,
+/// seccomp_export_bpf) once per process, without loading it; later
+/// install_default_seccomp() calls, also in forks and clones of this process,
+/// only load it. Call it where the time is otherwise idle: the sandbox's
+/// init does while it waits for sbx to write its id maps. Lock-free (safe in
+/// a clone of a multithreaded process). Throws sbx::Error.
+void prepare_default_seccomp();
+
+/// The compiled default program (struct sock_filter array, host byte order),
+/// for tests: it must equal what libseccomp exports for the same rules.
+std::vector<uint8_t> default_seccomp_bpf();
 
 }  // namespace sbx::runtime

@@ -332,6 +332,9 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
     //    the layers and volumes, then become the namespace's root (host uid =
     //    the start of our range) before anything creates a file.
     int state_fd = -1, upper_fd = -1;
+    // Compiled now, while sbx writes our id maps and attaches our cgroups (idle
+    // time here); the command's fork then only loads it (runtime/linux/seccomp.h).
+    prepare_default_seccomp();
     if (c.userns) {
       wait_for(c.sock, 'U');
       // Still our host uid: the way to the state dir may be closed to the new one.

@@ -20,7 +20,8 @@ static=0
 grep -q INTERP <<<"$phdr" || static=1
 
 if [ $static = 1 ]; then
-  skip "PIE: static binary"
+  # -static-pie (CMakeLists.txt) is still position-independent (ELF type DYN).
+  if grep -q 'Type: *DYN' <<<"$hdr"; then ok "PIE (static-pie)"; else skip "PIE: static binary"; fi
   skip "BIND_NOW: static binary (no dynamic relocations to bind)"
 else
   grep -q 'Type: *DYN' <<<"$hdr" && ok "PIE" || bad "PIE: ELF type is not DYN"
