@@ -30,6 +30,7 @@
 #include "runtime/linux/capabilities.h"
 #include "runtime/linux/cgroup_stats.h"
 #include "runtime/native/child_channel.h"
+#include "runtime/linux/clone_child.h"
 #include "runtime/linux/credentials.h"
 #include "runtime/native/holder.h"
 #include "runtime/native/init.h"
@@ -266,7 +267,7 @@ void wait_for(int sock, char want) {
 /// see spec.h) inside the sandbox, with the workload's privileges (it is the
 /// image's code): bounding set, capabilities, no_new_privs, seccomp. Its
 /// failure is a warning, as the NVIDIA toolkit's update-ldcache hook.
-void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool pooled) {
+void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
   std::string ldconfig;
   for (const char* p : {"/sbin/ldconfig", "/usr/sbin/ldconfig"}) {
     struct stat st {};
@@ -279,7 +280,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
     log::debug("no ldconfig in the image; the GPU library dirs are not added to its ld.so.cache");
     return;
   }
-  pid_t pid = pooled ? ::_Fork() : ::fork();  // (why _Fork: see the workload's fork in init_main)
+  pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork ldconfig");
   if (pid == 0) {
     try {
@@ -343,9 +344,9 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
         upper_fd = ::open(spec.upper_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (upper_fd < 0) throw_errno("open the upper dir " + spec.upper_dir);
       }
-      // Raw system calls: after the raw clone, glibc's wrappers would wait
-      // for the parent's other threads to change ids too (nptl setxid): a
-      // multithreaded sbx (`sbx serve`, the warm pool's refill threads) hung here.
+      // Raw system calls: after a raw clone glibc's thread bookkeeping is the
+      // parent's (its set*id wrappers signal every thread it knows of and
+      // wait for them); the syscalls change this process's ids and no more.
       if (::syscall(SYS_setresgid, 0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
       if (::syscall(SYS_setresuid, 0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
       // A change of euid clears the parent-death signal (prctl(2)): set it
@@ -426,7 +427,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
       // No device cgroup without BPF: never let the sandbox create device nodes.
       std::erase(caps, CAP_MKNOD);
     }
-    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps, c.pooled);
+    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps);
     finish_rootfs(spec);
 
     // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
@@ -463,11 +464,9 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
     // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
     pid_t pid = -1;
     if (!cp->spec->process.args.empty()) {
-      // Pooled: this init is a clone3 child of a multi-threaded sbx, whose
-      // other threads may have held glibc's locks (malloc arenas) at the
-      // clone; fork() takes them all (atfork), _Fork() takes none and gives
-      // the child a consistent single-thread view.
-      pid = c.pooled ? ::_Fork() : ::fork();
+      // (A plain fork() also in a pooled init: the init never comes from a
+      // process with other threads, runtime/linux/clone_child.h.)
+      pid = ::fork();
       if (pid < 0) throw_errno("fork the workload");
       if (pid == 0) workload_main(*cp, user, caps, slave);
     }
@@ -780,16 +779,22 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   ctx.caller_mask = opts.pooled ? opts.command_mask : sb.saved_mask;
   pid_t pid;
   try {
-    pid = clone_sandbox(clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0), &sb.pidfd);
+    // The init runs sbx's code after a raw clone3: from a caller with other
+    // threads (`sbx serve`, the pool's refill threads) the clone is made by
+    // a single-threaded helper, or the init could wait forever on a glibc
+    // lock one of them held (runtime/linux/clone_child.h).
+    const uint64_t flags = clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0);
+    pid = clone_from_single_thread([&](uint64_t extra, int* fd) { return clone_sandbox(flags | extra, fd); },
+                                   [&] {
+                                     ::close(sv[0]);
+                                     init_main(ctx);
+                                   },
+                                   &sb.pidfd);
   } catch (...) {
     ::sigprocmask(SIG_SETMASK, &sb.saved_mask, nullptr);
     ::close(sv[0]);
     ::close(sv[1]);
     throw;
-  }
-  if (pid == 0) {
-    ::close(sv[0]);
-    init_main(ctx);
   }
   sb.pid = pid;
   ::close(sv[1]);
