@@ -183,10 +183,12 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
     if ((info.status == "running" || info.status == "creating") && !force)
       throw Error("sandbox " + sid + " is " + info.status + "; stop it first ('sbx stop " + sid +
                   "') or remove it with 'sbx rm -f " + sid + "'");
-    if (info.status == "creating" && st.creator_pid > 0 && st.creator_pid != ::getpid()) {
+    if (info.status == "creating" && st.creator_pid > 0 && st.creator_pid != ::getpid() && !st.creator_shared) {
       // Its creator is alive: it would go on building. Kill it too (unless the
       // creator is us, cleaning up after its own failed create, e.g. a name
-      // that is taken: then it would SIGKILL itself and leave the dir behind).
+      // that is taken: then it would SIGKILL itself and leave the dir behind;
+      // or a server, creator_shared: its create fails once the init below is
+      // killed or the dir is gone, and its other work goes on).
       ::kill(st.creator_pid, SIGKILL);
     }
     if (is_gvisor(st) && state_alive(st)) {

@@ -49,6 +49,7 @@ void write_state(const std::string& dir, const SandboxState& st) {
                       {"idle_timeout_ms", st.idle_timeout_ms},
                       {"creator_pid", st.creator_pid},
                       {"creator_start", st.creator_start},
+                      {"creator_shared", st.creator_shared},
                       {"owner_pid", st.owner_pid},
                       {"owner_start", st.owner_start}};
   // Temp file + rename (readers never see half a file) but no fsync: the run
@@ -95,6 +96,7 @@ SandboxState read_state(const std::string& dir) {
     st.idle_timeout_ms = j.value("idle_timeout_ms", int64_t{0});
     st.creator_pid = j.value("creator_pid", 0);
     st.creator_start = j.value("creator_start", uint64_t{0});
+    st.creator_shared = j.value("creator_shared", false);
     st.owner_pid = j.value("owner_pid", 0);
     st.owner_start = j.value("owner_start", uint64_t{0});
     return st;

@@ -81,6 +81,9 @@ struct SandboxState {
   int64_t idle_timeout_ms = 0;
   pid_t creator_pid = 0;        ///< the `sbx create` that is building it (status "creating")
   uint64_t creator_start = 0;
+  /// The creator had other threads (`sbx serve` creates in its own process):
+  /// `rm -f` of a creating sandbox then kills its init, not the creator.
+  bool creator_shared = false;
   /// The `sbx run` that removes this dir when its run ends (0: a created
   /// sandbox, or a state written by an older sbx). Until that process is gone,
   /// no other sbx's gc touches the dir, even once the sandbox's init has ended.

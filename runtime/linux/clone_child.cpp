@@ -48,7 +48,8 @@ bool other_threads_exist() noexcept {
   return !t || std::atoi(t + 9) != 1;
 }
 
-pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>& child, int* pidfd) {
+pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>& child, int* pidfd,
+                               std::vector<int> keep) {
   if (!other_threads_exist()) {
     pid_t pid = clone(0, pidfd);
     if (pid == 0) {
@@ -64,7 +65,8 @@ pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>
   pid_t helper = ::fork();
   if (helper < 0) throw_errno("fork the helper that starts the sandbox");
   if (helper == 0) {
-    ::close(answer_r.fd);
+    keep.push_back(answer_w.fd);
+    close_fds_except(3, std::move(keep));
     Answer a;
     try {
       int fd = -1;

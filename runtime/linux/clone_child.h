@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace sbx::runtime {
 
@@ -44,9 +45,14 @@ using CloneFn = std::function<pid_t(uint64_t extra_flags, int* pidfd)>;
 /// Runs `clone` in a process with no other thread (see the top of this file)
 /// and `child()` in the new process, which must not return (if it does, the
 /// process exits with 125). The new process is the caller's child either
-/// way. Returns its pid, and its pidfd (close-on-exec) in *pidfd. Errors:
-/// sbx::Error from `clone` (its message and errno), or when the helper cannot
-/// be forked or dies without an answer; nothing is left behind then.
-pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>& child, int* pidfd);
+/// way. From a helper it inherits only fds 0-2 and `keep`: the helper
+/// closes the rest first (other threads' sockets and pipes, whose peers wait
+/// for their EOF: two concurrent creates each holding a copy of the other's
+/// setup channel never finish). Returns its pid, and its pidfd (close-on-exec)
+/// in *pidfd. Errors: sbx::Error from `clone` (its message and errno), or
+/// when the helper cannot be forked or dies without an answer; nothing is
+/// left behind then.
+pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>& child, int* pidfd,
+                               std::vector<int> keep = {});
 
 }  // namespace sbx::runtime

@@ -60,31 +60,36 @@ pid_t plain_clone(uint64_t extra, int* pidfd) {
 }
 
 /// Starts a child that uses glibc (malloc, setgid: a broadcast to every
-/// thread glibc knows of), reports its parent and exits 7; checks that it is
-/// our child, that its pidfd works and that it ended within 10 s.
-void check_child() {
+/// thread glibc knows of), reports its parent and whether it has an fd it
+/// was not given, and exits 7; checks that it is our child, that its pidfd
+/// works, that it ended within 10 s and (from a helper) kept only its fds.
+void check_child(bool helper) {
   int p[2];
   REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  int other = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // another thread's, say
+  REQUIRE(other >= 0);
   int pidfd = -1;
   pid_t pid = clone_from_single_thread(plain_clone,
                                        [&] {
                                          std::string s(1 << 20, 'x');  // malloc
                                          if (::setgid(::getgid()) < 0) ::_exit(1);
-                                         pid_t pp = ::getppid();
-                                         (void)!::write(p[1], &pp, sizeof pp);
+                                         int seen[2] = {::getppid(), ::fcntl(other, F_GETFD) >= 0};
+                                         (void)!::write(p[1], seen, sizeof seen);
                                          ::_exit(s.size() == (1 << 20) ? 7 : 2);
                                        },
-                                       &pidfd);
+                                       &pidfd, {p[1]});
   ::close(p[1]);
+  ::close(other);
   REQUIRE(pid > 0);
   REQUIRE(pidfd >= 0);
   struct pollfd pf {pidfd, POLLIN, 0};
   int ready = ::poll(&pf, 1, 10000);
   if (ready != 1) ::kill(pid, SIGKILL);
   CHECK_MESSAGE(ready == 1, "the child did not end within 10 s (a glibc lock it inherited?)");
-  pid_t parent = 0;
-  CHECK(::read(p[0], &parent, sizeof parent) == sizeof parent);
-  CHECK(parent == ::getpid());
+  int seen[2] = {0, 0};
+  CHECK(::read(p[0], seen, sizeof seen) == sizeof seen);
+  CHECK(seen[0] == ::getpid());
+  CHECK(seen[1] == (helper ? 0 : 1));  // the helper closes what is not kept
   int status = 0;
   CHECK(::waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status));
@@ -116,12 +121,12 @@ TEST_CASE("other_threads_exist sees a second thread and its end") {
 TEST_CASE("clone_from_single_thread: the child of a multithreaded caller can use glibc and is its child") {
   OtherThread t;
   REQUIRE(other_threads_exist());
-  for (int i = 0; i < 3; ++i) check_child();
+  for (int i = 0; i < 3; ++i) check_child(true);
 }
 
 TEST_CASE("clone_from_single_thread: a single-threaded caller clones directly") {
   REQUIRE(alone_soon());
-  check_child();
+  check_child(false);
 }
 
 TEST_CASE("clone_from_single_thread passes the clone's error on, with or without the helper") {
