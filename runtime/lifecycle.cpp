@@ -237,11 +237,11 @@ std::vector<std::string> gc(const std::string& run_root) {
     std::string dir = sandbox_dir(run_root, id);
     bool remove = false;
     try {
-      SandboxState st = read_state(dir);
+      // (Settled: a create that has just finished and exited is not "dead".)
+      SandboxState st = read_state_settled(dir);
       // A create that died before it recorded the sandbox as running: its
       // sandbox must not live on, even where its init still does (issue 22).
-      const bool orphan = st.creator_pid != 0 && st.status == "creating" &&
-                          process_start_time(st.creator_pid) != st.creator_start;
+      const bool orphan = st.creator_pid != 0 && st.status == "creating" && !creator_alive(st);
       if (state_alive(st) && !orphan) continue;
       if (is_gvisor(st) && st.creator_pid != 0 && st.status != "creating") {
         // A created gVisor sandbox whose monitor was killed: its runsc state,
@@ -293,15 +293,15 @@ std::vector<std::string> gc(const std::string& run_root) {
       std::string path = run_root + "/" + e->d_name;
       if (fresh) {
         // A create that died before its dir got its id: only once its creator is gone.
-        bool creator_alive;
+        bool building;
         try {
           auto st = read_state(path);
-          creator_alive = process_start_time(st.creator_pid) == st.creator_start;
+          building = creator_alive(st);
         } catch (const Error&) {
           struct stat sb {};
-          creator_alive = ::stat(path.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime <= 10;
+          building = ::stat(path.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime <= 10;
         }
-        if (creator_alive) continue;
+        if (building) continue;
       }
       // Someone (an `sbx rm`, another gc) is emptying it right now: theirs.
       DirLock mine(path, false);

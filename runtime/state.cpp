@@ -146,6 +146,16 @@ bool state_alive(const SandboxState& st) {
   return t != 0 && (st.pid_start == 0 || t == st.pid_start);
 }
 
+bool creator_alive(const SandboxState& st) {
+  return st.creator_pid > 0 && process_start_time(st.creator_pid) == st.creator_start;
+}
+
+SandboxState read_state_settled(const std::string& dir) {
+  SandboxState st = read_state(dir);
+  if (st.status == "creating" && !creator_alive(st)) st = read_state(dir);
+  return st;
+}
+
 std::optional<EndRecord> read_end(const std::string& dir) {
   std::string text;
   try {
@@ -218,15 +228,14 @@ std::vector<std::string> list_ids(const std::string& run_root) {
 SandboxInfo inspect_dir(const std::string& dir) {
   SandboxInfo info;
   info.dir = dir;
-  info.state = read_state(dir);
+  info.state = read_state_settled(dir);
   info.end = read_end(dir);
   const auto& st = info.state;
   bool alive = state_alive(st);
   if (info.end && !alive) {
     info.status = "exited";
   } else if (st.status == "creating") {
-    bool creator = st.creator_pid > 0 && process_start_time(st.creator_pid) == st.creator_start;
-    info.status = creator ? "creating" : "dead";
+    info.status = creator_alive(st) ? "creating" : "dead";
   } else if (st.status == "running") {
     info.status = alive ? "running" : "exited";
     if (!alive && !info.end) {
