@@ -34,6 +34,7 @@
 #include "runtime/linux/credentials.h"
 #include "runtime/native/holder.h"
 #include "runtime/native/init.h"
+#include "runtime/native/pooled_command.h"
 #include "runtime/linux/mounts.h"
 #include "runtime/linux/namespaces.h"
 #include "runtime/linux/network.h"
@@ -80,59 +81,7 @@ struct ChildCtx {
   // StartOptions::pooled: wait for run_pooled()'s command after setup; its
   // stdio fds (received then) become the workload's 0, 1, 2.
   bool pooled = false;
-  int stdio[3] = {-1, -1, -1};
 };
-
-// A pooled command on the wire: a memfd holding u32-length-prefixed strings
-// (argc, args…, envc, env…, filec, (path, content)…), sent with the three
-// stdio fds ('C' + SCM_RIGHTS), so a command of any size fits one message.
-void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
-void put_str(std::string& out, const std::string& v) {
-  put_u32(out, static_cast<uint32_t>(v.size()));
-  out += v;
-}
-std::string encode_command(const PooledCommand& cmd) {
-  std::string out;
-  put_u32(out, static_cast<uint32_t>(cmd.args.size()));
-  for (const auto& a : cmd.args) put_str(out, a);
-  put_u32(out, static_cast<uint32_t>(cmd.env.size()));
-  for (const auto& e : cmd.env) put_str(out, e);
-  put_u32(out, static_cast<uint32_t>(cmd.files.size()));
-  for (const auto& [p, c] : cmd.files) {
-    put_str(out, p);
-    put_str(out, c);
-  }
-  return out;
-}
-struct Decoder {
-  const std::string& in;
-  size_t at = 0;
-  uint32_t u32() {
-    uint32_t v;
-    if (in.size() - at < sizeof v) throw Error("pooled command: truncated");
-    std::memcpy(&v, in.data() + at, sizeof v);
-    at += sizeof v;
-    return v;
-  }
-  std::string str() {
-    uint32_t n = u32();
-    if (in.size() - at < n) throw Error("pooled command: truncated");
-    std::string v = in.substr(at, n);
-    at += n;
-    return v;
-  }
-};
-PooledCommand decode_command(const std::string& in) {
-  Decoder d{in};
-  PooledCommand cmd;
-  for (uint32_t n = d.u32(); n > 0; --n) cmd.args.push_back(d.str());
-  for (uint32_t n = d.u32(); n > 0; --n) cmd.env.push_back(d.str());
-  for (uint32_t n = d.u32(); n > 0; --n) {
-    std::string path = d.str();
-    cmd.files.emplace_back(std::move(path), d.str());
-  }
-  return cmd;
-}
 
 /// Pooled init: closes every fd but `keep` (all it inherited from a
 /// multi-threaded owner: other sandboxes' channels, tasks' pipes) and makes
@@ -144,43 +93,6 @@ void close_all_but(std::vector<int> keep) {
     if (::dup2(null, fd) < 0) throw_errno("dup2 /dev/null");
   if (null > 2) ::close(null);
   close_fds_except(3, std::move(keep));
-}
-
-/// Pooled init: sends 'R' (ready) and waits for the command; exits quietly
-/// on EOF (the pool's owner is gone or destroys it).
-PooledCommand receive_command(int sock, int stdio[3]) {
-  (void)!::send(sock, "R", 1, MSG_NOSIGNAL);
-  char tag = 0;
-  struct iovec iov {&tag, 1};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))] = {};
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  ssize_t n;
-  do {
-    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1 || tag != 'C') ::_exit(kExitSbxFailed);
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(4 * sizeof(int)))
-    throw Error("pooled command: expected 4 fds");
-  int fds[4];
-  std::memcpy(fds, CMSG_DATA(c), sizeof fds);
-  for (int i = 0; i < 3; ++i) stdio[i] = fds[i];
-  struct stat st {};
-  if (::fstat(fds[3], &st) < 0) throw_errno("stat the pooled command");
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t r = ::pread(fds[3], text.data() + got, text.size() - got, static_cast<off_t>(got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) throw_errno("read the pooled command");
-    got += static_cast<size_t>(r);
-  }
-  ::close(fds[3]);
-  return decode_command(text);
 }
 
 /// Pooled init, in the sandbox's root: writes the command's files.
@@ -208,9 +120,8 @@ void wait_for(int sock, char want) {
 
 /// The workload: credentials, limits, privileges, seccomp, exec. Runs in the
 /// sandbox after the init has built its file system. Never returns.
-[[noreturn]] void workload_main(const ChildCtx& c, const ResolvedUser& user, const std::vector<int>& caps,
-                                int pty_slave) noexcept {
-  const SandboxSpec& spec = *c.spec;
+[[noreturn]] void workload_main(const ChildCtx& c, const SandboxSpec& spec, const int stdio[3],
+                                const ResolvedUser& user, const std::vector<int>& caps, int pty_slave) noexcept {
   const Process& p = spec.process;
   int code = kExitSbxFailed;
   try {
@@ -220,7 +131,7 @@ void wait_for(int sock, char want) {
     ::sigprocmask(SIG_SETMASK, &c.caller_mask, nullptr);
     // Pooled: the command's stdio, received by the init (run_pooled()).
     for (int fd = 0; fd < 3; ++fd)
-      if (c.stdio[fd] >= 0 && ::dup2(c.stdio[fd], fd) < 0) throw_errno("dup2 the command's stdio");
+      if (stdio[fd] >= 0 && ::dup2(stdio[fd], fd) < 0) throw_errno("dup2 the command's stdio");
     // Session and stdio: the pty slave becomes the controlling terminal.
     ::setsid();
     if (pty_slave >= 0) {
@@ -445,32 +356,31 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     wait_for(c.sock, 'G');
     enter_cgroup_namespace();
 
-    // 6b. pooled: ready; wait for the one command (run_pooled()).
-    const ChildCtx* cp = &c;
-    ChildCtx pc;
+    // 6b. pooled: ready; wait for the one command (run_pooled()): its argv,
+    //     environment and stdio replace the spec's.
+    const SandboxSpec* wspec = &spec;
     SandboxSpec pspec;
+    int stdio[3] = {-1, -1, -1};
     if (c.pooled) {
-      pc = c;
-      PooledCommand cmd = receive_command(c.sock, pc.stdio);
+      PooledCommand cmd = receive_command(c.sock, stdio);
       write_command_files(cmd);
       pspec = spec;
       pspec.process.args = std::move(cmd.args);
       pspec.process.env = std::move(cmd.env);
       pspec.stdin_open = true;  // the fd sbx sent
-      pc.spec = &pspec;
-      cp = &pc;
+      wspec = &pspec;
     }
 
     // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
     pid_t pid = -1;
-    if (!cp->spec->process.args.empty()) {
+    if (!wspec->process.args.empty()) {
       // (A plain fork() also in a pooled init: the init never comes from a
       // process with other threads, runtime/linux/clone_child.h.)
       pid = ::fork();
       if (pid < 0) throw_errno("fork the workload");
-      if (pid == 0) workload_main(*cp, user, caps, slave);
+      if (pid == 0) workload_main(c, *wspec, stdio, user, caps, slave);
     }
-    for (int& fd : pc.stdio)
+    for (int& fd : stdio)
       if (fd >= 0) ::close(std::exchange(fd, -1));
     if (slave >= 0) ::close(slave);
     // Only the first process holds its stdin: its writer's close is its EOF.
@@ -912,33 +822,16 @@ void run_pooled(Sandbox& sb, const PooledCommand& cmd) {
     throw Error("sandbox " + sb.id + " is not a pooled sandbox waiting for its command");
   for (int fd : cmd.stdio)
     if (fd < 0) throw Error("run_pooled: the command's three stdio fds are required");
-  Fd payload(::memfd_create("sbx-pooled-command", MFD_CLOEXEC));
-  if (payload.fd < 0) throw_errno("memfd for the pooled command");
-  fs::write_all(payload.fd, encode_command(cmd), "the pooled command");
-  char tag = 'C';
-  struct iovec iov {&tag, 1};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))] = {};
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(4 * sizeof(int));
-  int fds[4] = {cmd.stdio[0], cmd.stdio[1], cmd.stdio[2], payload.fd};
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
   // The command's time starts now (timeout, wall time).
   sb.started = std::chrono::steady_clock::now();
   Fd sock(std::exchange(sb.setup_sock, -1));
-  if (::sendmsg(sock.fd, &msg, MSG_NOSIGNAL) < 0) {
-    int e = errno;
+  try {
+    send_command(sock.fd, cmd, sb.id);
+  } catch (...) {
     sock = Fd();
     reap(sb, true);
-    throw_errno("send the command to the pooled sandbox " + sb.id, e);
+    throw;
   }
-  payload = Fd();
   ChildReport report = read_child_report(sock.fd);  // until EOF: exec'd (or failed)
   if (report.pty_master >= 0) ::close(report.pty_master);
   if (report.read_errno) throw_errno("read the pooled sandbox's status", report.read_errno);
