@@ -527,6 +527,10 @@ int run(const std::string& root, const CreateRequest& req) {
     return gvisor_create(root, req.id, cfg, text, req.runsc_global_args, args);
   }
   pid_t pid = create(root, req);
+  // From the start (the process runs and may print) to the wait, a signal is
+  // held and then forwarded, as for exec: not fatal to sbx-runc, which would
+  // leave the container running.
+  ForwardedSignalsBlocked held;
   try {
     start(root, req.id);
   } catch (...) {
@@ -536,7 +540,7 @@ int run(const std::string& root, const CreateRequest& req) {
     }
     throw;
   }
-  int code = wait_forwarding_signals(pid);
+  int code = wait_forwarding_signals(pid, &held.old);
   remove(root, req.id, true);
   return code;
 }

@@ -35,6 +35,11 @@ void run_one(const spec::Hook& h, const std::string& where, const std::string& s
     throw_errno(where + ": fork", e);
   }
   if (pid == 0) {
+    // A clean signal mask, as runc's hooks get (the caller may hold its
+    // forwarded signals blocked: ForwardedSignalsBlocked).
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::dup2(in[0], 0);
     ::execve(h.path.c_str(), argv.data(), envp.data());
     std::string msg = where + ": exec " + h.path + ": " + std::strerror(errno) + "\n";

@@ -16,6 +16,7 @@
 #include "oci/runtime_config.h"
 #include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
+#include "runtime/linux/clone_child.h"
 #include "runtime/linux/mounts.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/linux/userns.h"
@@ -79,6 +80,7 @@ SandboxState creating_state(const SandboxSpec& spec) {
   st.idle_timeout_ms = spec.idle_timeout.count();
   st.creator_pid = ::getpid();
   st.creator_start = process_start_time(::getpid());
+  st.creator_shared = other_threads_exist();
   return st;
 }
 

@@ -183,10 +183,12 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
     if ((info.status == "running" || info.status == "creating") && !force)
       throw Error("sandbox " + sid + " is " + info.status + "; stop it first ('sbx stop " + sid +
                   "') or remove it with 'sbx rm -f " + sid + "'");
-    if (info.status == "creating" && st.creator_pid > 0 && st.creator_pid != ::getpid()) {
+    if (info.status == "creating" && st.creator_pid > 0 && st.creator_pid != ::getpid() && !st.creator_shared) {
       // Its creator is alive: it would go on building. Kill it too (unless the
       // creator is us, cleaning up after its own failed create, e.g. a name
-      // that is taken: then it would SIGKILL itself and leave the dir behind).
+      // that is taken: then it would SIGKILL itself and leave the dir behind;
+      // or a server, creator_shared: its create fails once the init below is
+      // killed or the dir is gone, and its other work goes on).
       ::kill(st.creator_pid, SIGKILL);
     }
     if (is_gvisor(st) && state_alive(st)) {
@@ -235,11 +237,11 @@ std::vector<std::string> gc(const std::string& run_root) {
     std::string dir = sandbox_dir(run_root, id);
     bool remove = false;
     try {
-      SandboxState st = read_state(dir);
+      // (Settled: a create that has just finished and exited is not "dead".)
+      SandboxState st = read_state_settled(dir);
       // A create that died before it recorded the sandbox as running: its
       // sandbox must not live on, even where its init still does (issue 22).
-      const bool orphan = st.creator_pid != 0 && st.status == "creating" &&
-                          process_start_time(st.creator_pid) != st.creator_start;
+      const bool orphan = st.creator_pid != 0 && st.status == "creating" && !creator_alive(st);
       if (state_alive(st) && !orphan) continue;
       if (is_gvisor(st) && st.creator_pid != 0 && st.status != "creating") {
         // A created gVisor sandbox whose monitor was killed: its runsc state,
@@ -291,15 +293,15 @@ std::vector<std::string> gc(const std::string& run_root) {
       std::string path = run_root + "/" + e->d_name;
       if (fresh) {
         // A create that died before its dir got its id: only once its creator is gone.
-        bool creator_alive;
+        bool building;
         try {
           auto st = read_state(path);
-          creator_alive = process_start_time(st.creator_pid) == st.creator_start;
+          building = creator_alive(st);
         } catch (const Error&) {
           struct stat sb {};
-          creator_alive = ::stat(path.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime <= 10;
+          building = ::stat(path.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime <= 10;
         }
-        if (creator_alive) continue;
+        if (building) continue;
       }
       // Someone (an `sbx rm`, another gc) is emptying it right now: theirs.
       DirLock mine(path, false);

@@ -49,6 +49,7 @@ void write_state(const std::string& dir, const SandboxState& st) {
                       {"idle_timeout_ms", st.idle_timeout_ms},
                       {"creator_pid", st.creator_pid},
                       {"creator_start", st.creator_start},
+                      {"creator_shared", st.creator_shared},
                       {"owner_pid", st.owner_pid},
                       {"owner_start", st.owner_start}};
   // Temp file + rename (readers never see half a file) but no fsync: the run
@@ -95,6 +96,7 @@ SandboxState read_state(const std::string& dir) {
     st.idle_timeout_ms = j.value("idle_timeout_ms", int64_t{0});
     st.creator_pid = j.value("creator_pid", 0);
     st.creator_start = j.value("creator_start", uint64_t{0});
+    st.creator_shared = j.value("creator_shared", false);
     st.owner_pid = j.value("owner_pid", 0);
     st.owner_start = j.value("owner_start", uint64_t{0});
     return st;
@@ -142,6 +144,16 @@ bool state_alive(const SandboxState& st) {
   if (st.pid <= 0) return false;
   uint64_t t = process_start_time(st.pid);
   return t != 0 && (st.pid_start == 0 || t == st.pid_start);
+}
+
+bool creator_alive(const SandboxState& st) {
+  return st.creator_pid > 0 && process_start_time(st.creator_pid) == st.creator_start;
+}
+
+SandboxState read_state_settled(const std::string& dir) {
+  SandboxState st = read_state(dir);
+  if (st.status == "creating" && !creator_alive(st)) st = read_state(dir);
+  return st;
 }
 
 std::optional<EndRecord> read_end(const std::string& dir) {
@@ -216,15 +228,14 @@ std::vector<std::string> list_ids(const std::string& run_root) {
 SandboxInfo inspect_dir(const std::string& dir) {
   SandboxInfo info;
   info.dir = dir;
-  info.state = read_state(dir);
+  info.state = read_state_settled(dir);
   info.end = read_end(dir);
   const auto& st = info.state;
   bool alive = state_alive(st);
   if (info.end && !alive) {
     info.status = "exited";
   } else if (st.status == "creating") {
-    bool creator = st.creator_pid > 0 && process_start_time(st.creator_pid) == st.creator_start;
-    info.status = creator ? "creating" : "dead";
+    info.status = creator_alive(st) ? "creating" : "dead";
   } else if (st.status == "running") {
     info.status = alive ? "running" : "exited";
     if (!alive && !info.end) {

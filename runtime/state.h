@@ -4,7 +4,7 @@
 //   state.json   what sbx knows: {"id","name","image_id","image_ref","runtime",
 //                "status","pid","pid_start","created_ms","started_ms","cgroups",
 //                "labels","command","timeout_ms","idle_timeout_ms","creator_pid",
-//                "creator_start","owner_pid","owner_start"}; written atomically
+//                "creator_start","creator_shared","owner_pid","owner_start"}; written atomically
 //                (temp + rename) under `lock`.
 //   config.json  the sandbox's SandboxSpec as an OCI runtime-spec config.json
 //                (oci/runtime_config.h): what it was started with (inspect, exec).
@@ -81,6 +81,9 @@ struct SandboxState {
   int64_t idle_timeout_ms = 0;
   pid_t creator_pid = 0;        ///< the `sbx create` that is building it (status "creating")
   uint64_t creator_start = 0;
+  /// The creator had other threads (`sbx serve` creates in its own process):
+  /// `rm -f` of a creating sandbox then kills its init, not the creator.
+  bool creator_shared = false;
   /// The `sbx run` that removes this dir when its run ends (0: a created
   /// sandbox, or a state written by an older sbx). Until that process is gone,
   /// no other sbx's gc touches the dir, even once the sandbox's init has ended.
@@ -100,6 +103,18 @@ uint64_t process_start_time(pid_t pid);
 
 /// True when the state's init process still exists (same pid and start time).
 bool state_alive(const SandboxState& st);
+
+/// True when the state's creator (creator_pid, same start time) still exists.
+bool creator_alive(const SandboxState& st);
+
+/// read_state for a decision that a "creating" sandbox's creator is gone
+/// (status "dead", gc): a state that says "creating" with its creator gone is
+/// read once more. The creator may have written "running" and exited between
+/// the first read and the check (seen: gc removed just-created sandboxes of
+/// `sbx serve`'s forked creates, about 1 in 300 at 8 at once); once it is
+/// gone it writes nothing more, so the second read is final. Throws
+/// sbx::Error as read_state.
+SandboxState read_state_settled(const std::string& dir);
 
 /// A pidfd (pidfd_open(2)) for the state's init (native: the holder; gVisor:
 /// the monitor), or -1 when it is not (any more) that process. Opened first,

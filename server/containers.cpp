@@ -14,7 +14,6 @@
 #include "common/log.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/state.h"
-#include "server/create_child.h"
 #include "server/api.h"
 #include "server/docker_spec.h"
 
@@ -185,7 +184,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
       req.spec.stdin_open = true;
       req.stdin_fd = stdin_r.fd;
     }
-    create_in_child(engine_, req);
+    engine_.create(req);
     stdin_r = Fd();  // the process holds it now
     pid = engine_.inspect(id).state.pid;
     std::lock_guard lk(mu_);

@@ -18,7 +18,6 @@
 #include "common/log.h"
 #include "runtime/snapshot_copies.h"
 #include "runtime/state.h"
-#include "server/create_child.h"
 #include "server/docker_spec.h"
 #include "snapshot/dir_snapshot.h"
 
@@ -271,11 +270,7 @@ void SbxV1::create(Connection& c, const Request& r) {
   }
   pid_t pid = 0;
   try {
-    // One create at a time: each native start runs the engine's gc of stale
-    // state (runtime/lifecycle.h gc), which under load removed a sandbox
-    // another create was still building (seen at 8 concurrent creates).
-    std::lock_guard create_lock(create_mu_);
-    create_in_child(engine_, req);
+    engine_.create(req);
     pid = engine_.inspect(id).state.pid;
   } catch (...) {
     runtime::remove_snapshot_copies(copies);

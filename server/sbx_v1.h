@@ -101,7 +101,6 @@ class SbxV1 {
   engine::Engine engine_;
   std::string default_runtime_;
   std::mutex mu_;
-  std::mutex create_mu_;  ///< creates one at a time (see SbxV1::create)
   std::set<int> cancel_fds_;  ///< write ends: one byte kills that exec's process
 };
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "runtime/linux/clone_child.h"
 #include "runtime/gvisor/gvisor.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -224,6 +225,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       }
       st.creator_pid = ::getpid();
       st.creator_start = runtime::process_start_time(::getpid());
+      st.creator_shared = runtime::other_threads_exist();  // sbx serve: rm -f must not kill it
       st.cgroups = runtime::sandbox_cgroup_dirs(s.id);  // where Cgroup::create makes them
       // As create: the dir appears under its id only once state.json is in it.
       const std::string fresh = opts.run_root + "/.new-" + s.id;

@@ -40,7 +40,9 @@ pid_t clone_sandbox(uint64_t flags, int* pidfd) {
   int fd = -1;
   args.flags = flags | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&fd);
-  args.exit_signal = SIGCHLD;
+  // With CLONE_PARENT (runtime/linux/clone_child.h) clone3 wants 0: the
+  // child takes the calling process's own exit signal (SIGCHLD).
+  args.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid < 0) throw_errno_hint("clone3 into new namespaces", "sbx needs root (CAP_SYS_ADMIN) and namespace support");
   if (pid > 0) *pidfd = fd;

@@ -17,7 +17,8 @@ uint64_t clone_namespace_flags(const SandboxSpec& spec);
 
 /// clone3(2) as a fork into new namespaces: returns the child's pid in the
 /// parent (and its pidfd in *pidfd, CLONE_PIDFD), 0 in the child. The child
-/// gets SIGCHLD as exit signal. Throws sbx::Error in the parent.
+/// gets SIGCHLD as exit signal (also with CLONE_PARENT in `flags`, from the
+/// caller's own). Throws sbx::Error in the parent.
 pid_t clone_sandbox(uint64_t flags, int* pidfd);
 
 /// Enters a new cgroup namespace rooted at the caller's current cgroup.

@@ -20,21 +20,30 @@ void send_error(int sock, int code, const std::string& msg) noexcept {
   (void)!::send(sock, m.data(), m.size(), MSG_NOSIGNAL);
 }
 
-void send_fd(int sock, int fd) {
-  char tag = 'P';
+void send_fds(int sock, char tag, const std::vector<int>& fds) {
+  constexpr size_t kMax = 16;
+  if (fds.empty() || fds.size() > kMax) throw Error("send_fds: 1 to 16 fds (front-end bug)");
   struct iovec iov {&tag, 1};
-  alignas(struct cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+  alignas(struct cmsghdr) char buf[CMSG_SPACE(kMax * sizeof(int))] = {};
   struct msghdr msg {};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   msg.msg_control = buf;
-  msg.msg_controllen = sizeof buf;
+  msg.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
   struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  if (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) throw_errno("send the pty to sbx");
+  c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+  std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
+  if (::sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) throw_errno(std::string("send message '") + tag + "' with fds");
+}
+
+void send_fd(int sock, int fd) {
+  try {
+    send_fds(sock, 'P', {fd});
+  } catch (const Error& e) {
+    throw_errno("send the pty to sbx", e.err());
+  }
 }
 
 ChildReport read_child_report(int sock, char stop_at) {

@@ -18,6 +18,10 @@ namespace sbx::runtime {
 /// besides the message; never throws; a send failure (sbx gone) is ignored.
 void send_error(int sock, int code, const std::string& msg) noexcept;
 
+/// Sends the one-byte message `tag` with `fds` attached (SCM_RIGHTS; at
+/// most 16). Throws sbx::Error (with sendmsg's errno) when sendmsg fails.
+void send_fds(int sock, char tag, const std::vector<int>& fds);
+
 /// Child side: sends the pty master `fd` to sbx ('P' + SCM_RIGHTS). Throws
 /// sbx::Error when sendmsg fails.
 void send_fd(int sock, int fd);

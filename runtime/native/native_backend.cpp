@@ -30,9 +30,11 @@
 #include "runtime/linux/capabilities.h"
 #include "runtime/linux/cgroup_stats.h"
 #include "runtime/native/child_channel.h"
+#include "runtime/linux/clone_child.h"
 #include "runtime/linux/credentials.h"
 #include "runtime/native/holder.h"
 #include "runtime/native/init.h"
+#include "runtime/native/pooled_command.h"
 #include "runtime/linux/mounts.h"
 #include "runtime/linux/namespaces.h"
 #include "runtime/linux/network.h"
@@ -79,59 +81,7 @@ struct ChildCtx {
   // StartOptions::pooled: wait for run_pooled()'s command after setup; its
   // stdio fds (received then) become the workload's 0, 1, 2.
   bool pooled = false;
-  int stdio[3] = {-1, -1, -1};
 };
-
-// A pooled command on the wire: a memfd holding u32-length-prefixed strings
-// (argc, args…, envc, env…, filec, (path, content)…), sent with the three
-// stdio fds ('C' + SCM_RIGHTS), so a command of any size fits one message.
-void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
-void put_str(std::string& out, const std::string& v) {
-  put_u32(out, static_cast<uint32_t>(v.size()));
-  out += v;
-}
-std::string encode_command(const PooledCommand& cmd) {
-  std::string out;
-  put_u32(out, static_cast<uint32_t>(cmd.args.size()));
-  for (const auto& a : cmd.args) put_str(out, a);
-  put_u32(out, static_cast<uint32_t>(cmd.env.size()));
-  for (const auto& e : cmd.env) put_str(out, e);
-  put_u32(out, static_cast<uint32_t>(cmd.files.size()));
-  for (const auto& [p, c] : cmd.files) {
-    put_str(out, p);
-    put_str(out, c);
-  }
-  return out;
-}
-struct Decoder {
-  const std::string& in;
-  size_t at = 0;
-  uint32_t u32() {
-    uint32_t v;
-    if (in.size() - at < sizeof v) throw Error("pooled command: truncated");
-    std::memcpy(&v, in.data() + at, sizeof v);
-    at += sizeof v;
-    return v;
-  }
-  std::string str() {
-    uint32_t n = u32();
-    if (in.size() - at < n) throw Error("pooled command: truncated");
-    std::string v = in.substr(at, n);
-    at += n;
-    return v;
-  }
-};
-PooledCommand decode_command(const std::string& in) {
-  Decoder d{in};
-  PooledCommand cmd;
-  for (uint32_t n = d.u32(); n > 0; --n) cmd.args.push_back(d.str());
-  for (uint32_t n = d.u32(); n > 0; --n) cmd.env.push_back(d.str());
-  for (uint32_t n = d.u32(); n > 0; --n) {
-    std::string path = d.str();
-    cmd.files.emplace_back(std::move(path), d.str());
-  }
-  return cmd;
-}
 
 /// Pooled init: closes every fd but `keep` (all it inherited from a
 /// multi-threaded owner: other sandboxes' channels, tasks' pipes) and makes
@@ -143,43 +93,6 @@ void close_all_but(std::vector<int> keep) {
     if (::dup2(null, fd) < 0) throw_errno("dup2 /dev/null");
   if (null > 2) ::close(null);
   close_fds_except(3, std::move(keep));
-}
-
-/// Pooled init: sends 'R' (ready) and waits for the command; exits quietly
-/// on EOF (the pool's owner is gone or destroys it).
-PooledCommand receive_command(int sock, int stdio[3]) {
-  (void)!::send(sock, "R", 1, MSG_NOSIGNAL);
-  char tag = 0;
-  struct iovec iov {&tag, 1};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))] = {};
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  ssize_t n;
-  do {
-    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1 || tag != 'C') ::_exit(kExitSbxFailed);
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(4 * sizeof(int)))
-    throw Error("pooled command: expected 4 fds");
-  int fds[4];
-  std::memcpy(fds, CMSG_DATA(c), sizeof fds);
-  for (int i = 0; i < 3; ++i) stdio[i] = fds[i];
-  struct stat st {};
-  if (::fstat(fds[3], &st) < 0) throw_errno("stat the pooled command");
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t r = ::pread(fds[3], text.data() + got, text.size() - got, static_cast<off_t>(got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) throw_errno("read the pooled command");
-    got += static_cast<size_t>(r);
-  }
-  ::close(fds[3]);
-  return decode_command(text);
 }
 
 /// Pooled init, in the sandbox's root: writes the command's files.
@@ -207,9 +120,8 @@ void wait_for(int sock, char want) {
 
 /// The workload: credentials, limits, privileges, seccomp, exec. Runs in the
 /// sandbox after the init has built its file system. Never returns.
-[[noreturn]] void workload_main(const ChildCtx& c, const ResolvedUser& user, const std::vector<int>& caps,
-                                int pty_slave) noexcept {
-  const SandboxSpec& spec = *c.spec;
+[[noreturn]] void workload_main(const ChildCtx& c, const SandboxSpec& spec, const int stdio[3],
+                                const ResolvedUser& user, const std::vector<int>& caps, int pty_slave) noexcept {
   const Process& p = spec.process;
   int code = kExitSbxFailed;
   try {
@@ -219,7 +131,7 @@ void wait_for(int sock, char want) {
     ::sigprocmask(SIG_SETMASK, &c.caller_mask, nullptr);
     // Pooled: the command's stdio, received by the init (run_pooled()).
     for (int fd = 0; fd < 3; ++fd)
-      if (c.stdio[fd] >= 0 && ::dup2(c.stdio[fd], fd) < 0) throw_errno("dup2 the command's stdio");
+      if (stdio[fd] >= 0 && ::dup2(stdio[fd], fd) < 0) throw_errno("dup2 the command's stdio");
     // Session and stdio: the pty slave becomes the controlling terminal.
     ::setsid();
     if (pty_slave >= 0) {
@@ -266,7 +178,7 @@ void wait_for(int sock, char want) {
 /// see spec.h) inside the sandbox, with the workload's privileges (it is the
 /// image's code): bounding set, capabilities, no_new_privs, seccomp. Its
 /// failure is a warning, as the NVIDIA toolkit's update-ldcache hook.
-void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool pooled) {
+void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
   std::string ldconfig;
   for (const char* p : {"/sbin/ldconfig", "/usr/sbin/ldconfig"}) {
     struct stat st {};
@@ -279,7 +191,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
     log::debug("no ldconfig in the image; the GPU library dirs are not added to its ld.so.cache");
     return;
   }
-  pid_t pid = pooled ? ::_Fork() : ::fork();  // (why _Fork: see the workload's fork in init_main)
+  pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork ldconfig");
   if (pid == 0) {
     try {
@@ -346,9 +258,9 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
         upper_fd = ::open(spec.upper_dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (upper_fd < 0) throw_errno("open the upper dir " + spec.upper_dir);
       }
-      // Raw system calls: after the raw clone, glibc's wrappers would wait
-      // for the parent's other threads to change ids too (nptl setxid): a
-      // multithreaded sbx (`sbx serve`, the warm pool's refill threads) hung here.
+      // Raw system calls: after a raw clone glibc's thread bookkeeping is the
+      // parent's (its set*id wrappers signal every thread it knows of and
+      // wait for them); the syscalls change this process's ids and no more.
       if (::syscall(SYS_setresgid, 0, 0, 0) < 0) throw_errno("setgid 0 in the user namespace");
       if (::syscall(SYS_setresuid, 0, 0, 0) < 0) throw_errno("setuid 0 in the user namespace");
       // A change of euid clears the parent-death signal (prctl(2)): set it
@@ -429,7 +341,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
       // No device cgroup without BPF: never let the sandbox create device nodes.
       std::erase(caps, CAP_MKNOD);
     }
-    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps, c.pooled);
+    if (!spec.ldconfig_dirs.empty()) run_ldconfig(spec, caps);
     finish_rootfs(spec);
 
     // 5. terminal: a pty from the sandbox's own devpts; the master goes to sbx.
@@ -447,34 +359,31 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps, bool po
     wait_for(c.sock, 'G');
     enter_cgroup_namespace();
 
-    // 6b. pooled: ready; wait for the one command (run_pooled()).
-    const ChildCtx* cp = &c;
-    ChildCtx pc;
+    // 6b. pooled: ready; wait for the one command (run_pooled()): its argv,
+    //     environment and stdio replace the spec's.
+    const SandboxSpec* wspec = &spec;
     SandboxSpec pspec;
+    int stdio[3] = {-1, -1, -1};
     if (c.pooled) {
-      pc = c;
-      PooledCommand cmd = receive_command(c.sock, pc.stdio);
+      PooledCommand cmd = receive_command(c.sock, stdio);
       write_command_files(cmd);
       pspec = spec;
       pspec.process.args = std::move(cmd.args);
       pspec.process.env = std::move(cmd.env);
       pspec.stdin_open = true;  // the fd sbx sent
-      pc.spec = &pspec;
-      cp = &pc;
+      wspec = &pspec;
     }
 
     // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
     pid_t pid = -1;
-    if (!cp->spec->process.args.empty()) {
-      // Pooled: this init is a clone3 child of a multi-threaded sbx, whose
-      // other threads may have held glibc's locks (malloc arenas) at the
-      // clone; fork() takes them all (atfork), _Fork() takes none and gives
-      // the child a consistent single-thread view.
-      pid = c.pooled ? ::_Fork() : ::fork();
+    if (!wspec->process.args.empty()) {
+      // (A plain fork() also in a pooled init: the init never comes from a
+      // process with other threads, runtime/linux/clone_child.h.)
+      pid = ::fork();
       if (pid < 0) throw_errno("fork the workload");
-      if (pid == 0) workload_main(*cp, user, caps, slave);
+      if (pid == 0) workload_main(c, *wspec, stdio, user, caps, slave);
     }
-    for (int& fd : pc.stdio)
+    for (int& fd : stdio)
       if (fd >= 0) ::close(std::exchange(fd, -1));
     if (slave >= 0) ::close(slave);
     // Only the first process holds its stdin: its writer's close is its EOF.
@@ -783,16 +692,25 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   ctx.caller_mask = opts.pooled ? opts.command_mask : sb.saved_mask;
   pid_t pid;
   try {
-    pid = clone_sandbox(clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0), &sb.pidfd);
+    // The init runs sbx's code after a raw clone3: from a caller with other
+    // threads (`sbx serve`, the pool's refill threads) the clone is made by
+    // a single-threaded helper, or the init could wait forever on a glibc
+    // lock one of them held (runtime/linux/clone_child.h).
+    const uint64_t flags = clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0);
+    // Every fd of the caller's that the init uses (ChildCtx):
+    std::vector<int> keep{sv[1], ctx.state_dirfd, ctx.log_r, ctx.log_w, ctx.commit_r, ctx.commit_w, ctx.stdin_fd};
+    keep.insert(keep.end(), trees.fds.begin(), trees.fds.end());
+    pid = clone_from_single_thread([&](uint64_t extra, int* fd) { return clone_sandbox(flags | extra, fd); },
+                                   [&] {
+                                     ::close(sv[0]);
+                                     init_main(ctx);
+                                   },
+                                   &sb.pidfd, std::move(keep));
   } catch (...) {
     ::sigprocmask(SIG_SETMASK, &sb.saved_mask, nullptr);
     ::close(sv[0]);
     ::close(sv[1]);
     throw;
-  }
-  if (pid == 0) {
-    ::close(sv[0]);
-    init_main(ctx);
   }
   sb.pid = pid;
   ::close(sv[1]);
@@ -907,33 +825,16 @@ void run_pooled(Sandbox& sb, const PooledCommand& cmd) {
     throw Error("sandbox " + sb.id + " is not a pooled sandbox waiting for its command");
   for (int fd : cmd.stdio)
     if (fd < 0) throw Error("run_pooled: the command's three stdio fds are required");
-  Fd payload(::memfd_create("sbx-pooled-command", MFD_CLOEXEC));
-  if (payload.fd < 0) throw_errno("memfd for the pooled command");
-  fs::write_all(payload.fd, encode_command(cmd), "the pooled command");
-  char tag = 'C';
-  struct iovec iov {&tag, 1};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(4 * sizeof(int))] = {};
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(4 * sizeof(int));
-  int fds[4] = {cmd.stdio[0], cmd.stdio[1], cmd.stdio[2], payload.fd};
-  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
   // The command's time starts now (timeout, wall time).
   sb.started = std::chrono::steady_clock::now();
   Fd sock(std::exchange(sb.setup_sock, -1));
-  if (::sendmsg(sock.fd, &msg, MSG_NOSIGNAL) < 0) {
-    int e = errno;
+  try {
+    send_command(sock.fd, cmd, sb.id);
+  } catch (...) {
     sock = Fd();
     reap(sb, true);
-    throw_errno("send the command to the pooled sandbox " + sb.id, e);
+    throw;
   }
-  payload = Fd();
   ChildReport report = read_child_report(sock.fd);  // until EOF: exec'd (or failed)
   if (report.pty_master >= 0) ::close(report.pty_master);
   if (report.read_errno) throw_errno("read the pooled sandbox's status", report.read_errno);

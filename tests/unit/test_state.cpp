@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "runtime/lifecycle.h"
 #include "runtime/native/holder.h"
 #include "runtime/state.h"
 #include "test_util.h"
@@ -54,6 +55,7 @@ TEST_CASE("state.json round-trips every field") {
   st.runtime = "gvisor";
   st.owner_pid = 43;
   st.owner_start = 98;
+  st.creator_shared = true;
   write_state(t.path, st);
   SandboxState r = read_state(t.path);
   CHECK(r.id == st.id);
@@ -69,6 +71,7 @@ TEST_CASE("state.json round-trips every field") {
   CHECK(r.runtime == "gvisor");
   CHECK(r.owner_pid == 43);
   CHECK(r.owner_start == 98);
+  CHECK(r.creator_shared);
   fs::write_file_atomic(t.path + "/state.json", "{not json");
   CHECK_THROWS_AS(read_state(t.path), Error);
 }
@@ -105,6 +108,63 @@ TEST_CASE("gc leaves a run's dir to its own sbx while that sbx lives, and a .tra
   ::close(fd);
   gc(t.path);
   CHECK_FALSE(fs::exists(trash));
+}
+
+TEST_CASE("gc removes a created sandbox whose create died, not one whose create finished and exited") {
+  TempDir t;
+  pid_t creator = ::fork();
+  if (creator == 0) ::_exit(0);
+  ::waitpid(creator, nullptr, 0);  // the creator is gone
+  SandboxState st = make_state(fake_id('d'));
+  st.creator_pid = creator;
+  st.creator_start = 1;
+  st.pid = creator;  // its init too
+  st.pid_start = 1;
+  const std::string dir = t.path + "/" + st.id;
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  write_state(dir, st);  // "running": the create finished
+  gc(t.path);
+  CHECK(fs::exists(dir + "/state.json"));  // an ended created sandbox waits for rm
+  CHECK(inspect_dir(dir).status == "exited");
+  st.status = "creating";  // the create died half-way
+  write_state(dir, st);
+  CHECK(read_state_settled(dir).status == "creating");
+  CHECK(inspect_dir(dir).status == "dead");
+  gc(t.path);
+  CHECK_FALSE(fs::exists(dir));
+}
+
+TEST_CASE("rm -f of a creating sandbox kills its creator, unless the creator serves others (creator_shared)") {
+  TempDir t;
+  for (bool shared : {false, true}) {
+    pid_t creator = ::fork();
+    if (creator == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    SandboxState st = make_state(fake_id(shared ? 'e' : 'f'));
+    st.status = "creating";
+    st.creator_pid = creator;
+    st.creator_start = process_start_time(creator);
+    st.creator_shared = shared;
+    const std::string dir = t.path + "/" + st.id;
+    REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+    write_state(dir, st);
+    remove_sandbox(t.path, st.id, true);
+    CHECK_FALSE(fs::exists(dir));
+    int status = 0;
+    pid_t gone = ::waitpid(creator, &status, WNOHANG);
+    if (shared) {
+      CHECK(gone == 0);  // still there
+      ::kill(creator, SIGKILL);
+      ::waitpid(creator, nullptr, 0);
+    } else {
+      if (gone == 0) gone = ::waitpid(creator, &status, 0);
+      CHECK(gone == creator);
+      CHECK(WIFSIGNALED(status));
+      CHECK(WTERMSIG(status) == SIGKILL);
+    }
+  }
 }
 
 TEST_CASE("liveness compares pid and start time, and a zombie is dead") {
