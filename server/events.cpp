@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/state.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "server/api.h"
 
 namespace sbx::server {
@@ -207,6 +208,20 @@ void Api::container_top(Connection& c, const Request&, const std::string& ref) {
   std::string id = resolve_container(ref);
   auto info = engine_.inspect(id);
   if (info.status != "running") throw HttpError{409, "Container " + id + " is not running"};
+  if (info.state.runtime == "gvisor") {
+    // The Sentry's processes (runsc ps): pids inside the sandbox, the
+    // command's name; TIME as runsc prints it.
+    json procs = json::array();
+    const std::string dir = runtime::sandbox_dir(engine_.config().run_root, id);
+    for (const auto& p : json::parse(runtime::ps_gvisor(dir, info.state))) {
+      auto str = [&](const char* k) {
+        auto it = p.find(k);
+        return it == p.end() ? std::string("?") : it->is_string() ? it->get<std::string>() : it->dump();
+      };
+      procs.push_back({str("UID"), str("PID"), str("PPID"), str("C"), str("STime"), str("TTY"), str("Time"), str("Cmd")});
+    }
+    return (void)c.send(200, json{{"Titles", {"UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"}}, {"Processes", procs}}.dump());
+  }
   // Every process of the sandbox: the first of its cgroups that lists them.
   std::vector<std::string> pids;
   for (const auto& cg : info.state.cgroups) {
