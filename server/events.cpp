@@ -209,18 +209,29 @@ void Api::container_top(Connection& c, const Request&, const std::string& ref) {
   auto info = engine_.inspect(id);
   if (info.status != "running") throw HttpError{409, "Container " + id + " is not running"};
   if (info.state.runtime == "gvisor") {
-    // The Sentry's processes (runsc ps): pids inside the sandbox, the
-    // command's name; TIME as runsc prints it.
-    json procs = json::array();
+    // The Sentry's processes (runsc ps's table): pids inside the sandbox,
+    // the command's name. The header gives the titles; the last column takes
+    // the rest of its line.
     const std::string dir = runtime::sandbox_dir(engine_.config().run_root, id);
-    for (const auto& p : json::parse(runtime::ps_gvisor(dir, info.state))) {
-      auto str = [&](const char* k) {
-        auto it = p.find(k);
-        return it == p.end() ? std::string("?") : it->is_string() ? it->get<std::string>() : it->dump();
-      };
-      procs.push_back({str("UID"), str("PID"), str("PPID"), str("C"), str("STime"), str("TTY"), str("Time"), str("Cmd")});
+    std::istringstream in(runtime::ps_gvisor(dir, info.state));
+    json titles = json::array(), procs = json::array();
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream ls(line);
+      std::vector<std::string> cols;
+      for (std::string w; ls >> w;) cols.push_back(w);
+      if (cols.empty()) continue;
+      if (titles.empty()) {
+        if (cols.front() != "UID") continue;  // (a warning before the table)
+        for (const auto& c : cols) titles.push_back(c);
+        continue;
+      }
+      while (cols.size() > titles.size() && cols.size() >= 2) {
+        cols[cols.size() - 2] += " " + cols.back();
+        cols.pop_back();
+      }
+      procs.push_back(cols);
     }
-    return (void)c.send(200, json{{"Titles", {"UID", "PID", "PPID", "C", "STIME", "TTY", "TIME", "CMD"}}, {"Processes", procs}}.dump());
+    return (void)c.send(200, json{{"Titles", titles}, {"Processes", procs}}.dump());
   }
   // Every process of the sandbox: the first of its cgroups that lists them.
   std::vector<std::string> pids;

@@ -663,7 +663,7 @@ std::string ps_gvisor(const std::string& dir, const SandboxState& st) {
   if (!state_alive(st)) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
   GvisorLaunch l = read_gvisor_meta(dir);
   std::vector<std::string> a = runsc_base(l, dir, "");
-  a.insert(a.end(), {"ps", "--format", "json", st.id});
+  a.insert(a.end(), {"ps", st.id});  // (its --format json gives only pids)
   int fd = ::memfd_create("runsc-ps", MFD_CLOEXEC);
   if (fd < 0) throw_errno("memfd for runsc ps");
   std::string out;
@@ -674,9 +674,7 @@ std::string ps_gvisor(const std::string& dir, const SandboxState& st) {
   ::close(fd);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw Error("runsc ps of sandbox " + st.id.substr(0, 12) + " failed (status " + std::to_string(status) + "): " + out);
-  // runsc may print a warning line before the JSON: keep the array.
-  size_t b = out.find('[');
-  return b == std::string::npos ? "[]" : out.substr(b);
+  return out;
 }
 
 void release_gvisor(const std::string& dir, const SandboxState& st) noexcept {

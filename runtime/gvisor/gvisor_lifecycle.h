@@ -100,10 +100,11 @@ void kill_gvisor(const std::string& dir, const SandboxState& st, int sig);
 /// Throws sbx::Error when it is not running or runsc fails (its exit status).
 void pause_gvisor(const std::string& dir, const SandboxState& st, bool pause);
 
-/// `docker top` of a gVisor sandbox: `runsc ps --format json`, the processes
-/// as the Sentry sees them (their pids inside the sandbox; Cmd is the
-/// command's name). Returns runsc's JSON array as text. Throws sbx::Error
-/// when it is not running or runsc fails (with its output).
+/// `docker top` of a gVisor sandbox: `runsc ps`, the processes as the Sentry
+/// sees them (their pids inside the sandbox; CMD is the command's name).
+/// Returns runsc's table as text: a header line (UID PID PPID C TTY STIME
+/// TIME CMD), then a line per process, columns separated by spaces. Throws
+/// sbx::Error when it is not running or runsc fails (with its output).
 std::string ps_gvisor(const std::string& dir, const SandboxState& st);
 
 /// Releases what a gVisor sandbox holds on the host: its runsc processes and
