@@ -1,12 +1,16 @@
 // An owned file descriptor: closed when the owner goes out of scope, so that
 // every error path (sbx::Error is thrown freely) closes what it opened.
 #pragma once
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <utility>
+#include <string>
 #include <vector>
+
+#include "common/error.h"
 
 namespace sbx {
 
@@ -34,6 +38,18 @@ struct Fd {
   }
   /// Gives up ownership: returns the descriptor, which the caller must close.
   int release() noexcept { return std::exchange(fd, -1); }
+};
+
+/// A pipe(2) with both ends owned and O_CLOEXEC (a child gets an end only
+/// through dup2). `what` names its use in the error: throws sbx::Error.
+struct Pipe {
+  Fd r, w;
+  explicit Pipe(const std::string& what = "a pipe") {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("create " + what);
+    r = Fd(p[0]);
+    w = Fd(p[1]);
+  }
 };
 
 /// Closes every descriptor from `from` up except those in `keep` (entries

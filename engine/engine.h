@@ -25,6 +25,7 @@
 #include "oci/store.h"
 #include "runtime/backend.h"
 #include "runtime/host_support.h"
+#include "runtime/sandbox_log.h"
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
 #include "engine/batch.h"
@@ -176,6 +177,9 @@ class Engine {
   /// Writes an image as an archive (oci/export.h).
   oci::ExportResult export_image(const std::string& ref, const std::string& out, const std::string& format,
                                  const std::string& name);
+  /// Several images in one docker-archive (`docker save A B`; oci/export.h
+  /// export_docker_archive): (ref, name) pairs. Returns its size in bytes.
+  uint64_t export_images(const std::vector<std::pair<std::string, std::string>>& images, const std::string& out);
 
   /// Probes runtimes (runsc: which binary; empty: $PATH), cgroups, default
   /// bounds and GPUs (`gpu_host_root`: where the host's /dev, /proc are).
@@ -222,6 +226,9 @@ class Engine {
   runtime::SandboxInfo inspect(const std::string& ref);
   /// The first process's output (log.1, then log); `follow`: until it ends.
   void logs(const std::string& ref, bool follow, const std::function<void(const char*, size_t)>& out);
+  /// The same as records that keep each piece's stream (stdout/stderr) and
+  /// time (runtime/lifecycle.h read_log_records).
+  void log_records(const std::string& ref, bool follow, const std::function<void(const runtime::LogRecord&)>& out);
   /// Until it ended; how it ended (nullopt: no end record).
   std::optional<runtime::EndRecord> wait(const std::string& ref);
   /// SIGTERM, then SIGKILL after `grace`. Returns the full id.

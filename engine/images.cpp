@@ -31,4 +31,9 @@ oci::ExportResult Engine::export_image(const std::string& ref, const std::string
   return oci::export_image(store, ref, out, oci::parse_archive_format(format), name);
 }
 
+uint64_t Engine::export_images(const std::vector<std::pair<std::string, std::string>>& images, const std::string& out) {
+  oci::Store store(cfg_.root);
+  return oci::export_docker_archive(store, images, out);
+}
+
 }  // namespace sbx::engine

@@ -206,6 +206,11 @@ void Engine::logs(const std::string& ref, bool follow, const std::function<void(
   runtime::read_logs(runtime::sandbox_dir(cfg_.run_root, resolve(ref)), follow, out);
 }
 
+void Engine::log_records(const std::string& ref, bool follow,
+                         const std::function<void(const runtime::LogRecord&)>& out) {
+  runtime::read_log_records(runtime::sandbox_dir(cfg_.run_root, resolve(ref)), follow, out);
+}
+
 std::optional<runtime::EndRecord> Engine::wait(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
   return runtime::backend_for(sb.state, backend_options())->wait(sb);

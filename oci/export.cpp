@@ -107,6 +107,29 @@ std::string pick_name(const ImageRecord& img, const std::string& ref, const std:
   return img.names.empty() ? "" : img.names.front();
 }
 
+// docker save layout: one file per blob (each written once: `done`), and an
+// entry of manifest.json (appended to `m`) naming them.
+void docker_entry(TarOut& t, const Store& store, const ImageRecord& img, const std::string& name,
+                  std::set<std::string>& done, json& m) {
+  // An image named twice (`docker save a b` of two tags of one image): one
+  // entry with both RepoTags, as docker writes it.
+  for (auto& e : m)
+    if (e["Config"] == img.id + ".json") {
+      if (!name.empty()) e["RepoTags"].push_back(name);
+      return;
+    }
+  json layers = json::array();
+  if (done.insert(img.id + ".json").second) t.blob(img.id + ".json", store, "sha256:" + img.id);
+  for (const auto& d : img.layer_digests) {
+    std::string f = digest_hex(d) + ".tar";
+    if (done.insert(f).second) t.blob(f, store, d);
+    layers.push_back(f);
+  }
+  m.push_back({{"Config", img.id + ".json"},
+               {"RepoTags", name.empty() ? json::array() : json::array({name})},
+               {"Layers", layers}});
+}
+
 }  // namespace
 
 ArchiveFormat parse_archive_format(const std::string& s) {
@@ -152,18 +175,9 @@ ExportResult export_image(const Store& store, const std::string& ref, const std:
       put("sha256:" + img.id);
       for (const auto& d : img.layer_digests) put(d);
     } else {
-      // docker save layout: one file per blob, manifest.json naming them.
-      json layers = json::array();
       std::set<std::string> done;
-      t.blob(img.id + ".json", store, "sha256:" + img.id);
-      for (const auto& d : img.layer_digests) {
-        std::string f = digest_hex(d) + ".tar";
-        if (done.insert(f).second) t.blob(f, store, d);
-        layers.push_back(f);
-      }
-      json m = json::array({{{"Config", img.id + ".json"},
-                             {"RepoTags", res.name.empty() ? json::array() : json::array({res.name})},
-                             {"Layers", layers}}});
+      json m = json::array();
+      docker_entry(t, store, img, res.name, done, m);
       t.bytes("manifest.json", m.dump());
     }
     t.close();
@@ -175,6 +189,36 @@ ExportResult export_image(const Store& store, const std::string& ref, const std:
     throw;
   }
   return res;
+}
+
+uint64_t export_docker_archive(const Store& store, const std::vector<std::pair<std::string, std::string>>& images,
+                               const std::string& out_path) {
+  if (images.empty()) throw Error("export: no image to write to " + out_path);
+  std::vector<std::pair<ImageRecord, std::string>> imgs;
+  for (const auto& [ref, name] : images) {
+    ImageRecord img = store.resolve(ref);
+    if (img.layer_digests.size() != img.diff_ids.size())
+      throw Error("image " + img.id.substr(0, 12) + " has an incomplete store record; re-import it");
+    imgs.emplace_back(img, pick_name(img, ref, name));
+  }
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::string tmp = out_path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(rng() % 1000000);
+  uint64_t bytes = 0;
+  try {
+    TarOut t(tmp);
+    std::set<std::string> done;
+    json m = json::array();
+    for (const auto& [img, name] : imgs) docker_entry(t, store, img, name, done, m);
+    t.bytes("manifest.json", m.dump());
+    t.close();
+    struct stat st;
+    if (::stat(tmp.c_str(), &st) == 0) bytes = static_cast<uint64_t>(st.st_size);
+    if (::rename(tmp.c_str(), out_path.c_str()) < 0) throw_errno("rename " + tmp + " to " + out_path);
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  return bytes;
 }
 
 }  // namespace sbx::oci

@@ -6,6 +6,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "oci/store.h"
 
@@ -31,5 +33,13 @@ struct ExportResult {
 /// (sbx::Error naming it). Throws sbx::Error on an unknown image or I/O errors.
 ExportResult export_image(const Store& store, const std::string& ref, const std::string& out_path,
                           ArchiveFormat format, const std::string& name = "");
+
+/// `docker save A B`: one docker-archive at `out_path` holding several
+/// images, `images` as (ref, name recorded in the archive; "" as
+/// export_image picks it). Blobs the images share are written once. Atomic
+/// as export_image. Returns the archive's size (bytes). Throws sbx::Error:
+/// no image, an unknown one, I/O errors.
+uint64_t export_docker_archive(const Store& store, const std::vector<std::pair<std::string, std::string>>& images,
+                               const std::string& out_path);
 
 }  // namespace sbx::oci

@@ -372,6 +372,7 @@ struct Parsed {
   std::string config_bytes;
   std::vector<Descriptor> layers;  // digests as stored in the store
   std::string default_name;        // from the archive, may be empty
+  std::vector<std::string> more_names;  // docker-archive: its other RepoTags (`docker save a b` of one image)
 };
 
 void check_manifest_media(const std::string& t, const std::string& what) {
@@ -508,6 +509,10 @@ Parsed parse_docker(Store& store, Source& src, const std::string& path) {
       p.default_name = normalize_name((*it)[0].get<std::string>());
     } catch (const Error&) {
     }
+    for (size_t i = 1; i < it->size(); ++i) try {
+        if ((*it)[i].is_string()) p.more_names.push_back(normalize_name((*it)[i].get<std::string>()));
+      } catch (const Error&) {
+      }
   }
   return p;
 }
@@ -669,6 +674,9 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
         throw_errno("move layer into place at " + final_dir);
 
     std::string name = want_name;
+    // The archive's other names of the image come along when it names it.
+    std::vector<std::string> names;
+    if (name.empty()) names = p.more_names;
     if (name.empty()) {
       if (!p.default_name.empty() && p.default_name[0] != ':') {
         name = p.default_name;
@@ -681,17 +689,18 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
     {
       fs::FileLock l(root_ + "/store.lock", fs::FileLock::Exclusive);
       std::vector<ImageRecord> imgs = read_index(root_);
-      if (!name.empty())
-        for (auto& r : imgs) r.names.erase(std::remove(r.names.begin(), r.names.end(), name), r.names.end());
+      if (!name.empty()) names.insert(names.begin(), name);
+      for (const auto& n : names)
+        for (auto& r : imgs) r.names.erase(std::remove(r.names.begin(), r.names.end(), n), r.names.end());
       auto it = std::find_if(imgs.begin(), imgs.end(), [&](const ImageRecord& r) { return r.id == rec.id; });
       if (it != imgs.end()) {
         rec.names = it->removed ? std::vector<std::string>{} : it->names;
         rec.imported = it->removed ? rec.imported : it->imported;
         *it = rec;
-        if (!name.empty()) it->names.push_back(name);
+        for (const auto& n : names) it->names.push_back(n);
         rec = *it;
       } else {
-        if (!name.empty()) rec.names.push_back(name);
+        for (const auto& n : names) rec.names.push_back(n);
         imgs.push_back(rec);
       }
       write_index(root_, imgs);

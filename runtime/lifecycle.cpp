@@ -335,16 +335,22 @@ std::vector<std::string> gc(const std::string& run_root) {
   return removed;
 }
 
-void read_logs(const std::string& dir, bool follow, const std::function<void(const char*, size_t)>& out) {
+namespace {
+
+// Copies BASE.1 then BASE of `dir` to `out`; with `follow`, keeps reading
+// BASE (across rotations) until the sandbox has ended.
+void read_log_files(const std::string& dir, const std::string& base, bool follow,
+                    const std::function<void(const char*, size_t)>& out) {
   auto dump = [&](int fd) {
     char buf[65536];
     for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out(buf, static_cast<size_t>(n));
   };
-  if (int fd = ::open((dir + "/log.1").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); fd >= 0) {
+  const std::string cur = dir + "/" + base, old = cur + ".1";
+  if (int fd = ::open(old.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); fd >= 0) {
     dump(fd);
     ::close(fd);
   }
-  int fd = ::open((dir + "/log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  int fd = ::open(cur.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd >= 0) dump(fd);
   if (!follow) {
     if (fd >= 0) ::close(fd);
@@ -355,12 +361,11 @@ void read_logs(const std::string& dir, bool follow, const std::function<void(con
   for (;;) {
     bool alive = pidfd >= 0 && !wait_pidfd(pidfd, 100);
     if (fd >= 0) dump(fd);
-    // Rotated (log -> log.1)? Finish the old file, continue with the new one.
+    // Rotated (BASE -> BASE.1)? Finish the old file, continue with the new one.
     struct stat a {}, b {};
-    bool rotated = fd >= 0 && ::fstat(fd, &a) == 0 &&
-                   (::stat((dir + "/log").c_str(), &b) < 0 || a.st_ino != b.st_ino);
+    bool rotated = fd >= 0 && ::fstat(fd, &a) == 0 && (::stat(cur.c_str(), &b) < 0 || a.st_ino != b.st_ino);
     if (fd < 0 || rotated) {
-      int nfd = ::open((dir + "/log").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      int nfd = ::open(cur.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
       if (nfd >= 0) {
         if (fd >= 0) {
           dump(fd);
@@ -374,6 +379,40 @@ void read_logs(const std::string& dir, bool follow, const std::function<void(con
   }
   if (fd >= 0) ::close(fd);
   if (pidfd >= 0) ::close(pidfd);
+}
+
+}  // namespace
+
+void read_log_records(const std::string& dir, bool follow, const std::function<void(const LogRecord&)>& out) {
+  auto exists = [&](const char* f) { return ::access((dir + "/" + f).c_str(), F_OK) == 0; };
+  const bool records = exists(kRecordLog) || exists(kRecordLogOld);
+  const bool raw = exists("log") || exists("log.1");
+  // A raw log: a sandbox from before the record format (or a restored one
+  // that was given its old output): all of it as stdout, without times.
+  if (raw) {
+    read_log_files(dir, "log", follow && !records, [&](const char* p, size_t n) {
+      LogRecord r;
+      r.partial = true;
+      r.text = std::string_view(p, n);
+      out(r);
+    });
+    if (!records) return;  // (followed to its end above)
+  }
+  // Records arrive in reads of any size: cut at newlines, keep the rest.
+  std::string pending;
+  read_log_files(dir, kRecordLog, follow, [&](const char* p, size_t n) {
+    pending.append(p, n);
+    size_t from = 0;
+    for (size_t nl; (nl = pending.find('\n', from)) != std::string::npos; from = nl + 1) {
+      LogRecord r;
+      if (parse_log_record(std::string_view(pending).substr(from, nl + 1 - from), r)) out(r);
+    }
+    pending.erase(0, from);
+  });
+}
+
+void read_logs(const std::string& dir, bool follow, const std::function<void(const char*, size_t)>& out) {
+  read_log_records(dir, follow, [&](const LogRecord& r) { out(r.text.data(), r.text.size()); });
 }
 
 }  // namespace sbx::runtime

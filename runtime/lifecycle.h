@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "spec/sandbox_spec.h"
+#include "runtime/sandbox_log.h"
 #include "runtime/state.h"
 
 namespace sbx::runtime {
@@ -87,8 +88,16 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
 /// that is already gone is fine). Returns the first errno (0 on success).
 int destroy_cgroup_dirs(const std::vector<std::string>& dirs) noexcept;
 
-/// Prints (through `out`) the log of the first process: log.1 then log. With
-/// `follow`, keeps reading until the sandbox has ended. Throws sbx::Error.
+/// Prints (through `out`) the log of the first process, stdout and stderr
+/// interleaved as written (ctr.log.1 then ctr.log; a raw log of an older
+/// sandbox as it is). With `follow`, keeps reading until the sandbox has
+/// ended. Throws sbx::Error.
 void read_logs(const std::string& dir, bool follow, const std::function<void(const char*, size_t)>& out);
+
+/// The log of the first process as records (runtime/sandbox_log.h), oldest
+/// first: each keeps its stream and time. A raw log of an older sandbox
+/// (STATE_DIR/log) comes as stdout records with time 0. `follow`: until the
+/// sandbox has ended. `out` gets views valid during the call. Throws sbx::Error.
+void read_log_records(const std::string& dir, bool follow, const std::function<void(const LogRecord&)>& out);
 
 }  // namespace sbx::runtime

@@ -17,7 +17,8 @@
 //                "<reason> <exit_code> <signal> <unix ms>\n", reason one of exit,
 //                signal, timeout, idle, killed, oom, failed. Atomic (temp+link).
 //   activity     its mtime is the last exec activity (idle timeout).
-//   log, log.1   stdout+stderr of the first process, bounded (runtime/native/holder.h).
+//   ctr.log, ctr.log.1  stdout and stderr of the first process as records (runtime/sandbox_log.h),
+//                bounded; log, log.1: the raw log of sandboxes from before that format.
 //   fs/upper, fs/work  the overlay's disk-backed upper dir (snapshots read it).
 //   mnt/         where the sandbox's mount namespace stages its rootfs (a
 //                tmpfs there is visible only inside the sandbox).

@@ -83,7 +83,7 @@ void Api::handle(Connection& c, Request& r) {
     if (p == "/images/json" && meth == "GET") return image_list(c, r);
     if (p == "/images/create" && meth == "POST") return image_create(c, r);
     if (p == "/images/load" && meth == "POST") return image_load(c, r);
-    if (p == "/images/get" && meth == "GET") return image_get(c, r, {r.param("names")});
+    if (p == "/images/get" && meth == "GET") return image_get(c, r, r.params("names"));
     if (p == "/events" && meth == "GET") return events(c, r);
     if (std::regex_match(p, m, kContainer)) {
       std::string id = m[1], op = m[2];
@@ -101,8 +101,7 @@ void Api::handle(Connection& c, Request& r) {
       if (op == "unpause" && meth == "POST") return container_pause(c, r, id, false);
       if (op == "top" && meth == "GET") return container_top(c, r, id);
       if (op == "stats" && meth == "GET") return container_stats(c, r, id);
-      // A tty's size: sbx serve's containers and execs run on pipes, so there is nothing to resize.
-      if (op == "resize" && meth == "POST") return (void)(resolve_container(id), c.send(200, ""));
+      if (op == "resize" && meth == "POST") return container_resize(c, r, id);
     }
     if (std::regex_match(p, m, kContainerOnly) && meth == "DELETE") return container_remove(c, r, m[1]);
     if (std::regex_match(p, m, kExec)) {

@@ -12,8 +12,11 @@
 //     container ends when its command ends (the init records the exit code),
 //     and it keeps running when the server stops (it is not the server's
 //     child in any way that matters: the init is on record in the run root).
-//   - attach and logs read the sandbox's log (the first process's stdout and
-//     stderr, which sbx keeps as one stream: both arrive as stdout).
+//   - attach and logs read the sandbox's log (server/logs.cpp): the first
+//     process's stdout and stderr as records that keep the stream and time
+//     (runtime/sandbox_log.h), framed as stream 1 and 2.
+//   - a Tty container's first process runs on a real pty (native): the
+//     server opens it, the holder logs from a copy of its master.
 //   - exec runs through Engine::exec with pipes, framed as Docker's 8-byte
 //     multiplexed stream (raw with a tty; a tty exec runs on pipes, not a pty).
 //   - AutoRemove: the server removes the sandbox when it ends (a container
@@ -37,6 +40,21 @@
 
 namespace sbx::server {
 
+/// Docker's stream content types: raw (a tty) or 8-byte multiplexed.
+inline constexpr const char* kRaw = "application/vnd.docker.raw-stream";
+inline constexpr const char* kMux = "application/vnd.docker.multiplexed-stream";
+
+/// Thrown from a stream callback once the client is gone (stops a follow).
+struct ClientGone {};
+
+/// What of a container's log to serve (GET /logs, attach).
+struct LogOptions {
+  bool out = true, err = true;  ///< the streams
+  bool timestamps = false;      ///< each line's RFC 3339 time and a space before it
+  int64_t since_ns = 0, until_ns = 0;  ///< unix ns; 0: no bound
+  long tail = -1;               ///< the last N lines; -1: all
+};
+
 /// A container the server knows beyond its sandbox: its Docker config.
 struct Container {
   std::string id;    ///< 64 hex: also the sandbox's id once started
@@ -55,6 +73,9 @@ struct Container {
   /// attach streams write the client's input there. Reset (closed) when the
   /// container ends, or by the first attach's end of input with StdinOnce.
   std::shared_ptr<Fd> stdin_w;
+  /// Tty (native): the master of its pty (/resize; input goes through a
+  /// copy in stdin_w). Reset when the container ends.
+  std::shared_ptr<Fd> pty;
   bool paused = false;    ///< POST /pause froze it (until /unpause)
   int restarts = 0;       ///< POST /restart count (RestartCount)
   bool auto_remove() const;
@@ -103,6 +124,11 @@ class Api {
   void container_inspect(Connection& c, const Request& r, const std::string& id);
   void container_list(Connection& c, const Request& r);
   void container_logs(Connection& c, const Request& r, const std::string& id);
+  /// Calls emit(stream, bytes) for the log of `id` as `o` selects (with a
+  /// timestamp prefix when asked); `follow`: until the sandbox ends. Throws
+  /// ClientGone once emit returns false, sbx::Error from the engine.
+  void stream_log(const std::string& id, const LogOptions& o, bool follow,
+                  const std::function<bool(int, std::string_view)>& emit);
   void container_stop(Connection& c, const Request& r, const std::string& id);
   void container_kill(Connection& c, const Request& r, const std::string& id);
   void container_remove(Connection& c, const Request& r, const std::string& id);
@@ -110,6 +136,8 @@ class Api {
   void container_restart(Connection& c, const Request& r, const std::string& id);
   void container_pause(Connection& c, const Request& r, const std::string& id, bool pause);
   void container_top(Connection& c, const Request& r, const std::string& id);
+  /// POST /containers/{id}/resize?h=ROWS&w=COLS: the size of its pty (TIOCSWINSZ).
+  void container_resize(Connection& c, const Request& r, const std::string& id);
   void container_stats(Connection& c, const Request& r, const std::string& id);
   // events (server/events.cpp)
   void events(Connection& c, const Request& r);

@@ -2,10 +2,12 @@
 // containers map onto sandboxes).
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -23,11 +25,6 @@ using nlohmann::json;
 
 namespace {
 
-/// Thrown from a log callback when the client is gone (stops the follow).
-struct ClientGone {};
-
-const char* kRaw = "application/vnd.docker.raw-stream";
-const char* kMux = "application/vnd.docker.multiplexed-stream";
 
 /// Docker's filters parameter: {"label": {"a=b": true}} or {"label": ["a=b"]}.
 std::map<std::string, std::vector<std::string>> parse_filters(const std::string& text) {
@@ -171,10 +168,30 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
       }
     }
     // OpenStdin: the first process reads a pipe that attach streams feed
-    // (native; on gVisor it reads /dev/null: runsc's detached create has no stdin).
-    std::shared_ptr<Fd> stdin_w;
+    // (gVisor: runsc passes its own stdin, the pipe, to the first process).
+    std::shared_ptr<Fd> stdin_w, pty;
     Fd stdin_r;
-    if (ctr->config.value("OpenStdin", false) && req.spec.runtime == "native") {
+    if (ctr->tty() && req.spec.runtime == "native") {
+      // Tty: a real terminal (SandboxSpec::stdin_pty_master). The sandbox's
+      // holder keeps a copy of the master and logs from it; this one takes
+      // attach input and /resize.
+      int m = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (m < 0 || ::unlockpt(m) < 0) {
+        int e = errno;
+        if (m >= 0) ::close(m);
+        throw Error("open a pty for container " + id + ": " + std::strerror(e));
+      }
+      pty = std::make_shared<Fd>(m);
+      int w = ::fcntl(m, F_DUPFD_CLOEXEC, 3);
+      if (w < 0) throw Error("dup the pty of container " + id + ": " + std::strerror(errno));
+      if (ctr->config.value("OpenStdin", false)) stdin_w = std::make_shared<Fd>(w);
+      else ::close(w);
+      // Non-blocking (the holder's copy shares it; it reads without blocking anyway).
+      (void)::fcntl(m, F_SETFL, O_NONBLOCK);
+      req.spec.stdin_open = true;
+      req.spec.stdin_pty_master = true;
+      req.stdin_fd = m;
+    } else if (ctr->config.value("OpenStdin", false)) {
       int p[2];
       if (::pipe2(p, O_CLOEXEC) < 0) throw Error("create the stdin pipe of container " + id + ": " + std::strerror(errno));
       stdin_r = Fd(p[0]);
@@ -190,6 +207,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
     std::lock_guard lk(mu_);
     ctr->sandbox = true;
     ctr->stdin_w = std::move(stdin_w);
+    ctr->pty = std::move(pty);
   } catch (const Error& e) {
     {
       std::lock_guard lk(mu_);
@@ -225,6 +243,7 @@ void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
   ctr->paused = false;
   ctr->exit_code = end ? end->exit_code : 137;
   ctr->stdin_w.reset();
+  ctr->pty.reset();
   int code = ctr->exit_code;
   lk.unlock();
   emit("die", ctr->id, {{"exitCode", std::to_string(code)}});
@@ -316,9 +335,11 @@ void Api::container_attach(Connection& c, const Request& r, const std::string& r
     return;
   }
   try {
-    engine_.logs(id, r.flag("stream"), [&](const char* d, size_t n) {
-      if (!c.write_raw(tty ? std::string(d, n) : frame(1, std::string_view(d, n)))) throw ClientGone{};
-    });
+    LogOptions o;
+    o.out = out;
+    o.err = err;
+    stream_log(id, o, r.flag("stream"),
+               [&](int s, std::string_view d) { return c.write_raw(tty ? std::string(d) : frame(s, d)); });
   } catch (const ClientGone&) {
   } catch (const Error& e) {
     log::debug("serve: attach " + id.substr(0, 12) + ": " + e.what());
@@ -569,43 +590,6 @@ void Api::container_list(Connection& c, const Request& r) {
   c.send(200, out.dump());
 }
 
-void Api::container_logs(Connection& c, const Request& r, const std::string& ref) {
-  std::string id = resolve_container(ref);
-  bool out = r.flag("stdout"), err = r.flag("stderr");
-  if (!out && !err) throw HttpError{400, "You must choose at least one stream"};
-  auto ctr = record(id);
-  bool tty = ctr && ctr->tty();
-  const char* ctype = tty ? kRaw : kMux;
-  auto wrap = [&](std::string_view d) { return tty ? std::string(d) : frame(1, d); };
-  if (ctr && !ctr->started) return (void)c.send(200, "", ctype);
-  // The log is one stream, served as stdout: stderr alone has nothing in it.
-  if (!out) return (void)c.send(200, "", ctype);
-  std::string tail = r.param("tail");
-  if (!r.flag("follow")) {
-    std::string all;
-    engine_.logs(id, false, [&](const char* d, size_t n) { all.append(d, n); });
-    if (!tail.empty() && tail != "all") {
-      long want = std::stol(tail);
-      size_t pos = all.size();
-      if (pos > 0 && all[pos - 1] == '\n') --pos;
-      for (long i = 0; i < want && pos != std::string::npos && pos > 0; ++i) pos = all.rfind('\n', pos - 1);
-      if (want == 0) all.clear();
-      else if (pos != std::string::npos && pos > 0) all = all.substr(pos + 1);
-    }
-    return (void)c.send(200, all.empty() ? "" : wrap(all), ctype);
-  }
-  if (!c.begin_chunks(200, ctype)) return;
-  try {
-    engine_.logs(id, true, [&](const char* d, size_t n) {
-      if (!c.chunk(wrap(std::string_view(d, n)))) throw ClientGone{};
-    });
-  } catch (const ClientGone&) {
-    c.set_close();
-    return;
-  }
-  c.end_chunks();
-}
-
 void Api::container_stop(Connection& c, const Request& r, const std::string& ref) {
   std::string id = resolve_container(ref);
   auto ctr = record(id);
@@ -657,6 +641,28 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
   cv_.notify_all();
   emit("destroy", id);
   c.send(204, "");
+}
+
+void Api::container_resize(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  auto ctr = record(id);
+  std::shared_ptr<Fd> pty;
+  if (ctr) {
+    std::lock_guard lk(mu_);
+    pty = ctr->pty;
+  }
+  // A container without a pty (no Tty, gVisor) has no size: accepted, as before.
+  if (pty) {
+    struct winsize ws {};
+    try {
+      ws.ws_row = static_cast<unsigned short>(std::stoul(r.param("h")));
+      ws.ws_col = static_cast<unsigned short>(std::stoul(r.param("w")));
+    } catch (const std::exception&) {
+      throw HttpError{400, "resize: give the size as h=ROWS&w=COLUMNS"};
+    }
+    if (::ioctl(pty->fd, TIOCSWINSZ, &ws) < 0) throw HttpError{500, "resize the pty of " + id + ": " + std::strerror(errno)};
+  }
+  c.send(200, "");
 }
 
 void Api::thaw_for_signal(const std::shared_ptr<Container>& ctr, const std::string& id) {

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <random>
 #include <regex>
 
 #include "common/error.h"
@@ -35,17 +34,6 @@ constexpr int64_t kMaxTimeoutS = 24 * 3600;
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string random_hex(size_t n) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  std::string s;
-  while (s.size() < n) {
-    char b[17];
-    std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(rng()));
-    s += b;
-  }
-  return s.substr(0, n);
 }
 
 bool same_secret(const std::string& a, const std::string& b) {

@@ -29,16 +29,6 @@ using nlohmann::json;
 
 namespace {
 
-struct Pipe {
-  Fd r, w;
-  Pipe() {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe for an E2B process");
-    r = Fd(p[0]);
-    w = Fd(p[1]);
-  }
-};
-
 /// Everything one process's runner thread owns.
 struct Run {
   engine::ExecRequest req;

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/state.h"
+#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "server/api.h"
 
 namespace sbx::server {
@@ -207,6 +208,31 @@ void Api::container_top(Connection& c, const Request&, const std::string& ref) {
   std::string id = resolve_container(ref);
   auto info = engine_.inspect(id);
   if (info.status != "running") throw HttpError{409, "Container " + id + " is not running"};
+  if (info.state.runtime == "gvisor") {
+    // The Sentry's processes (runsc ps's table): pids inside the sandbox,
+    // the command's name. The header gives the titles; the last column takes
+    // the rest of its line.
+    const std::string dir = runtime::sandbox_dir(engine_.config().run_root, id);
+    std::istringstream in(runtime::ps_gvisor(dir, info.state));
+    json titles = json::array(), procs = json::array();
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream ls(line);
+      std::vector<std::string> cols;
+      for (std::string w; ls >> w;) cols.push_back(w);
+      if (cols.empty()) continue;
+      if (titles.empty()) {
+        if (cols.front() != "UID") continue;  // (a warning before the table)
+        for (const auto& c : cols) titles.push_back(c);
+        continue;
+      }
+      while (cols.size() > titles.size() && cols.size() >= 2) {
+        cols[cols.size() - 2] += " " + cols.back();
+        cols.pop_back();
+      }
+      procs.push_back(cols);
+    }
+    return (void)c.send(200, json{{"Titles", titles}, {"Processes", procs}}.dump());
+  }
   // Every process of the sandbox: the first of its cgroups that lists them.
   std::vector<std::string> pids;
   for (const auto& cg : info.state.cgroups) {

@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <random>
 #include <thread>
 
 #include "common/error.h"
@@ -27,23 +26,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string random_id() {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  char buf[65];
-  for (int i = 0; i < 4; ++i) std::snprintf(buf + i * 16, 17, "%016llx", static_cast<unsigned long long>(rng()));
-  return std::string(buf, 64);
-}
-
-struct Pipe {
-  Fd r, w;
-  Pipe() {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe for an exec");
-    r = Fd(p[0]);
-    w = Fd(p[1]);
-  }
-};
-
 }  // namespace
 
 void Api::exec_create(Connection& c, const Request& r, const std::string& ref) {
@@ -55,7 +37,7 @@ void Api::exec_create(Connection& c, const Request& r, const std::string& ref) {
   if (ctr && ctr->paused) throw HttpError{409, "Container " + id + " is paused, unpause the container before exec"};
   if (engine_.inspect(id).status != "running") throw HttpError{409, "Container " + id + " is not running"};
   auto ex = std::make_shared<ExecInstance>();
-  ex->id = random_id();
+  ex->id = random_hex(64);
   ex->container = id;
   ex->config = cfg;
   {

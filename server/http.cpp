@@ -3,6 +3,7 @@
 
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/error.h"
 #include "common/log.h"
 
 namespace sbx::server {
@@ -72,7 +74,9 @@ void split_target(Request& r) {
       std::string kv = qs.substr(i, amp - i);
       if (!kv.empty()) {
         auto eq = kv.find('=');
-        r.query[url_decode(kv.substr(0, eq))] = eq == std::string::npos ? "" : url_decode(kv.substr(eq + 1));
+        std::string k = url_decode(kv.substr(0, eq)), v = eq == std::string::npos ? "" : url_decode(kv.substr(eq + 1));
+        r.query_all.emplace_back(k, v);
+        r.query[k] = std::move(v);
       }
       i = amp + 1;
     }
@@ -99,6 +103,33 @@ bool Request::flag(const std::string& k, bool def) const {
 std::string Request::param(const std::string& k) const {
   auto it = query.find(k);
   return it == query.end() ? "" : it->second;
+}
+
+std::vector<std::string> Request::params(const std::string& k) const {
+  std::vector<std::string> out;
+  for (const auto& [key, v] : query_all)
+    if (key == k) out.push_back(v);
+  return out;
+}
+
+std::string random_hex(size_t n) {
+  std::string bytes((n + 1) / 2, '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    ssize_t k = ::getrandom(bytes.data() + got, bytes.size() - got, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) throw_errno("getrandom for an id");
+    got += static_cast<size_t>(k);
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(n + 1);
+  for (unsigned char b : bytes) {
+    out.push_back(hex[b >> 4]);
+    out.push_back(hex[b & 15]);
+  }
+  out.resize(n);
+  return out;
 }
 
 std::string Request::header(const std::string& k) const {

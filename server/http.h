@@ -27,7 +27,8 @@ struct Request {
   std::string target;  ///< as sent, "/v1.44/containers/json?all=1"
   std::string path;    ///< target without the query and the /vX.Y prefix
   std::string api_version;  ///< "1.44" from the prefix; empty: none
-  std::map<std::string, std::string> query;  ///< percent-decoded
+  std::map<std::string, std::string> query;  ///< percent-decoded (a repeated key: its last value)
+  std::vector<std::pair<std::string, std::string>> query_all;  ///< every key=value, in order
   std::map<std::string, std::string> headers;  ///< lower-case names
   std::string body;
   std::string leftover;  ///< bytes read past the request (a hijacked stream's first input)
@@ -36,6 +37,8 @@ struct Request {
   bool flag(const std::string& k, bool def = false) const;
   /// Query parameter or "".
   std::string param(const std::string& k) const;
+  /// Every value of query parameter `k` (`names=a&names=b`), in order.
+  std::vector<std::string> params(const std::string& k) const;
   /// Header (lower-case name) or "".
   std::string header(const std::string& k) const;
 };
@@ -94,6 +97,10 @@ class Connection {
 
 /// "Not Found", … for a status code.
 const char* reason_phrase(int status);
+
+/// `n` lowercase hex digits from the kernel's CSPRNG (getrandom(2)): exec
+/// and sandbox ids, access tokens. Throws sbx::Error when getrandom fails.
+std::string random_hex(size_t n);
 
 /// Percent-decodes a URL component ('+' is a space in queries).
 std::string url_decode(std::string_view s);

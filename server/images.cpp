@@ -161,19 +161,24 @@ void Api::image_load(Connection& c, const Request& r) {
 }
 
 void Api::image_get(Connection& c, const Request&, const std::vector<std::string>& names) {
-  if (names.empty() || names[0].empty()) throw HttpError{400, "give the image to save: GET /images/{name}/get or /images/get?names="};
-  std::string ref = image_ref(names[0]);
+  if (names.empty()) throw HttpError{400, "give the image to save: GET /images/{name}/get or /images/get?names="};
+  // (ref, the name recorded in the archive's RepoTags): the one asked for
+  // when it is a name, so that `docker load` gives it back.
+  std::vector<std::pair<std::string, std::string>> images;
+  for (const auto& n : names) {
+    if (n.empty()) throw HttpError{400, "an empty image name in names="};
+    std::string ref = image_ref(n);
+    std::string name;
+    try {
+      auto parsed = oci::parse_reference(ref);
+      if (parsed.kind == oci::Reference::Kind::Name && !parsed.maybe_id) name = parsed.str();
+    } catch (const Error&) {
+    }
+    images.emplace_back(ref, name);
+  }
   ImageTemp tmp(engine_.config().run_root);
   std::string out = tmp.path + "/image.tar";
-  // The name recorded in the archive (repositories / RepoTags): the one asked
-  // for when it is a name, so that `docker load` gives it back.
-  std::string name;
-  try {
-    auto parsed = oci::parse_reference(ref);
-    if (parsed.kind == oci::Reference::Kind::Name && !parsed.maybe_id) name = parsed.str();
-  } catch (const Error&) {
-  }
-  engine_.export_image(ref, out, "docker-archive", name);
+  engine_.export_images(images, out);
   Fd f(::open(out.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.fd < 0) throw_errno("open " + out);
   if (!c.begin_chunks(200, "application/x-tar")) return;

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <random>
 #include <regex>
 #include <thread>
 
@@ -43,13 +42,6 @@ SbxV1& sbx_v1(const engine::Config& cfg, const std::string& default_runtime) {
 }
 
 namespace {
-
-std::string random_id() {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  char buf[65];
-  for (int i = 0; i < 4; ++i) std::snprintf(buf + i * 16, 17, "%016llx", static_cast<unsigned long long>(rng()));
-  return std::string(buf, 64);
-}
 
 bool has(const std::string& m, const char* w) { return m.find(w) != std::string::npos; }
 
@@ -232,7 +224,7 @@ void SbxV1::create(Connection& c, const Request& r) {
     throw V1Error{400, "InvalidArgument", "network must be none or private, not '" + net + "'"};
 
   engine::SandboxRequest req;
-  std::string id = random_id();
+  std::string id = random_hex(64);
   req.spec = spec_from_docker(dc, img, engine_.layer_dirs(img), id, b.value("name", ""), default_runtime_);
   if (cmd.empty()) req.spec.process.args.clear();  // no command: the sandbox holds until terminated
   req.spec.timeout = seconds(b, "timeout");

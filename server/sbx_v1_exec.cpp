@@ -23,16 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-struct Pipe {
-  Fd r, w;
-  Pipe() {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("pipe for an exec");
-    r = Fd(p[0]);
-    w = Fd(p[1]);
-  }
-};
-
 bool wants_upgrade(const Request& r) {
   std::string up = r.header("upgrade");
   return up.rfind("sbx-stream", 0) == 0;

@@ -282,11 +282,13 @@ SnapshotRecord checkpoint_gvisor_resume(const std::string& root, const std::stri
   SnapshotRecord rec = checkpoint_gvisor(root, req);  // the sandbox stops here
   // Its monitor sees runsc end and cleans up; wait for it (bounded), keep the log.
   for (int i = 0; i < 2000 && runtime::state_alive(st); ++i) ::usleep(5000);
+  // Its output so far, as text (stdout and stderr joined; the restored
+  // sandbox's own output is kept by stream again).
   std::string log;
-  for (const char* f : {"/log.1", "/log"}) try {
-      log += fs::read_file(dir + f);
-    } catch (const Error&) {
-    }
+  try {
+    runtime::read_logs(dir, false, [&](const char* p, size_t n) { log.append(p, n); });
+  } catch (const Error&) {
+  }
   runtime::remove_sandbox(run_root, st.id, true);
   RestoreOptions o;
   o.runsc = req.runsc;

@@ -164,6 +164,14 @@ struct SandboxSpec {
   std::chrono::milliseconds timeout{0};         ///< 0: none
   std::chrono::milliseconds idle_timeout{0};    ///< 0: none (create/exec)
   bool stdin_open = false;                      ///< -i
+  /// Native, detached, with stdin_open: the stdin fd given to create is the
+  /// master of a pty (the caller's, e.g. sbx serve's for a Tty container).
+  /// Its slave (TIOCGPTPEER) becomes the first process's controlling
+  /// terminal and stdin/stdout/stderr; the holder logs what the master reads
+  /// (as stdout), and keeps the master open, so the process gets no hang-up
+  /// when the caller goes away. The caller writes input and sets the size
+  /// (TIOCSWINSZ) on its own copy.
+  bool stdin_pty_master = false;
   /// sbx: egress rules, ports and DNS of NetworkMode::Private.
   NetworkOptions net;
 };

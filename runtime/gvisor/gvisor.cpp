@@ -29,10 +29,10 @@ ExitStatus GvisorBackend::run(const SandboxSpec& spec, bool /*userns: runsc runs
   return run_gvisor(spec, go);
 }
 
-std::string GvisorBackend::create(SandboxSpec spec, bool /*userns*/, int /*stdin_fd: not passed to runsc yet*/,
-                                  bool reuse_layer) {
+std::string GvisorBackend::create(SandboxSpec spec, bool /*userns*/, int stdin_fd, bool reuse_layer) {
   if (reuse_layer) remove_sandbox(opts_.run_root, spec.id, true);  // (its layer was in runsc's memory)
-  return create_gvisor_sandbox(std::move(spec), opts_.run_root, opts_.runsc);
+  const int in = spec.stdin_open ? stdin_fd : -1;
+  return create_gvisor_sandbox(std::move(spec), opts_.run_root, opts_.runsc, in);
 }
 
 int GvisorBackend::exec(const SandboxRef& sb, const ExecRequest& req) {

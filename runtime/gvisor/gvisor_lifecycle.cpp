@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -90,7 +91,7 @@ struct Monitor {
   std::string dir, id;
   GvisorLaunch launch;
   int ready_fd = -1;           // to the creating sbx; -1 once answered
-  int log_in = -1;             // runsc's stdout+stderr (the first process's)
+  int log_in[2] = {-1, -1};    // runsc's stdout and stderr (the first process's)
   int dirfd = -1;              // the state dir (O_PATH), for the log; lives as long as the monitor
   SandboxLog log;              // STATE_DIR/log
   pid_t runsc = -1;
@@ -98,13 +99,20 @@ struct Monitor {
   bool timed_out = false;
   int64_t started_mono = 0, started_real = 0;
 
-  // Copies runsc's output into the log; false (log_in closed) at EOF.
+  // Copies runsc's output into the log; false once both pipes are at EOF (closed).
   bool pump_log() {
-    if (log_in < 0) return false;
-    if (log.pump_from(log_in)) return true;
-    ::close(log_in);
-    log_in = -1;
-    return false;
+    for (int i = 0; i < 2; ++i) {
+      if (log_in[i] < 0 || log.pump_from(log_in[i], i == 0 ? kStdout : kStderr)) continue;
+      ::close(log_in[i]);
+      log_in[i] = -1;
+    }
+    return log_open();
+  }
+  bool log_open() const { return log_in[0] >= 0 || log_in[1] >= 0; }
+  // Waits up to `ms` for output, then copies it into the log.
+  void poll_log(int ms) {
+    struct pollfd p[2] = {{log_in[0], POLLIN, 0}, {log_in[1], POLLIN, 0}};
+    if (::poll(p, 2, ms) > 0) pump_log();
   }
 
   void answer(const std::string& msg) {
@@ -153,17 +161,14 @@ struct Monitor {
     for (;;) {
       if (::waitpid(runsc, &status, WNOHANG) == runsc) return true;
       if (mono_ms() >= end) return false;
-      struct pollfd p {log_in, POLLIN, 0};
-      if (::poll(&p, log_in >= 0 ? 1 : 0, 5) > 0) pump_log();
+      if (log_open()) poll_log(5);
+      else ::poll(nullptr, 0, 5);
     }
   }
 
   [[noreturn]] void finish(int status) {
     // The log's write ends die with runsc and its sandbox; read what is left.
-    for (int i = 0; i < 40 && log_in >= 0; ++i) {
-      struct pollfd p {log_in, POLLIN, 0};
-      if (::poll(&p, 1, 5) > 0 && !pump_log()) break;
-    }
+    for (int i = 0; i < 40 && log_open(); ++i) poll_log(5);
     int code = code_of(status);
     if (!timed_out) {
       EndRecord end{"exit", code, 0, 0};
@@ -246,7 +251,7 @@ struct Monitor {
     ::sigprocmask(SIG_BLOCK, &all, nullptr);
     int sfd = ::signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
     const std::string rootfs = dir + "/bundle/rootfs";
-    int lp[2] = {-1, -1};
+    int lp[2] = {-1, -1}, ep[2] = {-1, -1};
     int go[2] = {-1, -1};  // "in the cgroup, exec runsc" (EOF without it: give up)
     try {
       // A private mount namespace: the rootfs overlay exists only here (and in
@@ -258,7 +263,7 @@ struct Monitor {
         hide_host_net_sysctls_from_runsc();
       mount_rootfs(launch.layer_dirs, dir + "/scratch", rootfs);
       if (write_config) write_config(rootfs);
-      if (::pipe2(lp, O_CLOEXEC) < 0) throw_errno("pipe");
+      if (::pipe2(lp, O_CLOEXEC) < 0 || ::pipe2(ep, O_CLOEXEC) < 0) throw_errno("pipe");
       if (::pipe2(go, O_CLOEXEC) < 0) throw_errno("pipe");
     } catch (const std::exception& e) {
       answer("E125 " + std::string(e.what()));
@@ -283,9 +288,9 @@ struct Monitor {
       // monitor leaves no running sandbox, only state for gc.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       int null = ::open("/dev/null", O_RDONLY);
-      ::dup2(null, 0);
+      ::dup2(launch.stdin_fd >= 0 ? launch.stdin_fd : null, 0);
       ::dup2(lp[1], 1);
-      ::dup2(lp[1], 2);
+      ::dup2(ep[1], 2);
       ::close(go[1]);
       char g = 0;
       while (::read(go[0], &g, 1) < 0 && errno == EINTR) {
@@ -294,6 +299,8 @@ struct Monitor {
       exec_argv(argv);
     }
     ::close(lp[1]);
+    ::close(ep[1]);
+    if (launch.stdin_fd >= 0) ::close(launch.stdin_fd);  // runsc has it
     ::close(go[0]);
     try {
       // Into the sandbox's cgroup before it becomes runsc: its whole sandbox
@@ -308,8 +315,9 @@ struct Monitor {
     }
     (void)!::write(go[1], "G", 1);
     ::close(go[1]);
-    log_in = lp[0];
-    ::fcntl(log_in, F_SETFL, O_NONBLOCK);
+    log_in[0] = lp[0];
+    log_in[1] = ep[0];
+    for (int fd : log_in) ::fcntl(fd, F_SETFL, O_NONBLOCK);
     log.open();
 
     // Until runsc runs the first process: answer the creating sbx.
@@ -324,8 +332,7 @@ struct Monitor {
         answer("OK");
         break;
       }
-      struct pollfd p {log_in, POLLIN, 0};
-      if (::poll(&p, 1, 3) > 0) pump_log();
+      poll_log(3);
     }
     if (ended && ready_fd >= 0) {
       std::string errors = runsc_errors(read_tail(dir + "/runsc.log", 64 * 1024));
@@ -356,10 +363,10 @@ struct Monitor {
     for (;;) {
       if (::waitpid(runsc, &status, WNOHANG) == runsc) finish(status);
       int timeout = next_timeout();
-      struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {log_in, POLLIN, 0}};
-      int r = ::poll(pfd, log_in >= 0 ? 2 : 1, timeout);
+      struct pollfd pfd[3] = {{sfd, POLLIN, 0}, {log_in[0], POLLIN, 0}, {log_in[1], POLLIN, 0}};
+      int r = ::poll(pfd, 3, timeout);
       if (r < 0 && errno != EINTR) ::_exit(125);
-      if (log_in >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) pump_log();
+      if ((pfd[1].revents | pfd[2].revents) & (POLLIN | POLLHUP | POLLERR)) pump_log();
       if (pfd[0].revents & POLLIN) {
         struct signalfd_siginfo si;
         while (::read(sfd, &si, sizeof si) == sizeof si) {
@@ -445,6 +452,8 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
     // Its own session, away from the caller's terminal; stdio on /dev/null and
     // no other inherited fd, so `$(sbx create …)` sees EOF when create returns.
     ::setsid();
+    // The first process's stdin (fd 4 here, for runsc), above 3 first.
+    int in = launch.stdin_fd >= 0 ? ::fcntl(launch.stdin_fd, F_DUPFD_CLOEXEC, 10) : -1;
     int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
     ::dup2(null, 0);
     ::dup2(null, 1);
@@ -453,9 +462,13 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
       ::dup2(ready[1], 3);
       ready[1] = 3;
     }
-    ::syscall(SYS_close_range, 4U, ~0U, 0U);
+    if (in >= 0) ::dup2(in, 4);
+    ::syscall(SYS_close_range, in >= 0 ? 5U : 4U, ~0U, 0U);
     ::fcntl(3, F_SETFD, FD_CLOEXEC);
-    Monitor m(dir, st.id, launch, 3);
+    if (in >= 0) ::fcntl(4, F_SETFD, FD_CLOEXEC);
+    GvisorLaunch ml = launch;
+    ml.stdin_fd = in >= 0 ? 4 : -1;
+    Monitor m(dir, st.id, ml, 3);
     m.run(write_config);
   }
   ::close(ready[1]);
@@ -493,7 +506,8 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
               "/runsc.log");
 }
 
-std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path) {
+std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path,
+                                  int stdin_fd) {
   if (spec.id.empty()) spec.id = new_sandbox_id();
   if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
   if (!spec.devices.empty())
@@ -516,6 +530,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   launch.timeout_ms = spec.timeout.count();
   launch.idle_timeout_ms = spec.idle_timeout.count();
   launch.hold_only = spec.process.args.empty();
+  launch.stdin_fd = launch.hold_only ? -1 : stdin_fd;
   // Writes go to a memory-backed overlay inside the sandbox (as sbx run).
   launch.runsc_flags =
       gvisor::runsc_sandbox_flags(spec.network, spec.readonly_rootfs ? gvisor::RootWrites::ReadOnly : gvisor::RootWrites::Memory);
@@ -642,6 +657,24 @@ void pause_gvisor(const std::string& dir, const SandboxState& st, bool pause) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw Error(std::string("runsc ") + (pause ? "pause" : "resume") + " of sandbox " + st.id.substr(0, 12) +
                 " failed (status " + std::to_string(status) + "); see " + dir + "/runsc.log");
+}
+
+std::string ps_gvisor(const std::string& dir, const SandboxState& st) {
+  if (!state_alive(st)) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
+  GvisorLaunch l = read_gvisor_meta(dir);
+  std::vector<std::string> a = runsc_base(l, dir, "");
+  a.insert(a.end(), {"ps", st.id});  // (its --format json gives only pids)
+  int fd = ::memfd_create("runsc-ps", MFD_CLOEXEC);
+  if (fd < 0) throw_errno("memfd for runsc ps");
+  std::string out;
+  int status = run_with_output(a, fd);
+  char buf[65536];
+  ::lseek(fd, 0, SEEK_SET);
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw Error("runsc ps of sandbox " + st.id.substr(0, 12) + " failed (status " + std::to_string(status) + "): " + out);
+  return out;
 }
 
 void release_gvisor(const std::string& dir, const SandboxState& st) noexcept {

@@ -11,8 +11,8 @@
 //     "attached", dies with it;
 //   - forwards the signals `sbx kill`/`stop` send it (runsc kill);
 //   - enforces --timeout and --idle-timeout (mtime of STATE_DIR/activity);
-//   - copies the first process's stdout+stderr to STATE_DIR/log (bounded:
-//     log + log.1, each at most kLogRotateBytes);
+//   - copies the first process's stdout and stderr to STATE_DIR/ctr.log as
+//     records (runtime/sandbox_log.h; bounded: ctr.log + ctr.log.1);
 //   - writes STATE_DIR/end (reasons exit, signal, timeout, idle) and, when the
 //     sandbox ends, runs `runsc delete` and removes runsc's cgroups.
 // state.json (runtime "gvisor") records the monitor's pid and start time: it
@@ -62,6 +62,10 @@ struct GvisorLaunch {
   /// RCU grace period; as `sbx run --runtime gvisor`). Empty: runsc does its
   /// own cgroups from the config's linux.cgroupsPath.
   std::vector<std::string> cgroup_dirs;
+  /// The first process's stdin (a pipe's read end; not owned), or -1:
+  /// /dev/null. The monitor keeps a copy and gives it to runsc as its fd 0,
+  /// which runsc passes to the first process (`docker run -i`).
+  int stdin_fd = -1;
 };
 
 /// Creates and starts a long-lived gVisor sandbox from `spec` (spec.runtime
@@ -70,7 +74,9 @@ struct GvisorLaunch {
 /// once the first process runs. Throws sbx::Error: 127/126 when the command
 /// is not found / not executable, 125 with runsc's errors otherwise; leaves
 /// nothing behind on a throw.
-std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path);
+/// `stdin_fd`: the first process's stdin (GvisorLaunch::stdin_fd), or -1.
+std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path,
+                                  int stdin_fd = -1);
 
 /// Starts the monitor for the state dir `dir` (sandbox `id`), whose
 /// bundle/config.json is written by `write_config` inside the monitor's mount
@@ -93,6 +99,13 @@ void kill_gvisor(const std::string& dir, const SandboxState& st, int sig);
 /// its sandbox runs with --ignore-cgroups, so there is no freezer to write).
 /// Throws sbx::Error when it is not running or runsc fails (its exit status).
 void pause_gvisor(const std::string& dir, const SandboxState& st, bool pause);
+
+/// `docker top` of a gVisor sandbox: `runsc ps`, the processes as the Sentry
+/// sees them (their pids inside the sandbox; CMD is the command's name).
+/// Returns runsc's table as text: a header line (UID PID PPID C TTY STIME
+/// TIME CMD), then a line per process, columns separated by spaces. Throws
+/// sbx::Error when it is not running or runsc fails (with its output).
+std::string ps_gvisor(const std::string& dir, const SandboxState& st);
 
 /// Releases what a gVisor sandbox holds on the host: its runsc processes and
 /// state (runsc delete --force) and runsc's cgroups; marks DIR/released.

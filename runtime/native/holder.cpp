@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <utility>
 
 namespace sbx::runtime {
@@ -61,7 +62,8 @@ struct Holder {
   [[noreturn]] void finish(const char* reason, int code, int sig) {
     // Kill everything else first, so nothing writes after the record says "ended".
     ::kill(-1, SIGKILL);
-    if (cfg.log_fd >= 0) log.pump_from(cfg.log_fd);
+    if (cfg.log_fd >= 0) log.pump_from(cfg.log_fd, kStdout);
+    if (cfg.err_fd >= 0) log.pump_from(cfg.err_fd, kStderr);
     record(reason, code, sig);
     ::_exit(code);
   }
@@ -102,8 +104,8 @@ void run_holder(const HolderConfig& cfg) {
   // inherited pipe held for the sandbox's lifetime would hang whoever waits
   // for its EOF (a CI runner, a `$(sbx create …)`).
   {
-    int keep[2] = {cfg.state_dirfd, cfg.log_fd};
-    if (keep[0] > keep[1]) std::swap(keep[0], keep[1]);
+    int keep[3] = {cfg.state_dirfd, cfg.log_fd, cfg.err_fd};
+    std::sort(keep, keep + 3);
     unsigned from = 3;
     for (int k : keep) {
       if (k < 0 || static_cast<unsigned>(k) < from) continue;
@@ -118,12 +120,13 @@ void run_holder(const HolderConfig& cfg) {
   ::sigfillset(&all);
   ::sigprocmask(SIG_BLOCK, &all, nullptr);
   int sfd = ::signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (cfg.log_fd >= 0) {
-    ::fcntl(cfg.log_fd, F_SETFL, ::fcntl(cfg.log_fd, F_GETFL) | O_NONBLOCK);
-    ::fcntl(cfg.log_fd, F_SETFD, FD_CLOEXEC);
-    h.log.open();
+  for (int fd : {cfg.log_fd, cfg.err_fd}) {
+    if (fd < 0) continue;
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
-  bool log_open = cfg.log_fd >= 0;
+  if (cfg.log_fd >= 0 || cfg.err_fd >= 0) h.log.open();
+  int out_fd = cfg.log_fd, err_fd = cfg.err_fd;  // -1 once at EOF
 
   for (;;) {
     // Reap first: the first process may have ended before we got here.
@@ -137,14 +140,16 @@ void run_holder(const HolderConfig& cfg) {
       }
     }
     int timeout = h.next_timeout();
-    struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {log_open ? cfg.log_fd : -1, POLLIN, 0}};
-    int r = ::poll(pfd, 2, timeout);
+    struct pollfd pfd[3] = {{sfd, POLLIN, 0}, {out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+    int r = ::poll(pfd, 3, timeout);
     if (r < 0 && errno != EINTR) ::_exit(125);
-    if (log_open && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      if (!h.log.pump_from(cfg.log_fd)) {
-        log_open = false;
-        ::close(cfg.log_fd);
-      }
+    if (out_fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)) && !h.log.pump_from(out_fd, kStdout)) {
+      ::close(out_fd);
+      out_fd = -1;
+    }
+    if (err_fd >= 0 && (pfd[2].revents & (POLLIN | POLLHUP | POLLERR)) && !h.log.pump_from(err_fd, kStderr)) {
+      ::close(err_fd);
+      err_fd = -1;
     }
     if (pfd[0].revents & POLLIN) {
       struct signalfd_siginfo si;

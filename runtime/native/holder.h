@@ -6,8 +6,9 @@
 //   - forwards stop/kill signals to the first process (or, with none, ends);
 //   - --timeout: a hard lifetime; --idle-timeout: no exec activity (the mtime
 //     of STATE_DIR/activity, which `sbx exec` touches) for that long;
-//   - copies the first process's stdout/stderr into STATE_DIR/log (bounded:
-//     log + log.1, each at most kLogRotateBytes);
+//   - copies the first process's stdout and stderr into STATE_DIR/ctr.log
+//     as records that keep the stream (runtime/sandbox_log.h; bounded:
+//     ctr.log + ctr.log.1, each at most kLogRotateBytes);
 //   - records why the sandbox ended in STATE_DIR/end (runtime/state.h) and
 //     then kills every process in the pid namespace (kill(-1, SIGKILL)).
 // It reaches the state dir only through a directory fd opened before
@@ -25,7 +26,8 @@ namespace sbx::runtime {
 struct HolderConfig {
   int state_dirfd = -1;        ///< the sandbox's state dir (O_DIRECTORY|O_CLOEXEC)
   pid_t workload = -1;         ///< the first process (its pid inside), or -1: hold only
-  int log_fd = -1;             ///< read end of the first process's stdout/stderr pipe, or -1
+  int log_fd = -1;             ///< read end of the first process's stdout pipe, or -1
+  int err_fd = -1;             ///< read end of its stderr pipe, or -1 (then stderr goes to log_fd)
   int64_t timeout_ms = 0;      ///< 0: none; counted from the holder's start
   int64_t idle_timeout_ms = 0; ///< 0: none
 };

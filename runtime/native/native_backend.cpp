@@ -73,7 +73,8 @@ struct ChildCtx {
   // Detached (sbx create) only: the holder's state dir fd and the log pipe.
   bool detached = false;
   int state_dirfd = -1;
-  int log_r = -1, log_w = -1;
+  int log_r = -1, log_w = -1;  ///< stdout pipe
+  int err_r = -1, err_w = -1;  ///< stderr pipe (the log keeps the streams apart)
   int commit_r = -1, commit_w = -1;  ///< the commit socket pair (Sandbox::commit)
   int stdin_fd = -1;  ///< detached with spec.stdin_open: the first process's stdin (StartOptions::detached_stdin)
   // --network private: the sandbox's /etc/hosts and /etc/resolv.conf.
@@ -143,7 +144,8 @@ void wait_for(int sock, char want) {
       if (fd < 0 || ::dup2(fd, 0) < 0) throw_errno("open /dev/null as stdin");
       if (fd > 2) ::close(fd);
     }
-    if (c.detached && (::dup2(c.log_w, 1) < 0 || ::dup2(c.log_w, 2) < 0)) throw_errno("redirect output to the log");
+    if (c.detached && pty_slave < 0 && (::dup2(c.log_w, 1) < 0 || ::dup2(c.err_w, 2) < 0))
+      throw_errno("redirect output to the log");
     // Nothing of sbx's but stdio reaches the command.
     ::syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */);
 
@@ -351,6 +353,11 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       slave = pty.slave;
       send_fd(c.sock, pty.master);
       ::close(pty.master);
+    } else if (c.detached && spec.stdin_pty_master && c.stdin_fd >= 0) {
+      // The caller's pty (SandboxSpec::stdin_pty_master): its slave, through
+      // the master (no path lookup); the holder logs from the master.
+      slave = ::ioctl(c.stdin_fd, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+      if (slave < 0) throw_errno("open the slave of the container's pty");
     }
 
     // 6. cgroup: sbx moves us into the sandbox's cgroup while we build the
@@ -387,13 +394,16 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       if (fd >= 0) ::close(std::exchange(fd, -1));
     if (slave >= 0) ::close(slave);
     // Only the first process holds its stdin: its writer's close is its EOF.
-    if (c.stdin_fd >= 0) ::close(c.stdin_fd);
+    // (A pty's master stays: the holder logs from it.)
+    const int tty_master = c.detached && spec.stdin_pty_master ? c.stdin_fd : -1;
+    if (c.stdin_fd >= 0 && tty_master < 0) ::close(c.stdin_fd);
     // Processes in the sandbox may not read or trace the init's memory.
     ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (c.detached) {
       // Outlive sbx only once sbx has recorded us in state.json (it sends 'G'
       // then); if it dies before, EOF here and PDEATHSIG end the sandbox.
       ::close(c.log_w);
+      ::close(c.err_w);
       char go = 0;
       if (::recv(c.sock, &go, 1, 0) != 1 || go != 'G') ::_exit(kExitSbxFailed);
       // EOF on the setup channel: sbx learns that the workload was exec'd.
@@ -417,16 +427,22 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       // sandboxes' stdin pipes): keep only the holder's own, so that no
       // peer waits on a copy held here for its EOF.
       {
-        int a = std::min(c.state_dirfd, c.log_r), b = std::max(c.state_dirfd, c.log_r);
-        if (a < 0) a = b;
-        if (a > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(a - 1), 0U);
-        if (b > a + 1) ::syscall(SYS_close_range, static_cast<unsigned>(a + 1), static_cast<unsigned>(b - 1), 0U);
-        if (b >= 3) ::syscall(SYS_close_range, static_cast<unsigned>(b + 1), ~0U, 0U);
+        // (No allocation here: a fixed array, not close_fds_except's vector.)
+        int keep[3] = {c.state_dirfd, tty_master >= 0 ? tty_master : c.log_r, tty_master >= 0 ? -1 : c.err_r};
+        std::sort(keep, keep + 3);
+        unsigned from = 3;
+        for (int k : keep) {
+          if (k < 0 || static_cast<unsigned>(k) < from) continue;
+          if (static_cast<unsigned>(k) > from) ::syscall(SYS_close_range, from, static_cast<unsigned>(k) - 1, 0U);
+          from = static_cast<unsigned>(k) + 1;
+        }
+        ::syscall(SYS_close_range, from, ~0U, 0U);
       }
       HolderConfig h;
       h.state_dirfd = c.state_dirfd;
       h.workload = pid;
-      h.log_fd = c.log_r;
+      h.log_fd = tty_master >= 0 ? tty_master : c.log_r;
+      h.err_fd = tty_master >= 0 ? -1 : c.err_r;
       h.timeout_ms = spec.timeout.count();
       h.idle_timeout_ms = spec.idle_timeout.count();
       run_holder(h);
@@ -588,12 +604,12 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
   ChildCtx ctx{&spec, &sb.cgroup, dir, spec.hostname.empty() ? sb.id.substr(0, 12) : spec.hostname, sv[1], {}, false, {}, {}};
   struct CloseFds {
-    int* fds[4];
+    int* fds[6];
     ~CloseFds() {
       for (int* f : fds)
         if (*f >= 0) ::close(std::exchange(*f, -1));
     }
-  } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w, &ctx.commit_r}};
+  } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w, &ctx.err_r, &ctx.err_w, &ctx.commit_r}};
   ctx.pooled = opts.pooled;
   if (spec.network == NetworkMode::Private) {
     // The address first (recorded before anything is made); the veth and
@@ -613,15 +629,19 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     ctx.stdin_fd = spec.stdin_open ? opts.detached_stdin : -1;
     if (::mkdir((dir + "/mnt").c_str(), 0700) < 0 && errno != EEXIST) throw_errno("create " + dir + "/mnt");
     ctx.state_dirfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int lp[2];
-    if (ctx.state_dirfd < 0 || ::pipe2(lp, O_CLOEXEC) < 0) {
+    int lp[2] = {-1, -1}, ep[2] = {-1, -1};
+    if (ctx.state_dirfd < 0 || ::pipe2(lp, O_CLOEXEC) < 0 || ::pipe2(ep, O_CLOEXEC) < 0) {
       int e = errno;
+      for (int fd : {lp[0], lp[1]})
+        if (fd >= 0) ::close(fd);
       ::close(sv[0]);
       ::close(sv[1]);
       throw_errno("open the state directory " + dir, e);
     }
     ctx.log_r = lp[0];
     ctx.log_w = lp[1];
+    ctx.err_r = ep[0];
+    ctx.err_w = ep[1];
     int cp[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0) {
       int e = errno;

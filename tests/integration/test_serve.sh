@@ -65,14 +65,13 @@ if command -v docker >/dev/null; then
   check "Env, WorkingDir and User reach the command ($out)" [ "$out" = "bar /tmp 65534" ]
   out=$(echo typed | docker run --rm -i "${RT_ARGS[@]}" $IMG echo ran); rc=$?
   check "docker run -i of a command that reads no stdin ends cleanly ($out, $rc)" [ "$out:$rc" = ran:0 ]
-  if [ "$RUNTIME" != gvisor ]; then  # (gVisor: the first process's stdin is /dev/null)
-    out=$(printf 'hi\nthere\n' | timeout -s KILL 30 docker run --rm -i $IMG cat); rc=$?
-    check "docker run -i passes stdin to the container and its end ($out, $rc)" [ "$out:$rc" = $'hi\nthere:0' ]
-    head -c 1000000 /dev/urandom >"$T/stdin.bin"
-    want=$(md5sum <"$T/stdin.bin" | cut -d' ' -f1)
-    out=$(timeout -s KILL 30 docker run --rm -i $IMG md5sum <"$T/stdin.bin" | cut -d' ' -f1)
-    check "docker run -i: 1 MB of stdin (more than a pipe holds) arrives byte for byte" [ "$out" = "$want" ]
-  fi
+  # Both runtimes (gVisor: runsc passes its stdin, the pipe, to the first process).
+  out=$(printf 'hi\nthere\n' | timeout -s KILL 30 docker run --rm -i "${RT_ARGS[@]}" $IMG cat); rc=$?
+  check "docker run -i passes stdin to the container and its end ($out, $rc)" [ "$out:$rc" = $'hi\nthere:0' ]
+  head -c 1000000 /dev/urandom >"$T/stdin.bin"
+  want=$(md5sum <"$T/stdin.bin" | cut -d' ' -f1)
+  out=$(timeout -s KILL 30 docker run --rm -i "${RT_ARGS[@]}" $IMG md5sum <"$T/stdin.bin" | cut -d' ' -f1)
+  check "docker run -i: 1 MB of stdin (more than a pipe holds) arrives byte for byte" [ "$out" = "$want" ]
   # docker run -it from a real terminal (a pty made by python3's pty module):
   # the CLI puts it in raw mode, resizes, streams raw (Tty: no 8-byte frames).
   cat >"$T/tty_client.py" <<'EOF'
@@ -92,13 +91,8 @@ while time.time() < end:
 _, st = os.waitpid(pid, 0)
 print(repr(out.decode(errors="replace").replace("\r", "")), os.waitstatus_to_exitcode(st))
 EOF
-  if [ "$RUNTIME" != gvisor ]; then  # (gVisor: the first process's stdin is /dev/null)
-    out=$(timeout -s KILL 40 python3 "$T/tty_client.py" $IMG 'read x; echo got-$x; exit 3')
-    check "docker run -it from a pty: input in, output back, exit code ($out)" grep -q "got-typed.* 3$" <<<"$out"
-  else
-    out=$(timeout -s KILL 40 python3 "$T/tty_client.py" $IMG 'echo tty-out; exit 3' "${RT_ARGS[@]}")
-    check "docker run -it from a pty: output back, exit code ($out)" grep -q "tty-out.* 3$" <<<"$out"
-  fi
+  out=$(timeout -s KILL 40 python3 "$T/tty_client.py" $IMG 'read x; echo got-$x; exit 3' "${RT_ARGS[@]}")
+  check "docker run -it from a pty: input in, output back, exit code ($out)" grep -q "got-typed.* 3$" <<<"$out"
   out=$(docker run --rm --entrypoint /bin/echo $IMG a b)
   check "Entrypoint overrides the image's ($out)" [ "$out" = "a b" ]
 
@@ -129,11 +123,28 @@ EOF
   check "docker cp of a symlink copies the link itself (as docker)" [ -L "$T/link" ]
   expect_rc "docker cp of a missing path fails" 1 docker cp servetest:/no/such "$T/nothing"
   check "docker logs shows the first process's output" [ "$(docker logs servetest)" = started ]
+  # stdout and stderr apart in the log (stream 1 and 2 of the framing), with times.
+  docker run -d --name logtest "${RT_ARGS[@]}" $IMG sh -c 'echo to-out; echo to-err >&2; printf partial; exec tail -f /dev/null' >/dev/null
+  for _ in $(seq 50); do docker logs logtest 2>/dev/null | grep -q partial && break; sleep 0.1; done
+  check "docker logs: stdout alone ($(docker logs logtest 2>/dev/null | tr '\n' ' '))" \
+    [ "$(docker logs logtest 2>/dev/null)" = $'to-out\npartial' ]
+  check "docker logs: stderr alone on stderr ($(docker logs logtest 2>&1 >/dev/null))" [ "$(docker logs logtest 2>&1 >/dev/null)" = to-err ]
+  ts=$(docker logs -t logtest 2>/dev/null | head -1)
+  check "docker logs -t: an RFC 3339 time before the line ($ts)" \
+    python3 -c 'import sys, datetime; t, l = sys.argv[1].split(" ", 1); datetime.datetime.strptime(t[:26], "%Y-%m-%dT%H:%M:%S.%f"); assert t.endswith("Z") and len(t) == 30 and l == "to-out"' "$ts"
+  check "docker logs --tail 1: the last line" [ "$(docker logs --tail 1 logtest 2>/dev/null)" = partial ]
+  check "docker logs --since in the future: nothing" [ -z "$(docker logs --since 2099-01-01T00:00:00Z logtest 2>&1)" ]
+  check "docker logs --until in the past: nothing" [ -z "$(docker logs --until 2001-01-01T00:00:00Z logtest 2>&1)" ]
+  check "sbx logs shows both streams" \
+    [ "$("$SBX" logs logtest 2>&1 | grep -o 'to-out\|to-err\|partial' | sort | tr '\n' ' ')" = "partial to-err to-out " ]
+  docker rm -f logtest >/dev/null
   check "docker inspect: Running" [ "$(docker inspect -f '{{.State.Running}}' servetest)" = true ]
   check "docker inspect: State.Pid is a host pid" [ -d "/proc/$(docker inspect -f '{{.State.Pid}}' servetest)" ]
-  if native_only; then  # (gVisor: its processes live in the sentry, not on the host)
-    top=$(docker top servetest)
+  top=$(docker top servetest)
+  if native_only; then
     check "docker top lists the container's tail -f ($top)" grep -q 'tail -f /dev/null' <<<"$top"
+  else  # (gVisor: runsc ps, the Sentry's processes by name)
+    check "docker top lists the container's tail (runsc ps) ($top)" grep -qw 'tail' <<<"$top"
   fi
   for _ in $(seq 50); do [ "$(docker logs servetest)" = started ] && break; sleep 0.1; done
   # (the first process counted to 20000 before "started": CPU time to see)
@@ -205,7 +216,17 @@ print(d["memory_stats"]["usage"] > 0, d["memory_stats"]["limit"] > 0, d["pids_st
   out=$(docker load -i "$T/saved.tar" 2>&1)
   check "docker load gives the image back ($out)" grep -q 'Loaded image: .*sbxtest/saved:1' <<<"$out"
   check "… and it runs" [ "$(docker run --rm "${RT_ARGS[@]}" sbxtest/saved:1 echo loaded)" = loaded ]
-  docker rmi sbxtest/saved:1 >/dev/null
+  # Several names in one archive (GET /images/get?names=a&names=b).
+  docker tag $IMG sbxtest/saved:2
+  expect_rc "docker save of two names" 0 docker save -o "$T/saved2.tar" sbxtest/saved:1 sbxtest/saved:2
+  docker rmi sbxtest/saved:1 sbxtest/saved:2 >/dev/null
+  out=$(docker load -i "$T/saved2.tar" 2>&1)
+  check "… one entry naming both, as docker writes it" \
+    python3 -c 'import json,sys; m=json.load(sys.stdin); assert len(m) == 1 and len(m[0]["RepoTags"]) == 2, m' < <(tar -xOf "$T/saved2.tar" manifest.json)
+  check "docker load gives both back ($out)" \
+    [ "$(grep -c 'Loaded image: .*sbxtest/saved:[12]' <<<"$out")" = 2 ]
+  check "… and both run" [ "$(docker run --rm "${RT_ARGS[@]}" sbxtest/saved:2 echo loaded2)" = loaded2 ]
+  docker rmi sbxtest/saved:1 sbxtest/saved:2 >/dev/null
   out=$(head -c 1000 /dev/urandom | docker load 2>&1); rc=$?
   check "docker load of a non-archive fails with the reason ($rc)" [ "$rc" != 0 ]
 
@@ -305,6 +326,33 @@ for chunk in ctr.logs(stream=True, follow=True):
     if b"world" in logs:
         break
 check("logs(stream=True) %r" % logs, logs == b"hello\nworld\n")
+e = c.containers.run(img, ["sh", "-c", "echo o1; echo e1 >&2; echo o2; exec tail -f /dev/null"], detach=True, labels={"t": "py"})
+for _ in range(50):
+    if b"o2" in e.logs(): break
+    time.sleep(0.1)
+check("logs(stdout=False, stderr=True): stderr only %r" % e.logs(stdout=False, stderr=True), e.logs(stdout=False, stderr=True) == b"e1\n")
+check("logs(stdout=True, stderr=False): stdout only %r" % e.logs(stdout=True, stderr=False), e.logs(stdout=True, stderr=False) == b"o1\no2\n")
+s = e.attach(stdout=True, stderr=True, stream=False, logs=True, demux=True)
+check("attach(logs=True, demux=True): streams apart %r" % (s,), s == (b"o1\no2\n", b"e1\n"))
+e.remove(force=True)
+if sys.argv[2] != "gvisor":  # (a real pty for Tty containers: native)
+    t = c.api.create_container(img, ["sh", "-c", "read x; echo got-$x; stty size; [ -t 1 ] && echo is-tty"], tty=True, stdin_open=True)
+    sk = c.api.attach_socket(t["Id"], params={"stdin": 1, "stream": 1, "stdout": 1, "stderr": 1})
+    c.api.start(t["Id"])
+    c.api.resize(t["Id"], 33, 101)
+    sk._sock.sendall(b"typed\r")  # Enter as a terminal sends it: the pty makes it a newline
+    out, end = b"", time.time() + 20
+    sk._sock.settimeout(1)
+    while b"is-tty" not in out and time.time() < end:
+        try: d = sk._sock.recv(4096)
+        except OSError: continue
+        if not d: break
+        out += d
+    check("Tty: a typed \\r ends the line (ICRNL), output gets \\r\\n (ONLCR) %r" % out, b"got-typed\r\n" in out)
+    check("Tty: /resize set the size the process sees %r" % out, b"33 101" in out)
+    check("Tty: stdout is a terminal %r" % out, b"is-tty" in out)
+    sk.close()
+    c.api.remove_container(t["Id"], force=True)
 # Many exec streams at once, each output checked byte for byte.
 results = {}
 def one(i):
@@ -343,7 +391,7 @@ check("%d containers.run(remove=True) at parallelism 8: each returns its own out
       % (M, res.count("ok"), time.time() - t0), res.count("ok") == M)
 sys.exit(1 if fails else 0)
 EOF
-  python3 "$T/py.py" $IMG; rc=$?
+  python3 "$T/py.py" $IMG "$RUNTIME"; rc=$?
   check "docker-py checks" [ "$rc" = 0 ]
 else
   echo "skip: no docker-py (python3-docker)"

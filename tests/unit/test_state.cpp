@@ -316,23 +316,25 @@ pid_t start_holder(const std::string& dir, const std::string& workload_cmd, int6
       ::_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
     }
     int dirfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) < 0) ::_exit(97);
+    int p[2], e[2];
+    if (::pipe2(p, O_CLOEXEC) < 0 || ::pipe2(e, O_CLOEXEC) < 0) ::_exit(97);
     pid_t w = -1;
     if (!workload_cmd.empty()) {
       w = ::fork();
       if (w == 0) {
         ::dup2(p[1], 1);
-        ::dup2(p[1], 2);
+        ::dup2(e[1], 2);
         ::execl("/bin/sh", "sh", "-c", workload_cmd.c_str(), nullptr);
         ::_exit(127);
       }
     }
     ::close(p[1]);
+    ::close(e[1]);
     HolderConfig cfg;
     cfg.state_dirfd = dirfd;
     cfg.workload = w;
     cfg.log_fd = p[0];
+    cfg.err_fd = e[0];
     cfg.timeout_ms = timeout_ms;
     cfg.idle_timeout_ms = idle_ms;
     run_holder(cfg);
@@ -356,9 +358,17 @@ TEST_CASE("holder: the first process's exit code and output are recorded") {
   REQUIRE(e);
   CHECK(e->reason == "exit");
   CHECK(e->exit_code == 3);
-  std::string log = fs::read_file(t.path + "/log");
-  CHECK(log.find("hello") != std::string::npos);
-  CHECK(log.find("err") != std::string::npos);
+  std::string log = fs::read_file(t.path + "/ctr.log");
+  CHECK(log.find(" stdout F hello\n") != std::string::npos);
+  CHECK(log.find(" stderr F err\n") != std::string::npos);
+  // Read back as records: each keeps its stream and a time.
+  std::string out, err;
+  read_log_records(t.path, false, [&](const LogRecord& r) {
+    CHECK(r.time_ns > 0);
+    (r.stream == kStderr ? err : out) += r.text;
+  });
+  CHECK(out == "hello\n");
+  CHECK(err == "err\n");
 }
 
 TEST_CASE("holder: a signal ending the first process is recorded") {
@@ -396,7 +406,9 @@ TEST_CASE("holder: --idle-timeout counts from the last activity") {
   CHECK_FALSE(read_end(t.path));
   CHECK(wait_exit(h) == 124);
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
-  CHECK(ms >= 1300);
+  // (last touch at >= 900 ms + 400 ms idle; the activity file's mtime comes
+  // from the kernel's coarse clock, up to a tick (<= 10 ms) behind.)
+  CHECK(ms >= 1290);
   auto e = read_end(t.path);
   REQUIRE(e);
   CHECK(e->reason == "idle");
@@ -419,9 +431,44 @@ TEST_CASE("holder: hold-only ends on SIGTERM, and rotates its log") {
   pid_t h2 = start_holder(t2.path, "i=0; while [ $i -lt 1536 ]; do head -c 1024 /dev/zero | tr '\\0' x; i=$((i+1)); done", 0, 0);
   CHECK(wait_exit(h2) == 0);
   struct stat a {}, b {};
-  REQUIRE(::stat((t2.path + "/log").c_str(), &a) == 0);
-  REQUIRE(::stat((t2.path + "/log.1").c_str(), &b) == 0);
+  REQUIRE(::stat((t2.path + "/ctr.log").c_str(), &a) == 0);
+  REQUIRE(::stat((t2.path + "/ctr.log.1").c_str(), &b) == 0);
   CHECK(a.st_size <= kLogRotateBytes);
   CHECK(b.st_size <= kLogRotateBytes);
   CHECK(a.st_size + b.st_size > kLogRotateBytes);
+}
+
+TEST_CASE("sandbox log: RFC 3339 times format and parse back; records parse") {
+  char buf[32];
+  CHECK(std::string(buf, format_rfc3339_ns(0, buf)) == "1970-01-01T00:00:00.000000000Z");
+  const int64_t t = 1700000000123456789;
+  CHECK(std::string(buf, format_rfc3339_ns(t, buf)) == "2023-11-14T22:13:20.123456789Z");
+  int64_t ns = 0;
+  CHECK(parse_time_ns("2023-11-14T22:13:20.123456789Z", ns));
+  CHECK(ns == t);
+  CHECK(parse_time_ns("2023-11-14T23:13:20+01:00", ns));
+  CHECK(ns == 1700000000000000000);
+  CHECK(parse_time_ns("1700000000.5", ns));
+  CHECK(ns == 1700000000500000000);
+  CHECK_FALSE(parse_time_ns("yesterday", ns));
+  LogRecord r;
+  REQUIRE(parse_log_record("2023-11-14T22:13:20.123456789Z stderr P abc\n", r));
+  CHECK(r.stream == kStderr);
+  CHECK(r.partial);
+  CHECK(r.text == "abc");
+  REQUIRE(parse_log_record("2023-11-14T22:13:20.123456789Z stdout F \n", r));
+  CHECK(r.text == "\n");
+  CHECK_FALSE(parse_log_record("2023-11-14T22:13:20.123456789Z stdin F x\n", r));
+}
+
+TEST_CASE("sandbox log: a raw log of an older sandbox reads as stdout") {
+  TempDir t;
+  fs::write_file_atomic(t.path + "/log", "old\nlines", 0600);
+  std::string all;
+  read_log_records(t.path, false, [&](const LogRecord& r) {
+    CHECK(r.stream == kStdout);
+    CHECK(r.time_ns == 0);
+    all += r.text;
+  });
+  CHECK(all == "old\nlines");
 }
