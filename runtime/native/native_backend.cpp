@@ -718,7 +718,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     // lock one of them held (runtime/linux/clone_child.h).
     const uint64_t flags = clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0);
     // Every fd of the caller's that the init uses (ChildCtx):
-    std::vector<int> keep{sv[1], ctx.state_dirfd, ctx.log_r, ctx.log_w, ctx.commit_r, ctx.commit_w, ctx.stdin_fd};
+    std::vector<int> keep{sv[1], ctx.state_dirfd, ctx.log_r, ctx.log_w, ctx.err_r, ctx.err_w, ctx.commit_r, ctx.commit_w, ctx.stdin_fd};
     keep.insert(keep.end(), trees.fds.begin(), trees.fds.end());
     pid = clone_from_single_thread([&](uint64_t extra, int* fd) { return clone_sandbox(flags | extra, fd); },
                                    [&] {
