@@ -1,4 +1,5 @@
 #include "snapshot/checkpoint.h"
+#include "runtime/sandbox_log.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -200,7 +201,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::
       s.id = opts.resume ? opts.resume->id : runtime::new_sandbox_id();
       s.dir = runtime::sandbox_dir(opts.run_root, s.id);
       s.runsc_root = s.dir + "/runsc";
-      s.output = s.dir + "/log";
+      s.output = s.dir + "/" + runtime::kRecordLog;
       json c = config;
       c["root"]["path"] = s.dir + "/bundle/rootfs";
       // Its own cgroup, made by sbx under sbx's own with the config's limits

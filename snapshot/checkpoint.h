@@ -60,7 +60,7 @@ struct RestoredSandbox {
   std::string id;         ///< new sandbox id (64 hex; also its runsc container id)
   std::string dir;        ///< RUN_ROOT/<id>: the state dir (runtime/gvisor/gvisor_lifecycle.h)
   std::string runsc_root; ///< RUN_ROOT/<id>/runsc
-  std::string output;     ///< RUN_ROOT/<id>/log: the restored processes' stdout+stderr (`sbx logs`)
+  std::string output;     ///< RUN_ROOT/<id>/ctr.log: the restored processes' stdout and stderr as records (runtime/sandbox_log.h; `sbx logs`)
   pid_t pid = 0;          ///< host pid of the sandbox's monitor (state.json "pid")
   double restore_ms = 0;  ///< time until the copy ran (ms)
 };

@@ -18,6 +18,7 @@
 #include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
 #include "runtime/state.h"
+#include "runtime/sandbox_log.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/sandbox_fs.h"
@@ -28,12 +29,20 @@ namespace stdfs = std::filesystem;
 
 namespace {
 
+/// The text lines of a sandbox's log (STATE_DIR/ctr.log, one record per line:
+/// runtime/sandbox_log.h), stdout and stderr alike.
 std::vector<std::string> lines_of(const std::string& path) {
   std::ifstream f(path);
   std::vector<std::string> out;
   std::string l;
-  while (std::getline(f, l))
-    if (!l.empty()) out.push_back(l);
+  while (std::getline(f, l)) {
+    l += '\n';
+    runtime::LogRecord r;
+    if (!runtime::parse_log_record(l, r)) continue;
+    std::string text(r.text);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    if (!text.empty()) out.push_back(text);
+  }
   return out;
 }
 
@@ -93,7 +102,7 @@ snapshot::RestoredSandbox start_original(const std::string& runsc, const std::st
   s.id = id;
   s.dir = runtime::sandbox_dir(run_root, id);
   s.runsc_root = s.dir + "/runsc";
-  s.output = s.dir + "/log";
+  s.output = s.dir + "/" + runtime::kRecordLog;
   s.pid = runtime::read_state(s.dir).pid;
   return s;
 }
