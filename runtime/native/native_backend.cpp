@@ -423,21 +423,8 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
         for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
         if (null > 2) ::close(null);
       }
-      // The clone copied every fd of sbx (a server's other connections, other
-      // sandboxes' stdin pipes): keep only the holder's own, so that no
-      // peer waits on a copy held here for its EOF.
-      {
-        // (No allocation here: a fixed array, not close_fds_except's vector.)
-        int keep[3] = {c.state_dirfd, tty_master >= 0 ? tty_master : c.log_r, tty_master >= 0 ? -1 : c.err_r};
-        std::sort(keep, keep + 3);
-        unsigned from = 3;
-        for (int k : keep) {
-          if (k < 0 || static_cast<unsigned>(k) < from) continue;
-          if (static_cast<unsigned>(k) > from) ::syscall(SYS_close_range, from, static_cast<unsigned>(k) - 1, 0U);
-          from = static_cast<unsigned>(k) + 1;
-        }
-        ::syscall(SYS_close_range, from, ~0U, 0U);
-      }
+      // (run_holder closes every fd of sbx's but the holder's own first: a
+      // server's other connections, other sandboxes' stdin pipes.)
       HolderConfig h;
       h.state_dirfd = c.state_dirfd;
       h.workload = pid;
