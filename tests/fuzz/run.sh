@@ -26,8 +26,12 @@ if [ ${#fuzzers[@]} -eq 0 ]; then
   for f in "$build"/tests/fuzz/fuzz_*; do [ -x "$f" ] && fuzzers+=("$(basename "$f")"); done
 fi
 mkdir -p "$build/crashes"
-# The unpack harness works in a private temp dir; keep it off /tmp clutter.
-export TMPDIR=${TMPDIR:-/tmp}
+# The harnesses make their work dirs with mkdtemp under TMPDIR and cannot
+# remove them (libFuzzer ends them with exit or a crash): give them one dir
+# for the whole run and remove it at the end, so no run leaves dirs in /tmp.
+fuzz_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sbx-fuzz-run.XXXXXX")
+trap 'rm -rf "$fuzz_tmp"' EXIT
+export TMPDIR=$fuzz_tmp
 status=0
 for name in "${fuzzers[@]}"; do
   bin="$build/tests/fuzz/$name"
