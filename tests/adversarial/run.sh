@@ -792,57 +792,177 @@ case_end_reason() {  # the workload can fake sbx's timeout message and exit code
   [ $ok = 1 ] && pass end-reason "a faked timeout (exit 124 + message) is recorded as exit; a real one as timeout; a failed start as failed"
 }
 
-mem_available_kb() { awk '/^MemAvailable:/{print $2}' /proc/meminfo; }
-case_bounds() {  # host safety: default sandboxes at once fill memory, the writable layer, inodes, fds
-  local total floor n=2 i pids=() t0 worst slow=0
-  total=$(awk '/^MemTotal:/{print $2}' /proc/meminfo)
-  floor=$((total / 5))                                  # the host must keep 20 % available
-  local stop=$((floor + 1048576))                        # stop early 1 GiB above it
-  # Each bomb is bounded (8 GiB of memory, 4 GiB of disk, 1 M files, 100 k fds)
-  # and starts only if the host has room for what the defaults should allow.
-  local need=$(( n * 4 * 1048576 + stop ))
-  if [ "$(mem_available_kb)" -lt "$need" ]; then na host-safety "MemAvailable $(mem_available_kb) kB < $need kB needed to run $n default memory bombs safely on this shared host"; return; fi
-  local script='/home/probe fdbomb 100000; /home/probe inodes /many 1000000; rm -rf /many; /home/probe disk /fill 4096; rm -f /fill; /home/probe mem 8192'
-  for i in $(seq $n); do
-    "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --timeout 120s "${P[@]}" "${IMG[@]}" -- sh -c "$script; : bounds-$marker" \
-      >"$T/out/bounds$i" 2>&1 &
-    pids+=($!)
-  done
-  worst=$(mem_available_kb)
-  while :; do
-    local alive=0 p
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    local m; m=$(mem_available_kb)
-    [ "$m" -lt "$worst" ] && worst=$m
-    if [ "$m" -lt "$stop" ]; then
-      kill -9 "${pids[@]}" 2>/dev/null   # their sandboxes die with them
-      wait 2>/dev/null
-      fail host-safety "MemAvailable fell to $m kB (floor $floor kB): stopped early"
-      return
+# Host safety: the default bounds (runtime/default_bounds.h) hold. Nothing
+# here depends on how fast the machine fills memory or disk: the defaults are
+# read from the host, where they are enforced (the cgroups of a default
+# sandbox, its RLIMIT_NOFILE, its writable layer), and the fills run against
+# smaller explicit limits of the same kind, which they reach after a few MiB;
+# only the fd bomb runs at the default (1024 opens). --timeout 120s is a
+# safety net: running into it fails the case.
+cg_of() {  # PID CONTROLLER V2FILE: the cgroup dir of PID for CONTROLLER ("-" if none)
+  local line ctrls path d
+  while IFS= read -r line; do
+    IFS=: read -r _ ctrls path <<<"$line"
+    if [[ ",$ctrls," == *",$2,"* ]]; then echo "/sys/fs/cgroup/$2$path"; return; fi
+    if [ -z "$ctrls" ]; then
+      for d in /sys/fs/cgroup /sys/fs/cgroup/unified; do
+        [ -e "$d$path/$3" ] && { echo "$d$path"; return; }
+      done
     fi
-    t0=$(date +%s%N); /bin/true; local dt=$(( ($(date +%s%N) - t0) / 1000000 ))
-    [ $dt -gt 2000 ] && slow=$dt
-    sleep 0.2
-  done
-  local ok=1 f
-  for i in $(seq $n); do
-    f=$T/out/bounds$i
-    indent <"$f" | grep -v '^    | result  mem' | tail -6
-    # gVisor keeps the writable layer in the Sentry's memory: there the
-    # memory limit ends a filler (the whole sandbox is OOM-killed) instead of ENOSPC.
-    local oom=0
-    [ "$runtime" = gvisor ] && grep -q 'sandbox killed: out of memory' "$f" && oom=1
-    grep -q '^result  disk [0-9]* ENOSPC' "$f" || [ $oom = 1 ] || { fail host-safety "sandbox $i: the writable layer did not end in ENOSPC"; ok=0; }
-    grep -q '^result  inodes [0-9]* ENOSPC' "$f" || [ $oom = 1 ] || { fail host-safety "sandbox $i: files did not end in ENOSPC"; ok=0; }
-    grep -q '^result  fds [0-9]* EMFILE' "$f" || { fail host-safety "sandbox $i: fds did not end in EMFILE"; ok=0; }
-    local mb; mb=$(awk '/^result  mem/{m=$3} END{print m+0}' "$f")
-    [ "$mb" -le 4200 ] || { fail host-safety "sandbox $i touched $mb MiB (default limit 4 GiB)"; ok=0; }
-    grep -qE 'out of memory|OOM killer killed' "$f" || { fail host-safety "sandbox $i: no OOM kill reported"; ok=0; }
-  done
-  [ $slow -gt 0 ] && { fail host-safety "the host took ${slow} ms to run /bin/true"; ok=0; }
-  [ -n "$(pgrep -f "bounds-$marker")" ] && { fail host-safety "processes left"; ok=0; }
-  [ $ok = 1 ] && pass host-safety "$n default sandboxes: ENOSPC, ENOSPC (inodes), EMFILE, OOM at the defaults; lowest MemAvailable $worst kB (floor $floor kB)"
+  done < <(cat "/proc/$1/cgroup" 2>/dev/null)
+  echo -
+}
+cg_limit() {  # DIR V1FILE V2FILE: a cgroup's limit ("max" when unlimited)
+  if [ -r "$1/$2" ]; then cat "$1/$2"; elif [ -r "$1/$3" ]; then cat "$1/$3"; else echo "unreadable"; fi
+}
+bounds_defaults() {  # a default sandbox (no limit flag): its bounds, read from the host
+  local out=$T/out/bounds-default job ok=1 GiB=$((1 << 30))
+  local total=$(( $(awk '/^MemTotal:/{print $2}' /proc/meminfo) * 1024 ))
+  # runtime/default_bounds.cpp: the parent gets total - max(total / 5, 2 GiB)
+  # (never below total / 2); a sandbox min(4 GiB, that).
+  local head=$(( total / 5 > 2 * GiB ? total / 5 : 2 * GiB ))
+  local parent_want=$(( total - head > total / 2 ? total - head : total / 2 ))
+  local mem_want=$(( 4 * GiB < parent_want ? 4 * GiB : parent_want ))
+  mem_want=$(( mem_want / 4096 * 4096 ))   # the kernel keeps whole pages
+  local hard_want=$(( $(ulimit -Hn) < 65536 ? $(ulimit -Hn) : 65536 ))
+  local soft_want=$(( hard_want < 1024 ? hard_want : 1024 ))
+  "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --timeout 120s "${P[@]}" "${IMG[@]}" -- sh -c \
+    "/home/probe fdbomb 100000; cat /proc/self/limits; df -k /; echo ready; sleep 100; : bounds-cfg-$marker" >"$out" 2>&1 &
+  job=$!
+  while kill -0 "$job" 2>/dev/null && ! grep -q '^ready' "$out"; do sleep 0.1; done
+  if ! grep -q '^ready' "$out"; then
+    indent <"$out"; fail host-safety "the default sandbox ended before it was ready"; wait "$job"; return 1
+  fi
+  # Its cgroups: those of its shell (native) or of runsc (gVisor; its pid in
+  # state.json: the shell is a task of the Sentry, not a host process).
+  local pid="" p
+  if [ "$runtime" = gvisor ]; then
+    pid=$(python3 - "$RR" "bounds-cfg-$marker" <<'PY'
+import glob, json, sys
+for p in glob.glob(sys.argv[1] + "/*/state.json"):
+    s = json.load(open(p))
+    if any(sys.argv[2] in a for a in s.get("command", [])):
+        print(s.get("pid", 0))
+PY
+)
+  else
+    for p in $(pgrep -f "bounds-cfg-$marker"); do
+      [ "$(cat "/proc/$p/comm" 2>/dev/null)" = sh ] && pid=$p
+    done
+  fi
+  local memcg pidscg
+  memcg=$(cg_of "${pid:-0}" memory memory.max)
+  pidscg=$(cg_of "${pid:-0}" pids pids.max)
+  local mem="" parent="" pmax="" nofile="" layer=""
+  if [ "${memcg:--}" = - ]; then fail host-safety "default sandbox: its process ${pid:-(not found)} is in no memory cgroup"; ok=0
+  else
+    mem=$(cg_limit "$memcg" memory.limit_in_bytes memory.max)
+    [ "$mem" = "$mem_want" ] || { fail host-safety "default sandbox: memory limit $mem in $memcg, want $mem_want (min(4 GiB, parent))"; ok=0; }
+    parent=$(cg_limit "$(dirname "$memcg")" memory.limit_in_bytes memory.max)
+    # The parent is shared with every sbx on the host and never lowered once
+    # made: it must leave the host its last fifth, whoever made it.
+    { [ "$parent" != max ] && [ "$parent" != unreadable ] && [ "$parent" -le $(( total - total / 5 )) ]; } ||
+      { fail host-safety "default sandbox: its parent $(dirname "$memcg") has limit $parent, more than 80% of MemTotal ($total)"; ok=0; }
+  fi
+  # gVisor: the sandbox's tasks are bounded by RLIMIT_NPROC in the Sentry; the
+  # host cgroup holds a backstop for runsc's own threads (3 x limit + 256).
+  local pids_want=1024
+  [ "$runtime" = gvisor ] && pids_want=$((1024 * 3 + 256))
+  if [ "${pidscg:--}" = - ]; then fail host-safety "default sandbox: its process ${pid:-(not found)} is in no pids cgroup"; ok=0
+  else
+    pmax=$(cg_limit "$pidscg" pids.max pids.max)
+    [ "$pmax" = "$pids_want" ] || { fail host-safety "default sandbox: pids.max $pmax in $pidscg, want $pids_want"; ok=0; }
+  fi
+  if [ "$runtime" = gvisor ]; then
+    # The Sentry enforces these, not the host kernel: read inside.
+    local nproc
+    nproc=$(awk '/^Max processes/{print $3, $4}' "$out")
+    [ "$nproc" = "1024 1024" ] || { fail host-safety "default sandbox: RLIMIT_NPROC '$nproc' in the Sentry, want '1024 1024'"; ok=0; }
+    nofile=$(awk '/^Max open files/{print $4, $5}' "$out")
+    # The writable layer is the Sentry's memory overlay: its bytes and inodes
+    # are the Sentry's memory, in the sandbox's memory cgroup (a size of its
+    # own it has not: runsc 20240729 takes no size for --overlay2).
+    local p sentry=""
+    for p in $(cat "$memcg/cgroup.procs" 2>/dev/null); do
+      tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- ' --overlay2=root:memory .*\bboot\b' && sentry=$p
+    done
+    [ -n "$sentry" ] || { fail host-safety "default sandbox: no Sentry started with --overlay2=root:memory in its memory cgroup $memcg"; ok=0; }
+    layer="Sentry memory overlay (pid $sentry in the memory cgroup)"
+  else
+    local shpid=$pid
+    if [ -z "$shpid" ] || ! grep -qx "$shpid" "$pidscg/cgroup.procs" 2>/dev/null; then
+      fail host-safety "default sandbox: its shell (pid ${shpid:-none}) is not in its pids cgroup $pidscg"; ok=0
+    else
+      nofile=$(awk '/^Max open files/{print $4, $5}' "/proc/$shpid/limits")
+      # statfs of the sandbox's root (the overlay reports its upper tmpfs).
+      local blocks bsize files
+      read -r blocks bsize files < <(stat -f -c '%b %S %c' "/proc/$shpid/root/")
+      layer="$((blocks * bsize)) bytes, $files inodes"
+      [ "$((blocks * bsize))" = $((2 * GiB)) ] && [ "$files" = $((2 * GiB / 4096)) ] ||
+        { fail host-safety "default sandbox: the writable layer has $layer, want $((2 * GiB)) bytes, $((2 * GiB / 4096)) inodes"; ok=0; }
+    fi
+  fi
+  [ "$nofile" = "$soft_want $hard_want" ] || { fail host-safety "default sandbox: RLIMIT_NOFILE '$nofile', want '$soft_want $hard_want'"; ok=0; }
+  local fds
+  fds=$(awk '/^result  fds/{print $3, $4}' "$out")
+  [ "${fds#* }" = EMFILE ] && [ "${fds% *}" -le "$soft_want" ] ||
+    { fail host-safety "default sandbox: the fd bomb ended '$fds', want EMFILE within $soft_want"; ok=0; }
+  kill -TERM "$job" 2>/dev/null
+  wait "$job"
+  [ $ok = 1 ] && bounds_seen="defaults: memory $mem (parent $parent), pids.max $pmax, nofile $nofile (fd bomb: $fds), writable layer $layer"
+  return $((1 - ok))
+}
+bounds_fill() {  # NAME WANT FLAGS... -- CMD: one sandbox with small explicit limits; WANT: oom or ok
+  local name=$1 want=$2 rc reason ooms; shift 2
+  sb --end-record "$T/out/bounds-$name.end" --timeout 120s "$@"
+  rc=$(cat "$T/out/rc")
+  cp "$T/out/last" "$T/out/bounds-$name"
+  reason=$(grep -o '"Reason": "[a-z]*"' "$T/out/bounds-$name.end" 2>/dev/null | cut -d'"' -f4)
+  ooms=$(grep -o '"OomKills": [0-9]*' "$T/out/bounds-$name.end" 2>/dev/null | awk '{print $2}')
+  if [ "$reason" = timeout ]; then
+    indent <"$T/out/last" | tail -5; fail host-safety "$name: ran into its 120 s safety-net timeout before its bound (rc=$rc)"; return 1
+  fi
+  if [ "$want" = oom ] && [ "${ooms:-0}" = 0 ]; then
+    indent <"$T/out/last" | tail -5; fail host-safety "$name: no OOM kill recorded (end reason '$reason', rc=$rc)"; return 1
+  fi
+  if [ "$want" = ok ] && [ "${ooms:-0}" != 0 ]; then
+    indent <"$T/out/last" | tail -5; fail host-safety "$name: $ooms OOM kill(s) (rc=$rc), expected to end at its own bounds"; return 1
+  fi
+  return 0
+}
+bounds_fills() {  # the same kinds of bound, set small, reached after a few MiB
+  local ok=1 f n mb
+  if [ "$runtime" = gvisor ]; then
+    # The writable layer is the Sentry's memory: a disk fill ends in an OOM
+    # kill at the memory limit (the whole sandbox), not in ENOSPC.
+    bounds_fill layer-in-memory oom --memory 128m "${P[@]}" "${IMG[@]}" -- sh -c "/home/probe disk /fill 1024; : bounds-$marker" || ok=0
+    f=$T/out/bounds-layer-in-memory
+    grep -q '^result  disk' "$f" && { fail host-safety "--memory 128m: the writable layer took $(awk '/^result  disk/{print $3 " MiB (then " $4 ")"}' "$f") without an OOM kill"; ok=0; }
+    bounds_fill files-in-memory oom --memory 128m "${P[@]}" "${IMG[@]}" -- sh -c "/home/probe inodes /many 1000000; : bounds-$marker" || ok=0
+    f=$T/out/bounds-files-in-memory
+    grep -q '^result  inodes' "$f" && { fail host-safety "--memory 128m: the writable layer took $(awk '/^result  inodes/{print $3 " files (then " $4 ")"}' "$f") without an OOM kill"; ok=0; }
+  else
+    # Inodes (one per 4 KiB: 8192) and bytes of the writable layer.
+    bounds_fill layer ok --disk 32m --memory 128m "${P[@]}" "${IMG[@]}" -- sh -c "/home/probe inodes /many 1000000; rm -rf /many; /home/probe disk /fill 1024; : bounds-$marker" || ok=0
+    f=$T/out/bounds-layer
+    n=$(awk '/^result  inodes/{print $3}' "$f")
+    grep -q '^result  inodes [0-9]* ENOSPC' "$f" && [ "$n" -le 8192 ] ||
+      { fail host-safety "--disk 32m: files did not end in ENOSPC within 8192 ($(grep '^result  inodes' "$f"))"; ok=0; }
+    mb=$(awk '/^result  disk/{print $3}' "$f")
+    grep -q '^result  disk [0-9]* ENOSPC' "$f" && [ "$mb" -le 32 ] ||
+      { fail host-safety "--disk 32m: the writable layer did not end in ENOSPC within 32 MiB ($(grep '^result  disk' "$f"))"; ok=0; }
+  fi
+  bounds_fill memory oom --memory 128m "${P[@]}" "${IMG[@]}" -- sh -c "/home/probe mem 1024; : bounds-$marker" || ok=0
+  mb=$(awk '/^result  mem/{m=$3} END{print m+0}' "$T/out/bounds-memory")
+  [ "$mb" -le 136 ] || { fail host-safety "--memory 128m: the memory bomb touched $mb MiB"; ok=0; }
+  return $((1 - ok))
+}
+case_bounds() {  # host safety: the defaults, read from the host, and fills at small limits of the same kind
+  local ok=1 bounds_seen=""
+  bounds_defaults || ok=0
+  bounds_fills || ok=0
+  [ -n "$(pgrep -f "bounds-(cfg-)?$marker")" ] && { fail host-safety "processes left: $(pgrep -af "bounds-(cfg-)?$marker" | head -3 | tr '\n' ';')"; ok=0; }
+  [ $ok = 1 ] && pass host-safety "$bounds_seen; fills at --memory 128m$([ "$runtime" = native ] && echo ' --disk 32m'): $([ "$runtime" = gvisor ] && echo 'layer bytes and files OOM' || echo 'ENOSPC, ENOSPC (inodes)'), memory OOM"
 }
 
 # ----------------------------------------------------------- leak checks ---
