@@ -109,8 +109,11 @@ std::string runsc_errors(const std::string& log) {
 /// (--overlay2=root:memory), so the tmpfs stays tiny. Both vanish with the namespace.
 /// `disk_bytes` (--disk): runsc writes through its gofer into this overlay
 /// instead (--overlay2=none), and the tmpfs gets that size, so the host kernel
-/// answers ENOSPC beyond it. (This runsc's own overlay cannot be bounded: a
-/// size-limited file store makes the sentry die of SIGBUS when it fills.)
+/// answers ENOSPC beyond it. (runsc 20240729 takes no size for its memory
+/// overlay: the memory limit bounds it, ending in an OOM kill. A file store of
+/// its in a size-limited tmpfs, root:self or root:dir=, answered ENOSPC to
+/// write(2) and SIGBUS to the task writing through a shared mapping; the
+/// sandbox lived on.)
 void mount_rootfs(const std::vector<std::string>& layers, const std::string& scratch, const std::string& target,
                   uint64_t disk_bytes) {
   if (layers.empty()) throw Error("cannot build the rootfs: the image has no layers");
