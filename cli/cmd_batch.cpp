@@ -81,7 +81,7 @@ int batch(const Globals& g, const BatchFlags& f) {
   sf.memory = f.memory;
   // Own user namespace unless the task's network is the host's (the engine
   // decides per task: a task line may name its network), as `sbx run`.
-  req.userns = f.userns == "auto";
+  req.userns = userns_mode(sf);
   // The egress options are checked once here, not per image (a bad one would
   // fail every task): as `sbx run`, they need --network private.
   if (f.network != "private" && f.network != "bridge" &&

@@ -261,8 +261,8 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
   return spec;
 }
 
-bool use_userns(const SandboxFlags& f, const SandboxSpec& spec) {
-  return f.userns == "auto" && spec.network != NetworkMode::Host;
+engine::UsernsMode userns_mode(const SandboxFlags& f) {
+  return f.userns == "host" ? engine::UsernsMode::Host : engine::UsernsMode::Auto;
 }
 
 Mount parse_volume(const std::string& text) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "engine/userns.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::cli {
@@ -70,13 +71,12 @@ struct BuildOptions {
 /// the hard limits, with a warning), --timeout; default capabilities.
 /// Throws sbx::Error (exit 125) on an unknown option, a missing image or a
 /// bad value, naming the flag. --userns is checked, not applied (see
-/// use_userns).
+/// userns_mode).
 SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptions& o);
 
-/// Whether a native sandbox gets its own user namespace: --userns auto,
-/// unless --network host (the host's network namespace belongs to the host's
-/// user namespace, so the sandbox could not mount its own /sys; as podman).
-bool use_userns(const SandboxFlags& f, const SandboxSpec& spec);
+/// --userns (auto or host, checked by build_spec) as the engine's mode; the
+/// engine decides from it and the spec (engine/userns.h use_userns).
+engine::UsernsMode userns_mode(const SandboxFlags& f);
 
 /// -v HOST:CTR[:ro,nosuid,nodev,noexec] → a bind mount (host path made
 /// absolute with realpath). Throws sbx::Error on a malformed value.

@@ -400,9 +400,9 @@ BatchSummary Engine::batch(const BatchRequest& req) {
     if (t.pids_limit) run.spec.resources.pids_limit = *t.pids_limit;
     if (t.cpus) run.spec.resources.cpus = *t.cpus;
     run.spec.stdin_open = t.stdin_data.has_value();
-    // As `sbx run`: the host's network namespace belongs to the host's user
-    // namespace (use_userns in cli/sandbox_flags.h).
-    run.userns = req.userns && run.spec.network != NetworkMode::Host;
+    // As `sbx run`: Engine::run decides per task (engine/userns.h; a task
+    // line may name the host's network).
+    run.userns = req.userns;
     run.runsc = req.runsc;
     run.io.forward_signals = true;
 
@@ -422,7 +422,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
           SandboxSpec ps = bases.at(image);
           apply_task_network(ps, t);
           if (req.memory_bytes) ps.resources.memory_bytes = *req.memory_bytes;
-          pool = make_pool(ps, run.userns, req.pool);
+          pool = make_pool(ps, use_userns(ps, req.userns), req.pool);
         }
         w.sb = pool->take();
         w.pooled = true;

@@ -30,6 +30,7 @@
 #include "gpu/nvidia.h"
 #include "engine/batch.h"
 #include "engine/pool.h"
+#include "engine/userns.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/fs_snapshot.h"
@@ -74,7 +75,9 @@ struct ImportRequest {
 /// start it.
 struct SandboxRequest {
   SandboxSpec spec;
-  bool userns = false;  ///< native: its own user namespace (runtime/linux/userns.h)
+  /// Native: decided with use_userns(spec, userns) when the sandbox starts;
+  /// the default gives a user namespace.
+  UsernsMode userns = UsernsMode::Auto;
   std::string runsc;    ///< gVisor: runsc binary; empty: from $PATH
   /// create with spec.stdin_open: the first process's stdin (native; the
   /// caller closes its copy after the call); -1: /dev/null.

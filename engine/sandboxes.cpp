@@ -135,7 +135,7 @@ RunResult Engine::run(const RunRequest& req) {
       with_copies.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
     spec = &with_copies;
   }
-  r.status = backend->run(*spec, req.userns, req.io);
+  r.status = backend->run(*spec, use_userns(*spec, req.userns), req.io);
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   if (!r.status.usage.duration_ms) r.status.usage.duration_ms = static_cast<uint64_t>(r.elapsed.count());
   return r;
@@ -144,7 +144,7 @@ RunResult Engine::run(const RunRequest& req) {
 std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
-  return backend->create(req.spec, req.userns, req.stdin_fd, req.reuse_layer);
+  return backend->create(req.spec, use_userns(req.spec, req.userns), req.stdin_fd, req.reuse_layer);
 }
 
 std::string Engine::resolve(const std::string& ref) { return runtime::resolve_id(cfg_.run_root, ref); }

@@ -99,6 +99,7 @@ void Api::container_create(Connection& c, const Request& r) {
   // Checked now (a bad bind or network fails create, as in Docker); built again at start.
   try {
     SandboxSpec spec = spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
+    (void)userns_mode_from_docker(cfg);
     if (auto g = gpus_from_docker(cfg)) {  // no GPU on this host, an unknown device: refused now
       engine::GpuRequest gr;
       gr.gpus = g->gpus;
@@ -159,7 +160,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
       gr.devices = g->devices;
       engine_.apply_gpus(gr, req.spec);
     }
-    req.userns = docker_userns(req.spec);
+    req.userns = userns_mode_from_docker(ctr->config);  // the engine decides (engine/userns.h)
     if (again) {  // (a start that failed left no sandbox: nothing to keep)
       try {
         engine_.inspect(id);

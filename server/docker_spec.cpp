@@ -252,6 +252,15 @@ std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
   return ask;
 }
 
-bool docker_userns(const SandboxSpec& spec) { return spec.network == NetworkMode::None; }
+engine::UsernsMode userns_mode_from_docker(const json& cfg) {
+  auto hc = cfg.find("HostConfig");
+  if (hc == cfg.end() || !hc->is_object()) return engine::UsernsMode::Auto;
+  auto m = hc->find("UsernsMode");
+  if (m == hc->end() || m->is_null() || (m->is_string() && m->get<std::string>().empty())) return engine::UsernsMode::Auto;
+  if (m->is_string() && m->get<std::string>() == "host") return engine::UsernsMode::Host;
+  throw Error("HostConfig.UsernsMode " + m->dump() +
+              " is not supported by sbx serve: leave it empty (the container gets a user namespace of its own) or "
+              "give \"host\" (none: uid 0 inside is root on the host)");
+}
 
 }  // namespace sbx::server

@@ -206,7 +206,7 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
     throw RestError{400, e.what()};
   }
   req.spec.process.args.clear();  // it only holds: envd's processes are execs
-  req.userns = docker_userns(req.spec);
+  req.userns = engine::UsernsMode::Auto;  // the engine decides, as for `sbx create` (engine/userns.h)
   if (req.spec.resources.memory_bytes) sb->memory_mb = static_cast<int>(*req.spec.resources.memory_bytes >> 20);
   if (req.spec.resources.cpus) sb->cpu_count = std::max(1, static_cast<int>(*req.spec.resources.cpus + 0.5));
   engine_.create(req);

@@ -235,7 +235,7 @@ void SbxV1::create(Connection& c, const Request& r) {
   } else if (b.contains("allow_egress") && !strings(b["allow_egress"], "allow_egress").empty()) {
     throw V1Error{400, "InvalidArgument", "allow_egress needs network='private'"};
   }
-  req.userns = req.spec.network != NetworkMode::Host;  // as `sbx create`
+  req.userns = engine::UsernsMode::Auto;  // the engine decides, as for `sbx create` (engine/userns.h)
   if (std::string gpu = b.value("gpu", ""); !gpu.empty()) {
     engine::GpuRequest g;
     g.gpus = gpu;

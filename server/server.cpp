@@ -26,6 +26,7 @@
 #include "common/fd.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "runtime/linux/self_exec.h"
 #include "server/api.h"
 #include "server/e2b.h"
 #include "server/http.h"
@@ -176,6 +177,10 @@ void serve(const ServeOptions& opts) {
     sigaddset(&mask, s);
   ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  // Before any secret is read (the token, E2B's access tokens): every process
+  // that enters a sandbox from now on starts from a fresh exec of sbx, never
+  // from a fork of this server's memory (runtime/linux/self_exec.h).
+  runtime::use_fresh_helpers();
 
   if (!opts.tcp.empty() && opts.token_file.empty())
     throw Error("sbx serve --tcp needs --token-file FILE: TCP clients must send Authorization: Bearer <token>");

@@ -42,6 +42,14 @@ struct ExecRequest {
 /// timeout, 126/127 when the command cannot be executed / is not found.
 /// Touches DIR/activity at start, while it runs, and at the end (idle timeout).
 /// Throws sbx::Error (125) when the sandbox is not running or joining fails.
+/// From a process that uses fresh helpers (sbx serve; runtime/linux/self_exec.h)
+/// the joining is done by a fresh exec of sbx, never by a fork of the caller.
 int exec_in_sandbox(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const ExecRequest& req);
+
+/// The fresh helper of exec_in_sandbox (runtime/native/fresh_helper.h runs
+/// it): reads its request from `payload_fd`, joins the sandbox and starts the
+/// process as exec_in_sandbox's child. Returns only on a malformed request
+/// (exit status 125); else it ends with _exit.
+int exec_helper_main(int payload_fd);
 
 }  // namespace sbx::runtime

@@ -166,4 +166,11 @@ void run_pooled(Sandbox& sb, const PooledCommand& cmd);
 /// A fresh sandbox id: 64 random hex chars (as docker/podman).
 std::string new_sandbox_id();
 
+/// The fresh helper of start() (runtime/native/fresh_helper.h runs it, for a
+/// caller that uses fresh helpers: runtime/linux/self_exec.h): reads the
+/// init's context from `payload_fd`, clones the init (as start()'s child,
+/// CLONE_PARENT) and answers on `answer_fd` (runtime/linux/clone_child.h
+/// answer_clone). Never returns.
+[[noreturn]] void init_helper_main(int payload_fd, int answer_fd);
+
 }  // namespace sbx::runtime
