@@ -68,7 +68,7 @@ struct SandboxState {
   std::string name;
   std::string image_id;
   std::string image_ref;
-  std::string runtime = "native";  ///< "native" or "gvisor": commands dispatch on it
+  std::string runtime = "native";  ///< its backend's name (runtime/backends.h backend_for picks it by this)
   // (gVisor: `pid` is the sandbox's monitor, runtime/gvisor/gvisor_lifecycle.h)
   std::string status = "running";  ///< as written: "creating", "running", "stopped"
   pid_t pid = 0;             ///< host pid of the sandbox's init
