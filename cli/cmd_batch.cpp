@@ -11,6 +11,7 @@
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "runtime/backends.h"
 #include "runtime/linux/network_options.h"
 
 namespace sbx::cli {
@@ -19,7 +20,7 @@ namespace {
 
 struct BatchFlags {
   std::string tasks, output, image, timeout, memory, max_output = "1m";
-  std::string network = "none", userns = "auto", runtime = "native", runsc;
+  std::string network = "none", userns = "auto", runtime = sbx::runtime::default_backend_name(), runsc;
   std::vector<std::string> allow_egress, deny_egress, dns, add_hosts;  ///< --network private
   int parallel = 1;
   int pool = -1;  ///< -1: as --parallel

@@ -14,7 +14,7 @@
 #include "runtime/backends.h"
 #include "runtime/default_bounds.h"
 #include "runtime/image_config.h"
-#include "runtime/native/native_backend.h"
+#include "runtime/state.h"
 #include "runtime/linux/rlimits.h"
 #include "runtime/linux/sandbox_network.h"
 

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "engine/userns.h"
+#include "runtime/backends.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::cli {
@@ -28,7 +29,7 @@ struct SandboxFlags {
   std::vector<std::string> allow_egress, deny_egress, publish, dns, add_hosts;  ///< --network private
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint, disk;
   std::string userns = "auto";
-  std::string runtime = "native", runsc;
+  std::string runtime = sbx::runtime::default_backend_name(), runsc;
   std::string pull = "missing";  ///< --pull: missing|always|never|newer (oci/pull.h)
   bool pull_set = false;
   std::optional<double> cpus;

@@ -1,8 +1,9 @@
-// The engine: the one facade every front end (the CLI today; an API server,
-// an OCI-runtime command line, SDKs next) includes. It owns the flows that
-// combine the layers below — image store (oci/), backends (runtime/backend.h,
-// chosen through runtime/backends.h), snapshots (snapshot/), GPUs (gpu/) —
-// so that no front end repeats them.
+// The engine: the one facade every front end (the CLI, the API server; SDKs
+// through it) includes. It owns the flows that combine the layers below —
+// image store (oci/), backends (runtime/backend.h, chosen through
+// runtime/backends.h), snapshots (snapshot/), GPUs (gpu/) — so that no front
+// end repeats them, and it asks the Backend interface for every operation on
+// a sandbox: it includes no backend's header and names no backend.
 //
 // Plain request structs in, plain result structs out. It never prints and
 // never exits: errors are sbx::Error (common/error.h) with the exit code a
@@ -232,13 +233,21 @@ class Engine {
   /// The same as records that keep each piece's stream (stdout/stderr) and
   /// time (runtime/lifecycle.h read_log_records).
   void log_records(const std::string& ref, bool follow, const std::function<void(const runtime::LogRecord&)>& out);
-  /// Until it ended; how it ended (nullopt: no end record).
-  std::optional<runtime::EndRecord> wait(const std::string& ref);
+  /// Until it ended; how it ended (nullopt: no end record), or until
+  /// `timeout` passed (0: no limit; then nullopt).
+  std::optional<runtime::EndRecord> wait(const std::string& ref, std::chrono::milliseconds timeout = {});
+  /// After wait: collects what this process still holds of a sandbox it
+  /// created (Backend::reap: its init or monitor is this process's child).
+  /// `st`: its state as create left it (it may be removed by now). No throw.
+  void reap(const runtime::SandboxState& st) noexcept;
   /// SIGTERM, then SIGKILL after `grace`. Returns the full id.
   std::string stop(const std::string& ref, std::chrono::milliseconds grace);
   /// Returns the full id.
   std::string kill(const std::string& ref, int sig);
   runtime::Stats stats(const std::string& ref);
+  /// Its processes, as its backend sees them (docker top). Throws sbx::Error
+  /// when it is not running.
+  runtime::ProcessTable processes(const std::string& ref);
   /// Removes the sandbox with this full id (force: kills it first).
   void remove(const std::string& id, bool force);
 
@@ -246,7 +255,7 @@ class Engine {
   snapshot::FsSnapshotResult snapshot_fs(const FsSnapshotRequest& req);
   snapshot::SnapshotRecord snapshot_dir(const DirSnapshotRequest& req);
   snapshot::SnapshotRecord checkpoint(const CheckpointRequest& req);
-  std::vector<snapshot::RestoredSandbox> restore(const RestoreRequest& req);
+  std::vector<runtime::RestoredSandbox> restore(const RestoreRequest& req);
   std::vector<snapshot::SnapshotRecord> list_snapshots();
   snapshot::SnapshotRecord remove_snapshot(const std::string& name);
   /// Into `dir` (created; must be absent or empty).
@@ -274,7 +283,7 @@ class Engine {
   /// (no cgroup2 mount, not root, kernel without the option).
   bool set_favordynmods(bool on);
 
-  // Pause (issue 17: `docker pause`; snapshot/freezer.h).
+  // Pause (issue 17: `docker pause`; Backend::pause).
   /// Freezes every process of the running sandbox `ref` and leaves it
   /// frozen (native: cgroup freezer, as a snapshot freezes it; gVisor:
   /// `runsc pause`). Throws sbx::Error: not running, no freezer on this
@@ -284,10 +293,11 @@ class Engine {
   void unpause(const std::string& ref);
 
   // Warm pool (engine/pool.h; issue 19).
-  /// A pool keeping `size` native sandboxes of `spec` (image resolved,
-  /// config applied) set up in this engine's run root, each waiting for one
-  /// command (WarmPool::take / run). Sandboxes taken from it die with it:
-  /// destroy it last. Throws sbx::Error (gVisor, a terminal, size 0).
+  /// A pool keeping `size` sandboxes of `spec` (image resolved, config
+  /// applied) set up in this engine's run root, each waiting for one command
+  /// (WarmPool::take / run). Sandboxes taken from it die with it: destroy it
+  /// last. Throws sbx::Error (a backend without warm sandboxes: gVisor; a
+  /// terminal; size 0).
   std::unique_ptr<WarmPool> make_pool(const SandboxSpec& spec, bool userns, size_t size);
 
  private:

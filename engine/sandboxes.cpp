@@ -13,16 +13,10 @@
 #include "engine/engine.h"
 #include "gpu/cdi.h"
 #include "gpu/nvidia.h"
-#include "gpu/nvproxy.h"
 #include "runtime/backends.h"
-#include "runtime/gvisor/gvisor.h"
-#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
-#include "runtime/native/native_backend.h"
-#include "runtime/native/writable_layer.h"
 #include "runtime/snapshot_copies.h"
 #include "snapshot/dir_snapshot.h"
-#include "snapshot/freezer.h"
 
 namespace sbx::engine {
 
@@ -95,10 +89,9 @@ void Engine::apply_gpus(const GpuRequest& o, SandboxSpec& spec) {
     d.root = root;
     auto host = gpu::discover_nvidia(d);
     auto selected = gpu::select_gpus(host, o.gpus);
-    if (!selected.empty() && runtime::backend_for(out.runtime)->gpus_need_nvproxy()) {
-      gpu::require_nvproxy(o.runsc.empty() ? "runsc" : o.runsc);
-      out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
-    }
+    // The backend says whether it can pass them through (gVisor: runsc's
+    // nvproxy) and marks the spec for itself.
+    if (!selected.empty()) runtime::backend_for(out.runtime, backend_options(o.runsc))->accept_gpus(out);
     gpu::apply_gpus(host, selected, root, out);
   }
   std::vector<std::string> cdi;
@@ -211,9 +204,17 @@ void Engine::log_records(const std::string& ref, bool follow,
   runtime::read_log_records(runtime::sandbox_dir(cfg_.run_root, resolve(ref)), follow, out);
 }
 
-std::optional<runtime::EndRecord> Engine::wait(const std::string& ref) {
+std::optional<runtime::EndRecord> Engine::wait(const std::string& ref, std::chrono::milliseconds timeout) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  return runtime::backend_for(sb.state, backend_options())->wait(sb);
+  return runtime::backend_for(sb.state, backend_options())->wait(sb, timeout);
+}
+
+void Engine::reap(const runtime::SandboxState& st) noexcept {
+  try {
+    runtime::backend_for(st, backend_options())->reap(st);
+  } catch (const Error&) {
+    // A state naming no backend of this sbx: nothing it created.
+  }
 }
 
 std::string Engine::stop(const std::string& ref, std::chrono::milliseconds grace) {
@@ -231,6 +232,13 @@ std::string Engine::kill(const std::string& ref, int sig) {
 runtime::Stats Engine::stats(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
   return runtime::backend_for(sb.state, backend_options())->stats(sb);
+}
+
+runtime::ProcessTable Engine::processes(const std::string& ref) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::Processes);
+  return backend->processes(sb);
 }
 
 void Engine::remove(const std::string& id, bool force) {
@@ -271,21 +279,16 @@ namespace sbx::engine {
 
 void Engine::pause(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  if (sb.state.runtime == runtime::GvisorBackend::kName) return runtime::pause_gvisor(sb.dir, sb.state, true);
-  // The cgroups that freeze all of it: the ones a snapshot freezes.
-  std::vector<std::string> cgroups, members;
-  runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
-  if (cgroups.empty()) throw Error("cannot pause sandbox " + sb.state.id.substr(0, 12) + ": it is not running");
-  snapshot::CgroupFreeze f(cgroups, std::chrono::milliseconds(5000), members);
-  f.release();
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::Pause);
+  backend->pause(sb);
 }
 
 void Engine::unpause(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  if (sb.state.runtime == runtime::GvisorBackend::kName) return runtime::pause_gvisor(sb.dir, sb.state, false);
-  std::vector<std::string> cgroups, members;
-  runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
-  snapshot::thaw_cgroups(cgroups);
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::Pause);
+  backend->unpause(sb);
 }
 
 }  // namespace sbx::engine

@@ -179,7 +179,8 @@ class Api {
   /// Hub user's repository stored under its registry. Throws HttpError 404.
   std::string image_ref(const std::string& ref);
   /// After start: waits for the sandbox's end, records it, AutoRemove.
-  void watch(std::shared_ptr<Container> ctr, pid_t init_pid);
+  /// Until the container ends; `created`: its state as create left it (engine reap).
+  void watch(std::shared_ptr<Container> ctr, runtime::SandboxState created);
   nlohmann::json inspect_json(const std::string& id);
 
   engine::Engine engine_;

@@ -10,7 +10,6 @@
 #include "common/error.h"
 #include "runtime/backends.h"
 #include "runtime/default_bounds.h"
-#include "runtime/gvisor/gvisor.h"
 #include "runtime/image_config.h"
 #include "runtime/linux/capabilities.h"
 #include "runtime/linux/rlimits.h"
@@ -198,8 +197,8 @@ SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const
 
   std::string rt = str(hc, "Runtime");
   if (auto l = spec.labels.find("sbx.runtime"); l != spec.labels.end() && (rt.empty() || rt == "runc")) rt = l->second;
-  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? "native" : default_runtime;
-  if (rt == "runsc") rt = runtime::GvisorBackend::kName;
+  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? runtime::default_backend_name() : default_runtime;
+  rt = runtime::backend_name_for_runtime(rt);  // Docker's "runsc"
   runtime::validate_backend_name(rt);
   spec.runtime = rt;
   runtime::apply_default_bounds(spec, false);

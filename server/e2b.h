@@ -149,7 +149,8 @@ class E2bApi {
   std::shared_ptr<E2bSandbox> find(const std::string& id);
   void kill_sandbox(const std::shared_ptr<E2bSandbox>& sb);
   void reap_loop();
-  void watch(std::shared_ptr<E2bSandbox> sb, pid_t init_pid);
+  /// Until the sandbox ends; `created`: its state as create left it (engine reap).
+  void watch(std::shared_ptr<E2bSandbox> sb, runtime::SandboxState created);
 
   // envd (server/e2b_process.cpp, server/e2b_files.cpp)
   void envd(Connection& c, Request& r);

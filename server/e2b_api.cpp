@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "runtime/native/native_backend.h"
+#include "runtime/state.h"
 #include "server/api.h"
 #include "server/docker_spec.h"
 #include "server/e2b.h"
@@ -210,9 +210,9 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
   if (req.spec.resources.memory_bytes) sb->memory_mb = static_cast<int>(*req.spec.resources.memory_bytes >> 20);
   if (req.spec.resources.cpus) sb->cpu_count = std::max(1, static_cast<int>(*req.spec.resources.cpus + 0.5));
   engine_.create(req);
-  pid_t init = 0;
+  runtime::SandboxState created;
   try {
-    init = engine_.inspect(sb->sbx_id).state.pid;
+    created = engine_.inspect(sb->sbx_id).state;
   } catch (const Error&) {
   }
   sb->started_ms = now_ms();
@@ -222,7 +222,7 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
     sandboxes_[sb->id] = sb;
   }
   cv_.notify_all();
-  std::thread([this, sb, init] { watch(sb, init); }).detach();
+  std::thread([this, sb, created] { watch(sb, created); }).detach();
   log::info("serve e2b: sandbox " + sb->id + " (" + tmpl + ") created, timeout " + std::to_string(timeout) + " s");
   json out = {{"sandboxID", sb->id},         {"templateID", tmpl},   {"alias", tmpl},
               {"clientID", "sbx"},           {"envdVersion", kEnvdVersion},
@@ -318,15 +318,13 @@ void E2bApi::kill_sandbox(const std::shared_ptr<E2bSandbox>& sb) {
   sandboxes_.erase(sb->id);
 }
 
-void E2bApi::watch(std::shared_ptr<E2bSandbox> sb, pid_t init_pid) {
+void E2bApi::watch(std::shared_ptr<E2bSandbox> sb, runtime::SandboxState created) {
   try {
     engine_.wait(sb->sbx_id);
   } catch (const Error&) {
   }
-  // The native init is this process's child: reap it (ECHILD when not).
-  if (init_pid > 0)
-    while (::waitpid(init_pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+  // What this process holds of it (its init or monitor is our child).
+  if (!created.id.empty()) engine_.reap(created);
   bool ours;
   {
     std::lock_guard lk(mu_);

@@ -493,18 +493,6 @@ int reap(Sandbox& sb, bool block) {
 
 }  // namespace
 
-std::string new_sandbox_id() {
-  unsigned char b[32];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) throw_errno("getrandom");
-  static const char* hex = "0123456789abcdef";
-  std::string id;
-  for (unsigned char c : b) {
-    id += hex[c >> 4];
-    id += hex[c & 15];
-  }
-  return id;
-}
-
 Sandbox::Sandbox(Sandbox&& o) noexcept { *this = std::move(o); }
 
 Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
@@ -840,7 +828,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     if (opts.detached) (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
     // The sandbox is busy building its file system: use the time to remove
     // what an earlier, SIGKILLed sbx left behind (runtime/state.h gc()).
-    if (opts.gc_stale) gc(opts.run_root);
+    if (opts.gc_stale) opts.gc_stale();
     // Until EOF: exec'd (or setup died); pooled: until 'R', the init waits.
     ChildReport report = read_child_report(sock, opts.pooled ? 'R' : 0);
     sb.pty_master = report.pty_master;
