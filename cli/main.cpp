@@ -10,13 +10,13 @@
 #include "cli/report.h"
 #include "common/error.h"
 #include "common/log.h"
-#include "runtime/native/fresh_helper.h"
+#include "runtime/backends.h"
 
 int main(int argc, char** argv) {
   using namespace sbx;
   // sbx's own helpers (runtime/linux/self_exec.h) before anything else: they
   // must be non-dumpable again at once and read nothing but their request.
-  if (runtime::is_fresh_helper(argc, argv)) return runtime::run_fresh_helper(argc, argv);
+  if (runtime::is_internal_helper(argc, argv)) return runtime::run_internal_helper(argc, argv);
   // One binary, two command lines: installed as "sbx-runc" (a symlink) it is
   // an OCI runtime with runc's command line (cli/cmd_runc.cpp).
   if (argc > 0 && std::string_view(argv[0]).substr(std::string_view(argv[0]).rfind('/') + 1) == "sbx-runc")

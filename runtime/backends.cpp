@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "runtime/gvisor/gvisor.h"
 #include "runtime/lifecycle.h"
+#include "runtime/native/fresh_helper.h"
 #include "runtime/native/native.h"
 
 namespace sbx::runtime {
@@ -66,5 +67,9 @@ std::vector<RuntimeSupport> probe_runtimes(const std::string& runsc) {
   for (const auto& n : backend_names()) out.push_back(backend_for(n, o)->probe());
   return out;
 }
+
+bool is_internal_helper(int argc, char** argv) noexcept { return is_fresh_helper(argc, argv); }
+
+int run_internal_helper(int argc, char** argv) noexcept { return run_fresh_helper(argc, argv); }
 
 }  // namespace sbx::runtime

@@ -48,4 +48,14 @@ std::vector<std::string> gc_sandboxes(const std::string& run_root);
 /// `runsc`, or on $PATH), for `sbx info`. Never throws.
 std::vector<RuntimeSupport> probe_runtimes(const std::string& runsc = "");
 
+/// Whether argv asks for one of sbx's fresh helpers (runtime/linux/self_exec.h:
+/// a process with secrets, `sbx serve`, execs one to join or start a sandbox).
+/// The command line's main() asks first thing. No throw.
+bool is_internal_helper(int argc, char** argv) noexcept;
+
+/// Runs the helper argv asks for (the native backend's, runtime/native/
+/// fresh_helper.h); returns its exit status (125 with a message on stderr
+/// for a command line no sbx made). No throw.
+int run_internal_helper(int argc, char** argv) noexcept;
+
 }  // namespace sbx::runtime
