@@ -205,14 +205,13 @@ void load_seccomp(const Seccomp& profile) {
 // command fails create (runc does the same), in runc's words.
 std::string resolve_exe(const Process& p) { return runtime::resolve_command(p.args[0], p.env); }
 
+// linux.namespaces types (config-linux.md) and their clone(2) flags.
 int ns_flag(const std::string& type) {
-  if (type == "pid") return CLONE_NEWPID;
-  if (type == "network") return CLONE_NEWNET;
-  if (type == "mount") return CLONE_NEWNS;
-  if (type == "ipc") return CLONE_NEWIPC;
-  if (type == "uts") return CLONE_NEWUTS;
-  if (type == "user") return CLONE_NEWUSER;
-  if (type == "cgroup") return CLONE_NEWCGROUP;
+  static const std::pair<const char*, int> kTypes[] = {
+      {"pid", CLONE_NEWPID}, {"network", CLONE_NEWNET}, {"mount", CLONE_NEWNS},       {"ipc", CLONE_NEWIPC},
+      {"uts", CLONE_NEWUTS}, {"user", CLONE_NEWUSER},   {"cgroup", CLONE_NEWCGROUP}};
+  for (const auto& [name, flag] : kTypes)
+    if (type == name) return flag;
   return 0;
 }
 
