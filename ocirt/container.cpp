@@ -92,13 +92,6 @@ std::string recv_msg(int fd) {
   }
 }
 
-void send_error_msg(int fd, int code, const std::string& msg) noexcept {
-  std::string m = "E";
-  m += static_cast<char>(code);
-  m += msg;
-  ::send(fd, m.data(), m.size(), MSG_NOSIGNAL);
-}
-
 // Sends the pty master over the console socket (runc's utils.SendFile: the
 // pty's name as the payload, the fd as SCM_RIGHTS).
 void send_console(int sock, int master, const std::string& name) {
@@ -301,7 +294,7 @@ struct ChildArgs {
     int code = kExitSbxFailed;
     if (auto* se = dynamic_cast<const Error*>(&e)) code = se->exit_code();
     if (!ready) {
-      send_error_msg(a.sync, code, e.what());
+      runtime::send_error(a.sync, code, e.what());
     } else {
       std::string m = std::string("sbx-runc: ") + e.what() + "\n";
       ssize_t n = ::write(2, m.data(), m.size());
@@ -712,7 +705,7 @@ int exec(const std::string& root, const ExecRequest& req) {
     } catch (const std::exception& e) {
       int code = kExitSbxFailed;
       if (auto* se = dynamic_cast<const Error*>(&e)) code = se->exit_code();
-      send_error_msg(sv[1], code, e.what());
+      runtime::send_error(sv[1], code, e.what());
       ::_exit(code);
     }
   }
