@@ -15,6 +15,7 @@
 #include "gpu/nvidia.h"
 #include "runtime/backends.h"
 #include "runtime/lifecycle.h"
+#include "runtime/linux/signals.h"
 #include "runtime/snapshot_copies.h"
 #include "snapshot/dir_snapshot.h"
 
@@ -254,22 +255,8 @@ void Engine::remove(const std::string& id, bool force) {
   backend->remove(id, force);
 }
 
-int parse_signal(const std::string& text) {
-  if (text.empty()) throw Error("empty signal name");
-  if (std::isdigit(static_cast<unsigned char>(text[0]))) {
-    int n = std::atoi(text.c_str());
-    if (n <= 0 || n >= 65) throw Error("invalid signal '" + text + "'");
-    return n;
-  }
-  std::string name = text;
-  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-  for (int n = 1; n < 32; ++n) {
-    const char* abbrev = ::sigabbrev_np(n);
-    if (abbrev && name == abbrev) return n;
-  }
-  throw Error("invalid signal '" + text + "' (use a name like TERM, KILL, HUP, or a number)");
-}
+// The one signal table sbx and sbx-runc share (runtime/linux/signals.h).
+int parse_signal(const std::string& text) { return runtime::parse_signal(text); }
 
 }  // namespace sbx::engine
 
