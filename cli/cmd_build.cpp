@@ -339,7 +339,7 @@ void register_build_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--platform", f->platform, "Only this host's platform (e.g. linux/amd64) is supported");
   cmd->add_flag("-q,--quiet", f->quiet, "Print only the image id (a failing step's output still goes to stderr)");
   cmd->add_flag("--json", f->json, "Progress as JSON lines on stdout (step, cached, output, done, warning, result)");
-  cmd->add_flag("--rm,!--no-rm", f->rm, "Accepted for docker compatibility (step sandboxes are always removed)");
+  cmd->add_flag("--rm", f->rm, "Accepted for docker compatibility (step sandboxes are always removed)");
   cmd->callback([f, &g, &action] { action = [f, &g] { return run_build(g, *f); }; });
 }
 

@@ -110,7 +110,7 @@ _sbx() {
         df) opts="--json" ;;
       esac ;;
     stats) opts="--no-stream --json --no-trunc -a --all -i --interval"; words_list=$sandboxes ;;
-    build) opts="-t --tag -f --file --build-arg --target --no-cache --pull --network --label --secret --iidfile --platform -q --quiet --json --rm --no-rm"; words_list="- $(compgen -d -- "$cur")" ;;
+    build) opts="-t --tag -f --file --build-arg --target --no-cache --pull --network --label --secret --iidfile --platform -q --quiet --json --rm"; words_list="- $(compgen -d -- "$cur")" ;;
     history) opts="--no-trunc -q --quiet --json"; words_list=$images ;;
     image)
       # Its own subcommand: prune [--build-cache] [--json].

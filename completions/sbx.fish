@@ -420,7 +420,6 @@ complete -c sbx -n '__sbx_cmd_is build' -l platform -x -d 'This host\'s platform
 complete -c sbx -n '__sbx_cmd_is build' -s q -l quiet -d 'Print only the image id'
 complete -c sbx -n '__sbx_cmd_is build' -l json -d 'Progress as JSON lines'
 complete -c sbx -n '__sbx_cmd_is build' -l rm -d 'Accepted for docker compatibility'
-complete -c sbx -n '__sbx_cmd_is build' -l no-rm -d 'Accepted for docker compatibility'
 complete -c sbx -n '__sbx_cmd_is build' -x -a '(__fish_complete_directories)'
 
 # sbx history

@@ -470,8 +470,7 @@ _sbx_build() {
     '--platform[This host'\''s platform only]:value: ' \
     '(-q --quiet)'{-q,--quiet}'[Print only the image id]' \
     '--json[Progress as JSON lines]' \
-    '(--rm --no-rm)--rm[Accepted for docker compatibility]' \
-    '(--rm --no-rm)--no-rm[Accepted for docker compatibility]' \
+    '--rm[Accepted for docker compatibility]' \
     '1:context directory:_files -/'
 }
 _sbx_history() {
