@@ -63,9 +63,12 @@ PODMAN=(podman --root "$T/podman/root" --runroot "$T/podman/run" --storage-drive
   --cgroup-manager=cgroupfs)
 PODMAN_BUILD=(build --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 cleanup() {
+  local rc=$?
   "${PODMAN[@]}" system reset -f >/dev/null 2>&1 || true
   grep -o " $T/[^ ]*" /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-  rm -rf "$T"
+  # (podman's storage may still be letting go of a mount: try again)
+  rm -rf "$T" 2>/dev/null || { sleep 2; rm -rf "$T"; } || true
+  exit "$rc"
 }
 trap cleanup EXIT
 S=("$SBX" --root "$T/sbx/root" --run-root "$T/sbx/run")
@@ -142,7 +145,7 @@ for p in python gcc steps20; do
   sbx_build -t "bench-$p" "$P/$p"
   podman_build -t "bench-$p" "$P/$p"
   a=$("${S[@]}" run "bench-$p" 2>&1 || true)
-  b=$("${PODMAN[@]}" run --rm --runtime runc --network none "localhost/bench-$p" 2>&1 || true)
+  b=$("${PODMAN[@]}" run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "localhost/bench-$p" 2>&1 || true)
   [ -n "$a" ] && [ "$a" = "$b" ] || { echo "bench/build.sh: $p: sbx's image prints '$a', podman's '$b'" >&2; exit 1; }
 done
 echo "outputs checked: python '$("${S[@]}" run bench-python)', gcc '$("${S[@]}" run bench-gcc)', steps20 '$("${S[@]}" run bench-steps20)'" >&2

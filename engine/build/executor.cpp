@@ -343,7 +343,8 @@ void Executor::prepare_context() {
     oci::UnpackLimits lim;
     oci::unpack_layer(o_.context_tar, context_dir_, {}, {}, lim);
   } catch (const Error& e) {
-    throw Error(std::string("the build context is not a readable tar archive (plain, gzip or zstd): ") + e.what());
+    throw Error(std::string("the build context tar cannot be unpacked (a tar, plain, gzip or zstd, whose paths "
+                            "stay inside it): ") + e.what());
   }
 }
 

@@ -246,12 +246,14 @@ COPY --from=builder /build/out.txt /out.txt
 COPY --from=busybox /etc/sbx-test/kept /kept
 COPY --from=python /usr/bin/python3 /python3-binary
 COPY --from=second /build/second.txt /second.txt
+COPY --from=0 /build/out.txt /out0.txt
 CMD ["cat", "/out.txt"]
 EOF
 sbx build -t multi "$M" >/dev/null 2>"$T/log" || { cat "$T/log"; fail "multi-stage build"; }
 grep -q "this stage is not needed" "$T/log" && fail "a stage the target does not need ran"
 [ "$(sbx run multi)" = "made by python" ] || fail "COPY --from=stage"
 [ "$(sbx run multi cat /second.txt)" = "second" ] || fail "a stage based on another stage"
+[ "$(sbx run multi cat /out0.txt)" = "made by python" ] || fail "COPY --from=0 (a stage by index)"
 sbx run multi test -x /python3-binary || fail "COPY --from=image"
 [ "$(sbx run multi cat /kept)" = "this file stays" ] || fail "COPY --from=busybox"
 sbx build -q -t multi-builder --target builder "$M" >"$T/id" 2>"$T/log" || { cat "$T/log"; fail "--target"; }
@@ -323,7 +325,29 @@ bad 125 "FROM nosuchimage" 'FROM nosuchimage\nRUN true\n'
 bad 1 "RUN echo failing-output; exit 3 returned a non-zero code: 3" 'FROM busybox\nRUN echo failing-output; exit 3\n'
 grep -q "failing-output" <<<"$out" || fail "a failing RUN's output was not printed: $out"
 bad 1 "returned a non-zero code: 127" 'FROM busybox\nRUN ["/no/such/command"]\n'
-pass "bad input: clear errors naming file and line, exit 125 (a failing RUN: 1), nothing left"
+# Hostile context tars: an entry climbing out, a write through a symlink out.
+for evil in dotdot symlink; do
+  python3 - "$T/$evil.tar" "$evil" <<'PY'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], "w")
+def add(name, data=b"", **kw):
+    i = tarfile.TarInfo(name); i.size = len(data)
+    for k, v in kw.items(): setattr(i, k, v)
+    t.addfile(i, io.BytesIO(data))
+add("Dockerfile", b"FROM busybox\nCOPY . /x\n")
+if sys.argv[2] == "dotdot":
+    add("../escaped-file", b"bad")
+else:
+    add("out", type=tarfile.SYMTYPE, linkname="/tmp")
+    add("out/escaped-file", b"bad")
+t.close()
+PY
+  expect_code 125 "build context tar cannot be unpacked" sbx build -t bad:x - <"$T/$evil.tar"
+  [ -z "$(find "$T" /tmp -maxdepth 3 -name escaped-file 2>/dev/null)" ] || fail "a hostile context tar ($evil) wrote outside"
+  nothing_left "hostile tar $evil"
+done
+[ "$(images_count)" = "$before" ] || fail "a hostile context tar left an image"
+pass "bad input: clear errors naming file and line, exit 125 (a failing RUN: 1), hostile context tars, nothing left"
 
 # Ctrl-C during a RUN: the build stops, nothing stays.
 printf 'FROM busybox\nRUN echo started; sleep 60\n' >"$E/Dockerfile"
