@@ -59,10 +59,13 @@ print(blob(man["config"]["digest"]).decode())
 PY
   rm -f "$T/cfg.tar"
 }
-# Nothing of a build left: no sandbox state, no temp dir, no sbx cgroup of ours.
+# Nothing of a build left: no sandbox state (RUN_ROOT/userns is the id-range
+# pool, RUN_ROOT/.names the name links: both may stay, empty), no user
+# namespace range held, no temp dir, no mount.
 nothing_left() {
   local what=$1
-  [ -z "$(ls -A "$T/run" 2>/dev/null | grep -E '^[0-9a-f]{64}$' || true)" ] || fail "$what: a sandbox is left in the run root"
+  [ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx 'userns\|\.names' || true)" ] || fail "$what: state left in the run root: $(ls -A "$T/run")"
+  [ -z "$(ls "$T/run/userns" 2>/dev/null)" ] || fail "$what: user namespace ranges still held: $(ls "$T/run/userns")"
   [ -z "$(ls -A "$T/root/tmp" 2>/dev/null)" ] || fail "$what: temp files left: $(ls -A "$T/root/tmp")"
   ! grep -q "$T" /proc/self/mountinfo || fail "$what: a mount under $T is left"
 }
