@@ -168,3 +168,11 @@ TEST_CASE("build parser: errors name the file and line") {
   CHECK(error_of("# just a comment\n\n").find("Dockerfile:") == 0);
   CHECK(error_of("ARG A\n").find("no FROM instruction") != std::string::npos);
 }
+
+TEST_CASE("build parser: CRLF line endings and a BOM") {
+  auto df = parse_dockerfile("\xEF\xBB\xBF# escape=\\\r\nFROM x\r\nRUN a \\\r\n  b\r\nCMD [\"c\"]\r\n", "Dockerfile");
+  REQUIRE(df.instructions.size() == 3);
+  CHECK(df.instructions[0].rest == "x");
+  CHECK(df.instructions[1].rest == "a   b");
+  CHECK(df.instructions[2].json);
+}
