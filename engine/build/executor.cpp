@@ -375,7 +375,7 @@ long Executor::stage_ref(const StagePlan& plan, const std::string& ref, size_t b
   std::string l = lower(ref);
   for (size_t i = 0; i < before && i < plan.stages.size(); ++i)
     if (plan.stages[i].name == l) return static_cast<long>(i);
-  if (!ref.empty() && ref.find_first_not_of("0123456789") == std::string::npos) {
+  if (!ref.empty() && ref.size() <= 9 && ref.find_first_not_of("0123456789") == std::string::npos) {
     long n = std::stol(ref);
     if (n >= 0 && static_cast<size_t>(n) < before) return n;
   }
@@ -526,7 +526,9 @@ std::string Executor::shell_form(StageState& s, const Instruction& ins, std::vec
   json& c = cfg(s);
   if (c.contains("Shell") && c["Shell"].is_array() && !c["Shell"].empty()) {
     shell.clear();
-    for (const auto& x : c["Shell"]) shell.push_back(x.get<std::string>());
+    for (const auto& x : c["Shell"])
+      if (x.is_string()) shell.push_back(x.get<std::string>());
+    if (shell.empty()) shell = {"/bin/sh", "-c"};
   }
   std::string script = ins.rest;
   if (!ins.heredocs.empty()) {
@@ -1165,7 +1167,7 @@ void Executor::do_config(StageState& s, const Instruction& ins) {
       bool found = false;
       std::string retries = x(ins.flag("retries", &found));
       if (found) {
-        if (retries.empty() || retries.find_first_not_of("0123456789") != std::string::npos)
+        if (retries.empty() || retries.size() > 9 || retries.find_first_not_of("0123456789") != std::string::npos)
           fail(ins, "HEALTHCHECK --retries=" + retries + ": give a number");
         hc["Retries"] = std::stoi(retries);
       }
@@ -1303,14 +1305,19 @@ StageResult Executor::build_stage(const StagePlan& plan, const Stage& st) {
         s.args[k] = val;
         consumed_.insert(k);
       }
-    if (ins.keyword == "RUN") {
-      do_run(s, ins, s.key);
-    } else if (ins.keyword == "COPY" || ins.keyword == "ADD") {
-      do_copy(s, ins, ins.keyword == "ADD");
-    } else if (ins.keyword == "WORKDIR") {
-      do_workdir(s, ins);
-    } else {
-      do_config(s, ins);
+    try {
+      if (ins.keyword == "RUN") {
+        do_run(s, ins, s.key);
+      } else if (ins.keyword == "COPY" || ins.keyword == "ADD") {
+        do_copy(s, ins, ins.keyword == "ADD");
+      } else if (ins.keyword == "WORKDIR") {
+        do_workdir(s, ins);
+      } else {
+        do_config(s, ins);
+      }
+    } catch (const json::exception& e) {
+      // A field of the base image's config of a type this step cannot use.
+      fail(ins, std::string("the image config has a malformed field: ") + e.what());
     }
     emit(BuildEvent::Kind::Done, "", std::chrono::duration<double>(std::chrono::steady_clock::now() - ts).count());
   }
