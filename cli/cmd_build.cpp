@@ -126,6 +126,8 @@ class Progress {
         std::fprintf(stderr, "sbx: warning: %s\n", e.text.c_str());
         break;
       case K::Pull:
+        // A pull's own progress lines follow (or nothing, for a local image).
+        if (!quiet_ && tty_) close_line();
         break;
     }
     std::fflush(stderr);

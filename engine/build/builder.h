@@ -40,7 +40,7 @@ struct BuildEvent {
     Output,   ///< a chunk of the running step's output (stdout and stderr)
     Done,     ///< the step finished: `seconds`
     Warning,  ///< `text`: a warning for the user
-    Pull,     ///< `text`: "pulling IMAGE" (progress goes through pull_options)
+    Pull,     ///< `text`: the image a FROM pulls (its progress goes through pull_options)
   };
   Kind kind = Kind::Step;
   std::string stage;   ///< the stage's name, or its index when unnamed ("0", "1"); "" for a one-stage build

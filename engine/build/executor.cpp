@@ -1239,7 +1239,15 @@ StageResult Executor::build_stage(const StagePlan& plan, const Stage& st) {
   } else {
     oci::ImageRecord rec;
     try {
-      emit(BuildEvent::Kind::Pull, image);
+      bool local = o_.pull != oci::PullPolicy::Always && o_.pull != oci::PullPolicy::Newer;
+      if (local) {
+        try {
+          (void)store_.resolve(image);
+        } catch (const Error&) {
+          local = false;
+        }
+      }
+      if (!local) emit(BuildEvent::Kind::Pull, image);
       rec = oci::resolve_or_pull(store_, image, o_.pull, o_.pull_explicit, o_.pull_options);
     } catch (const Error& e) {
       fail(from, std::string("FROM ") + image + ": " + e.what());
