@@ -30,6 +30,7 @@
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
 #include "engine/batch.h"
+#include "engine/build/builder.h"
 #include "engine/pool.h"
 #include "engine/userns.h"
 #include "snapshot/catalog.h"
@@ -68,6 +69,33 @@ struct ImportRequest {
   std::string path;  ///< OCI layout dir, oci-archive or docker-archive
   std::string name;  ///< repository[:tag]; empty: the archive's own name
   std::function<void(const oci::ImportProgress&)> progress;  ///< optional
+};
+
+/// One entry of an image's history (`sbx history`), from its config.
+struct HistoryEntry {
+  std::string id;          ///< the image's id on the newest entry; empty on the others
+  std::string created;     ///< RFC 3339
+  std::string created_by;  ///< the instruction ("RUN /bin/sh -c …")
+  std::string comment;
+  bool empty_layer = false;  ///< changed only the config
+  uint64_t size = 0;       ///< bytes of its layer unpacked (0 with empty_layer)
+};
+
+/// What `sbx image prune` removed.
+struct ImagePruneResult {
+  std::vector<std::string> deleted;  ///< image ids (build cache included)
+  size_t build_cache = 0;            ///< of those, build cache
+  uint64_t reclaimed = 0;            ///< bytes of unpacked layers no image uses any more
+};
+
+/// `sbx system df`: what the store holds.
+struct DiskUsage {
+  size_t images = 0;                 ///< listed images
+  uint64_t images_size = 0;          ///< bytes of their layers (each layer once)
+  uint64_t images_reclaimable = 0;   ///< of those, layers only unused untagged images hold
+  size_t build_cache = 0;            ///< build cache images (steps of sbx build)
+  uint64_t build_cache_size = 0;     ///< bytes of layers only the build cache holds
+  size_t sandboxes = 0;              ///< sandboxes in the run root
 };
 
 // ---- sandboxes --------------------------------------------------------------
@@ -184,6 +212,19 @@ class Engine {
   /// Several images in one docker-archive (`docker save A B`; oci/export.h
   /// export_docker_archive): (ref, name) pairs. Returns its size in bytes.
   uint64_t export_images(const std::vector<std::pair<std::string, std::string>>& images, const std::string& out);
+
+  // Builds (engine/build/builder.h).
+  /// Builds an image from a Dockerfile in native sandboxes (each RUN a
+  /// sandbox of this engine's run root), with the build cache of this store.
+  /// Throws sbx::Error as build::build_image says.
+  build::BuildResult build(const build::BuildOptions& req);
+  /// The image's history, newest first. Throws sbx::Error for an unknown image.
+  std::vector<HistoryEntry> history(const std::string& ref);
+  /// Removes the build cache and, with `dangling`, images without a name
+  /// that no sandbox uses; then their layers when nothing else uses them.
+  ImagePruneResult prune_images(bool dangling);
+  /// What images and the build cache take on disk.
+  DiskUsage disk_usage();
 
   /// Probes runtimes (runsc: which binary; empty: $PATH), cgroups, default
   /// bounds and GPUs (`gpu_host_root`: where the host's /dev, /proc are).
