@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "spec/exit_status.h"
+#include "spec/sandbox_spec.h"
 
 namespace sbx::runtime {
 
@@ -47,12 +48,17 @@ class WarmSandbox {
   virtual int ended_fd() const noexcept = 0;
   /// Kills every process of the sandbox (SIGKILL). No throw.
   virtual void kill() noexcept = 0;
+  /// The user-namespace id map its files are written with (container id ->
+  /// host id; the same for uids and gids); empty: host ids.
+  virtual std::vector<IdMapping> id_map() const = 0;
   /// Waits until the command has ended (`timeout` 0: no limit; counted from
   /// started(), then the sandbox is killed and the status says timed_out)
-  /// and returns how it ended, with its resource usage. The caller's signals
-  /// are its own: none is forwarded. Throws sbx::Error only on a failure of
+  /// and returns how it ended, with its resource usage. `forward_signals`:
+  /// INT, TERM, HUP, … the caller receives meanwhile go to the command (a
+  /// command line's Ctrl-C; ExitStatus::forwarded_signal says which); else
+  /// the caller's signals are its own. Throws sbx::Error only on a failure of
   /// sbx itself.
-  virtual ExitStatus wait(std::chrono::milliseconds timeout = {}) = 0;
+  virtual ExitStatus wait(std::chrono::milliseconds timeout = {}, bool forward_signals = false) = 0;
 };
 
 }  // namespace sbx::runtime

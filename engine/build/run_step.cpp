@@ -14,9 +14,9 @@
 #include "oci/tree.h"
 #include "runtime/default_bounds.h"
 #include "runtime/linux/rlimits.h"
-#include "runtime/linux/userns.h"
-#include "runtime/native/native_backend.h"
+#include "runtime/backends.h"
 #include "runtime/state.h"
+#include "runtime/warm_sandbox.h"
 
 namespace sbx::build {
 
@@ -67,17 +67,13 @@ SandboxSpec step_spec(const RunStep& s) {
 
 RunStepResult run_step(const RunStep& step, const std::function<void(const char*, size_t)>& output) {
   SandboxSpec spec = step_spec(step);
-  runtime::StartOptions so;
-  so.run_root = step.run_root;
   // As `sbx run`: its own user namespace unless it shares the host's network
-  // namespace (which belongs to the host's user namespace).
-  so.userns = step.network != NetworkMode::Host;
-  so.pooled = true;  // the command comes with stdio fds of ours (run_pooled)
-  sigemptyset(&so.command_mask);
-  runtime::SandboxState tmpl;
-  tmpl.labels = spec.labels;
-  tmpl.command = step.args;
-  so.state_template = &tmpl;
+  // namespace (which belongs to the host's user namespace). A warm sandbox of
+  // the native backend: its command comes with stdio fds of ours.
+  const bool userns = step.network != NetworkMode::Host;
+  runtime::BackendOptions bo;
+  bo.run_root = step.run_root;
+  auto backend = runtime::backend_for(runtime::default_backend_name(), bo);
 
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("create the output pipe of a RUN step");
@@ -86,11 +82,11 @@ RunStepResult run_step(const RunStep& step, const std::function<void(const char*
   if (null.fd < 0) throw_errno("open /dev/null");
 
   auto t0 = std::chrono::steady_clock::now();
-  runtime::Sandbox sb = runtime::start(spec, so);
+  std::unique_ptr<runtime::WarmSandbox> sb = backend->start_warm(spec, userns);
   RunStepResult res;
-  if (so.userns) res.uid_map = res.gid_map = runtime::id_maps(sb.id_range);
-  // The reader starts after start(): it inherits the blocked signals, so
-  // the caller's thread (runtime::wait) is the one that sees them.
+  res.uid_map = res.gid_map = sb->id_map();
+  // The reader starts after the start: it inherits the blocked signals, so
+  // the caller's thread (the wait) is the one that sees them.
   std::thread reader([&, fd = out_r.fd] {
     char buf[16384];
     for (;;) {
@@ -102,7 +98,7 @@ RunStepResult run_step(const RunStep& step, const std::function<void(const char*
   });
   auto finish = [&] {
     if (out_w.fd >= 0) ::close(std::exchange(out_w.fd, -1));
-    sb.destroy();  // the last writers of the pipe go with the sandbox
+    sb.reset();  // the last writers of the pipe go with the sandbox
     reader.join();
   };
   try {
@@ -114,7 +110,7 @@ RunStepResult run_step(const RunStep& step, const std::function<void(const char*
     cmd.stdio[1] = out_w.fd;
     cmd.stdio[2] = out_w.fd;
     try {
-      runtime::run_pooled(sb, cmd);
+      sb->run(cmd);
     } catch (const Error& e) {
       if (e.exit_code() != kExitNotFound && e.exit_code() != kExitCannotExec) throw;
       // The command itself could not start: a failed step, with the reason as its output.
@@ -126,9 +122,7 @@ RunStepResult run_step(const RunStep& step, const std::function<void(const char*
       return res;
     }
     ::close(std::exchange(out_w.fd, -1));
-    runtime::WaitOptions wo;
-    wo.forward_signals = step.forward_signals;
-    res.status = runtime::wait(sb, wo);
+    res.status = sb->wait({}, step.forward_signals);
   } catch (...) {
     finish();
     throw;
@@ -137,50 +131,3 @@ RunStepResult run_step(const RunStep& step, const std::function<void(const char*
   res.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   return res;
 }
-
-void scrub_upper(const std::string& upper, const std::vector<std::string>& mount_points,
-                 const std::function<bool(const std::string&)>& image_has) {
-  auto remove = [&](const std::string& path) {
-    struct stat st;
-    std::string hp = upper + path;
-    if (::lstat(hp.c_str(), &st) < 0) return false;
-    if (S_ISDIR(st.st_mode))
-      oci::remove_tree(hp);
-    else if (::unlink(hp.c_str()) < 0)
-      throw_errno("remove " + hp);
-    return true;
-  };
-  std::vector<std::string> parents;
-  for (const char* f : {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf"})
-    if (remove(f)) parents.push_back("/etc");
-  std::vector<std::string> stubs = {"/proc", "/sys", "/dev"};
-  stubs.insert(stubs.end(), mount_points.begin(), mount_points.end());
-  for (const auto& m : stubs) {
-    if (image_has(m)) continue;
-    struct stat st;
-    std::string hp = upper + m;
-    if (::lstat(hp.c_str(), &st) < 0) continue;
-    if ((S_ISDIR(st.st_mode) && empty_dir(hp)) || (S_ISREG(st.st_mode) && st.st_size == 0)) {
-      remove(m);
-      size_t s = m.rfind('/');
-      if (s != std::string::npos && s > 0) parents.push_back(m.substr(0, s));
-    }
-  }
-  // Parents made only for what was removed: empty now. A parent the image
-  // has is a copy-up; an empty one hides nothing and adds nothing but its
-  // own metadata, which the sandbox's setup (not the command) changed.
-  for (size_t i = 0; i < parents.size(); ++i) {
-    const std::string p = parents[i];
-    std::string hp = upper + p;
-    struct stat st;
-    if (::lstat(hp.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || !empty_dir(hp)) continue;
-    char v[2] = {};
-    if (::lgetxattr(hp.c_str(), "trusted.overlay.opaque", v, sizeof v) > 0) continue;
-    if (::lgetxattr(hp.c_str(), "user.overlay.opaque", v, sizeof v) > 0) continue;
-    if (::rmdir(hp.c_str()) < 0) continue;
-    size_t s = p.rfind('/');
-    if (s != std::string::npos && s > 0) parents.push_back(p.substr(0, s));
-  }
-}
-
-}  // namespace sbx::build

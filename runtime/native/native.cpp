@@ -11,6 +11,7 @@
 #include "runtime/lifecycle.h"
 #include "runtime/linux/cgroup_freeze.h"
 #include "runtime/linux/cgroups.h"
+#include "runtime/linux/userns.h"
 #include "runtime/native/copy.h"
 #include "runtime/native/create.h"
 #include "runtime/native/criu.h"
@@ -34,22 +35,26 @@ bool kernel_has_filesystem(const std::string& name) {
 /// A pooled native sandbox (StartOptions::pooled) as a WarmSandbox.
 class NativeWarmSandbox final : public WarmSandbox {
  public:
-  explicit NativeWarmSandbox(Sandbox sb) : sb_(std::move(sb)) {}
+  NativeWarmSandbox(Sandbox sb, bool userns) : sb_(std::move(sb)), userns_(userns) {}
   ~NativeWarmSandbox() override { sb_.destroy(); }
   const std::string& id() const noexcept override { return sb_.id; }
   void run(const PooledCommand& cmd) override { run_pooled(sb_, cmd); }
   std::chrono::steady_clock::time_point started() const noexcept override { return sb_.started; }
   int ended_fd() const noexcept override { return sb_.pidfd; }
   void kill() noexcept override { sb_.signal(SIGKILL); }
-  ExitStatus wait(std::chrono::milliseconds timeout) override {
+  std::vector<IdMapping> id_map() const override {
+    return userns_ ? id_maps(sb_.id_range) : std::vector<IdMapping>{};
+  }
+  ExitStatus wait(std::chrono::milliseconds timeout, bool forward_signals) override {
     WaitOptions wo;
     wo.timeout = timeout;
-    wo.forward_signals = false;  // the pool's owner reads its signals itself
+    wo.forward_signals = forward_signals;  // else the owner (the pool's) reads its signals itself
     return runtime::wait(sb_, wo);
   }
 
  private:
   Sandbox sb_;
+  bool userns_;
 };
 
 /// What a start runs while its sandbox sets itself up: the gc of dead
@@ -117,9 +122,10 @@ std::unique_ptr<WarmSandbox> NativeBackend::start_warm(const SandboxSpec& spec, 
   so.pooled = true;
   sigemptyset(&so.command_mask);  // the command starts with no signal blocked
   SandboxState tmpl;
+  tmpl.labels = spec.labels;  // what the sandbox is for (a build step: sbx.build)
   tmpl.labels["sbx.pool"] = "warm";
   so.state_template = &tmpl;
-  return std::make_unique<NativeWarmSandbox>(start(spec, so));
+  return std::make_unique<NativeWarmSandbox>(start(spec, so), userns);
 }
 
 int NativeBackend::exec(const SandboxRef& sb, const ExecRequest& req) {
