@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/basic_socket_acceptor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -68,6 +69,11 @@ constexpr milliseconds kBackoffFirst{10};
 constexpr milliseconds kBackoffMost{1000};
 /// A worker thread with nothing to do for this long ends.
 constexpr std::chrono::seconds kWorkerIdle{30};
+/// After a response on a kept-alive connection, how long the worker waits
+/// for the client's next request before it hands the connection back to the
+/// I/O thread: back-to-back requests (docker run's create, start, attach,
+/// wait) then skip two thread hand-offs.
+constexpr int kNextRequestWaitMs = 1;
 
 /// Whether `ec` is a parse error of Beast's HTTP parser (not the socket's).
 bool parse_error(const beast::error_code& ec) {
@@ -80,12 +86,13 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-/// A blocking SyncReadStream over a socket fd, for beast::http::read of a
-/// body on a worker thread: a read that waits longer than `timeout_ms` for a
-/// byte fails with beast::error::timeout.
+/// A blocking SyncReadStream over a socket fd, for Beast's synchronous reads
+/// on a worker thread: a read that waits longer than `idle_ms` for a byte,
+/// or past `deadline`, fails with beast::error::timeout.
 struct FdStream {
   int fd;
-  int timeout_ms;
+  int idle_ms;
+  Clock::time_point deadline = Clock::time_point::max();
   template <class Buffers>
   size_t read_some(const Buffers& bufs, beast::error_code& ec) {
     ec = {};
@@ -93,8 +100,13 @@ struct FdStream {
     if (it == net::buffer_sequence_end(bufs)) return 0;
     net::mutable_buffer b = *it;
     for (;;) {
+      int wait = idle_ms;
+      if (deadline != Clock::time_point::max()) {
+        auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+        wait = static_cast<int>(std::clamp<long long>(left, 0, wait));
+      }
       struct pollfd p = {fd, POLLIN, 0};
-      int r = ::poll(&p, 1, timeout_ms);
+      int r = ::poll(&p, 1, wait);
       if (r < 0 && errno == EINTR) continue;
       if (r == 0) {
         ec = beast::error::timeout;
@@ -198,7 +210,7 @@ struct HttpServer::Impl {
   std::thread io_thread;
   std::vector<std::unique_ptr<Listener>> listeners;
   std::set<std::shared_ptr<Session>> sessions;  ///< (I/O thread only)
-  bool stopping = false;                        ///< (I/O thread only)
+  std::atomic<bool> stopping{false};
   char scratch[64 * 1024];                      ///< lingering reads land here (I/O thread only)
   std::mutex handlers_mu;
   std::condition_variable handlers_cv;
@@ -261,9 +273,10 @@ struct HttpServer::Impl {
     auto now = Clock::now();
     if (now - l.last_backoff_log > std::chrono::seconds(10)) {
       l.last_backoff_log = now;
-      log::warn("serve: " + l.where + ": accept: " + std::strerror(err) +
-                (err == EMFILE || err == ENFILE ? " (out of file descriptors: RLIMIT_NOFILE, or lower --max-connections)"
-                                                : "") +
+      const char* hint = err == EMFILE || err == ENFILE ? " (out of descriptors: raise RLIMIT_NOFILE or lower "
+                                                          "--max-connections)"
+                                                        : "";
+      log::warn("serve: " + l.where + ": accept: " + std::strerror(err) + hint +
                 "; new connections wait, retrying every " + std::to_string(l.backoff.count()) + " ms and up");
     }
     l.backoff_timer->expires_after(l.backoff);
@@ -349,12 +362,7 @@ struct HttpServer::Impl {
     /// connection), then reads its head (header time-out).
     void read_head() {
       phase = Phase::Reading;
-      parser.emplace();
-      parser->header_limit(kHeaderLimit);
-      // The endpoint's rule is set once the head is known. (Not boost::none:
-      // Beast 1.74 compares a Content-Length with it as an optional, and
-      // any length is "over" none.)
-      parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+      new_parser();
       if (!fresh && buf.size() == 0) {
         stream.expires_after(srv.limits.idle_timeout);
         stream.async_read_some(buf.prepare(1024), [self = shared_from_this()](beast::error_code ec, size_t n) {
@@ -380,17 +388,10 @@ struct HttpServer::Impl {
       if (srv.stopping) return close();
       if (ec) {
         // A time-out (Beast closed the socket), the client gone: no answer.
-        if (!parse_error(ec) || ec == http::error::end_of_stream || ec == http::error::partial_message) return close();
-        if (ec == http::error::header_limit)
-          return refuse(431, "request head over " + std::to_string(kHeaderLimit) + " bytes", false);
-        return refuse(400, "malformed request: " + ec.message(), false);
+        if (auto r = head_refusal(ec)) return refuse(r->status, r->message, false);
+        return close();
       }
-      req = Request{};
-      const auto& h = parser->get();
-      req.method = std::string(h.method_string());
-      req.target = std::string(h.target());
-      split_target(req);
-      for (const auto& f : h) req.headers[lower(f.name_string())] = std::string(f.value());
+      take_head();
       phase = Phase::Handling;
       {
         std::lock_guard lk(srv.handlers_mu);
@@ -399,25 +400,103 @@ struct HttpServer::Impl {
       srv.workers.submit([self = shared_from_this()] { self->work(); });
     }
 
-    /// On a worker thread: authorize, read the body by the endpoint's rule,
-    /// run the handler; then back to the I/O thread.
+    /// A head's error worth an answer (431, 400); nullopt: close quietly (a
+    /// time-out, after which Beast has closed the socket; the client gone).
+    static std::optional<HttpError> head_refusal(const beast::error_code& ec) {
+      if (!parse_error(ec) || ec == http::error::end_of_stream || ec == http::error::partial_message)
+        return std::nullopt;
+      if (ec == http::error::header_limit)
+        return HttpError{431, "request head over " + std::to_string(kHeaderLimit) + " bytes"};
+      return HttpError{400, "malformed request: " + ec.message()};
+    }
+
+    /// req from the parsed head.
+    void take_head() {
+      req = Request{};
+      const auto& h = parser->get();
+      req.method = std::string(h.method_string());
+      req.target = std::string(h.target());
+      split_target(req);
+      for (const auto& f : h) req.headers[lower(f.name_string())] = std::string(f.value());
+    }
+
+    void new_parser() {
+      parser.emplace();
+      parser->header_limit(kHeaderLimit);
+      // The endpoint's rule is set once the head is known. (Not boost::none:
+      // Beast 1.74 compares a Content-Length with it as an optional, and
+      // any length is "over" none.)
+      parser->body_limit(std::numeric_limits<std::uint64_t>::max());
+    }
+
+    /// How a request on a worker thread ended.
+    struct Outcome {
+      bool keep = false;      ///< the connection may carry another request
+      bool hijacked = false;  ///< a raw stream now: linger, then close
+      bool gone = false;      ///< the client went away (or must be dropped)
+      std::optional<HttpError> refusal;  ///< answer this and close
+      bool have_head = true;             ///< the refusal is of a request whose head is in req
+    };
+
+    /// On a worker thread: the request in `req`, then (kept alive) the next
+    /// ones that arrive at once; then back to the I/O thread.
     void work() {
       int fd = stream.socket().native_handle();
       boost::system::error_code ec;
       stream.socket().native_non_blocking(false, ec);  // handlers read and write the fd as a blocking socket
-      bool keep = false, hijacked = false, gone = false, handled = false;
-      std::optional<HttpError> refusal;
+      Outcome o;
+      for (;;) {
+        o = serve_one(fd);
+        if (o.refusal || o.gone || o.hijacked || !o.keep || srv.stopping) break;
+        // The next request, if the client sends it at once: read here.
+        if (buf.size() == 0) {
+          struct pollfd p = {fd, POLLIN, 0};
+          if (::poll(&p, 1, kNextRequestWaitMs) <= 0) break;  // not yet: the I/O thread waits for it
+        }
+        new_parser();
+        FdStream s{fd, static_cast<int>(srv.limits.header_timeout.count()),
+                   Clock::now() + srv.limits.header_timeout};
+        beast::error_code hec;
+        http::read_header(s, buf, *parser, hec);
+        if (hec) {
+          o = Outcome{};
+          o.refusal = head_refusal(hec);
+          o.have_head = false;
+          o.gone = !o.refusal;
+          break;
+        }
+        take_head();
+      }
+      net::post(srv.ioc, [self = shared_from_this(), o = std::move(o)] {
+        if (o.refusal) return self->refuse(o.refusal->status, o.refusal->message, o.have_head);
+        self->req = Request{};
+        self->parser.reset();
+        if (self->srv.stopping || o.gone) return self->close();
+        if (o.hijacked) return self->linger();
+        if (!o.keep) return self->close();
+        self->fresh = false;
+        self->read_head();
+      });
+      std::lock_guard lk(srv.handlers_mu);
+      if (--srv.handlers == 0) srv.handlers_cv.notify_all();
+    }
+
+    /// One request (worker thread): authorize it, read its body by the
+    /// endpoint's rule, run the handler.
+    Outcome serve_one(int fd) {
+      Outcome o;
+      bool handled = false;
       std::optional<TempDir> spool;
       try {
         BodyRule rule;
-        if (l.site.authorize) refusal = l.site.authorize(req);
-        if (!refusal && l.site.body_rule) rule = l.site.body_rule(req);
-        if (!refusal) {
+        if (l.site.authorize) o.refusal = l.site.authorize(req);
+        if (!o.refusal && l.site.body_rule) rule = l.site.body_rule(req);
+        if (!o.refusal) {
           auto length = parser->content_length();
           if (length && *length > rule.limit)  // before a byte of it is read
-            refusal = HttpError{413, "request body too large (limit " + std::to_string(rule.limit) + " bytes)"};
+            o.refusal = HttpError{413, "request body too large (limit " + std::to_string(rule.limit) + " bytes)"};
         }
-        if (!refusal) {
+        if (!o.refusal) {
           Fd spool_fd;
           if (rule.spool) {
             spool.emplace(srv.spool_root);
@@ -429,10 +508,10 @@ struct HttpServer::Impl {
             if (beast::iequals(parser->get()[http::field::expect], "100-continue"))
               Connection(fd).write_raw("HTTP/1.1 100 Continue\r\n\r\n");
             parser->body_limit(rule.limit);
-            refusal = read_body(fd, rule, spool_fd.fd, gone);
+            o.refusal = read_body(fd, rule, spool_fd.fd, o.gone);
           }
         }
-        if (!refusal && !gone) {
+        if (!o.refusal && !o.gone) {
           if (buf.size() > 0) {
             auto d = buf.data();
             req.leftover.assign(static_cast<const char*>(d.data()), d.size());
@@ -440,37 +519,30 @@ struct HttpServer::Impl {
           Connection conn(fd, parser->get().keep_alive());
           handled = true;
           l.site.handle(conn, req);
-          hijacked = conn.hijacked();
-          keep = conn.keep_alive() && !hijacked;
+          o.hijacked = conn.hijacked();
+          o.keep = conn.keep_alive() && !o.hijacked;
         }
       } catch (const std::exception& e) {
         // Handlers answer their own errors; this is the core's (the spool
         // file could not be made or written) or a handler's bug.
         log::warn("serve: " + l.where + ": " + req.method + " " + req.path + ": " + e.what());
-        if (!handled) refusal = HttpError{500, std::string("sbx serve: ") + e.what()};
-        keep = false;
+        if (!handled) o.refusal = HttpError{500, std::string("sbx serve: ") + e.what()};
+        o.keep = false;
       }
       spool.reset();  // the spooled body goes with the request
-      if (hijacked) buf.consume(buf.size());  // (its bytes were the stream's)
-      net::post(srv.ioc, [self = shared_from_this(), keep, hijacked, gone, refusal = std::move(refusal)] {
-        if (refusal) return self->refuse(refusal->status, refusal->message, true);
-        self->req = Request{};
-        self->parser.reset();
-        if (self->srv.stopping || gone) return self->close();
-        if (hijacked) return self->linger();
-        if (!keep) return self->close();
-        self->fresh = false;
-        self->read_head();
-      });
-      std::lock_guard lk(srv.handlers_mu);
-      if (--srv.handlers == 0) srv.handlers_cv.notify_all();
+      if (o.hijacked) buf.consume(buf.size());  // (its bytes were the stream's)
+      if (!o.refusal) {
+        req = Request{};
+        parser.reset();
+      }
+      return o;
     }
 
     /// Reads the body into req.body or `out_fd` (worker thread). Returns the
     /// refusal to answer (413 over the bound, 408 a stalled client, 400
     /// malformed), or nullopt; `gone`: the client went away.
     std::optional<HttpError> read_body(int fd, const BodyRule& rule, int out_fd, bool& gone) {
-      FdStream s{fd, static_cast<int>(srv.limits.idle_timeout.count())};
+      FdStream s{fd, static_cast<int>(srv.limits.idle_timeout.count())};  // (no deadline: a body may take long)
       std::unique_ptr<char[]> chunk(new char[64 * 1024]);
       const size_t size = 64 * 1024;
       beast::error_code ec;
