@@ -95,8 +95,6 @@ class SbxV1 {
   /// After create: reaps the sandbox's init (the server's child on native)
   /// and removes its snapshot copies once it ended.
   void watch(const std::string& id, pid_t init_pid);
-  /// A private temp dir under RUN_ROOT/.serve-tmp.
-  std::string temp_dir();
 
   engine::Engine engine_;
   std::string default_runtime_;
