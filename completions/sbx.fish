@@ -354,6 +354,10 @@ complete -c sbx -n '__sbx_cmd_is serve' -l tcp -x -d 'Also listen on loopback TC
 complete -c sbx -n '__sbx_cmd_is serve' -l token-file -r -F -d 'File with the bearer token TCP clients must send'
 complete -c sbx -n '__sbx_cmd_is serve' -l e2b -x -d 'Also serve an E2B-compatible API on loopback ADDR:PORT (needs --token-file)'
 complete -c sbx -n '__sbx_cmd_is serve' -l runtime -x -a 'native gvisor' -d 'Runtime of containers that name none'
+complete -c sbx -n '__sbx_cmd_is serve' -l max-connections -x -d 'Most connections open at once on each listener'
+complete -c sbx -n '__sbx_cmd_is serve' -l max-client-connections -x -d 'Most connections open at once from one client on each listener'
+complete -c sbx -n '__sbx_cmd_is serve' -l header-timeout -x -d 'Most time a request head may take'
+complete -c sbx -n '__sbx_cmd_is serve' -l idle-timeout -x -d 'Most time without a byte from a client (streams exempt)'
 
 # sbx stats
 complete -c sbx -n '__sbx_cmd_is stats' -s h -l help -d 'Print this help message and exit'

@@ -168,7 +168,11 @@ _sbx_serve() {
     '--tcp[Also listen on loopback TCP ADDR\:PORT (needs --token-file)]:value: ' \
     '--token-file[File with the bearer token TCP clients must send]:file:_files' \
     '--e2b[Also serve an E2B-compatible API on loopback ADDR\:PORT (needs --token-file)]:value: ' \
-    '--runtime[Runtime of containers that name none]:runtime:(native gvisor)'
+    '--runtime[Runtime of containers that name none]:runtime:(native gvisor)' \
+    '--max-connections[Most connections open at once on each listener]:value: ' \
+    '--max-client-connections[Most connections open at once from one client on each listener]:value: ' \
+    '--header-timeout[Most time a request head may take]:value: ' \
+    '--idle-timeout[Most time without a byte from a client (streams exempt)]:value: '
 }
 _sbx_create() {
   _arguments -s -S \

@@ -62,6 +62,13 @@ int status_for(const Error& e) {
 
 }  // namespace
 
+BodyRule Api::body_rule(const Request& r) {
+  if ((r.method == "PUT" && r.path.rfind("/containers/", 0) == 0 && r.path.ends_with("/archive")) ||
+      (r.method == "POST" && r.path == "/images/load"))
+    return {kMaxArchiveBody, true};
+  return {kMaxJsonBody, false};
+}
+
 void Api::handle(Connection& c, Request& r) {
   if (log::enabled(log::Level::debug)) log::debug("serve: " + r.method + " " + r.target);
   static const std::regex kContainer("^/containers/([^/]+)/([a-z]+)$");

@@ -105,6 +105,12 @@ class Api {
   /// HttpError and sbx::Error become Docker-style JSON errors.
   void handle(Connection& conn, Request& req);
 
+  /// How the body of a request (Docker API and /sbx/v1) is read, from its
+  /// head: tar bodies (PUT /containers/{id}/archive, POST /images/load)
+  /// spooled to disk up to kMaxArchiveBody, everything else JSON in memory up
+  /// to kMaxJsonBody.
+  static BodyRule body_rule(const Request& head);
+
   /// Kills the processes of every running exec (server shutdown).
   void cancel_all_execs();
 

@@ -371,15 +371,4 @@ void SbxV1::stats(Connection& c, const std::string& ref) {
   c.send(200, j.dump());
 }
 
-std::string SbxV1::temp_dir() {
-  std::string base = engine_.config().run_root + "/.serve-tmp";
-  // Another request may remove the (empty) base between mkdir and mkdtemp: again.
-  for (int i = 0;; ++i) {
-    fs::mkdir_p(base, 0700);
-    std::string tmpl = base + "/v1-XXXXXX";
-    if (::mkdtemp(tmpl.data())) return tmpl;
-    if (errno != ENOENT || i == 10) throw_errno("mkdtemp in " + base);
-  }
-}
-
 }  // namespace sbx::server

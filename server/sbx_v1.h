@@ -96,8 +96,6 @@ class SbxV1 {
   /// and removes its snapshot copies once it ended.
   /// Until the sandbox ends; `created`: its state as create left it (engine reap).
   void watch(const std::string& id, const runtime::SandboxState& created);
-  /// A private temp dir under RUN_ROOT/.serve-tmp.
-  std::string temp_dir();
 
   engine::Engine engine_;
   std::string default_runtime_;

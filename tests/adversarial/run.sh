@@ -2,6 +2,8 @@
 # sbx adversarial suite: each case runs a small attack inside a sandbox (the
 # static C probe of probe.c, busybox sh, or a hostile rootfs), then checks the
 # HOST. A case passes only when the attack failed AND the host is intact.
+# The serve_* cases attack `sbx serve` from outside instead: clients without
+# a token, floods, slow clients and descriptor exhaustion (serve_attack.py).
 #
 #   tests/adversarial/run.sh [--runtime native|gvisor] [--userns host] [--loop N] [CASE...]
 #
@@ -129,10 +131,12 @@ cg_children() {  # prints leftover child cgroups of ours
 victim=""
 listener=""
 serve_pid=""
+SERVE_PID=""
 cleanup() {
   [ -n "$serve_pid" ] && serve_stop
   [ -n "$victim" ] && kill "$victim" 2>/dev/null
   [ -n "$listener" ] && kill "$listener" 2>/dev/null
+  [ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
   # Anything still mounted under our temp dir (only after a failure).
   findmnt -rn -o TARGET | grep -F "$T" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
   cg_leave
@@ -1106,6 +1110,67 @@ case_bounds() {  # host safety: the defaults, read from the host, and fills at s
   [ $ok = 1 ] && pass host-safety "$bounds_seen; fills at --memory 128m$([ "$runtime" = native ] && echo ' --disk 32m'): $([ "$runtime" = gvisor ] && echo 'layer bytes and files OOM' || echo 'ENOSPC, ENOSPC (inodes)'), memory OOM"
 }
 
+# `sbx serve` against clients without a token and slow ones (serve_attack.py):
+# each case starts its own server (unix socket, TCP and the E2B port, a token
+# file) with the flags this sbx has, and stops it. The server's limits do not
+# depend on the sandbox runtime: native only.
+serve_has() { "$SBX" serve --help 2>&1 | grep -q -- "$1"; }
+attack_serve_start() {  # [serve flags...]: starts SERVE_PID on $T/serve.sock, 127.0.0.1:$SP_TCP, E2B 127.0.0.1:$SP_E2B
+  printf 'sbx-adv-token-%s%s\n' "$RANDOM" "$RANDOM" >"$T/token"
+  chmod 600 "$T/token"
+  SP_TCP=$(free_port) SP_E2B=$(free_port)
+  rm -f "$T/serve.sock"
+  "$SBX" --root "$R" --run-root "$RR" serve --socket "$T/serve.sock" --tcp "127.0.0.1:$SP_TCP" \
+    --e2b "127.0.0.1:$SP_E2B" --token-file "$T/token" "$@" 2>"$T/out/serve.log" &
+  SERVE_PID=$!
+  local i
+  for i in $(seq 100); do
+    curl -s -o /dev/null --max-time 2 --unix-socket "$T/serve.sock" http://sbx/_ping && return 0
+    sleep 0.1
+  done
+  indent <"$T/out/serve.log"
+  return 1
+}
+attack_serve_stop() {
+  [ -n "$SERVE_PID" ] || return 0
+  kill -TERM "$SERVE_PID" 2>/dev/null
+  wait "$SERVE_PID" 2>/dev/null
+  SERVE_PID=""
+}
+serve_case() {  # NAME WHAT [serve flags...]: runs serve_attack.py WHAT against a fresh server
+  local name=$1 what=$2
+  shift 2
+  if [ "$runtime" != native ]; then na "$name" "the server's limits do not depend on the runtime (native runs it)"; return; fi
+  command -v python3 >/dev/null && command -v curl >/dev/null || { na "$name" "needs python3 and curl"; return; }
+  attack_serve_start "$@" || { fail "$name" "sbx serve did not start"; attack_serve_stop; return; }
+  python3 "$here/serve_attack.py" "$what" --pid "$SERVE_PID" --unix "$T/serve.sock" --tcp "$SP_TCP" \
+    --e2b "$SP_E2B" --token "$(cat "$T/token")" ${SERVE_ATTACK_ARGS:-} >"$T/out/last" 2>&1
+  local rc=$?
+  attack_serve_stop
+  indent <"$T/out/last"
+  if [ $rc = 0 ]; then pass "$name" "$(grep -c '^ok' "$T/out/last") checks"
+  else fail "$name" "$(grep '^FAIL' "$T/out/last" | head -3 | tr '\n' ';')"; fi
+}
+case_serve_bodies() {  # bodies before authorization: two unauthenticated 1 GiB uploads, TCP and E2B
+  serve_case serve-unauth-bodies bodies
+}
+case_serve_flood() {  # 1100 idle connections on TCP and on the E2B port
+  local f=()
+  serve_has --header-timeout && f=(--header-timeout 120s)  # the flood must outlive the checks
+  serve_case serve-idle-flood flood "${f[@]}"
+}
+case_serve_slow() {  # slowloris, silent and stalled clients on the unix socket, TCP and E2B
+  local f=()
+  serve_has --header-timeout && f=(--header-timeout 2s --idle-timeout 3s)
+  SERVE_ATTACK_ARGS="--header-timeout 2 --idle-timeout 3" serve_case serve-slow-clients slow "${f[@]}"
+}
+case_serve_fds() {  # out of descriptors: accept must back off, not spin, and recover
+  local f=()
+  serve_has --header-timeout && f=(--header-timeout 120s)
+  command -v prlimit >/dev/null || { na serve-fd-exhaustion "needs prlimit (util-linux)"; return; }
+  serve_case serve-fd-exhaustion fds "${f[@]}"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -1148,7 +1213,8 @@ host_intact() {
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
          forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed \
-         vsock ids names mount_errors snapshot_symlink end_reason serve_userns serve_racer bounds; do
+         vsock ids names mount_errors snapshot_symlink end_reason serve_userns serve_racer bounds \
+         serve_bodies serve_flood serve_slow serve_fds; do
   want "$c" || continue
   "case_$c"
 done
