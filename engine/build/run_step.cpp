@@ -131,3 +131,50 @@ RunStepResult run_step(const RunStep& step, const std::function<void(const char*
   res.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   return res;
 }
+
+void scrub_upper(const std::string& upper, const std::vector<std::string>& mount_points,
+                 const std::function<bool(const std::string&)>& image_has) {
+  auto remove = [&](const std::string& path) {
+    struct stat st;
+    std::string hp = upper + path;
+    if (::lstat(hp.c_str(), &st) < 0) return false;
+    if (S_ISDIR(st.st_mode))
+      oci::remove_tree(hp);
+    else if (::unlink(hp.c_str()) < 0)
+      throw_errno("remove " + hp);
+    return true;
+  };
+  std::vector<std::string> parents;
+  for (const char* f : {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf"})
+    if (remove(f)) parents.push_back("/etc");
+  std::vector<std::string> stubs = {"/proc", "/sys", "/dev"};
+  stubs.insert(stubs.end(), mount_points.begin(), mount_points.end());
+  for (const auto& m : stubs) {
+    if (image_has(m)) continue;
+    struct stat st;
+    std::string hp = upper + m;
+    if (::lstat(hp.c_str(), &st) < 0) continue;
+    if ((S_ISDIR(st.st_mode) && empty_dir(hp)) || (S_ISREG(st.st_mode) && st.st_size == 0)) {
+      remove(m);
+      size_t s = m.rfind('/');
+      if (s != std::string::npos && s > 0) parents.push_back(m.substr(0, s));
+    }
+  }
+  // Parents made only for what was removed: empty now. A parent the image
+  // has is a copy-up; an empty one hides nothing and adds nothing but its
+  // own metadata, which the sandbox's setup (not the command) changed.
+  for (size_t i = 0; i < parents.size(); ++i) {
+    const std::string p = parents[i];
+    std::string hp = upper + p;
+    struct stat st;
+    if (::lstat(hp.c_str(), &st) < 0 || !S_ISDIR(st.st_mode) || !empty_dir(hp)) continue;
+    char v[2] = {};
+    if (::lgetxattr(hp.c_str(), "trusted.overlay.opaque", v, sizeof v) > 0) continue;
+    if (::lgetxattr(hp.c_str(), "user.overlay.opaque", v, sizeof v) > 0) continue;
+    if (::rmdir(hp.c_str()) < 0) continue;
+    size_t s = p.rfind('/');
+    if (s != std::string::npos && s > 0) parents.push_back(p.substr(0, s));
+  }
+}
+
+}  // namespace sbx::build
