@@ -161,7 +161,7 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
       ->envname("SBX_RUNTIME")
       ->capture_default_str();
   cmd.add_option("--pull", f->pull,
-                 "Pull the image: missing (when not in the store and the name has a registry), always, never, newer")
+                 "Pull the image: missing (when it is not in the store; a short name from registries.conf's search registries, else docker.io), always, never, newer")
       ->check(CLI::IsMember({"missing", "always", "never", "newer"}))
       ->each([f](const std::string&) { f->pull_set = true; })
       ->capture_default_str();

@@ -46,6 +46,12 @@ fi
 expect_rc "an idle run" 0 $SBX run --end-record "$T/idle.json" $BB true
 check "an idle run uses < 100 ms cpu ($(val "$T/idle.json" CpuMs))" test "$(val "$T/idle.json" CpuMs)" -lt 100
 
+# The end record's exit code is the one sbx run exits with (124 on --timeout,
+# as inspect and batch report it), its reason beside it.
+expect_rc "a timed-out run exits 124" 124 $SBX run --timeout 1s --end-record "$T/timeout.json" $BB sleep 5
+check "end record of a timeout: ExitCode 124 ($(val "$T/timeout.json" ExitCode))" test "$(val "$T/timeout.json" ExitCode)" = 124
+check "end record of a timeout: Reason timeout" test "$(val "$T/timeout.json" Reason)" = timeout
+
 # A created sandbox: live stats while it runs, the end record after.
 id=$($SBX create $PY python3 -c "$busy
 import time; time.sleep(4)")
