@@ -67,6 +67,15 @@ check "sbx stats: podman's columns" grep -q "CPU %.*MEM USAGE / LIMIT.*MEM %.*NE
 check "sbx stats: one row for the sandbox" grep -q "^${id:0:12} " <<<"$table"
 check "sbx stats (all running) lists it" grep -q "^${id:0:12} " <<<"$($SBX stats --no-stream)"
 expect_rc "stats of an unknown sandbox exits 125" 125 $SBX stats --no-stream nosuchsandbox
+# Streaming --json is JSON Lines: every line one sample (a JSON array).
+sid=$($SBX create $BB sleep 60)
+timeout 2.5 $SBX stats --json -i 0.5 "$sid" >"$T/stream.jsonl" 2>/dev/null
+$SBX rm -f "$sid" >/dev/null
+check "streaming stats --json: ≥ 2 lines, each a JSON array" python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) >= 2, lines
+for l in lines: assert isinstance(json.loads(l), list), l' "$T/stream.jsonl"
 
 $SBX wait "$id" >/dev/null
 $SBX inspect "$id" >"$T/inspect.json"
