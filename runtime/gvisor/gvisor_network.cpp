@@ -57,7 +57,7 @@ GvisorNetwork prepare_network(SandboxSpec& spec, const std::string& run_root, co
                               bool detached) {
   GvisorNetwork net;
   if (spec.hostname.empty()) spec.hostname = spec.id.substr(0, 12);
-  net.lease = allocate_network(run_root, spec.id, spec.net);
+  net.lease = allocate_network(run_root, spec.id, spec.net, detached);
   try {
     fs::mkdir_p(files_dir, 0755);
     const std::pair<const char*, std::string> files[] = {

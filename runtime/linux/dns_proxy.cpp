@@ -49,8 +49,10 @@ std::vector<std::string> dns_proxy_args(uint32_t listen, const std::vector<std::
                                         const std::vector<std::string>& upstreams, const std::string& nft_set) {
   std::vector<std::string> a = {"dnsmasq",     "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv",
                                 "--no-hosts",  "--no-poll",            "--bind-interfaces",
-                                "--listen-address=" + format_ipv4(listen), "--pid-file=", "--user=root",
-                                "--log-facility=/dev/null"};
+                                "--listen-address=" + format_ipv4(listen), "--pid-file=",
+                                // root:root: no credential change, so PR_SET_PDEATHSIG holds (dnsmasq's
+                                // default group "dip" would clear it and the proxy outlive a killed sbx).
+                                "--user=root", "--group=root", "--log-facility=/dev/null"};
   for (const auto& d : domains) {
     for (const auto& u : upstreams) a.push_back("--server=/" + d + "/" + u);
     // (dnsmasq 2.90 matches no "*." pattern in --nftset: the plain domain

@@ -35,7 +35,8 @@ struct DnsProxy {
 
 /// Starts dnsmasq with dns_proxy_args and returns once it answers on
 /// `listen`:53 (TCP connect), at most 3 s. `die_with_caller`: it gets
-/// SIGKILL when the calling thread ends (PR_SET_PDEATHSIG: `sbx run`);
+/// SIGKILL when the calling thread ends (PR_SET_PDEATHSIG: `sbx run`; it
+/// runs as root:root so that no credential change clears that);
 /// otherwise it outlives sbx (`sbx create`) until stop_dns_proxy. Throws
 /// sbx::Error when dnsmasq is missing ("install dnsmasq-base") or fails.
 DnsProxy start_dns_proxy(uint32_t listen, const std::vector<std::string>& domains,

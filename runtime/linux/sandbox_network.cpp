@@ -30,6 +30,45 @@ void write_sysctl(const std::string& path, const char* value) {
   if (fs::try_write_existing(path, value) != 0) throw_errno("write " + path);
 }
 
+/// Adds the sandbox's rules and ports to `inet sbx`, making the table first
+/// when it is missing. Throws sbx::Error (EADDRINUSE: a published port that
+/// another sandbox holds).
+void apply_sandbox_rules(const NetworkLease& l, const spec::NetworkOptions& o) {
+  fs::FileLock lock(network_lock_path());
+  // The first lease (ours only): the table is made afresh. Otherwise it
+  // must be there (a flushed ruleset would leave the sandbox unfiltered).
+  // (Also when other leases exist but the table does not: an sbx killed
+  // between its lease and its rules, or a flushed ruleset. No sandbox has
+  // rules in a missing table, so making it afresh loses nothing.)
+  std::string script;
+  bool make_table = lease_files().size() <= 1;
+  if (!make_table) {
+    try {
+      nft_apply("list chain inet sbx refuse\n", "check the nftables table inet sbx");
+    } catch (const Error&) {
+      make_table = true;
+    }
+  }
+  if (make_table) script = nft_table_script();
+  script += nft_sandbox_script(l, o);
+  try {
+    // (Nothing to add for a sandbox without rules or ports: no transaction.)
+    if (!script.empty()) nft_apply(script, "set up the network rules of sandbox " + id12(l.id));
+  } catch (const Error& e) {
+    if (e.err() == EINVAL && std::string(e.what()).find("File exists") != std::string::npos && !l.publish.empty())
+    {
+      std::string ports;
+      for (const auto& p : l.publish)
+        ports += (ports.empty() ? "" : ", ") + (p.host_ip.empty() ? "" : p.host_ip + ":") +
+                 std::to_string(p.host_port) + "/" + p.protocol;
+      throw Error("cannot publish " + ports + ": the host port is already allocated to another sandbox ('sbx ps'); "
+                  "pick another HOST_PORT",
+                  EADDRINUSE);
+    }
+    throw;
+  }
+}
+
 }  // namespace
 
 void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o, bool detached) {
@@ -71,40 +110,18 @@ void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o
     log::info("enabling IPv4 forwarding (net.ipv4.ip_forward=1) for --network private");
     write_sysctl("/proc/sys/net/ipv4/ip_forward", "1");
   }
-  std::optional<fs::FileLock> lock(network_lock_path());
-  // The first lease (ours only): the table is made afresh. Otherwise it
-  // must be there (a flushed ruleset would leave the sandbox unfiltered).
-  // (Also when other leases exist but the table does not: an sbx killed
-  // between its lease and its rules, or a flushed ruleset. No sandbox has
-  // rules in a missing table, so making it afresh loses nothing.)
-  std::string script;
-  bool make_table = lease_files().size() <= 1;
-  if (!make_table) {
+  // A published port that a dead sandbox still holds (its sbx was killed, or
+  // it was removed by a process that could not release it): reclaimed once,
+  // then the setup is tried again.
+  for (int attempt = 0;; ++attempt) {
     try {
-      nft_apply("list chain inet sbx refuse\n", "check the nftables table inet sbx");
-    } catch (const Error&) {
-      make_table = true;
+      apply_sandbox_rules(l, o);
+      break;
+    } catch (const Error& e) {
+      if (attempt > 0 || e.err() != EADDRINUSE) throw;
+      if (gc_networks().empty()) throw;
     }
   }
-  if (make_table) script = nft_table_script();
-  script += nft_sandbox_script(l, o);
-  try {
-    // (Nothing to add for a sandbox without rules or ports: no transaction.)
-    if (!script.empty()) nft_apply(script, "set up the network rules of sandbox " + id12(l.id));
-  } catch (const Error& e) {
-    if (e.err() == EINVAL && std::string(e.what()).find("File exists") != std::string::npos && !l.publish.empty())
-    {
-      std::string ports;
-      for (const auto& p : l.publish)
-        ports += (ports.empty() ? "" : ", ") + (p.host_ip.empty() ? "" : p.host_ip + ":") +
-                 std::to_string(p.host_port) + "/" + p.protocol;
-      throw Error("cannot publish " + ports + ": the host port is already allocated to another sandbox ('sbx ps'); "
-                  "pick another HOST_PORT",
-                  EADDRINUSE);
-    }
-    throw;
-  }
-  lock.reset();
   if (auto domains = allowed_domains(o); !domains.empty()) {
     // After the rules: dnsmasq adds to the allow set, which must exist.
     std::vector<std::string> upstreams = o.dns;
@@ -128,6 +145,13 @@ void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
     // One whose pid never reached the lease (sbx killed right after starting it).
     if (!l.allow_egress.empty()) kill_dns_proxies_for("a-" + id12(l.id));
     fs::FileLock lock(network_lock_path());
+    // Released already (`sbx rm` beside the `sbx run` that made it, or gc):
+    // its slot and ports may be another sandbox's by now.
+    try {
+      if (read_lease(l.path).id != l.id) return;
+    } catch (const std::exception&) {
+      return;
+    }
     if (!namespace_gone) {
       try {
         RtNetlink host;
@@ -159,7 +183,7 @@ void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
         }
       }
     }
-    if (::unlink(l.path.c_str()) < 0 && errno != ENOENT) log::warn("cannot remove " + l.path + ": " + std::strerror(errno));
+    remove_lease_files(l);
   } catch (const std::exception& e) {
     log::warn("release the network of sandbox " + id12(l.id) + ": " + e.what() + "; 'sbx gc' will retry");
   }
@@ -189,15 +213,34 @@ std::vector<std::string> gc_networks() noexcept {
         if (::stat(f.c_str(), &st) == 0 && ::time(nullptr) - st.st_mtime > 60) ::unlink(f.c_str());
         continue;
       }
-      bool creator_alive = l.creator_pid > 0 && process_start_time(l.creator_pid) == l.creator_start;
-      if (creator_alive || fs::exists(l.run_root + "/" + l.id)) continue;
+      if (lease_in_use(l)) continue;
       release_network(l);
       out.push_back(l.veth + " (" + format_ipv4(l.address) + ")");
+    }
+    // Index entries whose lease is gone (released by a process that left
+    // them: an older sbx's gc, or one killed between the two unlinks).
+    std::string index = dir + "/sandboxes";
+    if (DIR* d = ::opendir(index.c_str())) {
+      while (struct dirent* e = ::readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::string sub = index + "/" + e->d_name;
+        struct stat st {};
+        if (::lstat((sub + "/private").c_str(), &st) == 0 && ::stat((sub + "/private").c_str(), &st) < 0 &&
+            errno == ENOENT) {
+          ::unlink((sub + "/private").c_str());
+          ::rmdir(sub.c_str());  // only when nothing else of the sandbox is there
+        }
+      }
+      ::closedir(d);
     }
   } catch (const std::exception& e) {
     log::warn(std::string("gc of sandbox networks: ") + e.what());
   }
   return out;
+}
+
+void release_sandbox_networks(const std::string& id) noexcept {
+  if (NetworkLease l = find_lease(id); !l.empty()) release_network(l);
 }
 
 std::string describe_network(const NetworkLease& l, const spec::NetworkOptions& o) {
@@ -225,31 +268,24 @@ std::optional<std::pair<uint64_t, uint64_t>> network_io_bytes(const std::string&
 
 std::string network_settings_json(const std::string& id) noexcept {
   try {
-    for (const auto& f : lease_files()) {
-      NetworkLease l;
-      try {
-        l = read_lease(f);
-      } catch (const std::exception&) {
-        continue;
-      }
-      if (l.id != id) continue;
-      json ports = json::object();
-      for (const auto& p : l.publish)
-        ports[std::to_string(p.container_port) + "/" + p.protocol].push_back(
-            {{"HostIp", p.host_ip.empty() ? "0.0.0.0" : p.host_ip}, {"HostPort", std::to_string(p.host_port)}});
-      json j = {{"Mode", "private"},
-                {"IPAddress", format_ipv4(l.address)},
-                {"IPPrefixLen", l.prefix_len},
-                {"Gateway", format_ipv4(l.gateway)},
-                {"Interface", l.veth},
-                {"Ports", ports},
-                {"AllowEgress", l.allow_egress},
-                {"DenyEgress", l.deny_egress},
-                {"NftTable", "inet sbx"},
-                {"NftChains", {"e-" + id12(l.id), "i-" + id12(l.id)}}};
-      if (l.dns_pid > 0) j["DnsProxyPid"] = l.dns_pid;
-      return j.dump();
-    }
+    NetworkLease l = find_lease(id);
+    if (l.empty()) return "null";
+    json ports = json::object();
+    for (const auto& p : l.publish)
+      ports[std::to_string(p.container_port) + "/" + p.protocol].push_back(
+          {{"HostIp", p.host_ip.empty() ? "0.0.0.0" : p.host_ip}, {"HostPort", std::to_string(p.host_port)}});
+    json j = {{"Mode", "private"},
+              {"IPAddress", format_ipv4(l.address)},
+              {"IPPrefixLen", l.prefix_len},
+              {"Gateway", format_ipv4(l.gateway)},
+              {"Interface", l.veth},
+              {"Ports", ports},
+              {"AllowEgress", l.allow_egress},
+              {"DenyEgress", l.deny_egress},
+              {"NftTable", "inet sbx"},
+              {"NftChains", {"e-" + id12(l.id), "i-" + id12(l.id)}}};
+    if (l.dns_pid > 0) j["DnsProxyPid"] = l.dns_pid;
+    return j.dump();
   } catch (const std::exception&) {
   }
   return "null";

@@ -18,7 +18,8 @@
 //     sets a-<id12>, d-<id12>:   the sandbox's --allow-egress / --deny-egress CIDRs
 //
 // Each sandbox's network is a lease (runtime/linux/network_lease.h), written
-// before anything is made, so that release_network — or gc_networks after a
+// before anything is made, so that release_network — at the end of `sbx
+// run`, at `sbx rm` (release_sandbox_networks), or gc_networks after a
 // SIGKILLed sbx — removes exactly what sbx made. The table goes with the last
 // lease. The nft scripts are in network_rules.h, the flag checks and the
 // sandbox's /etc files in network_options.h; this file makes and removes.
@@ -53,10 +54,16 @@ void attach_network(NetworkLease& lease, int netns_fd, const spec::NetworkOption
 /// moment never meets a new sandbox on its address. No throw (problems are logged).
 void release_network(const NetworkLease& lease, bool namespace_gone = false) noexcept;
 
-/// Releases the leases whose sandbox is gone (no state dir and no live
-/// creator): after a SIGKILLed sbx or an `sbx rm`. Returns what it released.
-/// No throw.
+/// Releases the leases whose sandbox is gone (lease_in_use: a detached
+/// sandbox's state dir removed, a `sbx run` whose sbx died), whoever else
+/// is alive: after a SIGKILLed sbx, or an `sbx rm` that could not release
+/// it. Reads every lease. Returns what it released. No throw.
 std::vector<std::string> gc_networks() noexcept;
+
+/// Releases the network state of sandbox `id` (its lease, through the index
+/// by id: no other lease is read): `sbx rm`, and every front end's remove,
+/// calls it once the sandbox is gone. No throw.
+void release_sandbox_networks(const std::string& id) noexcept;
 
 /// A human summary of the lease for inspect (address, gateway, ports, rules).
 std::string describe_network(const NetworkLease& lease, const spec::NetworkOptions& opts);

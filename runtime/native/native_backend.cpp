@@ -602,7 +602,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     // The address first (recorded before anything is made); the veth and
     // rules once the sandbox's namespace exists (after the clone).
     try {
-      sb.net = allocate_network(opts.run_root, sb.id, spec.net);
+      sb.net = allocate_network(opts.run_root, sb.id, spec.net, opts.detached);
       ctx.hosts = hosts_for(ctx.hostname, sb.net.address, spec.net);
       ctx.resolv = resolv_conf_for(spec.net, sb.net.gateway);
     } catch (...) {

@@ -142,7 +142,7 @@ rc=$?
 check "a port another sandbox publishes is refused clearly (rc $rc: $out)" test "$rc" = 125 -a -n "$(grep 'already allocated' <<<"$out")"
 python3 -c 'import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",18082)); s.listen(); time.sleep(30)' &
 holder=$!
-sleep 0.5
+for _ in $(seq 100); do ss -ltn 2>/dev/null | grep -q '127.0.0.1:18082 ' && break; sleep 0.1; done
 out=$($SBX run --network private -p 18082:80 $BB true 2>&1)
 rc=$?
 kill $holder; wait $holder 2>/dev/null
@@ -183,6 +183,50 @@ check "after SIGKILL of sbx its lease is still recorded" test -n "$(net_leaks)"
 $SBX gc >/dev/null
 check "sbx gc releases what a SIGKILLed sbx left: $(net_leaks | tr '\n' ' ')" test -z "$(net_leaks)"
 check "no sbx rule left for its port" bash -c "! nft list ruleset 2>/dev/null | grep -q '18083 : '"
+
+# SIGKILL of `sbx run -p … --allow-egress DOMAIN`: its DNS proxy dies with it
+# at once (PR_SET_PDEATHSIG), and the next sandbox start reclaims its lease,
+# nft elements and published port (no `sbx gc`): here one asking for that port.
+if command -v dnsmasq >/dev/null; then
+  $SBX run --network private -p 18183:80 --dns 198.51.100.53 --allow-egress web.example.test $BB sleep 30 &
+  victim=$!
+  proxies=""
+  for _ in $(seq 100); do
+    vid=$(grep -l -F "$T" /run/sbx-net/*.json 2>/dev/null | xargs -r grep -h -o '"id": *"[0-9a-f]*"' | grep -o '[0-9a-f]\{64\}' | head -1)
+    [ -n "$vid" ] && proxies=$(pgrep -f "^dnsmasq .*#inet#sbx#a-${vid:0:12}" | tr '\n' ' ')
+    [ -n "$proxies" ] && nft list ruleset 2>/dev/null | grep -q '18183 : ' && break
+    sleep 0.1
+  done
+  kill -9 $victim; wait $victim 2>/dev/null
+  gone=1
+  alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st:0:1}" != Z ]; }  # (a zombie has ended)
+  for p in $proxies; do for _ in $(seq 20); do alive "$p" || break; sleep 0.05; done; alive "$p" && gone=0; done
+  check "SIGKILL of sbx run: its DNS proxy ends with it ($proxies)" test -n "$proxies" -a "$gone" = 1
+  check "... its port stays recorded until the next start" bash -c "nft list ruleset 2>/dev/null | grep -q '18183 : '"
+  expect_rc "the next start publishes the same port at once" 0 $SBX run --network private -p 18183:80 $BB true
+  for _ in $(seq 20); do [ -z "$(net_leaks)" ] && break; sleep 0.1; done
+  check "... and nothing of the killed run is left: $(net_leaks | tr '\n' ' ')" test -z "$(net_leaks)"
+fi
+
+# `docker rm -f` through `sbx serve` (which lives on): the container's host
+# port and DNAT go at once, and the port can be published again right away.
+if command -v docker >/dev/null && [ "${BB#--rootfs}" = "$BB" ]; then
+  SOCK=$T/docker.sock
+  $SBX serve --socket "$SOCK" 2>>"$T/serve.log" &
+  serve_pid=$!
+  for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
+  export DOCKER_HOST=unix://$SOCK DOCKER_CONFIG=$T/docker-config
+  cid=$(docker run -d -p 18187:8000 $BB httpd -f -p 8000 -h /etc 2>>"$T/serve.log")
+  check "docker run -d -p through sbx serve" bash -c "nft list ruleset 2>/dev/null | grep -q '18187 : '"
+  docker rm -f "$cid" >/dev/null 2>>"$T/serve.log"
+  check "docker rm -f frees its DNAT at once" bash -c "! nft list ruleset 2>/dev/null | grep -q '18187 : '"
+  check "... and its lease" bash -c "! grep -l -F '$T' /run/sbx-net/*.json 2>/dev/null | xargs -r grep -l '${cid:0:12}' | grep -q ."
+  cid=$(docker run -d -p 18187:8000 $BB httpd -f -p 8000 -h /etc 2>&1)
+  check "... and the port can be published again immediately ($(tail -1 <<<"$cid"))" test "${#cid}" = 64
+  docker rm -f "$cid" >/dev/null 2>&1
+  kill -TERM $serve_pid; wait $serve_pid 2>/dev/null
+  unset DOCKER_HOST
+fi
 
 # SIGKILL of sbx mid-start (run and create, with rules, ports and a DNS proxy
 # where dnsmasq exists), at several moments of the start.

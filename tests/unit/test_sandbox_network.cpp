@@ -139,4 +139,6 @@ TEST_CASE("network: the DNS proxy forwards allowed names only and fills the allo
   CHECK(has("--server=/*.wild.test/198.51.100.53"));
   CHECK(has("--nftset=/example.test/4#inet#sbx#a-0123456789ab"));
   CHECK(a.back() == "--address=/#/");
+  // root:root: PR_SET_PDEATHSIG survives (a group change would clear it).
+  CHECK(has("--group=root"));
 }
