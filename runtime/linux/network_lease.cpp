@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "runtime/linux/network_options.h"
+#include "runtime/linux/network_rules.h"
 #include "runtime/state.h"
 
 namespace sbx::runtime {
@@ -133,7 +134,7 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
   NetworkLease l;
   l.id = id;
   l.run_root = run_root;
-  l.veth = "sbx" + id12(id);  // 15 chars: IFNAMSIZ - 1
+  l.veth = kPrivateVethPrefix + id12(id);  // 15 chars: IFNAMSIZ - 1
   l.detached = detached ? 1 : 0;
   l.publish = o.publish;
   l.rules = has_egress_rules(o);

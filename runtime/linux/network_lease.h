@@ -42,7 +42,7 @@ struct NetworkLease {
   pid_t dns_pid = 0;      ///< its DNS proxy (runtime/linux/dns_proxy.h), with a domain allow-list
   uint64_t dns_start = 0;
   std::vector<std::string> allow_egress, deny_egress;  ///< as given (for inspect)
-  bool rules = false;     ///< it has chains e-/i- and sets a-/d- of its own (egress rules)
+  bool rules = false;     ///< it has a chain e- and sets a-/d- of its own (egress rules)
   /// 1: a detached sandbox (sbx create, sbx serve): in use while its state
   /// dir RUN_ROOT/<id> exists (until `sbx rm`, whoever made it); 0: `sbx run`:
   /// in use while its sbx (creator_pid) lives; -1: a lease of an older sbx

@@ -30,9 +30,12 @@ void write_sysctl(const std::string& path, const char* value) {
   if (fs::try_write_existing(path, value) != 0) throw_errno("write " + path);
 }
 
-/// Adds the sandbox's rules and ports to `inet sbx`, making the table first
-/// when it is missing. Throws sbx::Error (EADDRINUSE: a published port that
-/// another sandbox holds).
+/// The log of a sandbox's DNS proxy (its queries and the answers it dropped).
+std::string dns_log_path(const std::string& id) { return sandbox_network_index(id) + "/dns.log"; }
+
+/// Adds the sandbox's rules and ports to `inet sbxnet`, making the table
+/// first when it is missing. Throws sbx::Error (EADDRINUSE: a published port
+/// that another sandbox holds).
 void apply_sandbox_rules(const NetworkLease& l, const spec::NetworkOptions& o) {
   fs::FileLock lock(network_lock_path());
   // The first lease (ours only): the table is made afresh. Otherwise it
@@ -44,7 +47,7 @@ void apply_sandbox_rules(const NetworkLease& l, const spec::NetworkOptions& o) {
   bool make_table = lease_files().size() <= 1;
   if (!make_table) {
     try {
-      nft_apply("list chain inet sbx refuse\n", "check the nftables table inet sbx");
+      nft_apply(nft_table_probe(), std::string("check the nftables table ") + kNftTable);
     } catch (const Error&) {
       make_table = true;
     }
@@ -124,9 +127,14 @@ void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o
   }
   if (auto domains = allowed_domains(o); !domains.empty()) {
     // After the rules: dnsmasq adds to the allow set, which must exist.
-    std::vector<std::string> upstreams = o.dns;
-    if (upstreams.empty()) upstreams = host_nameservers();
-    DnsProxy p = start_dns_proxy(l.gateway, domains, upstreams, "a-" + id12(l.id), !detached);
+    DnsServerConfig c;
+    c.listen = l.gateway;
+    c.domains = domains;
+    c.upstreams = o.dns.empty() ? host_nameservers() : o.dns;
+    c.nft_set = "a-" + id12(l.id);
+    c.refused = refused_answer_ranges(network_pool());
+    c.log_path = dns_log_path(l.id);
+    DnsProxy p = start_dns_proxy(c, !detached);
     l.dns_pid = p.pid;
     l.dns_start = p.start_time;
     try {
@@ -143,7 +151,8 @@ void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
   try {
     stop_dns_proxy({l.dns_pid, l.dns_start});
     // One whose pid never reached the lease (sbx killed right after starting it).
-    if (!l.allow_egress.empty()) kill_dns_proxies_for("a-" + id12(l.id));
+    if (!l.allow_egress.empty()) kill_dns_proxies_for(dns_log_path(l.id));
+    ::unlink(dns_log_path(l.id).c_str());
     fs::FileLock lock(network_lock_path());
     // Released already (`sbx rm` beside the `sbx run` that made it, or gc):
     // its slot and ports may be another sandbox's by now.
@@ -164,7 +173,8 @@ void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
     for (const auto& f : lease_files()) last = last && f == l.path;
     if (last) {
       try {
-        nft_apply("add table inet sbx\ndelete table inet sbx\n", "remove the nftables table inet sbx");
+        nft_apply(std::string("add table ") + kNftTable + "\ndelete table " + kNftTable + "\n",
+                  std::string("remove the nftables table ") + kNftTable);
       } catch (const std::exception& e) {
         log::warn(e.what());
       }
@@ -228,6 +238,7 @@ std::vector<std::string> gc_networks() noexcept {
         if (::lstat((sub + "/private").c_str(), &st) == 0 && ::stat((sub + "/private").c_str(), &st) < 0 &&
             errno == ENOENT) {
           ::unlink((sub + "/private").c_str());
+          ::unlink((sub + "/dns.log").c_str());
           ::rmdir(sub.c_str());  // only when nothing else of the sandbox is there
         }
       }
@@ -256,7 +267,7 @@ std::string describe_network(const NetworkLease& l, const spec::NetworkOptions& 
 
 std::optional<std::pair<uint64_t, uint64_t>> network_io_bytes(const std::string& id) noexcept {
   if (id.size() < 12) return std::nullopt;
-  const std::string dir = "/sys/class/net/sbx" + id.substr(0, 12) + "/statistics/";
+  const std::string dir = "/sys/class/net/" + std::string(kPrivateVethPrefix) + id.substr(0, 12) + "/statistics/";
   try {
     uint64_t host_rx = std::stoull(fs::read_file(dir + "rx_bytes"));
     uint64_t host_tx = std::stoull(fs::read_file(dir + "tx_bytes"));
@@ -282,9 +293,12 @@ std::string network_settings_json(const std::string& id) noexcept {
               {"Ports", ports},
               {"AllowEgress", l.allow_egress},
               {"DenyEgress", l.deny_egress},
-              {"NftTable", "inet sbx"},
-              {"NftChains", {"e-" + id12(l.id), "i-" + id12(l.id)}}};
-    if (l.dns_pid > 0) j["DnsProxyPid"] = l.dns_pid;
+              {"NftTable", kNftTable}};
+    if (l.rules) j["NftChains"] = {"e-" + id12(l.id)};
+    if (l.dns_pid > 0) {
+      j["DnsProxyPid"] = l.dns_pid;
+      j["DnsLog"] = dns_log_path(l.id);
+    }
     return j.dump();
   } catch (const std::exception&) {
   }

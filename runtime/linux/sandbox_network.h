@@ -1,19 +1,21 @@
 // --network private: a sandbox's own network namespace joined to the host by
-// a veth pair ("sbx<id12>" on the host, "eth0" inside), a /30 from sbx's
+// a veth pair ("sbv<id12>" on the host, "eth0" inside), a /30 from sbx's
 // address pool (host side .1 = gateway, sandbox .2), NAT (masquerade) out
 // through the host's routes, and its egress rules and published ports in
-// sbx's one nftables table `inet sbx` (runtime/linux/nftables.h):
+// sbx's one nftables table `inet sbxnet` (runtime/linux/nftables.h):
 //
-//   table inet sbx
-//     forward (filter, prio -5): iifname vmap @egress → chain e-<id12> of a sandbox
-//                                with egress rules; then rules all sbx* veths share (no
-//                                other sandbox, link-local, multicast, IPv6; else open);
-//                                into a sandbox: only replies and published ports
-//     input   (filter, prio -5): iifname vmap @ingress → chain i-<id12>; then sbx* veths
-//                                are refused (the host's own addresses, unless allowed)
+//   table inet sbxnet
+//     guard   (filter, prerouting): a source address that is not the sandbox's own: dropped
+//     forward (filter, prio -5): replies; then the refusals no allow-list opens (another
+//                                sandbox, IPv6, link-local, loopback, multicast); then
+//                                iifname vmap @egress → chain e-<id12> of a sandbox with
+//                                egress rules (deny, allow); else open. Into a sandbox:
+//                                only replies and published ports
+//     input   (filter, prio -5): the host itself: only the sandbox's DNS proxy on its
+//                                gateway (set @dns); all else refused
 //     prerouting/output (nat):   published ports (maps pub_tcp, pub_tcp_any, …: a
 //                                second sandbox asking for a taken port gets EEXIST)
-//     postrouting (nat):         masquerade from sbx* veths; 127/8 → a sandbox (-p from
+//     postrouting (nat):         masquerade from sbv* veths; 127/8 → a sandbox (-p from
 //                                the host's own localhost)
 //     sets a-<id12>, d-<id12>:   the sandbox's --allow-egress / --deny-egress CIDRs
 //
@@ -70,12 +72,12 @@ std::string describe_network(const NetworkLease& lease, const spec::NetworkOptio
 
 /// `inspect`'s NetworkSettings of sandbox `id` as JSON text (docker's names:
 /// IPAddress, IPPrefixLen, Gateway, Ports {"80/tcp": [{HostIp, HostPort}]},
-/// plus sbx's Interface, AllowEgress, DenyEgress, DnsProxyPid); "null" when
-/// it has no private network. No throw.
+/// plus sbx's Interface, AllowEgress, DenyEgress, DnsProxyPid, DnsLog);
+/// "null" when it has no private network. No throw.
 std::string network_settings_json(const std::string& id) noexcept;
 
 /// Bytes sandbox `id` has received and sent over its private network so
-/// far: its host-side veth's counters (/sys/class/net/sbx<id12>/statistics,
+/// far: its host-side veth's counters (/sys/class/net/sbv<id12>/statistics,
 /// Documentation/ABI/testing/sysfs-class-net-statistics), swapped (what the
 /// host side receives the sandbox sent). nullopt when it has no veth (no
 /// private network, or it has ended: the veth goes with its namespace). No throw.
