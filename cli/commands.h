@@ -55,6 +55,8 @@ void register_stats_command(CLI::App& app, Globals& g, Action& action);
 void register_batch_command(CLI::App& app, Globals& g, Action& action);
 /// sbx system tune (cli/cmd_system.cpp).
 void register_system_command(CLI::App& app, Globals& g, Action& action);
+/// sbx network create|ls|inspect|rm|prune|connect|disconnect (cli/cmd_network.cpp).
+void register_network_command(CLI::App& app, Globals& g, Action& action);
 
 /// A pull/push progress printer for stderr: per-blob lines redrawn on a
 /// terminal, plain lines otherwise, JSON lines with `json`, nothing with `quiet`.

@@ -102,9 +102,9 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
   // copy (runtime/gvisor/gvisor_network.h), which restore does not make yet.
   if (std::find(req.runsc_flags.begin(), req.runsc_flags.end(), "--network=sandbox") != req.runsc_flags.end())
     throw Error("cannot checkpoint sandbox " + req.container_id.substr(0, 12) +
-                ": it has --network private, and restoring a gVisor sandbox into a new private network is not "
-                "supported yet; nothing was written and the sandbox keeps running. Checkpoint a sandbox with "
-                "--network none or host");
+                ": it has a network of its own (--network private or a user-defined network), and restoring a "
+                "gVisor sandbox into a new one is not supported yet; nothing was written and the sandbox keeps "
+                "running. Checkpoint a sandbox with --network none or host");
   std::string name = req.name.empty() ? "ckpt-" + req.container_id.substr(0, 12) + "-" + random_hex(6) : req.name;
   if (name.find('/') != std::string::npos || name.find(':') != std::string::npos || name[0] == '.')
     throw Error("invalid snapshot name '" + name + "': use letters, digits, '.', '-', '_' (no '/' or ':')");

@@ -62,6 +62,7 @@ std::vector<std::string> dns_proxy_args(const DnsServerConfig& c) {
     a.push_back("--log-queries");
   }
   if (!c.hosts_dir.empty()) a.push_back("--hostsdir=" + c.hosts_dir);
+  if (c.no_negative_cache) a.push_back("--no-negcache");
   // Upstream answers only (never the hosts files of sandbox names).
   for (const auto& r : c.refused) a.push_back("--bogus-nxdomain=" + format_cidr(r));
   // "inet sbxnet" → "inet#sbxnet"

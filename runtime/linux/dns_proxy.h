@@ -48,6 +48,7 @@ struct DnsServerConfig {
   std::string nft_set;                 ///< `inet sbxnet <nft_set>`: the allow set `domains` open
   std::vector<Ipv4Prefix> refused;     ///< an answer with an address in one of these: dropped
   std::string hosts_dir;               ///< sandbox names (hosts files, read on change); empty: none
+  bool no_negative_cache = false;      ///< a name that appears later (a sandbox started) answers at once
   std::string log_path;                ///< queries and drops, at most kDnsLogBytes
 };
 

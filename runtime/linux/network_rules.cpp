@@ -7,11 +7,13 @@ namespace sbx::runtime {
 
 namespace {
 
-/// The interfaces of this sbx's sandboxes as the host's IP layer sees them.
-const char* const kOurs = "{ \"sbv*\" }";
+/// The interfaces of this sbx's sandboxes as the host's IP layer sees them:
+/// private veths and network bridges (a bridge port never shows there: with
+/// br_netfilter the bridge is the interface of a bridged packet too).
+const char* const kOurs = "{ \"sbv*\", \"sbb*\" }";
 /// Every sandbox interface a packet must not be forwarded to: ours and those
 /// of an older sbx (its table `inet sbx` filters them too, but not ours).
-const char* const kAnySandbox = "{ \"sbv*\", \"sbx*\" }";
+const char* const kAnySandbox = "{ \"sbv*\", \"sbb*\", \"sbx*\" }";
 
 /// The CIDR entries of a list, as nft set elements ("a.b.c.d/n, …").
 std::string cidr_elements(const std::vector<std::string>& list) {
@@ -52,6 +54,8 @@ std::string nft_table_script() {
   // Where a DNS server of sbx listens for a sandbox: (its interface . the
   // address), the one service of the host a sandbox reaches.
   s += "add set " + t + "dns { type ifname . ipv4_addr; }\n";
+  // (bridge . bridge) of each network: one network's traffic.
+  s += "add set " + t + "same { type ifname . ifname; }\n";
   for (const char* m : {"pub_tcp", "pub_udp"})
     s += "add map " + t + m + " { type ipv4_addr . inet_service : ipv4_addr . inet_service; }\n";
   for (const char* m : {"pub_tcp_any", "pub_udp_any"})
@@ -76,6 +80,9 @@ std::string nft_table_script() {
   s += "add chain " + t + "forward { type filter hook forward priority filter - 5; policy accept; }\n";
   s += rule("forward", "iifname " + ours + " ct state established,related accept");
   s += rule("forward", "oifname " + ours + " ct state established,related accept");
+  // The sandboxes of one network among themselves, on every port (routed
+  // through the host, or bridged with br_netfilter loaded: iif = oif = the bridge).
+  s += rule("forward", "iifname . oifname @same accept");
   s += rule("forward", "iifname " + ours + " oifname " + any + " goto refuse");
   s += rule("forward", "iifname " + ours + " meta nfproto ipv6 goto refuse");
   s += rule("forward", "iifname " + ours + " ip daddr { 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/3 } goto refuse");
@@ -105,10 +112,81 @@ std::string nft_table_script() {
   s += "add chain " + t + "postrouting { type nat hook postrouting priority srcnat; policy accept; }\n";
   s += rule("postrouting", "iifname " + ours + " oifname != " + any + " masquerade");
   s += rule("postrouting", "oifname " + ours + " ip saddr 127.0.0.0/8 masquerade");
+  // The bridge ports of user-defined networks: each sends from its sandbox's
+  // MAC and address only (@bound: port . MAC . address), ARP and IPv4 only;
+  // a forged frame is dropped before the bridge forwards it, so a sandbox
+  // cannot take a neighbour's address (ARP or IP) nor speak IPv6 on it.
+  const std::string b = std::string(kBridgeTable) + " ";
+  s += "add table " + b + "\ndelete table " + b + "\nadd table " + b + "\n";
+  s += "add set " + b + "bound { type ifname . ether_addr . ipv4_addr; }\n";
+  s += "add chain " + b + "guard { type filter hook prerouting priority -300; policy accept; }\n";
+  s += "add rule " + b + "guard iifname != \"" + kPortPrefix + "*\" accept\n";
+  s += "add rule " + b + "guard ether type arp iifname . ether saddr . arp saddr ip @bound iifname . arp saddr ether . "
+       "arp saddr ip @bound accept\n";
+  s += "add rule " + b + "guard ether type ip iifname . ether saddr . ip saddr @bound accept\n";
+  s += "add rule " + b + "guard drop\n";
   return s;
 }
 
-std::string nft_table_probe() { return "list set " + std::string(kNftTable) + " dns\n"; }
+std::string nft_table_probe() { return "list set " + std::string(kBridgeTable) + " bound\n"; }
+
+std::string nft_table_delete_script() {
+  std::string s;
+  for (const char* t : {kNftTable, kBridgeTable}) s += std::string("add table ") + t + "\ndelete table " + t + "\n";
+  return s;
+}
+
+std::string nft_network_script(const UserNetwork& n) {
+  const std::string t = std::string(kNftTable) + " ", k = id12(n.id), br = "\"" + n.bridge + "\"";
+  std::string out = "add element " + t + "same { " + br + " . " + br + " }\n";
+  out += "add element " + t + "dns { " + br + " . " + format_ipv4(n.gateway) + " }\n";
+  if (n.internal) return out + "add element " + t + "egress { " + br + " : goto refuse }\n";
+  spec::NetworkOptions o;
+  o.allow_egress = n.allow_egress;
+  o.deny_egress = n.deny_egress;
+  if (!has_egress_rules(o)) return out;
+  std::string allow = cidr_elements(o.allow_egress), deny = cidr_elements(o.deny_egress);
+  out += "add set " + t + "an-" + k + " { type ipv4_addr; flags interval; }\n";
+  out += "add set " + t + "dn-" + k + " { type ipv4_addr; flags interval; }\n";
+  if (!allow.empty()) out += "add element " + t + "an-" + k + " { " + allow + " }\n";
+  if (!deny.empty()) out += "add element " + t + "dn-" + k + " { " + deny + " }\n";
+  std::string e = "add rule " + t + "en-" + k + " ";
+  out += "add chain " + t + "en-" + k + "\n";
+  out += e + "ip daddr @dn-" + k + " goto refuse\n";
+  out += e + "ip daddr @an-" + k + " accept\n";
+  out += e + (o.allow_egress.empty() ? "return\n" : "goto refuse\n");
+  out += "add element " + t + "egress { " + br + " : goto en-" + k + " }\n";
+  return out;
+}
+
+std::vector<std::string> nft_network_release_commands(const UserNetwork& n) {
+  const std::string t = std::string(kNftTable) + " ", k = id12(n.id), br = "\"" + n.bridge + "\"";
+  std::vector<std::string> cmds = {"delete element " + t + "egress { " + br + " }",
+                                   "delete element " + t + "dns { " + br + " . " + format_ipv4(n.gateway) + " }",
+                                   "delete element " + t + "same { " + br + " . " + br + " }"};
+  cmds.push_back("delete chain " + t + "en-" + k);
+  cmds.push_back("delete set " + t + "an-" + k);
+  cmds.push_back("delete set " + t + "dn-" + k);
+  return cmds;
+}
+
+std::string nft_endpoint_script(const NetworkEndpoint& ep) {
+  std::string out = "add element " + std::string(kBridgeTable) + " bound { \"" + ep.port + "\" . " + ep.mac + " . " +
+                    format_ipv4(ep.address) + " }\n";
+  const std::string t = std::string(kNftTable) + " ";
+  for (const auto& p : ep.publish)
+    out += "add element " + t + map_name(p) + " { " + pub_key(p) + " : " + format_ipv4(ep.address) + " . " +
+           std::to_string(p.container_port) + " }\n";
+  return out;
+}
+
+std::vector<std::string> nft_endpoint_release_commands(const NetworkEndpoint& ep) {
+  std::vector<std::string> cmds = {"delete element " + std::string(kBridgeTable) + " bound { \"" + ep.port + "\" . " +
+                                   ep.mac + " . " + format_ipv4(ep.address) + " }"};
+  for (const auto& p : ep.publish)
+    cmds.push_back("delete element " + std::string(kNftTable) + " " + map_name(p) + " { " + pub_key(p) + " }");
+  return cmds;
+}
 
 std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions& o) {
   const std::string s = id12(l.id), t = std::string(kNftTable) + " ";

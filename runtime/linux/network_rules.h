@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/linux/network_lease.h"
+#include "runtime/linux/user_network.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::runtime {
@@ -28,6 +29,13 @@ inline constexpr const char* kNftTable = "inet sbxnet";
 /// The host side of a --network private sandbox's veth: this prefix and the
 /// first 12 characters of its id (IFNAMSIZ - 1 = 15 characters).
 inline constexpr const char* kPrivateVethPrefix = "sbv";
+/// A user-defined network's bridge: this prefix and 12 characters of its id.
+inline constexpr const char* kBridgePrefix = "sbb";
+/// A sandbox's port on a bridge (runtime/linux/user_network.h port_name).
+inline constexpr const char* kPortPrefix = "sbp";
+/// sbx's table of the bridge family: what each bridge port may send (its
+/// sandbox's own MAC and address, ARP and IPv4 only).
+inline constexpr const char* kBridgeTable = "bridge sbxnet";
 
 /// The nft script that adds the sandbox's published ports, its DNS server's
 /// address (with a domain allow-list) and, with egress rules, its chain and
@@ -35,12 +43,32 @@ inline constexpr const char* kPrivateVethPrefix = "sbv";
 /// them (the table's shared rules cover it). Pure; for tests.
 std::string nft_sandbox_script(const NetworkLease& lease, const spec::NetworkOptions& opts);
 
-/// The nft script that (re)creates `inet sbxnet` empty of sandboxes. Pure.
+/// The nft script that (re)creates `inet sbxnet` and `bridge sbxnet` empty
+/// of sandboxes and networks. Pure.
 std::string nft_table_script();
 
-/// An nft command that succeeds only when `inet sbxnet` exists with this
-/// sbx's layout (its newest object): the check before adding to it.
+/// An nft command that succeeds only when sbx's tables exist with this sbx's
+/// layout (its newest object): the check before adding to them.
 std::string nft_table_probe();
+
+/// The nft script that deletes sbx's tables (whether they exist or not). Pure.
+std::string nft_table_delete_script();
+
+/// The nft script that adds a user-defined network to `inet sbxnet`: its
+/// bridge among "one network" (@same), its DNS server (@dns), and its egress
+/// rules (chain en-<id12>, sets an-/dn-<id12>; internal: refused outright).
+/// Pure.
+std::string nft_network_script(const UserNetwork& net);
+
+/// The commands that undo nft_network_script, one each. Pure.
+std::vector<std::string> nft_network_release_commands(const UserNetwork& net);
+
+/// The nft script of one endpoint: what its port may send (`bridge sbxnet`
+/// @bound: port . MAC . address) and its published ports. Pure.
+std::string nft_endpoint_script(const NetworkEndpoint& ep);
+
+/// The commands that undo nft_endpoint_script, one each. Pure.
+std::vector<std::string> nft_endpoint_release_commands(const NetworkEndpoint& ep);
 
 /// The nft commands that undo nft_sandbox_script for `lease`, one per entry
 /// (each may fail alone when the setup stopped half-way). Pure.

@@ -44,7 +44,7 @@ void apply_sandbox_rules(const NetworkLease& l, const spec::NetworkOptions& o) {
   // between its lease and its rules, or a flushed ruleset. No sandbox has
   // rules in a missing table, so making it afresh loses nothing.)
   std::string script;
-  bool make_table = lease_files().size() <= 1;
+  bool make_table = lease_files().size() <= 1 && !any_user_network();
   if (!make_table) {
     try {
       nft_apply(nft_table_probe(), std::string("check the nftables table ") + kNftTable);
@@ -146,6 +146,51 @@ void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o
   }
 }
 
+SandboxNetworks allocate_sandbox_networks(const std::string& run_root, const std::string& id, const SandboxSpec& spec,
+                                          const std::string& hostname, bool detached) {
+  SandboxNetworks n;
+  if (spec.network == NetworkMode::Private) {
+    n.lease = allocate_network(run_root, id, spec.net, detached);
+  } else if (spec.network == NetworkMode::User) {
+    std::vector<std::string> names;
+    if (!spec.name.empty()) names.push_back(spec.name);
+    names.push_back(hostname);
+    names.push_back(id12(id));
+    n.endpoints = allocate_endpoints(run_root, id, spec.net, names, detached);
+    try {
+      for (const auto& e : n.endpoints) n.networks.push_back(find_user_network(run_root, e.network_id));
+    } catch (...) {
+      release_endpoints(n.endpoints, true);
+      throw;
+    }
+  }
+  return n;
+}
+
+std::string sandbox_hosts(const SandboxNetworks& n, const std::string& hostname, const spec::NetworkOptions& o) {
+  uint32_t address = !n.lease.empty() ? n.lease.address : n.endpoints.empty() ? 0 : n.endpoints[0].address;
+  return hosts_for(hostname, address, o);
+}
+
+std::string sandbox_resolv(const SandboxNetworks& n, const spec::NetworkOptions& o) {
+  if (!n.endpoints.empty()) return endpoints_resolv_conf(n.endpoints, n.networks);
+  return resolv_conf_for(o, n.lease.gateway);
+}
+
+void attach_sandbox_networks(SandboxNetworks& n, int netns_fd, const spec::NetworkOptions& o, bool detached) {
+  if (!n.lease.empty()) attach_network(n.lease, netns_fd, o, detached);
+  if (!n.endpoints.empty()) attach_endpoints(n.endpoints, netns_fd);
+}
+
+void release_network(SandboxNetworks& n, bool namespace_gone) noexcept {
+  if (!n.lease.empty()) release_network(std::exchange(n.lease, {}), namespace_gone);
+  if (!n.endpoints.empty()) {
+    release_endpoints(n.endpoints, namespace_gone);
+    n.endpoints.clear();
+  }
+  n.networks.clear();
+}
+
 void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
   if (l.empty()) return;
   try {
@@ -169,12 +214,11 @@ void release_network(const NetworkLease& l, bool namespace_gone) noexcept {
         log::warn("release the network of sandbox " + id12(l.id) + ": " + e.what());
       }
     }
-    bool last = true;
+    bool last = !any_user_network();
     for (const auto& f : lease_files()) last = last && f == l.path;
     if (last) {
       try {
-        nft_apply(std::string("add table ") + kNftTable + "\ndelete table " + kNftTable + "\n",
-                  std::string("remove the nftables table ") + kNftTable);
+        nft_apply(nft_table_delete_script(), "remove sbx's nftables tables");
       } catch (const std::exception& e) {
         log::warn(e.what());
       }
@@ -227,6 +271,8 @@ std::vector<std::string> gc_networks() noexcept {
       release_network(l);
       out.push_back(l.veth + " (" + format_ipv4(l.address) + ")");
     }
+    // Endpoints on user-defined networks, and networks, that nobody needs.
+    for (auto& r : gc_user_networks()) out.push_back(std::move(r));
     // Index entries whose lease is gone (released by a process that left
     // them: an older sbx's gc, or one killed between the two unlinks).
     std::string index = dir + "/sandboxes";
@@ -252,6 +298,7 @@ std::vector<std::string> gc_networks() noexcept {
 
 void release_sandbox_networks(const std::string& id) noexcept {
   if (NetworkLease l = find_lease(id); !l.empty()) release_network(l);
+  if (auto eps = sandbox_endpoints(id); !eps.empty()) release_endpoints(eps, false);
 }
 
 std::string describe_network(const NetworkLease& l, const spec::NetworkOptions& o) {
@@ -279,8 +326,38 @@ std::optional<std::pair<uint64_t, uint64_t>> network_io_bytes(const std::string&
 
 std::string network_settings_json(const std::string& id) noexcept {
   try {
+    auto port_json = [](const std::vector<spec::PortMapping>& publish) {
+      json ports = json::object();
+      for (const auto& p : publish)
+        ports[std::to_string(p.container_port) + "/" + p.protocol].push_back(
+            {{"HostIp", p.host_ip.empty() ? "0.0.0.0" : p.host_ip}, {"HostPort", std::to_string(p.host_port)}});
+      return ports;
+    };
     NetworkLease l = find_lease(id);
-    if (l.empty()) return "null";
+    if (l.empty()) {
+      auto eps = sandbox_endpoints(id);
+      if (eps.empty()) return "null";
+      json nets = json::object();
+      for (const auto& e : eps)
+        nets[e.network_name] = {{"NetworkID", e.network_id},
+                                {"EndpointID", e.port.substr(3) + id12(e.network_id)},
+                                {"IPAddress", format_ipv4(e.address)},
+                                {"IPPrefixLen", e.prefix_len},
+                                {"Gateway", format_ipv4(e.gateway)},
+                                {"MacAddress", e.mac},
+                                {"Aliases", e.names},
+                                {"Interface", e.ifname},
+                                {"Port", e.port}};
+      const auto& first = eps[0];
+      json j = {{"Mode", "user"},
+                {"IPAddress", format_ipv4(first.address)},
+                {"IPPrefixLen", first.prefix_len},
+                {"Gateway", format_ipv4(first.gateway)},
+                {"MacAddress", first.mac},
+                {"Ports", port_json(first.publish)},
+                {"Networks", nets}};
+      return j.dump();
+    }
     json ports = json::object();
     for (const auto& p : l.publish)
       ports[std::to_string(p.container_port) + "/" + p.protocol].push_back(

@@ -35,9 +35,41 @@
 #include "runtime/linux/network_lease.h"
 #include "runtime/linux/network_options.h"
 #include "runtime/linux/network_rules.h"
+#include "runtime/linux/user_network.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::runtime {
+
+/// A sandbox's networks while sbx starts and runs it: a --network private
+/// lease, or its endpoints on user-defined networks
+/// (runtime/linux/user_network.h). Both backends hold one.
+struct SandboxNetworks {
+  NetworkLease lease;
+  std::vector<NetworkEndpoint> endpoints;
+  std::vector<UserNetwork> networks;  ///< the networks of `endpoints` (for resolv.conf)
+  bool empty() const { return lease.empty() && endpoints.empty(); }
+};
+
+/// For spec.network Private or User (sandbox `id`, RUN_ROOT/<id> made
+/// already): takes its lease or its endpoints' addresses, before its
+/// namespace exists; empty for none and host. `hostname`: its name on its
+/// networks' DNS (with spec.name, its short id and each network's aliases).
+/// Throws sbx::Error (its kind: a network not found, an address taken, …);
+/// nothing stays taken then.
+SandboxNetworks allocate_sandbox_networks(const std::string& run_root, const std::string& id, const SandboxSpec& spec,
+                                          const std::string& hostname, bool detached);
+
+/// The sandbox's /etc/hosts and /etc/resolv.conf for `nets`. Pure but for
+/// the host's /etc/resolv.conf (network_options.h).
+std::string sandbox_hosts(const SandboxNetworks& nets, const std::string& hostname, const spec::NetworkOptions& opts);
+std::string sandbox_resolv(const SandboxNetworks& nets, const spec::NetworkOptions& opts);
+
+/// Makes `nets` in the namespace `netns_fd` (attach_network or
+/// attach_endpoints). Throws sbx::Error; the caller then releases them.
+void attach_sandbox_networks(SandboxNetworks& nets, int netns_fd, const spec::NetworkOptions& opts, bool detached);
+
+/// Releases all of `nets` (release_network, release_endpoints); leaves it empty. No throw.
+void release_network(SandboxNetworks& nets, bool namespace_gone = false) noexcept;
 
 /// Makes the network of `lease` for the sandbox whose network namespace is
 /// `netns_fd`: the veth pair, addresses, the sandbox's default route, its
@@ -62,18 +94,21 @@ void release_network(const NetworkLease& lease, bool namespace_gone = false) noe
 /// it. Reads every lease. Returns what it released. No throw.
 std::vector<std::string> gc_networks() noexcept;
 
-/// Releases the network state of sandbox `id` (its lease, through the index
-/// by id: no other lease is read): `sbx rm`, and every front end's remove,
-/// calls it once the sandbox is gone. No throw.
+/// Releases the network state of sandbox `id` (its lease and its endpoints
+/// on user-defined networks, through the index by id: nothing of another
+/// sandbox is read): `sbx rm`, and every front end's remove, calls it once
+/// the sandbox is gone. No throw.
 void release_sandbox_networks(const std::string& id) noexcept;
 
 /// A human summary of the lease for inspect (address, gateway, ports, rules).
 std::string describe_network(const NetworkLease& lease, const spec::NetworkOptions& opts);
 
 /// `inspect`'s NetworkSettings of sandbox `id` as JSON text (docker's names:
-/// IPAddress, IPPrefixLen, Gateway, Ports {"80/tcp": [{HostIp, HostPort}]},
-/// plus sbx's Interface, AllowEgress, DenyEgress, DnsProxyPid, DnsLog);
-/// "null" when it has no private network. No throw.
+/// IPAddress, IPPrefixLen, Gateway, MacAddress, Ports {"80/tcp": [{HostIp,
+/// HostPort}]}, Networks {NAME: {NetworkID, EndpointID, IPAddress,
+/// IPPrefixLen, Gateway, MacAddress, Aliases}} on user-defined networks, plus
+/// sbx's Mode, Interface, AllowEgress, DenyEgress, DnsProxyPid, DnsLog);
+/// "null" when it has no network of its own. No throw.
 std::string network_settings_json(const std::string& id) noexcept;
 
 /// Bytes sandbox `id` has received and sent over its private network so

@@ -314,6 +314,93 @@ PY
   pass network-none
 }
 
+# User-defined networks (sbx network): the suite's own networks on
+# documentation addresses (a pool of 192.0.2.192/26 for them), removed after.
+net_ok() {  # whether this sbx has networks and the host can make them
+  "$SBX" network --help >/dev/null 2>&1 && command -v nft >/dev/null && command -v dnsmasq >/dev/null
+}
+netsbx() { SBX_NETWORK_POOL=192.0.2.192/26 "$SBX" --root "$R" --run-root "$RR" "$@"; }
+net_field() {  # SANDBOX PYEXPR over inspect's NetworkSettings
+  netsbx inspect "$1" | python3 -c "import json,sys; d=json.load(sys.stdin)[0]['NetworkSettings']; print($2)"
+}
+net_cleanup() {  # SANDBOX... then the suite's networks
+  local x
+  for x in "$@"; do netsbx rm -f "$x" >/dev/null 2>&1; done
+  for x in $(netsbx network ls -q 2>/dev/null); do netsbx network rm "$x" >/dev/null 2>&1; done
+}
+
+case_netisolate() {  # sandboxes on different networks: no TCP, UDP or ICMP; no host service on a gateway
+  net_ok || { unsupported net-isolate "this sbx has no 'sbx network' (or no nft/dnsmasq here)"; return; }
+  netsbx network create "adva$$" >/dev/null && netsbx network create "advb$$" >/dev/null ||
+    { fail net-isolate "cannot create two networks"; net_cleanup; return; }
+  local port=$((20000 + RANDOM % 20000)) a b ip_a ip_b gw_a gw_b hl
+  python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(8)
+open(sys.argv[2], "w").close()
+while True:
+    c, a = s.accept(); open(sys.argv[2], "a").write("connection from %r\n" % (a,)); c.close()' "$port" "$T/hostnet.log" &
+  hl=$!
+  a=$(netsbx create "${rtflag[@]}" --network "adva$$" "${P[@]}" "${IMG[@]}" -- /bin/sh -c "httpd -f -p 8080 -h /etc & /home/probe udplisten 9999 60")
+  b=$(netsbx create "${rtflag[@]}" --network "advb$$" "${P[@]}" "${IMG[@]}" -- /bin/sh -c "httpd -f -p 8080 -h /etc & /home/probe udplisten 9999 60")
+  ip_a=$(net_field "$a" "d['IPAddress']"); ip_b=$(net_field "$b" "d['IPAddress']")
+  gw_a=$(net_field "$a" "d['Gateway']"); gw_b=$(net_field "$b" "d['Gateway']")
+  # The positive controls: a sandbox on network A reaches A's sandbox (TCP, UDP, ICMP).
+  sb --network "adva$$" "${P[@]}" "${IMG[@]}" -- /bin/sh -c "
+    printf 'GET /hostname HTTP/1.0\r\n\r\n' | nc -w 3 $ip_a 8080 | tail -n 1 | sed 's/^/same-tcp /'
+    ping -c 1 -W 2 $ip_a >/dev/null 2>&1 && echo same-icmp; ping -c 1 -W 2 $ip_b >/dev/null 2>&1 && echo ESCAPE icmp to the other network
+    /home/probe udpsend $ip_a 9999 same-udp; /home/probe udpsend $ip_b 9999 other-udp
+    /home/probe connect tcp:$ip_b:8080 tcp:$gw_a:$port tcp:$gw_b:$port"
+  sleep 1
+  kill $hl 2>/dev/null; wait $hl 2>/dev/null
+  indent <"$T/out/last"
+  local got_a got_b
+  got_a=$(netsbx logs "$a" 2>&1); got_b=$(netsbx logs "$b" 2>&1)
+  if ! grep -q "^same-tcp ${a:0:12}" "$T/out/last" || ! grep -q "same-udp" <<<"$got_a"; then
+    fail net-isolate "the positive control failed (no TCP or UDP within one network): cannot test"
+  elif grep -q '^ESCAPE' "$T/out/last"; then
+    fail net-isolate "$(grep '^ESCAPE' "$T/out/last" | head -3 | tr '\n' ';')"
+  elif grep -q "other-udp" <<<"$got_b"; then
+    fail net-isolate "UDP reached the other network's sandbox"
+  elif [ -s "$T/hostnet.log" ]; then
+    fail net-isolate "the host service got: $(cat "$T/hostnet.log")"
+  else
+    pass net-isolate "TCP, UDP$(grep -q same-icmp "$T/out/last" && echo ', ICMP') to another network and the host's service on both gateways refused"
+  fi
+  net_cleanup "$a" "$b"
+}
+
+case_netspoof() {  # ARP and IP spoofing of a neighbour's address on one network fails
+  net_ok || { unsupported net-spoof "this sbx has no 'sbx network' (or no nft/dnsmasq here)"; return; }
+  netsbx network create "advs$$" >/dev/null || { fail net-spoof "cannot create a network"; return; }
+  local v t ip_v mac_v ip_t mac_t
+  v=$(netsbx create "${rtflag[@]}" --network "advs$$" "${IMG[@]}" -- sleep 120)
+  t=$(netsbx create "${rtflag[@]}" --network "advs$$" "${P[@]}" "${IMG[@]}" -- /home/probe udplisten 9999 60)
+  ip_v=$(net_field "$v" "d['IPAddress']"); mac_v=$(net_field "$v" "d['MacAddress']")
+  ip_t=$(net_field "$t" "d['IPAddress']"); mac_t=$(net_field "$t" "d['MacAddress']")
+  # The target learns the victim's real MAC first (so a forged ARP reply would have to overwrite it).
+  netsbx exec "$t" ping -c 1 -W 2 "$ip_v" >/dev/null 2>&1
+  sb --network "advs$$" "${P[@]}" "${IMG[@]}" -- /home/probe spoof eth0 "$ip_v" "$mac_v" "$ip_t" "$mac_t" 9999
+  sleep 1
+  indent <"$T/out/last"
+  local got arp
+  got=$(netsbx logs "$t" 2>&1)
+  arp=$(netsbx exec "$t" cat /proc/net/arp 2>/dev/null | awk -v ip="$ip_v" '$1 == ip {print $4}')
+  log "    target received: $(grep 'udp from' <<<"$got" | tr '\n' ';') arp $ip_v -> ${arp:-none}"
+  if ! grep -q "spoof:.*sent" "$T/out/last"; then
+    if [ "$runtime" = gvisor ]; then pass net-spoof "gVisor: no raw packet socket for the attack ($(grep -m1 'spoof' "$T/out/last"))"
+    else fail net-spoof "the probe could not send raw frames: cannot test"; fi
+  elif ! grep -q ": legit" <<<"$got"; then
+    fail net-spoof "the control datagram did not arrive: cannot test"
+  elif grep -q "udp from $ip_v" <<<"$got"; then
+    fail net-spoof "a datagram with the neighbour's source address arrived"
+  elif [ -n "$arp" ] && [ "$arp" != "$mac_v" ]; then
+    fail net-spoof "the target's ARP entry for $ip_v is $arp, not $mac_v"
+  else
+    pass net-spoof "forged ARP replies and IP/MAC sources dropped at the bridge port"
+  fi
+  net_cleanup "$v" "$t"
+}
+
 case_hostname() {
   sb "${IMG[@]}" -- /bin/sh -c "hostname evil-$marker; echo 'evil-$marker' > /proc/sys/kernel/hostname 2>/dev/null; echo ran-$marker"
   indent <"$T/out/last"
@@ -986,6 +1073,9 @@ leaks() {  # WHEN: nothing of this run may be left on the host
   [ -n "$x" ] && { log "leak ($what): sandbox state dirs: $(tr '\n' ' ' <<<"$x")"; bad=1; }
   x=$(ip netns list 2>/dev/null | grep -F sbx || true)
   [ -n "$x" ] && { log "leak ($what): named netns: $x"; bad=1; }
+  # Networks and endpoints (sbx network) of this run: their records name its run root.
+  x=$(grep -l -F "$RR" "${SBX_NETWORK_STATE:-/run/sbx-net}"/networks/*/network.json "${SBX_NETWORK_STATE:-/run/sbx-net}"/sandboxes/*/*.json "${SBX_NETWORK_STATE:-/run/sbx-net}"/*.json 2>/dev/null | head -3)
+  [ -n "$x" ] && { log "leak ($what): network records: $(tr '\n' ' ' <<<"$x")"; bad=1; }
   # User-namespace id ranges: any allocation file left under the run root.
   x=$(find "$RR" -name userns 2>/dev/null | head -3)
   [ -n "$x" ] && { log "leak ($what): user-namespace ranges: $(tr '\n' ' ' <<<"$x")"; bad=1; }
@@ -1007,7 +1097,7 @@ host_intact() {
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
          forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed \
-         vsock ids names mount_errors snapshot_symlink end_reason bounds; do
+         vsock ids names mount_errors snapshot_symlink end_reason bounds netisolate netspoof; do
   want "$c" || continue
   "case_$c"
 done

@@ -119,9 +119,9 @@ TEST_CASE("network: the refusals come before any allow list") {
   };
   // forward: other sandboxes (ours and an older sbx's), IPv6, link-local and
   // the rest, then the sandbox's own chain (vmap @egress), then open.
-  size_t others = at("add rule inet sbxnet forward iifname { \"sbv*\" } oifname { \"sbv*\", \"sbx*\" } goto refuse");
-  size_t v6 = at("add rule inet sbxnet forward iifname { \"sbv*\" } meta nfproto ipv6 goto refuse");
-  size_t ll = at("add rule inet sbxnet forward iifname { \"sbv*\" } ip daddr { 0.0.0.0/8, 127.0.0.0/8, "
+  size_t others = at("add rule inet sbxnet forward iifname { \"sbv*\", \"sbb*\" } oifname { \"sbv*\", \"sbb*\", \"sbx*\" } goto refuse");
+  size_t v6 = at("add rule inet sbxnet forward iifname { \"sbv*\", \"sbb*\" } meta nfproto ipv6 goto refuse");
+  size_t ll = at("add rule inet sbxnet forward iifname { \"sbv*\", \"sbb*\" } ip daddr { 0.0.0.0/8, 127.0.0.0/8, "
                  "169.254.0.0/16, 224.0.0.0/3 } goto refuse");
   size_t own = at("add rule inet sbxnet forward iifname vmap @egress");
   CHECK(others < own);
@@ -129,12 +129,12 @@ TEST_CASE("network: the refusals come before any allow list") {
   CHECK(ll < own);
   // input: the host refuses all but the DNS servers sbx runs (no allow list is consulted).
   size_t dns = at("add rule inet sbxnet input iifname . ip daddr @dns udp dport 53 accept");
-  size_t host = at("add rule inet sbxnet input iifname { \"sbv*\" } goto refuse");
+  size_t host = at("add rule inet sbxnet input iifname { \"sbv*\", \"sbb*\" } goto refuse");
   CHECK(dns < host);
   CHECK(t.find("ingress") == std::string::npos);
   // A forged source address never gets through.
-  at("add rule inet sbxnet guard iifname { \"sbv*\" } fib saddr . iif oif missing drop");
-  at("add rule inet sbxnet guard iifname { \"sbv*\" } fib saddr type local drop");
+  at("add rule inet sbxnet guard iifname { \"sbv*\", \"sbb*\" } fib saddr . iif oif missing drop");
+  at("add rule inet sbxnet guard iifname { \"sbv*\", \"sbb*\" } fib saddr type local drop");
 }
 
 TEST_CASE("network: /etc/hosts and resolv.conf") {
