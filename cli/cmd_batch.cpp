@@ -11,6 +11,7 @@
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "runtime/backends.h"
 #include "runtime/linux/network_options.h"
 
 namespace sbx::cli {
@@ -19,7 +20,7 @@ namespace {
 
 struct BatchFlags {
   std::string tasks, output, image, timeout, memory, max_output = "1m";
-  std::string network = "none", userns = "auto", runtime = "native", runsc;
+  std::string network = "none", userns = "auto", runtime = sbx::runtime::default_backend_name(), runsc;
   std::vector<std::string> allow_egress, deny_egress, dns, add_hosts;  ///< --network private
   int parallel = 1;
   int pool = -1;  ///< -1: as --parallel
@@ -81,7 +82,7 @@ int batch(const Globals& g, const BatchFlags& f) {
   sf.memory = f.memory;
   // Own user namespace unless the task's network is the host's (the engine
   // decides per task: a task line may name its network), as `sbx run`.
-  req.userns = f.userns == "auto";
+  req.userns = userns_mode(sf);
   // The egress options are checked once here, not per image (a bad one would
   // fail every task): as `sbx run`, they need --network private.
   if (f.network != "private" && f.network != "bridge" &&

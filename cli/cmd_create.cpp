@@ -32,7 +32,7 @@ int create(const Globals& g, const CreateFlags& f) {
     spec.labels[l.substr(0, eq)] = eq == std::string::npos ? "" : l.substr(eq + 1);
   }
   engine::SandboxRequest req;
-  req.userns = use_userns(f.sandbox, spec);  // as sbx run
+  req.userns = userns_mode(f.sandbox);  // as sbx run
   req.runsc = f.sandbox.runsc;
   req.spec = std::move(spec);
   std::cout << make_engine(g).create(req) << std::endl;

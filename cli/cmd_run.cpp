@@ -64,7 +64,7 @@ int run_sandbox(const Globals& g, RunFlags& f, runtime::ExitStatus& st) {
   apply_gpu_options(f.gpu, req.spec, f.sandbox.runsc);
   req.mount_snapshots = f.mount_snapshots;
   // Root inside is not root on the host: a user namespace by default (native).
-  req.userns = use_userns(f.sandbox, req.spec);
+  req.userns = userns_mode(f.sandbox);
   req.runsc = f.sandbox.runsc;
   st = make_engine(g).run(req).status;
   if (st.timed_out) {

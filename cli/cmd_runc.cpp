@@ -24,6 +24,7 @@
 #include "ocirt/container.h"
 #include "ocirt/gvisor_delegate.h"
 #include "ocirt/state_store.h"
+#include "runtime/linux/signals.h"
 
 namespace sbx::cli {
 
@@ -122,7 +123,7 @@ int runc_main(int argc, char** argv) {
   kill->add_flag("-a,--all", kill_all, "To every process in the container");
   kill->add_option("id", id, "Container id")->required();
   kill->add_option("signal", sig, "Signal name or number")->capture_default_str();
-  kill->callback([&] { action = [&] { ocirt::kill(g.root, id, ocirt::parse_signal(sig), kill_all); return 0; }; });
+  kill->callback([&] { action = [&] { ocirt::kill(g.root, id, runtime::parse_signal(sig), kill_all); return 0; }; });
 
   static bool force = false;
   auto* del = app.add_subcommand("delete", "Delete a stopped (or created) container");

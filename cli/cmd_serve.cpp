@@ -4,17 +4,22 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "common/units.h"
 #include "server/server.h"
 
 namespace sbx::cli {
 
 void register_serve_command(CLI::App& app, Globals& g, Action& action) {
   auto opts = std::make_shared<server::ServeOptions>();
+  auto header_timeout = std::make_shared<std::string>("10s");
+  auto idle_timeout = std::make_shared<std::string>("60s");
   auto* cmd = app.add_subcommand("serve", "Serve the Docker Engine API (docker, docker-py, dockerode) on a socket");
   cmd->footer(
       "Runs in the foreground until SIGTERM/SIGINT; sandboxes it started keep running after it stops.\n"
       "Example: DOCKER_HOST=unix:///run/sbx/docker.sock docker run --rm busybox echo hi\n"
       "The socket is root's door to the host: mode 0660 root:sbx when the group sbx exists, else 0600.\n"
+      "Bounds: request heads 64 KiB, JSON bodies 4 MiB (memory), tar and upload bodies 1 GiB (spooled to disk\n"
+      "under --root); a TCP or E2B request is authorized on its headers before its body is read.\n"
       "See 'man sbx-serve' for the endpoints served and how containers map onto sandboxes.");
   cmd->add_option("--socket", opts->socket, "Unix socket to listen on")->capture_default_str();
   cmd->add_option("--tcp", opts->tcp, "Also listen on loopback TCP ADDR:PORT (127.0.0.0/8 only; needs --token-file)")
@@ -28,8 +33,28 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action) {
                   "Runtime of containers that name none (HostConfig.Runtime): native or gvisor; default from $SBX_RUNTIME")
       ->envname("SBX_RUNTIME")
       ->capture_default_str();
-  cmd->callback([&g, &action, opts] {
-    action = [&g, opts] {
+  cmd->add_option("--max-connections", opts->limits.max_connections,
+                  "Most connections open at once on each listener (default: a quarter of RLIMIT_NOFILE, at most 4096)")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-client-connections", opts->limits.max_client_connections,
+                  "Most connections open at once from one client (a TCP address, a unix-socket uid) on each listener "
+                  "(default 1024)")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--header-timeout", *header_timeout,
+                  "Most time a request head may take, from the connection or its first byte; then it is closed")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", *idle_timeout,
+                  "Most time without a byte from a client: between requests on a kept-alive connection, within a "
+                  "body (attach, exec, logs and event streams are exempt)")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  cmd->callback([&g, &action, opts, header_timeout, idle_timeout] {
+    action = [&g, opts, header_timeout, idle_timeout] {
+      opts->limits.header_timeout = units::parse_duration(*header_timeout, "--header-timeout");
+      opts->limits.idle_timeout = units::parse_duration(*idle_timeout, "--idle-timeout");
       opts->engine = {g.root, g.run_root};
       opts->ready = [](const std::string& where) { std::cerr << "sbx serve: listening on " << where << std::endl; };
       server::serve(*opts);

@@ -1,11 +1,14 @@
 // sbx system tune: host-wide settings that make sandboxes start faster, each
-// changed only when asked (engine::Engine::set_favordynmods).
+// changed only when asked (engine::Engine::set_favordynmods); sbx system df:
+// the space images and the build cache take (engine::Engine::disk_usage).
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/units.h"
 
 namespace sbx::cli {
 
@@ -48,6 +51,34 @@ void register_system_command(CLI::App& app, Globals& g, Action& action) {
       std::cout << "favordynmods: " << (*h.favordynmods ? "on" : "off");
       if (before) std::cout << (*before == *h.favordynmods ? " (unchanged)" : (*before ? " (was on)" : " (was off)"));
       std::cout << " (cgroup2 at " << h.cgroup2_mount << ")\n";
+      return 0;
+    };
+  });
+
+  // sbx system df: what the image store holds.
+  auto df_json = std::make_shared<bool>(false);
+  CLI::App* df = sys->add_subcommand("df", "Show the disk space images and the build cache take");
+  df->add_flag("--json", *df_json, "Print JSON");
+  df->callback([df_json, &g, &action] {
+    action = [df_json, &g] {
+      auto u = make_engine(g).disk_usage();
+      if (*df_json) {
+        std::cout << nlohmann::json{{"Images", u.images},
+                                    {"ImagesSize", u.images_size},
+                                    {"ImagesReclaimable", u.images_reclaimable},
+                                    {"BuildCache", u.build_cache},
+                                    {"BuildCacheSize", u.build_cache_size},
+                                    {"Sandboxes", u.sandboxes}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+      }
+      std::printf("%-14s %-8s %-12s %s\n", "TYPE", "TOTAL", "SIZE", "RECLAIMABLE");
+      std::printf("%-14s %-8zu %-12s %s\n", "Images", u.images, units::format_size_si(u.images_size).c_str(),
+                  units::format_size_si(u.images_reclaimable).c_str());
+      std::printf("%-14s %-8zu %-12s %s\n", "Build Cache", u.build_cache,
+                  units::format_size_si(u.build_cache_size).c_str(), units::format_size_si(u.build_cache_size).c_str());
+      std::printf("%-14s %-8zu %-12s %s\n", "Sandboxes", u.sandboxes, "-", "-");
       return 0;
     };
   });

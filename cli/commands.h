@@ -53,8 +53,14 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action);
 void register_stats_command(CLI::App& app, Globals& g, Action& action);
 /// sbx batch (cli/cmd_batch.cpp).
 void register_batch_command(CLI::App& app, Globals& g, Action& action);
-/// sbx system tune (cli/cmd_system.cpp).
+/// sbx system tune, sbx system df (cli/cmd_system.cpp).
 void register_system_command(CLI::App& app, Globals& g, Action& action);
+/// sbx build (cli/cmd_build.cpp).
+void register_build_command(CLI::App& app, Globals& g, Action& action);
+/// sbx history (cli/cmd_history.cpp).
+void register_history_command(CLI::App& app, Globals& g, Action& action);
+/// sbx image prune (cli/cmd_image_prune.cpp).
+void register_image_prune_command(CLI::App& app, Globals& g, Action& action);
 /// sbx network create|ls|inspect|rm|prune|connect|disconnect (cli/cmd_network.cpp).
 void register_network_command(CLI::App& app, Globals& g, Action& action);
 

@@ -10,9 +10,13 @@
 #include "cli/report.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/backends.h"
 
 int main(int argc, char** argv) {
   using namespace sbx;
+  // sbx's own helpers (runtime/linux/self_exec.h) before anything else: they
+  // must be non-dumpable again at once and read nothing but their request.
+  if (runtime::is_internal_helper(argc, argv)) return runtime::run_internal_helper(argc, argv);
   // One binary, two command lines: installed as "sbx-runc" (a symlink) it is
   // an OCI runtime with runc's command line (cli/cmd_runc.cpp).
   if (argc > 0 && std::string_view(argv[0]).substr(std::string_view(argv[0]).rfind('/') + 1) == "sbx-runc")
@@ -42,6 +46,9 @@ int main(int argc, char** argv) {
   cli::register_stats_command(app, g, action);
   cli::register_batch_command(app, g, action);
   cli::register_system_command(app, g, action);
+  cli::register_build_command(app, g, action);
+  cli::register_history_command(app, g, action);
+  cli::register_image_prune_command(app, g, action);
   cli::register_network_command(app, g, action);
 
   std::optional<int> parse_exit = cli::parse_command_line(app, [&] { app.parse(argc, argv); }, [&](const CLI::ParseError& e) {

@@ -14,7 +14,7 @@
 #include "runtime/backends.h"
 #include "runtime/default_bounds.h"
 #include "runtime/image_config.h"
-#include "runtime/native/native_backend.h"
+#include "runtime/state.h"
 #include "runtime/linux/rlimits.h"
 #include "runtime/linux/sandbox_network.h"
 
@@ -293,8 +293,8 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
   return spec;
 }
 
-bool use_userns(const SandboxFlags& f, const SandboxSpec& spec) {
-  return f.userns == "auto" && spec.network != NetworkMode::Host;
+engine::UsernsMode userns_mode(const SandboxFlags& f) {
+  return f.userns == "host" ? engine::UsernsMode::Host : engine::UsernsMode::Auto;
 }
 
 Mount parse_volume(const std::string& text) {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "engine/userns.h"
+#include "runtime/backends.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::cli {
@@ -29,7 +31,7 @@ struct SandboxFlags {
   std::string ip;                            ///< --ip (the first user-defined network)
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint, disk;
   std::string userns = "auto";
-  std::string runtime = "native", runsc;
+  std::string runtime = sbx::runtime::default_backend_name(), runsc;
   std::string pull = "missing";  ///< --pull: missing|always|never|newer (oci/pull.h)
   bool pull_set = false;
   std::optional<double> cpus;
@@ -72,13 +74,12 @@ struct BuildOptions {
 /// the hard limits, with a warning), --timeout; default capabilities.
 /// Throws sbx::Error (exit 125) on an unknown option, a missing image or a
 /// bad value, naming the flag. --userns is checked, not applied (see
-/// use_userns).
+/// userns_mode).
 SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptions& o);
 
-/// Whether a native sandbox gets its own user namespace: --userns auto,
-/// unless --network host (the host's network namespace belongs to the host's
-/// user namespace, so the sandbox could not mount its own /sys; as podman).
-bool use_userns(const SandboxFlags& f, const SandboxSpec& spec);
+/// --userns (auto or host, checked by build_spec) as the engine's mode; the
+/// engine decides from it and the spec (engine/userns.h use_userns).
+engine::UsernsMode userns_mode(const SandboxFlags& f);
 
 /// -v HOST:CTR[:ro,nosuid,nodev,noexec] → a bind mount (host path made
 /// absolute with realpath). Throws sbx::Error on a malformed value.

@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system network"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=/var/lib/sbx run_root=/run/sbx i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -27,7 +27,8 @@ _sbx() {
       if [[ $cur == *:*:* ]]; then COMPREPLY=($(compgen -W "ro rw nosuid nodev noexec idmap=host" -P "${cur%:*}:" -- "${cur##*:}"))
       else COMPREPLY=($(compgen -f -- "$cur")); fi
       return ;;
-    --root|--run-root|--env-file|--rootfs|-o|--output|--runsc|--registries-conf|--end-record|--upper|--host-dir) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --root|--run-root|--env-file|--rootfs|-o|--output|--runsc|--registries-conf|--end-record|--upper|--host-dir|--iidfile) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    -f|--file) [ "$cmd" = build ] && { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
     --network|--net) COMPREPLY=($(compgen -W "none host private bridge $(sbx --run-root "$run_root" network ls 2>/dev/null | awk 'NR > 1 {print $2}')" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;
@@ -70,7 +71,7 @@ _sbx() {
     tag) words_list=$images ;;
     rmi) opts="-f --force"; words_list=$images ;;
     gc) opts="--older-than" ;;
-    serve) opts="--socket --tcp --token-file --e2b --runtime" ;;
+    serve) opts="--socket --tcp --token-file --e2b --runtime --max-connections --max-client-connections --header-timeout --idle-timeout" ;;
     info) opts="--json --runsc" ;;
     snapshot) opts="--name --upper --image"; words_list=$sandboxes ;;
     export) opts="-o --output --format --name --json"; words_list=$images ;;
@@ -97,17 +98,30 @@ _sbx() {
     logout) opts="-a --all --authfile" ;;
     batch) opts="-P --parallel --pool --image --timeout -m --memory --network --allow-egress --deny-egress --dns --add-host -o --output --resume --max-output --userns --runtime --runsc -q --quiet"; words_list=$(compgen -f -- "$cur") ;;
     system)
-      # Its own subcommand: tune [--favordynmods on|off] [--json].
+      # Its own subcommands: tune [--favordynmods on|off] [--json], df [--json].
       local ssub="" k2
       for ((k2 = j + 1; k2 < COMP_CWORD; k2++)); do
         case ${COMP_WORDS[k2]} in -*) ;; *) ssub=${COMP_WORDS[k2]}; break ;; esac
       done
       case $prev in --favordynmods) COMPREPLY=($(compgen -W "on off" -- "$cur")); return ;; esac
       case $ssub in
-        "") words_list="tune" ;;
+        "") words_list="tune df" ;;
         tune) opts="--favordynmods --json" ;;
+        df) opts="--json" ;;
       esac ;;
     stats) opts="--no-stream --json --no-trunc -a --all -i --interval"; words_list=$sandboxes ;;
+    build) opts="-t --tag -f --file --build-arg --target --no-cache --pull --network --label --secret --iidfile --platform -q --quiet --json --rm"; words_list="- $(compgen -d -- "$cur")" ;;
+    history) opts="--no-trunc -q --quiet --json"; words_list=$images ;;
+    image)
+      # Its own subcommand: prune [--build-cache] [--json].
+      local isub="" k3
+      for ((k3 = j + 1; k3 < COMP_CWORD; k3++)); do
+        case ${COMP_WORDS[k3]} in -*) ;; *) isub=${COMP_WORDS[k3]}; break ;; esac
+      done
+      case $isub in
+        "") words_list="prune" ;;
+        prune) opts="--build-cache --json" ;;
+      esac ;;
     network)
       # Its own subcommands: create ls inspect rm prune connect disconnect.
       local nsub="" k3

@@ -97,6 +97,9 @@ complete -c sbx -n __sbx_no_cmd -a login -d 'Log in to a registry'
 complete -c sbx -n __sbx_no_cmd -a logout -d 'Remove a registry\'s credentials from the auth file'
 complete -c sbx -n __sbx_no_cmd -a stats -d 'Show live resource usage of running sandboxes'
 complete -c sbx -n __sbx_no_cmd -a system -d 'Host-wide settings for sbx'
+complete -c sbx -n __sbx_no_cmd -a build -d 'Build an image from a Dockerfile'
+complete -c sbx -n __sbx_no_cmd -a history -d 'Show the history of an image'
+complete -c sbx -n __sbx_no_cmd -a image -d 'Image maintenance'
 complete -c sbx -n __sbx_no_cmd -a network -d 'Manage user-defined networks'
 complete -c sbx -n __sbx_no_cmd -a batch -d 'Run many tasks (JSON lines), each in its own throw-away sandbox'
 
@@ -356,6 +359,10 @@ complete -c sbx -n '__sbx_cmd_is serve' -l tcp -x -d 'Also listen on loopback TC
 complete -c sbx -n '__sbx_cmd_is serve' -l token-file -r -F -d 'File with the bearer token TCP clients must send'
 complete -c sbx -n '__sbx_cmd_is serve' -l e2b -x -d 'Also serve an E2B-compatible API on loopback ADDR:PORT (needs --token-file)'
 complete -c sbx -n '__sbx_cmd_is serve' -l runtime -x -a 'native gvisor' -d 'Runtime of containers that name none'
+complete -c sbx -n '__sbx_cmd_is serve' -l max-connections -x -d 'Most connections open at once on each listener'
+complete -c sbx -n '__sbx_cmd_is serve' -l max-client-connections -x -d 'Most connections open at once from one client on each listener'
+complete -c sbx -n '__sbx_cmd_is serve' -l header-timeout -x -d 'Most time a request head may take'
+complete -c sbx -n '__sbx_cmd_is serve' -l idle-timeout -x -d 'Most time without a byte from a client (streams exempt)'
 
 # sbx stats
 complete -c sbx -n '__sbx_cmd_is stats' -s h -l help -d 'Print this help message and exit'
@@ -402,6 +409,50 @@ complete -c sbx -n '__sbx_system_sub' -a tune -d 'Show or change host-wide setti
 complete -c sbx -n '__sbx_system_sub tune' -s h -l help -d 'Print this help message and exit'
 complete -c sbx -n '__sbx_system_sub tune' -l favordynmods -x -a 'on off' -d 'cgroup2 favordynmods'
 complete -c sbx -n '__sbx_system_sub tune' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_system_sub' -a df -d 'Show the disk space images and the build cache take'
+complete -c sbx -n '__sbx_system_sub df' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_system_sub df' -l json -d 'Print JSON'
+
+# sbx build
+complete -c sbx -n '__sbx_cmd_is build' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is build' -s t -l tag -x -d 'Name the image NAME[:TAG]'
+complete -c sbx -n '__sbx_cmd_is build' -s f -l file -r -F -d 'Dockerfile'
+complete -c sbx -n '__sbx_cmd_is build' -l build-arg -x -d 'Set a build argument KEY=VALUE'
+complete -c sbx -n '__sbx_cmd_is build' -l target -x -d 'Build this stage'
+complete -c sbx -n '__sbx_cmd_is build' -l no-cache -d 'Reuse no step from the build cache'
+complete -c sbx -n '__sbx_cmd_is build' -l pull -d 'Pull base images: missing, always, never'
+complete -c sbx -n '__sbx_cmd_is build' -l network -x -a 'private none host' -d 'Network of RUN steps'
+complete -c sbx -n '__sbx_cmd_is build' -l label -x -d 'Add a label KEY=VALUE'
+complete -c sbx -n '__sbx_cmd_is build' -l secret -x -d 'A secret id=ID,src=FILE'
+complete -c sbx -n '__sbx_cmd_is build' -l iidfile -r -F -d 'Write the image id to FILE'
+complete -c sbx -n '__sbx_cmd_is build' -l platform -x -d 'This host\'s platform only'
+complete -c sbx -n '__sbx_cmd_is build' -s q -l quiet -d 'Print only the image id'
+complete -c sbx -n '__sbx_cmd_is build' -l json -d 'Progress as JSON lines'
+complete -c sbx -n '__sbx_cmd_is build' -l rm -d 'Accepted for docker compatibility'
+complete -c sbx -n '__sbx_cmd_is build' -x -a '(__fish_complete_directories)'
+
+# sbx history
+complete -c sbx -n '__sbx_cmd_is history' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is history' -l no-trunc -d 'Do not shorten CREATED BY'
+complete -c sbx -n '__sbx_cmd_is history' -s q -l quiet -d 'Print only the image id'
+complete -c sbx -n '__sbx_cmd_is history' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_cmd_is history' -x -a '(__sbx_images)'
+
+# sbx image prune
+function __sbx_image_sub
+    set -l w (__sbx_words)
+    test (count $w) -ge 1; and test "$w[1]" = image; or return 1
+    if test (count $argv) -eq 0
+        test (count $w) -eq 1
+    else
+        test (count $w) -ge 2; and test "$w[2]" = $argv[1]
+    end
+end
+complete -c sbx -n '__sbx_image_sub' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_image_sub' -a prune -d 'Remove the build cache and untagged images no sandbox uses'
+complete -c sbx -n '__sbx_image_sub prune' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_image_sub prune' -l build-cache -d 'Remove only the build cache'
+complete -c sbx -n '__sbx_image_sub prune' -l json -d 'Print JSON'
 
 # sbx network [SUB]
 function __sbx_network_names

@@ -70,6 +70,9 @@ _sbx() {
         'stats:Show live resource usage of running sandboxes'
         'batch:Run many tasks (JSON lines), each in its own throw-away sandbox'
         'system:Host-wide settings for sbx'
+        'build:Build an image from a Dockerfile'
+        'history:Show the history of an image'
+        'image:Image maintenance'
         'network:Manage user-defined networks'
       )
       _describe -t commands 'sbx command' commands && ret=0 ;;
@@ -168,7 +171,11 @@ _sbx_serve() {
     '--tcp[Also listen on loopback TCP ADDR\:PORT (needs --token-file)]:value: ' \
     '--token-file[File with the bearer token TCP clients must send]:file:_files' \
     '--e2b[Also serve an E2B-compatible API on loopback ADDR\:PORT (needs --token-file)]:value: ' \
-    '--runtime[Runtime of containers that name none]:runtime:(native gvisor)'
+    '--runtime[Runtime of containers that name none]:runtime:(native gvisor)' \
+    '--max-connections[Most connections open at once on each listener]:value: ' \
+    '--max-client-connections[Most connections open at once from one client on each listener]:value: ' \
+    '--header-timeout[Most time a request head may take]:value: ' \
+    '--idle-timeout[Most time without a byte from a client (streams exempt)]:value: '
 }
 _sbx_create() {
   _arguments -s -S \
@@ -436,6 +443,7 @@ _sbx_system() {
     command)
       local -a commands=(
         'tune:Show or change host-wide settings that speed up sandbox starts'
+        'df:Show the disk space images and the build cache take'
       )
       _describe -t commands 'sbx system command' commands && ret=0 ;;
     args)
@@ -448,6 +456,62 @@ _sbx_system_tune() {
   _arguments -s -S \
     '(- *)'{-h,--help}'[Print help and exit]' \
     '--favordynmods[cgroup2 favordynmods]:value:(on off)' \
+    '--json[Print JSON]'
+}
+_sbx_system_df() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]'
+}
+_sbx_build() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*'{-t,--tag}'[Name the image NAME\:TAG]:value: ' \
+    '(-f --file)'{-f,--file}'[Dockerfile]:file:_files' \
+    '*--build-arg[Set a build argument KEY=VALUE]:value: ' \
+    '--target[Build this stage]:value: ' \
+    '--no-cache[Reuse no step from the build cache]' \
+    '--pull=-[Pull base images]::value:(missing always never)' \
+    '--network[Network of RUN steps]:value:(private none host)' \
+    '*--label[Add a label KEY=VALUE]:value: ' \
+    '*--secret[A secret id=ID,src=FILE]:value: ' \
+    '--iidfile[Write the image id to FILE]:file:_files' \
+    '--platform[This host'\''s platform only]:value: ' \
+    '(-q --quiet)'{-q,--quiet}'[Print only the image id]' \
+    '--json[Progress as JSON lines]' \
+    '--rm[Accepted for docker compatibility]' \
+    '1:context directory:_files -/'
+}
+_sbx_history() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--no-trunc[Do not shorten CREATED BY]' \
+    '(-q --quiet)'{-q,--quiet}'[Print only the image id]' \
+    '--json[Print JSON]' \
+    '1:image:__sbx_images'
+}
+_sbx_image() {
+  local curcontext="$curcontext" state line ret=1
+  _arguments -C -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1: :->command' \
+    '*:: :->args' && ret=0
+  case $state in
+    command)
+      local -a commands=(
+        'prune:Remove the build cache and untagged images no sandbox uses'
+      )
+      _describe -t commands 'sbx image command' commands && ret=0 ;;
+    args)
+      local sub=${words[1]}
+      (( $+functions[_sbx_image_${sub}] )) && _sbx_image_${sub} && ret=0 ;;
+  esac
+  return ret
+}
+_sbx_image_prune() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--build-cache[Remove only the build cache]' \
     '--json[Print JSON]'
 }
 

@@ -29,8 +29,7 @@
 #include "common/units.h"
 #include "engine/engine.h"
 #include "oci/auth_config.h"
-#include "runtime/gvisor/gvisor.h"
-#include "runtime/native/native_backend.h"
+#include "runtime/backends.h"
 #include "runtime/state.h"
 
 namespace sbx::engine {
@@ -203,7 +202,7 @@ struct Worker {
   pid_t pid = -1;   ///< the worker process (fresh sandbox); -1 for a pooled one
   int pidfd = -1;
   /// A warm-pool sandbox running the task in this process (no worker).
-  std::optional<runtime::Sandbox> sb;
+  std::unique_ptr<runtime::WarmSandbox> sb;
   std::optional<clock::time_point> deadline;  ///< pooled: its timeout
   bool timed_out = false;
   bool pooled = false;
@@ -350,16 +349,13 @@ BatchSummary Engine::batch(const BatchRequest& req) {
       if (c->fd >= 0) ::close(std::exchange(c->fd, -1));
     if (w.pidfd >= 0) ::close(std::exchange(w.pidfd, -1));
     if (!w.files_dir.empty()) runtime::remove_tree(w.files_dir);
-    if (w.sb) {
-      w.sb->destroy();
-      w.sb.reset();
-    }
+    w.sb.reset();  // (destroys it)
   };
   // Stops a running task (a signal to the batch, or sbx's own failure).
   auto interrupt = [&](Worker& w) {
     w.interrupted = true;
     if (w.sb) {
-      w.sb->signal(SIGKILL);
+      w.sb->kill();
     } else if (w.pid > 0) {
       ::kill(w.pid, SIGINT);
       ::kill(w.pid, SIGTERM);
@@ -400,18 +396,19 @@ BatchSummary Engine::batch(const BatchRequest& req) {
     if (t.pids_limit) run.spec.resources.pids_limit = *t.pids_limit;
     if (t.cpus) run.spec.resources.cpus = *t.cpus;
     run.spec.stdin_open = t.stdin_data.has_value();
-    // As `sbx run`: the host's network namespace belongs to the host's user
-    // namespace (use_userns in cli/sandbox_flags.h).
-    run.userns = req.userns && run.spec.network != NetworkMode::Host;
+    // As `sbx run`: Engine::run decides per task (engine/userns.h; a task
+    // line may name the host's network).
+    run.userns = req.userns;
     run.runsc = req.runsc;
     run.io.forward_signals = true;
 
     Worker w;
     w.task = &t;
-    // The warm pool: native tasks without limits of their own (those would
-    // need a pool of their own; they get a fresh sandbox).
-    const bool pooled = req.pool > 0 && run.spec.runtime != runtime::GvisorBackend::kName && !t.memory_bytes &&
-                        !t.pids_limit && !t.cpus;
+    // The warm pool: tasks of a backend that starts sandboxes ahead
+    // (native), without limits of their own (those would need a pool of
+    // their own; they get a fresh sandbox).
+    const bool pooled = req.pool > 0 && !t.memory_bytes && !t.pids_limit && !t.cpus &&
+                        runtime::backend_for(run.spec.runtime)->supports(runtime::Operation::Warm);
     if (pooled) {
       try {
         // One pool per image and network: a pooled sandbox's network (its
@@ -422,7 +419,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
           SandboxSpec ps = bases.at(image);
           apply_task_network(ps, t);
           if (req.memory_bytes) ps.resources.memory_bytes = *req.memory_bytes;
-          pool = make_pool(ps, run.userns, req.pool);
+          pool = make_pool(ps, use_userns(ps, req.userns), req.pool);
         }
         w.sb = pool->take();
         w.pooled = true;
@@ -485,7 +482,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
       std::string error;
       int code = 0;
       try {
-        runtime::run_pooled(*w.sb, cmd);
+        w.sb->run(cmd);
       } catch (const Error& e) {
         error = e.what();
         code = e.exit_code();
@@ -505,7 +502,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
         cleanup_worker(w);
         return emit(r, true);
       }
-      if (run.spec.timeout.count() > 0) w.deadline = w.sb->started + run.spec.timeout;
+      if (run.spec.timeout.count() > 0) w.deadline = w.sb->started() + run.spec.timeout;
       running.push_back(std::move(w));
       return;
     }
@@ -551,18 +548,16 @@ BatchSummary Engine::batch(const BatchRequest& req) {
     int status = 0;
     std::optional<ExitStatus> pooled_status;
     if (w.sb) {
-      runtime::WaitOptions wo;
-      wo.forward_signals = false;  // the batch reads its signals itself
       try {
-        ExitStatus st = runtime::wait(*w.sb, wo);  // it has ended: returns at once
+        // (It has ended: returns at once; the batch reads its signals itself.)
+        ExitStatus st = w.sb->wait();
         st.timed_out = w.timed_out;
         if (st.timed_out) st.oom_killed = false;
         pooled_status = st;
       } catch (const Error& e) {
         w.result.data = dump({{"exit_code", e.exit_code()}, {"end_reason", "failed"}, {"error", e.what()}});
       }
-      w.sb->destroy();
-      w.sb.reset();
+      w.sb.reset();  // (destroys it)
       if (pooled_status) w.result.data = dump(status_json(*pooled_status));
     } else {
       while (::waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
@@ -628,7 +623,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
         fds.push_back({w.out.fd, POLLIN, 0});
         fds.push_back({w.err.fd, POLLIN, 0});
         fds.push_back({w.result.fd, POLLIN, 0});
-        fds.push_back({w.sb ? w.sb->pidfd : w.pidfd, POLLIN, 0});
+        fds.push_back({w.sb ? w.sb->ended_fd() : w.pidfd, POLLIN, 0});
       }
       // Pooled tasks' timeouts are kept here (a fresh one's by its worker).
       int wait_ms = 1000;
@@ -637,7 +632,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
         if (w.deadline && !w.timed_out) {
           if (now >= *w.deadline) {
             w.timed_out = true;
-            w.sb->signal(SIGKILL);
+            w.sb->kill();
             continue;
           }
           auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*w.deadline - now).count() + 1;
@@ -653,7 +648,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
             sum.interrupted = true;
             sum.signal = static_cast<int>(si.ssi_signo);
             // Two different interrupts: the worker's wait() kills the sandbox
-            // at the second (runtime/native/native_backend.h), then removes it.
+            // at the second (as `sbx run` does), then removes it.
             for (auto& w : running) interrupt(w);
           }
         }

@@ -38,6 +38,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/userns.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::engine {
@@ -60,9 +61,9 @@ struct BatchRequest {
   std::string image;   ///< for tasks without "image"
   std::chrono::milliseconds timeout{0};  ///< per task without "timeout" (0: none)
   std::optional<int64_t> memory_bytes;   ///< per task without "memory"
-  /// Native: own user namespace (for tasks whose network is not the host's:
-  /// the host's network namespace belongs to the host's user namespace).
-  bool userns = true;
+  /// Native: --userns; each task's sandbox gets its own user namespace as
+  /// use_userns decides (engine/userns.h: not with the host's network).
+  UsernsMode userns = UsernsMode::Auto;
   std::string runsc;                     ///< gVisor: runsc binary
   /// Warm pool (engine/pool.h): sandboxes kept set up per image, each
   /// waiting for one task (native tasks without limits of their own; the

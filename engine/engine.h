@@ -1,8 +1,9 @@
-// The engine: the one facade every front end (the CLI today; an API server,
-// an OCI-runtime command line, SDKs next) includes. It owns the flows that
-// combine the layers below — image store (oci/), backends (runtime/backend.h,
-// chosen through runtime/backends.h), snapshots (snapshot/), GPUs (gpu/) —
-// so that no front end repeats them.
+// The engine: the one facade every front end (the CLI, the API server; SDKs
+// through it) includes. It owns the flows that combine the layers below —
+// image store (oci/), backends (runtime/backend.h, chosen through
+// runtime/backends.h), snapshots (snapshot/), GPUs (gpu/) — so that no front
+// end repeats them, and it asks the Backend interface for every operation on
+// a sandbox: it includes no backend's header and names no backend.
 //
 // Plain request structs in, plain result structs out. It never prints and
 // never exits: errors are sbx::Error (common/error.h) with the exit code a
@@ -31,7 +32,9 @@
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
 #include "engine/batch.h"
+#include "engine/build/builder.h"
 #include "engine/pool.h"
+#include "engine/userns.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/fs_snapshot.h"
@@ -70,13 +73,42 @@ struct ImportRequest {
   std::function<void(const oci::ImportProgress&)> progress;  ///< optional
 };
 
+/// One entry of an image's history (`sbx history`), from its config.
+struct HistoryEntry {
+  std::string id;          ///< the image's id on the newest entry; empty on the others
+  std::string created;     ///< RFC 3339
+  std::string created_by;  ///< the instruction ("RUN /bin/sh -c …")
+  std::string comment;
+  bool empty_layer = false;  ///< changed only the config
+  uint64_t size = 0;       ///< bytes of its layer unpacked (0 with empty_layer)
+};
+
+/// What `sbx image prune` removed.
+struct ImagePruneResult {
+  std::vector<std::string> deleted;  ///< image ids (build cache included)
+  size_t build_cache = 0;            ///< of those, build cache
+  uint64_t reclaimed = 0;            ///< bytes of unpacked layers no image uses any more
+};
+
+/// `sbx system df`: what the store holds.
+struct DiskUsage {
+  size_t images = 0;                 ///< listed images
+  uint64_t images_size = 0;          ///< bytes of their layers (each layer once)
+  uint64_t images_reclaimable = 0;   ///< of those, layers only unused untagged images hold
+  size_t build_cache = 0;            ///< build cache images (steps of sbx build)
+  uint64_t build_cache_size = 0;     ///< bytes of layers only the build cache holds
+  size_t sandboxes = 0;              ///< sandboxes in the run root
+};
+
 // ---- sandboxes --------------------------------------------------------------
 
 /// `run` or `create`: the spec (spec.runtime names the backend) and how to
 /// start it.
 struct SandboxRequest {
   SandboxSpec spec;
-  bool userns = false;  ///< native: its own user namespace (runtime/linux/userns.h)
+  /// Native: decided with use_userns(spec, userns) when the sandbox starts;
+  /// the default gives a user namespace.
+  UsernsMode userns = UsernsMode::Auto;
   std::string runsc;    ///< gVisor: runsc binary; empty: from $PATH
   /// create with spec.stdin_open: the first process's stdin (native; the
   /// caller closes its copy after the call); -1: /dev/null.
@@ -196,6 +228,19 @@ class Engine {
   /// export_docker_archive): (ref, name) pairs. Returns its size in bytes.
   uint64_t export_images(const std::vector<std::pair<std::string, std::string>>& images, const std::string& out);
 
+  // Builds (engine/build/builder.h).
+  /// Builds an image from a Dockerfile in native sandboxes (each RUN a
+  /// sandbox of this engine's run root), with the build cache of this store.
+  /// Throws sbx::Error as build::build_image says.
+  build::BuildResult build(const build::BuildOptions& req);
+  /// The image's history, newest first. Throws sbx::Error for an unknown image.
+  std::vector<HistoryEntry> history(const std::string& ref);
+  /// Removes the build cache and, with `dangling`, images without a name
+  /// that no sandbox uses; then their layers when nothing else uses them.
+  ImagePruneResult prune_images(bool dangling);
+  /// What images and the build cache take on disk.
+  DiskUsage disk_usage();
+
   /// Probes runtimes (runsc: which binary; empty: $PATH), cgroups, default
   /// bounds and GPUs (`gpu_host_root`: where the host's /dev, /proc are).
   /// Never throws for a missing part: it is reported in the result.
@@ -244,13 +289,21 @@ class Engine {
   /// The same as records that keep each piece's stream (stdout/stderr) and
   /// time (runtime/lifecycle.h read_log_records).
   void log_records(const std::string& ref, bool follow, const std::function<void(const runtime::LogRecord&)>& out);
-  /// Until it ended; how it ended (nullopt: no end record).
-  std::optional<runtime::EndRecord> wait(const std::string& ref);
+  /// Until it ended; how it ended (nullopt: no end record), or until
+  /// `timeout` passed (0: no limit; then nullopt).
+  std::optional<runtime::EndRecord> wait(const std::string& ref, std::chrono::milliseconds timeout = {});
+  /// After wait: collects what this process still holds of a sandbox it
+  /// created (Backend::reap: its init or monitor is this process's child).
+  /// `st`: its state as create left it (it may be removed by now). No throw.
+  void reap(const runtime::SandboxState& st) noexcept;
   /// SIGTERM, then SIGKILL after `grace`. Returns the full id.
   std::string stop(const std::string& ref, std::chrono::milliseconds grace);
   /// Returns the full id.
   std::string kill(const std::string& ref, int sig);
   runtime::Stats stats(const std::string& ref);
+  /// Its processes, as its backend sees them (docker top). Throws sbx::Error
+  /// when it is not running.
+  runtime::ProcessTable processes(const std::string& ref);
   /// Removes the sandbox with this full id (force: kills it first).
   void remove(const std::string& id, bool force);
 
@@ -287,7 +340,7 @@ class Engine {
   snapshot::FsSnapshotResult snapshot_fs(const FsSnapshotRequest& req);
   snapshot::SnapshotRecord snapshot_dir(const DirSnapshotRequest& req);
   snapshot::SnapshotRecord checkpoint(const CheckpointRequest& req);
-  std::vector<snapshot::RestoredSandbox> restore(const RestoreRequest& req);
+  std::vector<runtime::RestoredSandbox> restore(const RestoreRequest& req);
   std::vector<snapshot::SnapshotRecord> list_snapshots();
   snapshot::SnapshotRecord remove_snapshot(const std::string& name);
   /// Into `dir` (created; must be absent or empty).
@@ -315,7 +368,7 @@ class Engine {
   /// (no cgroup2 mount, not root, kernel without the option).
   bool set_favordynmods(bool on);
 
-  // Pause (issue 17: `docker pause`; snapshot/freezer.h).
+  // Pause (issue 17: `docker pause`; Backend::pause).
   /// Freezes every process of the running sandbox `ref` and leaves it
   /// frozen (native: cgroup freezer, as a snapshot freezes it; gVisor:
   /// `runsc pause`). Throws sbx::Error: not running, no freezer on this
@@ -325,10 +378,11 @@ class Engine {
   void unpause(const std::string& ref);
 
   // Warm pool (engine/pool.h; issue 19).
-  /// A pool keeping `size` native sandboxes of `spec` (image resolved,
-  /// config applied) set up in this engine's run root, each waiting for one
-  /// command (WarmPool::take / run). Sandboxes taken from it die with it:
-  /// destroy it last. Throws sbx::Error (gVisor, a terminal, size 0).
+  /// A pool keeping `size` sandboxes of `spec` (image resolved, config
+  /// applied) set up in this engine's run root, each waiting for one command
+  /// (WarmPool::take / run). Sandboxes taken from it die with it: destroy it
+  /// last. Throws sbx::Error (a backend without warm sandboxes: gVisor; a
+  /// terminal; size 0).
   std::unique_ptr<WarmPool> make_pool(const SandboxSpec& spec, bool userns, size_t size);
 
  private:

@@ -3,6 +3,7 @@
 #include "common/error.h"
 #include "engine/engine.h"
 #include "gpu/cdi.h"
+#include "runtime/backends.h"
 #include "runtime/default_bounds.h"
 #include "runtime/linux/sandbox_network.h"
 #include "runtime/linux/cgroup_tune.h"

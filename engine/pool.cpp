@@ -15,9 +15,9 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/engine.h"
+#include "runtime/backends.h"
 #include "runtime/lifecycle.h"
 #include "runtime/linux/cgroups.h"
-#include "runtime/gvisor/gvisor.h"
 
 namespace sbx::engine {
 
@@ -60,8 +60,10 @@ std::string pool_key(const SandboxSpec& s, bool userns) {
 
 WarmPool::WarmPool(PoolOptions opts) : opts_(std::move(opts)) {
   if (opts_.size == 0) throw Error("a warm pool needs a size of 1 or more");
-  if (opts_.spec.runtime == runtime::GvisorBackend::kName)
-    throw Error("the warm pool holds native sandboxes only (not --runtime " + opts_.spec.runtime + ")");
+  runtime::BackendOptions bo;
+  bo.run_root = opts_.run_root;
+  backend_ = runtime::backend_for(opts_.spec.runtime, bo);
+  backend_->require(runtime::Operation::Warm);
   if (opts_.spec.process.terminal) throw Error("a pooled sandbox has no terminal (-t)");
   key_ = pool_key(opts_.spec, opts_.userns);
   start_guardian();
@@ -78,8 +80,7 @@ WarmPool::~WarmPool() {
   for (auto& t : threads_) t.join();
   {
     std::lock_guard<std::mutex> l(mu_);
-    for (auto& sb : ready_) sb.destroy();
-    ready_.clear();
+    ready_.clear();  // (each handle destroys its sandbox)
   }
   // Every sandbox of ours is gone: the guardian has nothing to do.
   if (guardian_fd_ >= 0) {
@@ -140,7 +141,7 @@ void WarmPool::start_guardian() {
       std::vector<std::string> left;
       for (const auto& id : ids) {
         try {
-          if (fs::exists(opts_.run_root + "/" + id)) runtime::remove_sandbox(opts_.run_root, id, true);
+          if (fs::exists(opts_.run_root + "/" + id)) backend_->remove(id, true);
         } catch (const std::exception&) {
         }
         // Its cgroups by their names (one killed before its state.json was
@@ -169,15 +170,6 @@ void WarmPool::refill() {
   sigset_t all;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
-  runtime::StartOptions so;
-  so.run_root = opts_.run_root;
-  so.userns = opts_.userns;
-  so.pooled = true;
-  so.gc_stale = false;
-  sigemptyset(&so.command_mask);  // the command starts with no signal blocked
-  runtime::SandboxState tmpl;
-  tmpl.labels["sbx.pool"] = "warm";
-  so.state_template = &tmpl;
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
     cv_.wait(l, [&] { return stop_ || (error_.empty() && ready_.size() + starting_ < opts_.size); });
@@ -187,7 +179,7 @@ void WarmPool::refill() {
     SandboxSpec spec = opts_.spec;
     std::string err;
     int code = kExitSbxFailed;
-    runtime::Sandbox sb;
+    std::unique_ptr<runtime::WarmSandbox> sb;
     try {
       spec.id = runtime::new_sandbox_id();
       {
@@ -200,7 +192,7 @@ void WarmPool::refill() {
       spec.name.clear();
       // This thread is the init's parent: PR_SET_PDEATHSIG fires when it
       // ends, that is when the pool does (or its owner dies).
-      sb = runtime::start(spec, so);
+      sb = backend_->start_warm(spec, opts_.userns);
     } catch (const Error& e) {
       err = e.what();
       code = e.exit_code();
@@ -219,7 +211,7 @@ void WarmPool::refill() {
   }
 }
 
-runtime::Sandbox WarmPool::take() {
+std::unique_ptr<runtime::WarmSandbox> WarmPool::take() {
   std::unique_lock<std::mutex> l(mu_);
   cv_.wait(l, [&] { return !ready_.empty() || !error_.empty(); });
   if (ready_.empty()) {
@@ -227,21 +219,16 @@ runtime::Sandbox WarmPool::take() {
     cv_.notify_all();  // the refill tries again
     throw Error(e, 0, error_code_);
   }
-  runtime::Sandbox sb = std::move(ready_.front());
+  std::unique_ptr<runtime::WarmSandbox> sb = std::move(ready_.front());
   ready_.pop_front();
   cv_.notify_all();
   return sb;
 }
 
 ExitStatus WarmPool::run(const runtime::PooledCommand& cmd, std::chrono::milliseconds timeout) {
-  runtime::Sandbox sb = take();
-  runtime::run_pooled(sb, cmd);
-  runtime::WaitOptions wo;
-  wo.timeout = timeout;
-  wo.forward_signals = false;
-  ExitStatus st = runtime::wait(sb, wo);
-  sb.destroy();
-  return st;
+  std::unique_ptr<runtime::WarmSandbox> sb = take();
+  sb->run(cmd);
+  return sb->wait(timeout);  // (the handle destroys it)
 }
 
 std::unique_ptr<WarmPool> Engine::make_pool(const SandboxSpec& spec, bool userns, size_t size) {

@@ -1,9 +1,10 @@
-// The warm pool (issue 19): native sandboxes set up ahead of time —
-// namespaces, cgroup, network, root file system, everything but the command
-// (runtime/native/native_backend.h StartOptions::pooled) — each waiting for
-// exactly one command. A pooled sandbox runs one command and is then
-// destroyed: never reused, never shared, so its isolation is a fresh
-// sandbox's. Background threads refill the pool to the size the caller asked.
+// The warm pool (issue 19): sandboxes set up ahead of time — namespaces,
+// cgroup, network, root file system, everything but the command — each
+// waiting for exactly one command (runtime/warm_sandbox.h, made by the
+// backend's start_warm: native sandboxes; gVisor refuses). A pooled sandbox
+// runs one command and is then destroyed: never reused, never shared, so its
+// isolation is a fresh sandbox's. Background threads refill the pool to the
+// size the caller asked.
 //
 // Nothing outlives the pool's owner: each pooled init dies with the thread
 // that made it (PR_SET_PDEATHSIG; those threads live as long as the pool).
@@ -11,7 +12,7 @@
 // ranges, network leases) a guardian process removes: forked with the pool,
 // it learns each sandbox id through a pipe and, when that pipe ends without
 // the pool's "done" (the owner died, e.g. SIGKILL), removes those sandboxes
-// (runtime/lifecycle.h remove_sandbox) and exits. Their state.json also
+// (its backend's remove) and exits. Their state.json also
 // names the owner (owner_pid), so `sbx gc` removes anything left after that.
 //
 // Used by `sbx batch` (engine/batch.cpp, --pool); the API server can keep
@@ -20,12 +21,13 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "runtime/native/native_backend.h"
+#include "runtime/backend.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::engine {
@@ -33,9 +35,10 @@ namespace sbx::engine {
 struct PoolOptions {
   /// The sandboxes' spec: image resolved, its config applied, limits,
   /// network (the front end's). process.args is ignored; id and hostname
-  /// are new for each sandbox. Native runtime only, no terminal.
+  /// are new for each sandbox. A backend that supports Operation::Warm
+  /// (spec.runtime), no terminal.
   SandboxSpec spec;
-  bool userns = true;          ///< own user namespace (StartOptions::userns)
+  bool userns = true;          ///< own user namespace (runtime/linux/userns.h)
   size_t size = 1;             ///< sandboxes kept ready (and threads refilling)
   std::string run_root = "/run/sbx";
 };
@@ -48,7 +51,8 @@ std::string pool_key(const SandboxSpec& spec, bool userns);
 class WarmPool {
  public:
   /// Starts the refill threads (none is ready yet). Throws sbx::Error for a
-  /// spec a pool cannot hold (gVisor, a terminal, size 0).
+  /// spec a pool cannot hold (its backend's refusal of Operation::Warm —
+  /// gVisor —, a terminal, size 0).
   explicit WarmPool(PoolOptions opts);
   /// Stops the refill and destroys every sandbox still waiting. No throw.
   ~WarmPool();
@@ -57,10 +61,10 @@ class WarmPool {
 
   /// A ready sandbox, taken out of the pool (the refill makes another);
   /// blocks until one is ready. The caller gives it its command
-  /// (runtime::run_pooled), waits (runtime::wait) and destroys it. Throws
+  /// (WarmSandbox::run), waits (WarmSandbox::wait) and destroys it. Throws
   /// the sbx::Error of the last failed refill (e.g. the overlay mount
   /// failed), once per failure; the refill then tries again.
-  runtime::Sandbox take();
+  std::unique_ptr<runtime::WarmSandbox> take();
 
   /// take(), run_pooled(cmd), wait(timeout), destroy(): one command, to
   /// its end. Errors as run_pooled (127/126 for the command, 125 else).
@@ -74,10 +78,11 @@ class WarmPool {
   void refill();
   void start_guardian();
   PoolOptions opts_;
+  std::unique_ptr<runtime::Backend> backend_;
   std::string key_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<runtime::Sandbox> ready_;
+  std::deque<std::unique_ptr<runtime::WarmSandbox>> ready_;
   size_t starting_ = 0;
   std::string error_;  ///< the last refill failure, until take() reports it
   int error_code_ = 0;

@@ -13,16 +13,11 @@
 #include "engine/engine.h"
 #include "gpu/cdi.h"
 #include "gpu/nvidia.h"
-#include "gpu/nvproxy.h"
 #include "runtime/backends.h"
-#include "runtime/gvisor/gvisor.h"
-#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
-#include "runtime/native/native_backend.h"
-#include "runtime/native/writable_layer.h"
+#include "runtime/linux/signals.h"
 #include "runtime/snapshot_copies.h"
 #include "snapshot/dir_snapshot.h"
-#include "snapshot/freezer.h"
 
 namespace sbx::engine {
 
@@ -95,10 +90,9 @@ void Engine::apply_gpus(const GpuRequest& o, SandboxSpec& spec) {
     d.root = root;
     auto host = gpu::discover_nvidia(d);
     auto selected = gpu::select_gpus(host, o.gpus);
-    if (!selected.empty() && runtime::backend_for(out.runtime)->gpus_need_nvproxy()) {
-      gpu::require_nvproxy(o.runsc.empty() ? "runsc" : o.runsc);
-      out.annotations["dev.sbx.gvisor.nvproxy"] = "true";
-    }
+    // The backend says whether it can pass them through (gVisor: runsc's
+    // nvproxy) and marks the spec for itself.
+    if (!selected.empty()) runtime::backend_for(out.runtime, backend_options(o.runsc))->accept_gpus(out);
     gpu::apply_gpus(host, selected, root, out);
   }
   std::vector<std::string> cdi;
@@ -135,7 +129,7 @@ RunResult Engine::run(const RunRequest& req) {
       with_copies.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
     spec = &with_copies;
   }
-  r.status = backend->run(*spec, req.userns, req.io);
+  r.status = backend->run(*spec, use_userns(*spec, req.userns), req.io);
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   if (!r.status.usage.duration_ms) r.status.usage.duration_ms = static_cast<uint64_t>(r.elapsed.count());
   return r;
@@ -144,7 +138,7 @@ RunResult Engine::run(const RunRequest& req) {
 std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
-  return backend->create(req.spec, req.userns, req.stdin_fd, req.reuse_layer);
+  return backend->create(req.spec, use_userns(req.spec, req.userns), req.stdin_fd, req.reuse_layer);
 }
 
 std::string Engine::resolve(const std::string& ref) { return runtime::resolve_id(cfg_.run_root, ref); }
@@ -211,9 +205,17 @@ void Engine::log_records(const std::string& ref, bool follow,
   runtime::read_log_records(runtime::sandbox_dir(cfg_.run_root, resolve(ref)), follow, out);
 }
 
-std::optional<runtime::EndRecord> Engine::wait(const std::string& ref) {
+std::optional<runtime::EndRecord> Engine::wait(const std::string& ref, std::chrono::milliseconds timeout) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  return runtime::backend_for(sb.state, backend_options())->wait(sb);
+  return runtime::backend_for(sb.state, backend_options())->wait(sb, timeout);
+}
+
+void Engine::reap(const runtime::SandboxState& st) noexcept {
+  try {
+    runtime::backend_for(st, backend_options())->reap(st);
+  } catch (const Error&) {
+    // A state naming no backend of this sbx: nothing it created.
+  }
 }
 
 std::string Engine::stop(const std::string& ref, std::chrono::milliseconds grace) {
@@ -233,6 +235,13 @@ runtime::Stats Engine::stats(const std::string& ref) {
   return runtime::backend_for(sb.state, backend_options())->stats(sb);
 }
 
+runtime::ProcessTable Engine::processes(const std::string& ref) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::Processes);
+  return backend->processes(sb);
+}
+
 void Engine::remove(const std::string& id, bool force) {
   std::unique_ptr<runtime::Backend> backend;
   try {
@@ -246,22 +255,8 @@ void Engine::remove(const std::string& id, bool force) {
   backend->remove(id, force);
 }
 
-int parse_signal(const std::string& text) {
-  if (text.empty()) throw Error("empty signal name");
-  if (std::isdigit(static_cast<unsigned char>(text[0]))) {
-    int n = std::atoi(text.c_str());
-    if (n <= 0 || n >= 65) throw Error("invalid signal '" + text + "'");
-    return n;
-  }
-  std::string name = text;
-  for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-  for (int n = 1; n < 32; ++n) {
-    const char* abbrev = ::sigabbrev_np(n);
-    if (abbrev && name == abbrev) return n;
-  }
-  throw Error("invalid signal '" + text + "' (use a name like TERM, KILL, HUP, or a number)");
-}
+// The one signal table sbx and sbx-runc share (runtime/linux/signals.h).
+int parse_signal(const std::string& text) { return runtime::parse_signal(text); }
 
 }  // namespace sbx::engine
 
@@ -271,21 +266,16 @@ namespace sbx::engine {
 
 void Engine::pause(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  if (sb.state.runtime == runtime::GvisorBackend::kName) return runtime::pause_gvisor(sb.dir, sb.state, true);
-  // The cgroups that freeze all of it: the ones a snapshot freezes.
-  std::vector<std::string> cgroups, members;
-  runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
-  if (cgroups.empty()) throw Error("cannot pause sandbox " + sb.state.id.substr(0, 12) + ": it is not running");
-  snapshot::CgroupFreeze f(cgroups, std::chrono::milliseconds(5000), members);
-  f.release();
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::Pause);
+  backend->pause(sb);
 }
 
 void Engine::unpause(const std::string& ref) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(ref));
-  if (sb.state.runtime == runtime::GvisorBackend::kName) return runtime::pause_gvisor(sb.dir, sb.state, false);
-  std::vector<std::string> cgroups, members;
-  runtime::freeze_cgroups(cfg_.run_root, sb.state, cgroups, members);
-  snapshot::thaw_cgroups(cgroups);
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::Pause);
+  backend->unpause(sb);
 }
 
 }  // namespace sbx::engine

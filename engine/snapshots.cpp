@@ -10,10 +10,8 @@
 #include "common/fs.h"
 #include "engine/engine.h"
 #include "runtime/backends.h"
-#include "runtime/gvisor/gvisor_backend.h"
-#include "runtime/native/writable_layer.h"
+#include "snapshot/checkpoint.h"
 #include "snapshot/dir_snapshot.h"
-#include "snapshot/sandbox_fs.h"
 
 namespace sbx::engine {
 
@@ -62,35 +60,32 @@ snapshot::SnapshotRecord Engine::snapshot_dir(const DirSnapshotRequest& r) {
   if (r.sandbox.empty() || r.path.empty())
     throw Error("sbx snapshot-dir: give a sandbox ID and a PATH inside it (or --host-dir DIR)");
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(r.sandbox));
-  runtime::backend_for(sb.state, backend_options())->check_dir_snapshot(sb);
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::DirSnapshot);
   req.parent = sb.state.id;
   fs::FileLock one_at_a_time(sb.dir + "/snapshot.lock");  // as snapshot_fs
-  runtime::freeze_cgroups(cfg_.run_root, sb.state, req.freeze_cgroups, req.freeze_members);
-  runtime::sandbox_id_maps(cfg_.run_root, sb.state, req.uid_map, req.gid_map);
+  runtime::SnapshotView view = backend->snapshot_view(sb);
+  req.freeze_cgroups = view.freeze_cgroups;
+  req.freeze_members = view.freeze_members;
+  req.uid_map = view.uid_map;
+  req.gid_map = view.gid_map;
   return snapshot::snapshot_sandbox_dir(cfg_.root, sb.state.pid, r.path, req);
 }
 
 snapshot::SnapshotRecord Engine::checkpoint(const CheckpointRequest& r) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(r.sandbox));
-  // The backend decides (native: the CRIU message); memory checkpoints are
-  // then runsc's, the only mechanism snapshot/checkpoint.h has.
-  runtime::backend_for(sb.state, backend_options(r.runsc))->check_checkpoint(sb);
-  auto req = snapshot::gvisor_request(cfg_.run_root, sb.state);
-  req.runsc = runtime::find_runsc(r.runsc);
-  req.name = r.name;
-  // runsc's own --leave-running (destroy + restore in place) fails on
-  // Debian's runsc 20221219 and kills the sandbox: sbx does the same two steps.
-  return r.leave_running ? snapshot::checkpoint_gvisor_resume(cfg_.root, cfg_.run_root, req)
-                         : snapshot::checkpoint_gvisor(cfg_.root, req);
+  // The backend decides (native: the CRIU message) before anything is
+  // written, and takes the checkpoint; the catalog records it.
+  auto backend = runtime::backend_for(sb.state, backend_options(r.runsc));
+  backend->check_checkpoint(sb);
+  return snapshot::checkpoint_sandbox(cfg_.root, *backend, sb, r.name, r.leave_running);
 }
 
-std::vector<snapshot::RestoredSandbox> Engine::restore(const RestoreRequest& r) {
-  snapshot::RestoreOptions o;
-  o.runsc = runtime::find_runsc(r.runsc);
-  o.run_root = cfg_.run_root;
-  o.count = r.count;
-  o.name = r.name;
-  return snapshot::restore_gvisor(cfg_.root, r.snapshot, o);
+std::vector<runtime::RestoredSandbox> Engine::restore(const RestoreRequest& r) {
+  // The backend that took it restores it.
+  auto rec = snapshot::find_record(cfg_.root, r.snapshot, "memory");
+  auto backend = runtime::backend_for(rec.runtime, backend_options(r.runsc));
+  return snapshot::restore_sandboxes(cfg_.root, *backend, r.snapshot, r.name, r.count);
 }
 
 std::vector<snapshot::SnapshotRecord> Engine::list_snapshots() { return snapshot::list_all(cfg_.root); }

@@ -38,6 +38,20 @@ std::string now_rfc3339() {
   return buf;
 }
 
+/// A file of the temp layout: no fsync (import verifies and copies what it
+/// keeps; the layout is removed either way).
+void write_temp(const std::string& path, std::string_view data) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno("write " + path);
+  try {
+    fs::write_all(fd, data, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
 json read_blob_json(const Store& store, const std::string& digest, const std::string& what) {
   std::string p = store.blob_path(digest);
   std::string bytes = fs::read_file(p);
@@ -55,20 +69,9 @@ json read_blob_json(const Store& store, const std::string& digest, const std::st
 ImageRecord commit_layer(Store& store, const std::string& parent_ref, const std::string& layer_tar,
                          const std::string& layer_hex, const CommitOptions& opts) {
   if (!is_sha256_hex(layer_hex)) throw Error("commit: '" + layer_hex + "' is not a sha256 hex digest");
-  const std::string root = store.root();
-  // Held shared until the image is in the index: gc must not take the new
-  // blob (unreferenced until then) or our temp dir.
-  fs::FileLock gc_lock(root + "/gc.lock", fs::FileLock::Shared);
   ImageRecord parent = store.resolve(parent_ref);
-
-  struct stat st;
-  if (::stat(layer_tar.c_str(), &st) < 0) throw_errno("commit: layer " + layer_tar);
-  const int64_t layer_size = st.st_size;
-
-  json manifest = read_blob_json(store, parent.manifest_digest, "manifest of image " + parent.id.substr(0, 12));
   json config = read_blob_json(store, "sha256:" + parent.id, "config of image " + parent.id.substr(0, 12));
-  if (!manifest.is_object() || !manifest.contains("layers") || !manifest["layers"].is_array() || !config.is_object() ||
-      !config.contains("rootfs") || !config["rootfs"].is_object())
+  if (!config.is_object() || !config.contains("rootfs") || !config["rootfs"].is_object())
     throw Error("image " + parent.id.substr(0, 12) + " has a malformed manifest or config; re-import it");
 
   const std::string created = now_rfc3339();
@@ -86,13 +89,67 @@ ImageRecord commit_layer(Store& store, const std::string& parent_ref, const std:
     if (!cfg.contains("Labels") || !cfg["Labels"].is_object()) cfg["Labels"] = json::object();
     for (const auto& [k, v] : opts.labels) cfg["Labels"][k] = v;
   }
-  std::string config_bytes = config.dump();
+  ImageCommit c;
+  c.parent = parent.id;
+  c.layer_tar = layer_tar;
+  c.layer_hex = layer_hex;
+  c.config_json = config.dump();
+  c.name = opts.name;
+  return commit_image(store, c);
+}
+
+std::string image_config_json(const Store& store, const ImageRecord& image) {
+  std::string p = store.blob_path("sha256:" + image.id);
+  std::string bytes = fs::read_file(p);
+  if (sha256_hex(bytes) != image.id)
+    throw Error("config of image " + image.id.substr(0, 12) + " (" + p +
+                ") does not match its digest; the store is corrupt (re-import the image)");
+  return bytes;
+}
+
+ImageRecord commit_image(Store& store, const ImageCommit& c) {
+  const bool with_layer = !c.layer_tar.empty();
+  if (with_layer && !is_sha256_hex(c.layer_hex))
+    throw Error("commit: '" + c.layer_hex + "' is not a sha256 hex digest");
+  const std::string root = store.root();
+  // Held shared until the image is in the index: gc must not take the new
+  // blob (unreferenced until then) or our temp dir.
+  fs::FileLock gc_lock(root + "/gc.lock", fs::FileLock::Shared);
+  json manifest = {{"schemaVersion", 2}, {"layers", json::array()}};
+  if (!c.parent.empty()) {
+    ImageRecord parent = store.resolve(c.parent);
+    manifest = read_blob_json(store, parent.manifest_digest, "manifest of image " + parent.id.substr(0, 12));
+    if (!manifest.is_object() || !manifest.contains("layers") || !manifest["layers"].is_array())
+      throw Error("image " + parent.id.substr(0, 12) + " has a malformed manifest; re-import it");
+  }
+  int64_t layer_size = 0;
+  const std::string digest = "sha256:" + c.layer_hex;
+  if (with_layer) {
+    struct stat st;
+    if (::stat(c.layer_tar.c_str(), &st) < 0) throw_errno("commit: layer " + c.layer_tar);
+    layer_size = st.st_size;
+  }
+  {
+    json config;
+    try {
+      config = json::parse(c.config_json);
+    } catch (const json::exception& e) {
+      throw Error(std::string("commit: the new image config is not valid JSON: ") + e.what());
+    }
+    size_t want = manifest["layers"].size() + (with_layer ? 1 : 0);
+    auto ids = config.contains("rootfs") && config["rootfs"].is_object() ? config["rootfs"].value("diff_ids", json::array())
+                                                                        : json::array();
+    if (!ids.is_array() || ids.size() != want)
+      throw Error("commit: the new image config lists " + std::to_string(ids.is_array() ? ids.size() : 0) +
+                  " diff ids for " + std::to_string(want) + " layers");
+  }
+  const std::string& config_bytes = c.config_json;
   std::string config_hex = sha256_hex(config_bytes);
 
   manifest["mediaType"] = kOciManifest;
   manifest["config"] = {{"mediaType", kOciConfig}, {"digest", "sha256:" + config_hex},
                         {"size", static_cast<int64_t>(config_bytes.size())}};
-  manifest["layers"].push_back({{"mediaType", kOciLayerTar}, {"digest", digest}, {"size", layer_size}});
+  if (with_layer) manifest["layers"].push_back({{"mediaType", kOciLayerTar}, {"digest", digest}, {"size", layer_size}});
   manifest.erase("annotations");
   std::string manifest_bytes = manifest.dump();
   std::string manifest_hex = sha256_hex(manifest_bytes);
@@ -100,12 +157,14 @@ ImageRecord commit_layer(Store& store, const std::string& parent_ref, const std:
   // The new layer goes straight into the store's blobs (it is already
   // verified: we hashed it while writing); import then skips copying it.
   fs::mkdir_p(root + "/blobs/sha256");
-  std::string blob = store.blob_path(digest);
-  if (::renameat2(AT_FDCWD, layer_tar.c_str(), AT_FDCWD, blob.c_str(), RENAME_NOREPLACE) < 0) {
-    if (errno != EEXIST) throw_errno("move layer " + layer_tar + " into the store at " + blob);
-    ::unlink(layer_tar.c_str());  // the same layer is stored already
-  } else {
-    ::chmod(blob.c_str(), 0444);
+  if (with_layer) {
+    std::string blob = store.blob_path(digest);
+    if (::renameat2(AT_FDCWD, c.layer_tar.c_str(), AT_FDCWD, blob.c_str(), RENAME_NOREPLACE) < 0) {
+      if (errno != EEXIST) throw_errno("move layer " + c.layer_tar + " into the store at " + blob);
+      ::unlink(c.layer_tar.c_str());  // the same layer is stored already
+    } else {
+      ::chmod(blob.c_str(), 0444);
+    }
   }
 
   // A minimal OCI layout holding what is new; the store's import adds it
@@ -118,17 +177,18 @@ ImageRecord commit_layer(Store& store, const std::string& parent_ref, const std:
   const std::string layout = tmpl;
   try {
     fs::mkdir_p(layout + "/blobs/sha256");
-    fs::write_file_atomic(layout + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
-    fs::write_file_atomic(layout + "/blobs/sha256/" + config_hex, config_bytes);
-    fs::write_file_atomic(layout + "/blobs/sha256/" + manifest_hex, manifest_bytes);
+    write_temp(layout + "/oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+    write_temp(layout + "/blobs/sha256/" + config_hex, config_bytes);
+    write_temp(layout + "/blobs/sha256/" + manifest_hex, manifest_bytes);
     json index = {{"schemaVersion", 2},
                   {"mediaType", kOciIndex},
                   {"manifests", json::array({{{"mediaType", kOciManifest},
                                               {"digest", "sha256:" + manifest_hex},
                                               {"size", static_cast<int64_t>(manifest_bytes.size())}}})}};
-    fs::write_file_atomic(layout + "/index.json", index.dump());
+    write_temp(layout + "/index.json", index.dump());
     ImportOptions io;
-    io.name = opts.name;
+    io.name = c.name;
+    io.build_cache = c.build_cache;
     ImageRecord rec = store.import(layout, io);
     remove_tree(layout);
     return rec;

@@ -33,4 +33,28 @@ struct CommitOptions {
 ImageRecord commit_layer(Store& store, const std::string& parent_ref, const std::string& layer_tar,
                          const std::string& layer_hex, const CommitOptions& opts);
 
+/// What commit_image adds: an image made of a parent's layers (or none), at
+/// most one new layer, and a config the caller wrote (what `sbx build`
+/// produces for each step).
+struct ImageCommit {
+  std::string parent;       ///< ref or id whose layers come first; empty: no layers (FROM scratch)
+  std::string layer_tar;    ///< a new top layer: an uncompressed tar on the store's file system; empty: none
+  std::string layer_hex;    ///< its sha256 (which is also its diff id)
+  std::string config_json;  ///< the whole image config: rootfs.diff_ids must list every layer
+  std::string name;         ///< "repository[:tag]"; empty: untagged
+  bool build_cache = false; ///< ImageRecord::build_cache (hidden from listings until tagged)
+};
+
+/// Adds the image `c` describes to `store`: the new layer tar is moved into
+/// the blobs (not copied), a manifest lists the parent's layer blobs and the
+/// new one, and the store's import indexes it (unpacking the new layer), so
+/// it is an ordinary image. Returns its record. Throws sbx::Error as
+/// commit_layer, and when the config's diff ids do not match the layers;
+/// nothing half-made is left in the index.
+ImageRecord commit_image(Store& store, const ImageCommit& c);
+
+/// The config blob of a stored image as JSON text (verified against its id).
+/// Throws sbx::Error when it is missing or corrupt.
+std::string image_config_json(const Store& store, const ImageRecord& image);
+
 }  // namespace sbx::oci

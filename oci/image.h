@@ -40,6 +40,9 @@ struct ImageRecord {
   /// Removed with `rmi --force` while a sandbox still used it: hidden from
   /// resolve/list, its layers kept until `sbx gc` finds no sandbox using it.
   bool removed = false;
+  /// An intermediate step of `sbx build`, kept as build cache: hidden from
+  /// list() while it has no name, removed by `sbx image prune`.
+  bool build_cache = false;
 };
 
 /// The record as pretty JSON (what `sbx inspect IMAGE` prints): Id, Names,

@@ -693,9 +693,11 @@ ImageRecord Store::import(const std::string& path, const ImportOptions& opts) {
       for (const auto& n : names)
         for (auto& r : imgs) r.names.erase(std::remove(r.names.begin(), r.names.end(), n), r.names.end());
       auto it = std::find_if(imgs.begin(), imgs.end(), [&](const ImageRecord& r) { return r.id == rec.id; });
+      rec.build_cache = opts.build_cache;
       if (it != imgs.end()) {
         rec.names = it->removed ? std::vector<std::string>{} : it->names;
         rec.imported = it->removed ? rec.imported : it->imported;
+        if (!it->removed) rec.build_cache = it->build_cache && opts.build_cache;
         *it = rec;
         for (const auto& n : names) it->names.push_back(n);
         rec = *it;

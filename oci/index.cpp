@@ -34,6 +34,7 @@ json to_json(const ImageRecord& r) {
             {"layer_unpacked_sizes", r.layer_unpacked_sizes},
             {"imported", r.imported}};
   if (r.removed) j["removed"] = true;
+  if (r.build_cache) j["build_cache"] = true;
   return j;
 }
 
@@ -60,6 +61,7 @@ ImageRecord from_json(const json& j) {
   r.layer_unpacked_sizes = get_or<std::vector<uint64_t>>(j, "layer_unpacked_sizes", {});
   r.imported = get_or<std::string>(j, "imported", "");
   r.removed = get_or<bool>(j, "removed", false);
+  r.build_cache = get_or<bool>(j, "build_cache", false);
   if (auto it = j.find("config"); it != j.end() && it->is_object()) {
     const json& c = *it;
     r.config.env = get_or<std::vector<std::string>>(c, "Env", {});

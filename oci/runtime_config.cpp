@@ -72,19 +72,7 @@ T integer(const json& v) {
   throw json::type_error::create(302, std::string("expected an integer, got ") + v.type_name(), &v);
 }
 
-/// obj[key] as an integer T, or `def` when absent.
-template <class T>
-T integer_or(const json& obj, const char* key, T def) {
-  auto it = obj.find(key);
-  return it == obj.end() ? def : integer<T>(*it);
-}
 
-std::vector<uint32_t> integers32(const json& a) {
-  if (!a.is_array()) throw json::type_error::create(302, std::string("expected an array, got ") + a.type_name(), &a);
-  std::vector<uint32_t> out;
-  for (auto& v : a) out.push_back(integer<uint32_t>(v));
-  return out;
-}
 
 /// Milliseconds from an org.sbx.*-ms annotation: decimal digits only.
 std::chrono::milliseconds annotation_ms(const std::string& key, const std::string& val) {
@@ -101,11 +89,6 @@ json id_maps(const std::vector<IdMapping>& maps) {
   return a;
 }
 
-std::vector<IdMapping> parse_id_maps(const json& a) {
-  std::vector<IdMapping> out;
-  for (auto& m : a) out.push_back({integer<uint32_t>(m.at("containerID")), integer<uint32_t>(m.at("hostID")), integer<uint32_t>(m.at("size"))});
-  return out;
-}
 
 std::string device_type(char t) { return std::string(1, t); }
 
@@ -214,156 +197,403 @@ std::string to_runtime_config(const SandboxSpec& spec, const RuntimeConfigOption
   return j.dump(2);
 }
 
-SandboxSpec from_runtime_config(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw Error("config.json is not a JSON object");
-  SandboxSpec s;
-  std::string field;
+
+// ---- reading ------------------------------------------------------------------
+
+namespace {
+
+[[noreturn]] void bad(const std::string& field, const std::string& why) {
+  throw Error("config.json: " + field + ": " + why);
+}
+
+std::string join_field(const std::string& where, const std::string& key) { return where.empty() ? key : where + "." + key; }
+
+// Properties the spec defines that this reader keeps no field for: recorded
+// by name when given a non-empty value (podman writes some as null, {}, "" or 0).
+void note_unsupported(const json& obj, const std::string& where, std::initializer_list<const char*> keys,
+                      std::vector<std::string>& out) {
+  for (const char* key : keys) {
+    auto it = obj.find(key);
+    if (it == obj.end()) continue;
+    const json& v = *it;
+    if (v.is_null() || ((v.is_object() || v.is_array()) && v.empty()) ||
+        (v.is_string() && v.get_ref<const std::string&>().empty()) || (v.is_number() && v.get<double>() == 0) ||
+        (v.is_boolean() && !v.get<bool>()))
+      continue;
+    out.push_back(join_field(where, key));
+  }
+}
+
+const json* member(const json& o, const char* key) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find(key);
+  return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
+
+std::string str(const json& o, const char* key, const std::string& where, const std::string& dflt = "") {
+  const json* v = member(o, key);
+  if (!v) return dflt;
+  if (!v->is_string()) bad(join_field(where, key), "must be a string");
+  return v->get<std::string>();
+}
+
+bool boolean(const json& o, const char* key, const std::string& where, bool dflt = false) {
+  const json* v = member(o, key);
+  if (!v) return dflt;
+  if (!v->is_boolean()) bad(join_field(where, key), "must be true or false");
+  return v->get<bool>();
+}
+
+template <class T>
+std::optional<T> num(const json& o, const char* key, const std::string& where) {
+  const json* v = member(o, key);
+  if (!v) return std::nullopt;
   try {
-    field = "process";
-    const json& p = j.at("process");
-    field = "process.args";
-    s.process.args = p.at("args").get<std::vector<std::string>>();
-    if (s.process.args.empty()) throw Error("config.json: process.args is empty");
-    field = "process.env";
-    if (p.contains("env")) s.process.env = p["env"].get<std::vector<std::string>>();
-    field = "process.cwd";
-    s.process.cwd = p.value("cwd", "/");
-    field = "process.terminal";
-    s.process.terminal = p.value("terminal", false);
-    field = "process.user";
-    if (p.contains("user")) {
-      const json& u = p["user"];
-      s.process.uid = integer_or<uint32_t>(u, "uid", 0);
-      s.process.gid = integer_or<uint32_t>(u, "gid", 0);
-      if (u.contains("additionalGids")) s.process.additional_gids = integers32(u["additionalGids"]);
-      s.process.user = u.value("username", "");
-    }
-    field = "process.capabilities";
-    if (p.contains("capabilities") && p["capabilities"].contains("bounding")) {
-      s.process.capabilities = p["capabilities"]["bounding"].get<std::vector<std::string>>();
-    } else {
-      s.process.capabilities.clear();
-    }
-    field = "process.noNewPrivileges";
-    s.process.no_new_privileges = p.value("noNewPrivileges", false);
-    field = "process.rlimits";
-    if (p.contains("rlimits")) {
-      for (auto& r : p["rlimits"]) s.process.rlimits.push_back({r.at("type").get<std::string>(), integer<uint64_t>(r.at("soft")), integer<uint64_t>(r.at("hard"))});
-    }
-    field = "root";
-    if (j.contains("root")) s.readonly_rootfs = j["root"].value("readonly", false);
-    field = "hostname";
-    s.hostname = j.value("hostname", "");
-    field = "mounts";
-    if (j.contains("mounts")) {
-      for (auto& m : j["mounts"]) {
-        std::string dest = m.at("destination").get<std::string>();
-        if (is_default_mount(dest)) continue;
-        Mount mt{dest, m.value("type", ""), m.value("source", ""), {}};
-        if (m.contains("options")) mt.options = m["options"].get<std::vector<std::string>>();
-        s.mounts.push_back(std::move(mt));
-      }
-    }
-    field = "hooks.createContainer";
-    if (j.contains("hooks") && j["hooks"].contains("createContainer")) {
-      for (auto& h : j["hooks"]["createContainer"]) {
-        Hook hk{h.at("path").get<std::string>(), {}, {}, {}};
-        if (h.contains("args")) hk.args = h["args"].get<std::vector<std::string>>();
-        if (h.contains("env")) hk.env = h["env"].get<std::vector<std::string>>();
-        if (h.contains("timeout")) hk.timeout_s = integer<int>(h["timeout"]);
-        s.create_container_hooks.push_back(std::move(hk));
-      }
-    }
-    field = "linux";
-    s.network = NetworkMode::Host;
-    if (j.contains("linux")) {
-      const json& l = j["linux"];
-      field = "linux.namespaces";
-      if (l.contains("namespaces")) {
-        for (auto& n : l["namespaces"]) {
-          if (n.at("type") == "network") s.network = NetworkMode::None;
-        }
-      }
-      field = "linux.uidMappings";
-      if (l.contains("uidMappings")) s.uid_mappings = parse_id_maps(l["uidMappings"]);
-      field = "linux.gidMappings";
-      if (l.contains("gidMappings")) s.gid_mappings = parse_id_maps(l["gidMappings"]);
-      field = "linux.resources";
-      if (l.contains("resources")) {
-        const json& r = l["resources"];
-        if (r.contains("memory") && r["memory"].contains("limit")) s.resources.memory_bytes = integer<int64_t>(r["memory"]["limit"]);
-        if (r.contains("cpu") && r["cpu"].contains("quota") && r["cpu"].contains("period")) {
-          {
-            int64_t period = integer<int64_t>(r["cpu"]["period"]);
-            if (period <= 0) throw Error("config.json: linux.resources.cpu.period must be positive");
-            s.resources.cpus = static_cast<double>(integer<int64_t>(r["cpu"]["quota"])) / static_cast<double>(period);
-          }
-        }
-        if (r.contains("pids") && r["pids"].contains("limit")) s.resources.pids_limit = integer<int64_t>(r["pids"]["limit"]);
-        if (r.contains("devices")) {
-          bool first = true;
-          for (auto& d : r["devices"]) {
-            DeviceRule rule;
-            rule.allow = d.value("allow", false);
-            std::string t = d.value("type", "a");
-            rule.type = t.empty() ? 'a' : t[0];
-            rule.major = integer_or<int64_t>(d, "major", -1);
-            rule.minor = integer_or<int64_t>(d, "minor", -1);
-            rule.access = d.value("access", "rwm");
-            // The leading "deny all" is what to_runtime_config always writes.
-            if (first && !rule.allow && rule.type == 'a' && rule.major < 0 && rule.minor < 0) {
-              first = false;
-              continue;
-            }
-            first = false;
-            s.resources.devices.push_back(rule);
-          }
-        }
-      }
-      field = "linux.devices";
-      if (l.contains("devices")) {
-        for (auto& d : l["devices"]) {
-          DeviceNode n;
-          n.path = d.at("path").get<std::string>();
-          std::string t = d.value("type", "c");
-          n.type = t.empty() ? 'c' : t[0];
-          n.major = integer_or<int64_t>(d, "major", 0);
-          n.minor = integer_or<int64_t>(d, "minor", 0);
-          n.file_mode = integer_or<uint32_t>(d, "fileMode", 0666);
-          n.uid = integer_or<uint32_t>(d, "uid", 0);
-          n.gid = integer_or<uint32_t>(d, "gid", 0);
-          s.devices.push_back(n);
-        }
-      }
-    }
-    field = "annotations";
-    if (j.contains("annotations")) {
-      const std::string pre = kAnnotationPrefix;
-      for (auto& [k, v] : j["annotations"].items()) {
-        std::string val = v.get<std::string>();
-        if (k.rfind(pre, 0) != 0) {
-          s.annotations[k] = val;
-          continue;
-        }
-        std::string key = k.substr(pre.size());
-        if (key == "image") s.image_ref = val;
-        else if (key == "image-id") s.image_id = val;
-        else if (key == "name") s.name = val;
-        else if (key == "runtime") s.runtime = val;
-        else if (key == "timeout-ms") s.timeout = annotation_ms(k, val);
-        else if (key == "idle-timeout-ms") s.idle_timeout = annotation_ms(k, val);
-        else if (key == "disk-bytes") {
-          auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), s.disk_bytes);
-          if (ec != std::errc() || ptr != val.data() + val.size() || val.empty())
-            throw Error("config.json: annotation " + k + " must be a number of bytes, not '" + val + "'");
-        }
-        else if (key.rfind("label.", 0) == 0) s.labels[key.substr(6)] = val;
-        else s.annotations[k] = val;
-      }
-    }
+    return integer<T>(*v);
   } catch (const json::exception& e) {
-    throw Error("config.json: field " + field + " is malformed: " + e.what());
+    bad(join_field(where, key), e.what());
+  }
+}
+
+std::vector<std::string> strings(const json& o, const char* key, const std::string& where) {
+  std::vector<std::string> out;
+  const json* v = member(o, key);
+  if (!v) return out;
+  if (!v->is_array()) bad(join_field(where, key), "must be an array of strings");
+  for (const auto& s : *v) {
+    if (!s.is_string()) bad(join_field(where, key), "must be an array of strings");
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+const json& array_at(const json& o, const char* key, const std::string& where) {
+  static const json empty = json::array();
+  const json* v = member(o, key);
+  if (!v) return empty;
+  if (!v->is_array()) bad(join_field(where, key), "must be an array");
+  return *v;
+}
+
+RuntimeProcess parse_process_json(const json& p, const std::string& w, std::vector<std::string>& unsupported) {
+  if (!p.is_object()) bad(w, "must be an object");
+  note_unsupported(p, w, {"apparmorProfile", "selinuxLabel", "scheduler", "ioPriority", "execCPUAffinity"}, unsupported);
+  RuntimeProcess out;
+  out.terminal = boolean(p, "terminal", w);
+  out.args = strings(p, "args", w);
+  out.env = strings(p, "env", w);
+  out.cwd = str(p, "cwd", w, "/");
+  if (const json* u = member(p, "user")) {
+    const std::string uw = w + ".user";
+    if (!u->is_object()) bad(uw, "must be an object");
+    out.uid = num<uint32_t>(*u, "uid", uw).value_or(0);
+    out.gid = num<uint32_t>(*u, "gid", uw).value_or(0);
+    out.umask = num<uint32_t>(*u, "umask", uw);
+    for (const auto& g : array_at(*u, "additionalGids", uw)) {
+      try {
+        out.additional_gids.push_back(integer<uint32_t>(g));
+      } catch (const json::exception& e) {
+        bad(uw + ".additionalGids", e.what());
+      }
+    }
+    out.username = str(*u, "username", uw);
+  }
+  if (const json* c = member(p, "capabilities")) {
+    const std::string cw = w + ".capabilities";
+    if (!c->is_object()) bad(cw, "must be an object");
+    out.has_capabilities = true;
+    out.capabilities.bounding = strings(*c, "bounding", cw);
+    out.capabilities.effective = strings(*c, "effective", cw);
+    out.capabilities.permitted = strings(*c, "permitted", cw);
+    out.capabilities.inheritable = strings(*c, "inheritable", cw);
+    out.capabilities.ambient = strings(*c, "ambient", cw);
+  }
+  for (const auto& r : array_at(p, "rlimits", w)) {
+    const std::string rw = w + ".rlimits";
+    if (!r.is_object()) bad(rw, "entries must be objects");
+    spec::Rlimit l;
+    l.type = str(r, "type", rw);
+    if (l.type.empty()) bad(rw + ".type", "missing");
+    l.soft = num<uint64_t>(r, "soft", rw).value_or(0);
+    l.hard = num<uint64_t>(r, "hard", rw).value_or(0);
+    out.rlimits.push_back(l);
+  }
+  out.no_new_privileges = boolean(p, "noNewPrivileges", w);
+  out.oom_score_adj = num<int>(p, "oomScoreAdj", w);
+  return out;
+}
+
+std::vector<spec::Hook> parse_hooks(const json& h, const char* stage) {
+  std::vector<spec::Hook> out;
+  const std::string w = std::string("hooks.") + stage;
+  for (const auto& e : array_at(h, stage, "hooks")) {
+    if (!e.is_object()) bad(w, "entries must be objects");
+    spec::Hook hk;
+    hk.path = str(e, "path", w);
+    hk.args = strings(e, "args", w);
+    hk.env = strings(e, "env", w);
+    hk.timeout_s = num<int>(e, "timeout", w);
+    out.push_back(hk);
+  }
+  return out;
+}
+
+spec::CgroupLimits parse_resources_json(const json& r, std::vector<std::string>& unsupported) {
+  const std::string w = "linux.resources";
+  if (!r.is_object()) bad(w, "must be an object");
+  note_unsupported(r, w, {"blockIO", "hugepageLimits", "network", "rdma", "unified"}, unsupported);
+  spec::CgroupLimits out;
+  if (const json* m = member(r, "memory")) {
+    const std::string mw = w + ".memory";
+    if (!m->is_object()) bad(mw, "must be an object");
+    out.memory_limit = num<int64_t>(*m, "limit", mw);
+    out.memory_reservation = num<int64_t>(*m, "reservation", mw);
+    out.memory_swap = num<int64_t>(*m, "swap", mw);
+    out.swappiness = num<uint64_t>(*m, "swappiness", mw);
+    out.kernel_tcp = num<int64_t>(*m, "kernelTCP", mw);
+    out.disable_oom_killer = boolean(*m, "disableOOMKiller", mw);
+    note_unsupported(*m, mw, {"kernel"}, unsupported);
+  }
+  if (const json* c = member(r, "cpu")) {
+    const std::string cw = w + ".cpu";
+    if (!c->is_object()) bad(cw, "must be an object");
+    note_unsupported(*c, cw, {"realtimeRuntime", "realtimePeriod", "burst", "idle"}, unsupported);
+    out.cpu_shares = num<uint64_t>(*c, "shares", cw);
+    out.cpu_quota = num<int64_t>(*c, "quota", cw);
+    out.cpu_period = num<uint64_t>(*c, "period", cw);
+    out.cpuset_cpus = str(*c, "cpus", cw);
+    out.cpuset_mems = str(*c, "mems", cw);
+  }
+  if (const json* p = member(r, "pids")) out.pids_limit = num<int64_t>(*p, "limit", w + ".pids");
+  for (const auto& d : array_at(r, "devices", w)) {
+    const std::string dw = w + ".devices";
+    if (!d.is_object()) bad(dw, "entries must be objects");
+    spec::DeviceRule rule;
+    rule.allow = boolean(d, "allow", dw);
+    std::string t = str(d, "type", dw, "a");
+    rule.type = t.empty() ? 'a' : t[0];
+    rule.major = num<int64_t>(d, "major", dw).value_or(-1);
+    rule.minor = num<int64_t>(d, "minor", dw).value_or(-1);
+    rule.access = str(d, "access", dw, "rwm");
+    out.devices.push_back(rule);
+  }
+  return out;
+}
+
+spec::SeccompProfile parse_seccomp_json(const json& s, std::vector<std::string>& unsupported) {
+  const std::string sw = "linux.seccomp";
+  if (!s.is_object()) bad(sw, "must be an object");
+  note_unsupported(s, sw, {"listenerPath"}, unsupported);
+  spec::SeccompProfile sc;
+  sc.default_action = str(s, "defaultAction", sw);
+  sc.default_errno_ret = num<unsigned>(s, "defaultErrnoRet", sw);
+  sc.architectures = strings(s, "architectures", sw);
+  sc.flags = strings(s, "flags", sw);
+  for (const auto& r : array_at(s, "syscalls", sw)) {
+    const std::string rw = sw + ".syscalls";
+    if (!r.is_object()) bad(rw, "entries must be objects");
+    spec::SeccompRule rule;
+    rule.names = strings(r, "names", rw);
+    rule.action = str(r, "action", rw);
+    rule.errno_ret = num<unsigned>(r, "errnoRet", rw);
+    for (const auto& a : array_at(r, "args", rw)) {
+      const std::string aw = rw + ".args";
+      if (!a.is_object()) bad(aw, "entries must be objects");
+      rule.args.push_back({num<unsigned>(a, "index", aw).value_or(0), num<uint64_t>(a, "value", aw).value_or(0),
+                           num<uint64_t>(a, "valueTwo", aw).value_or(0), str(a, "op", aw)});
+    }
+    sc.syscalls.push_back(rule);
+  }
+  return sc;
+}
+
+std::vector<IdMapping> id_maps_at(const json& l, const char* key) {
+  std::vector<IdMapping> out;
+  const std::string w = std::string("linux.") + key;
+  for (const auto& m : array_at(l, key, "linux")) {
+    if (!m.is_object()) bad(w, "entries must be objects");
+    out.push_back({num<uint32_t>(m, "containerID", w).value_or(0), num<uint32_t>(m, "hostID", w).value_or(0),
+                   num<uint32_t>(m, "size", w).value_or(0)});
+  }
+  return out;
+}
+
+json parse_text(std::string_view text, const std::string& what) {
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(what + ": not valid JSON, or not a JSON object");
+  return j;
+}
+
+}  // namespace
+
+const RuntimeNamespace* RuntimeConfig::find_namespace(const std::string& type) const {
+  for (const auto& n : namespaces)
+    if (n.type == type) return &n;
+  return nullptr;
+}
+
+RuntimeProcess parse_runtime_process(std::string_view json_text, const std::string& where) {
+  std::vector<std::string> ignored;
+  return parse_process_json(parse_text(json_text, where.empty() ? "process" : where), where.empty() ? "process" : where,
+                            ignored);
+}
+
+spec::CgroupLimits parse_runtime_resources(std::string_view json_text) {
+  std::vector<std::string> ignored;
+  return parse_resources_json(parse_text(json_text, "resources"), ignored);
+}
+
+RuntimeConfig parse_runtime_config(std::string_view json_text, const std::string& bundle) {
+  json j = parse_text(json_text, "config.json");
+  RuntimeConfig c;
+  try {
+    c.oci_version = str(j, "ociVersion", "");
+    if (const json* p = member(j, "process")) {
+      c.has_process = true;
+      c.process = parse_process_json(*p, "process", c.unsupported);
+    }
+    if (const json* r = member(j, "root")) {
+      if (!r->is_object()) bad("root", "must be an object");
+      c.has_root = true;
+      c.root_path = str(*r, "path", "root");
+      if (!c.root_path.empty() && c.root_path[0] != '/' && !bundle.empty()) c.root_path = bundle + "/" + c.root_path;
+      c.root_readonly = boolean(*r, "readonly", "root");
+    }
+    c.hostname = str(j, "hostname", "");
+    c.domainname = str(j, "domainname", "");
+    for (const auto& m : array_at(j, "mounts", "")) {
+      if (!m.is_object()) bad("mounts", "entries must be objects");
+      note_unsupported(m, "mounts", {"uidMappings", "gidMappings"}, c.unsupported);
+      spec::Mount mt;
+      mt.destination = str(m, "destination", "mounts");
+      mt.type = str(m, "type", "mounts");
+      mt.source = str(m, "source", "mounts");
+      mt.options = strings(m, "options", "mounts");
+      c.mounts.push_back(mt);
+    }
+    if (const json* a = member(j, "annotations")) {
+      if (!a->is_object()) bad("annotations", "must be an object");
+      for (auto it = a->begin(); it != a->end(); ++it) {
+        if (!it.value().is_string()) bad("annotations[" + it.key() + "]", "must be a string");
+        c.annotations[it.key()] = it.value().get<std::string>();
+      }
+    }
+    if (const json* h = member(j, "hooks")) {
+      if (!h->is_object()) bad("hooks", "must be an object");
+      c.hooks.prestart = parse_hooks(*h, "prestart");
+      c.hooks.create_runtime = parse_hooks(*h, "createRuntime");
+      c.hooks.create_container = parse_hooks(*h, "createContainer");
+      c.hooks.start_container = parse_hooks(*h, "startContainer");
+      c.hooks.poststart = parse_hooks(*h, "poststart");
+      c.hooks.poststop = parse_hooks(*h, "poststop");
+    }
+    const json* lp = member(j, "linux");
+    if (!lp) return c;
+    const json& l = *lp;
+    if (!l.is_object()) bad("linux", "must be an object");
+    c.has_linux = true;
+    note_unsupported(l, "linux", {"intelRdt", "personality", "timeOffsets", "netDevices", "memoryPolicy"}, c.unsupported);
+    c.mount_label = str(l, "mountLabel", "linux");
+    for (const auto& n : array_at(l, "namespaces", "linux")) {
+      if (!n.is_object()) bad("linux.namespaces", "entries must be objects");
+      c.namespaces.push_back({str(n, "type", "linux.namespaces"), str(n, "path", "linux.namespaces")});
+    }
+    c.uid_mappings = id_maps_at(l, "uidMappings");
+    c.gid_mappings = id_maps_at(l, "gidMappings");
+    for (const auto& d : array_at(l, "devices", "linux")) {
+      const std::string dw = "linux.devices";
+      if (!d.is_object()) bad(dw, "entries must be objects");
+      spec::DeviceNode n;
+      n.path = str(d, "path", dw);
+      std::string t = str(d, "type", dw, "c");
+      n.type = t.empty() ? 'c' : t[0];
+      n.major = num<int64_t>(d, "major", dw).value_or(0);
+      n.minor = num<int64_t>(d, "minor", dw).value_or(0);
+      n.file_mode = num<uint32_t>(d, "fileMode", dw).value_or(0666);
+      n.uid = num<uint32_t>(d, "uid", dw).value_or(0);
+      n.gid = num<uint32_t>(d, "gid", dw).value_or(0);
+      c.devices.push_back(n);
+    }
+    c.cgroups_path = str(l, "cgroupsPath", "linux");
+    if (const json* r = member(l, "resources")) c.resources = parse_resources_json(*r, c.unsupported);
+    if (const json* sy = member(l, "sysctl")) {
+      if (!sy->is_object()) bad("linux.sysctl", "must be an object");
+      for (auto it = sy->begin(); it != sy->end(); ++it) {
+        if (!it.value().is_string()) bad("linux.sysctl[" + it.key() + "]", "must be a string");
+        c.sysctl[it.key()] = it.value().get<std::string>();
+      }
+    }
+    c.masked_paths = strings(l, "maskedPaths", "linux");
+    c.readonly_paths = strings(l, "readonlyPaths", "linux");
+    c.rootfs_propagation = str(l, "rootfsPropagation", "linux");
+    if (const json* s = member(l, "seccomp")) c.seccomp = parse_seccomp_json(*s, c.unsupported);
+    return c;
+  } catch (const json::exception& e) {
+    throw Error(std::string("config.json: ") + e.what());
+  }
+}
+
+SandboxSpec from_runtime_config(std::string_view text) {
+  RuntimeConfig c = parse_runtime_config(text, "");
+  SandboxSpec s;
+  if (!c.has_process) throw Error("config.json: process: missing");
+  const RuntimeProcess& p = c.process;
+  if (p.args.empty()) throw Error("config.json: process.args is empty");
+  s.process.args = p.args;
+  s.process.env = p.env;
+  s.process.cwd = p.cwd;
+  s.process.terminal = p.terminal;
+  s.process.uid = p.uid;
+  s.process.gid = p.gid;
+  s.process.additional_gids = p.additional_gids;
+  s.process.user = p.username;
+  if (p.has_capabilities) s.process.capabilities = p.capabilities.bounding;
+  else s.process.capabilities.clear();
+  s.process.no_new_privileges = p.no_new_privileges;
+  s.process.rlimits = p.rlimits;
+  s.readonly_rootfs = c.root_readonly;
+  s.hostname = c.hostname;
+  for (const auto& m : c.mounts)
+    if (!is_default_mount(m.destination)) s.mounts.push_back(m);
+  s.create_container_hooks = c.hooks.create_container;
+  s.network = c.find_namespace("network") ? NetworkMode::None : NetworkMode::Host;
+  s.uid_mappings = c.uid_mappings;
+  s.gid_mappings = c.gid_mappings;
+  const spec::CgroupLimits& r = c.resources;
+  s.resources.memory_bytes = r.memory_limit;
+  if (r.cpu_quota && r.cpu_period) {
+    if (*r.cpu_period == 0) throw Error("config.json: linux.resources.cpu.period must be positive");
+    s.resources.cpus = static_cast<double>(*r.cpu_quota) / static_cast<double>(*r.cpu_period);
+  }
+  s.resources.pids_limit = r.pids_limit;
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    const DeviceRule& rule = r.devices[i];
+    // The leading "deny all" is what to_runtime_config always writes.
+    if (i == 0 && !rule.allow && rule.type == 'a' && rule.major < 0 && rule.minor < 0) continue;
+    s.resources.devices.push_back(rule);
+  }
+  s.devices = c.devices;
+  const std::string pre = kAnnotationPrefix;
+  for (const auto& [k, val] : c.annotations) {
+    if (k.rfind(pre, 0) != 0) {
+      s.annotations[k] = val;
+      continue;
+    }
+    std::string key = k.substr(pre.size());
+    if (key == "image") s.image_ref = val;
+    else if (key == "image-id") s.image_id = val;
+    else if (key == "name") s.name = val;
+    else if (key == "runtime") s.runtime = val;
+    else if (key == "timeout-ms") s.timeout = annotation_ms(k, val);
+    else if (key == "idle-timeout-ms") s.idle_timeout = annotation_ms(k, val);
+    else if (key == "disk-bytes") {
+      auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), s.disk_bytes);
+      if (ec != std::errc() || ptr != val.data() + val.size() || val.empty())
+        throw Error("config.json: annotation " + k + " must be a number of bytes, not '" + val + "'");
+    }
+    else if (key.rfind("label.", 0) == 0) s.labels[key.substr(6)] = val;
+    else s.annotations[k] = val;
   }
   return s;
 }

@@ -140,10 +140,14 @@ std::vector<std::string> Store::layer_dirs(const ImageRecord& image) const {
   return out;
 }
 
-std::vector<ImageRecord> Store::list() const {
+std::vector<ImageRecord> Store::list(bool with_build_cache) const {
   fs::FileLock lock(root_ + "/store.lock", fs::FileLock::Shared);
   std::vector<ImageRecord> imgs = read_index(root_);
-  imgs.erase(std::remove_if(imgs.begin(), imgs.end(), [](const ImageRecord& r) { return r.removed; }), imgs.end());
+  imgs.erase(std::remove_if(imgs.begin(), imgs.end(),
+                            [&](const ImageRecord& r) {
+                              return r.removed || (r.build_cache && r.names.empty() && !with_build_cache);
+                            }),
+             imgs.end());
   std::stable_sort(imgs.begin(), imgs.end(), [](const ImageRecord& a, const ImageRecord& b) {
     return a.created != b.created ? a.created > b.created : a.imported > b.imported;
   });
@@ -158,6 +162,19 @@ void Store::tag(const std::string& ref, const std::string& name) {
   for (auto& r : imgs) r.names.erase(std::remove(r.names.begin(), r.names.end(), n), r.names.end());
   imgs[i].names.push_back(n);
   write_index(root_, imgs);
+}
+
+void Store::set_build_cache(const std::string& id, bool cache) {
+  fs::FileLock lock(root_ + "/store.lock", fs::FileLock::Exclusive);
+  std::vector<ImageRecord> imgs = read_index(root_);
+  for (auto& r : imgs)
+    if (r.id == id && !r.removed) {
+      if (r.build_cache == cache) return;
+      r.build_cache = cache;
+      write_index(root_, imgs);
+      return;
+    }
+  not_found(id);
 }
 
 std::vector<std::string> Store::sandboxes_using(const std::string& run_root, const std::string& image_id) {

@@ -41,6 +41,9 @@ struct ImportOptions {
   /// the layers are unpacked one by one as their blobs arrive, and import
   /// does not look for layer blobs in the source layout.
   std::function<void(const std::string& digest)> wait_for_blob;
+  /// Record a new image as build cache (ImageRecord::build_cache); an image
+  /// already in the index keeps its own state.
+  bool build_cache = false;
 };
 
 struct RemoveResult {
@@ -73,8 +76,13 @@ class Store {
   /// ready to be overlay lower dirs (top layer must come first in lowerdir=).
   std::vector<std::string> layer_dirs(const ImageRecord& image) const;
 
-  /// All images, newest first.
-  std::vector<ImageRecord> list() const;
+  /// All images, newest first (build cache without a name left out unless
+  /// `with_build_cache`).
+  std::vector<ImageRecord> list(bool with_build_cache = false) const;
+
+  /// Marks the image `id` (full id) as build cache or not (a finished
+  /// `sbx build` result is not). Throws sbx::Error when it is unknown.
+  void set_build_cache(const std::string& id, bool cache);
 
   /// Imports an OCI image layout directory, an oci-archive or a docker-archive
   /// (layers plain, gzip or zstd). Every blob's sha256 and size is verified, a

@@ -12,8 +12,10 @@
 #include <thread>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "runtime/linux/cgroups.h"
+#include "runtime/linux/cgroup_freeze.h"
 
 namespace sbx::ocirt {
 
@@ -81,14 +83,6 @@ std::vector<Hierarchy> hierarchies() {
   return out;
 }
 
-void write_file(const std::string& path, const std::string& value) {
-  std::ofstream f(path);
-  if (!f) throw_errno("open " + path);
-  f << value;
-  f.flush();
-  if (!f) throw_errno("write '" + value + "' to " + path);
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
@@ -97,8 +91,6 @@ std::string read_file(const std::string& path) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
-
-bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
 
 bool has(const std::string& opts, const char* ctl) {
   for (const auto& o : split(opts, ','))
@@ -115,15 +107,7 @@ std::string join_path(const std::string& base, const std::string& rel) {
 
 CgroupPaths CgroupPaths::from_dirs(const std::vector<std::string>& dirs) {
   CgroupPaths p;
-  p.dirs = dirs;
-  for (const auto& d : dirs) {
-    if (exists(d + "/memory.limit_in_bytes")) p.memory = d;
-    if (exists(d + "/pids.max") && p.pids.empty()) p.pids = d;
-    if (exists(d + "/freezer.state")) p.freezer = d;
-    if (exists(d + "/cpu.shares")) p.cpu = d;
-    if (exists(d + "/devices.allow")) p.devices = d;
-    if (exists(d + "/cgroup.freeze") || exists(d + "/cgroup.type")) p.unified = d;
-  }
+  static_cast<runtime::CgroupRoles&>(p) = runtime::CgroupRoles::probe(dirs);
   return p;
 }
 
@@ -164,7 +148,7 @@ CgroupPaths CgroupPaths::create_once(const std::string& rel, const Resources& re
         if (cur == dir) p.dirs.push_back(dir);
         if (!h.v2 && has(h.options, "cpuset")) {
           for (const char* f : {"cpuset.cpus", "cpuset.mems"})
-            if (read_file(cur + "/" + f).empty()) write_file(cur + "/" + f, read_file(parent + "/" + f));
+            if (read_file(cur + "/" + f).empty()) fs::write_existing(cur + "/" + f, read_file(parent + "/" + f));
         }
       }
       if (std::find(p.dirs.begin(), p.dirs.end(), dir) == p.dirs.end()) p.dirs.push_back(dir);
@@ -179,120 +163,51 @@ CgroupPaths CgroupPaths::create_once(const std::string& rel, const Resources& re
 }
 
 void CgroupPaths::apply(const Resources& r) const {
-  const bool v2 = runtime::cgroup_mode() == runtime::CgroupMode::Unified;
-  if (v2) {
-    const std::string& d = unified;
-    if (d.empty()) return;
-    if (r.memory_limit) write_file(d + "/memory.max", *r.memory_limit > 0 ? std::to_string(*r.memory_limit) : "max");
-    if (r.memory_reservation && *r.memory_reservation > 0) write_file(d + "/memory.low", std::to_string(*r.memory_reservation));
-    if (r.memory_swap && exists(d + "/memory.swap.max")) {
-      int64_t s = *r.memory_swap;
-      write_file(d + "/memory.swap.max", s < 0 ? "max" : std::to_string(std::max<int64_t>(0, s - r.memory_limit.value_or(0))));
-    }
-    if (r.cpu_shares && *r.cpu_shares > 0)
-      write_file(d + "/cpu.weight", std::to_string(1 + ((*r.cpu_shares - 2) * 9999) / 262142));
-    if (r.cpu_quota || r.cpu_period) {
-      int64_t q = r.cpu_quota.value_or(-1);
-      write_file(d + "/cpu.max", (q > 0 ? std::to_string(q) : "max") + " " + std::to_string(r.cpu_period.value_or(100000)));
-    }
-    if (!r.cpuset_cpus.empty()) write_file(d + "/cpuset.cpus", r.cpuset_cpus);
-    if (!r.cpuset_mems.empty()) write_file(d + "/cpuset.mems", r.cpuset_mems);
-    if (r.pids_limit) write_file(d + "/pids.max", *r.pids_limit > 0 ? std::to_string(*r.pids_limit) : "max");
-    // Device rules on cgroup v2 need a BPF program, which sbx does not load
-    // (runtime/linux/cgroups.cpp says the same for sbx run); CAP_MKNOD and
-    // the devices in linux.devices bound what the container reaches.
-    return;
-  }
-  if (!memory.empty()) {
-    if (r.memory_limit) write_file(memory + "/memory.limit_in_bytes", std::to_string(*r.memory_limit > 0 ? *r.memory_limit : -1));
-    if (r.memory_swap && exists(memory + "/memory.memsw.limit_in_bytes"))
-      write_file(memory + "/memory.memsw.limit_in_bytes", std::to_string(*r.memory_swap));
-    if (r.memory_reservation) write_file(memory + "/memory.soft_limit_in_bytes", std::to_string(*r.memory_reservation));
-  } else if (r.memory_limit) {
-    throw Error("config.json: linux.resources.memory.limit: this host has no memory cgroup controller");
-  }
-  if (!cpu.empty()) {
-    if (r.cpu_shares) write_file(cpu + "/cpu.shares", std::to_string(*r.cpu_shares));
-    if (r.cpu_period) write_file(cpu + "/cpu.cfs_period_us", std::to_string(*r.cpu_period));
-    if (r.cpu_quota) write_file(cpu + "/cpu.cfs_quota_us", std::to_string(*r.cpu_quota > 0 ? *r.cpu_quota : -1));
-  }
-  for (const auto& d : dirs) {
-    if (!r.cpuset_cpus.empty() && exists(d + "/cpuset.cpus")) write_file(d + "/cpuset.cpus", r.cpuset_cpus);
-    if (!r.cpuset_mems.empty() && exists(d + "/cpuset.mems")) write_file(d + "/cpuset.mems", r.cpuset_mems);
-  }
-  if (r.pids_limit) {
-    if (pids.empty()) throw Error("config.json: linux.resources.pids.limit: this host has no pids cgroup controller");
-    write_file(pids + "/pids.max", *r.pids_limit > 0 ? std::to_string(*r.pids_limit) : "max");
-  }
-  if (!devices.empty()) {
-    for (const auto& rule : r.devices) {
-      std::string t(1, rule.type);
-      std::string line = rule.type == 'a' ? "a" : t + " " + (rule.major < 0 ? "*" : std::to_string(rule.major)) + ":" +
-                                                 (rule.minor < 0 ? "*" : std::to_string(rule.minor)) + " " + rule.access;
-      write_file(devices + (rule.allow ? "/devices.allow" : "/devices.deny"), line);
-    }
+  try {
+    runtime::write_cgroup_limits(*this, r);
+  } catch (const Error& e) {
+    throw Error(std::string("linux.resources: ") + e.what(), e.err());
   }
 }
 
 void CgroupPaths::add(pid_t pid) const {
-  for (const auto& d : dirs) write_file(d + "/cgroup.procs", std::to_string(pid));
+  for (const auto& d : dirs) fs::write_existing(d + "/cgroup.procs", std::to_string(pid));
 }
 
-std::vector<pid_t> CgroupPaths::procs() const {
-  std::string d = !pids.empty() ? pids : !memory.empty() ? memory : dirs.empty() ? "" : dirs.front();
-  std::vector<pid_t> out;
-  if (d.empty()) return out;
-  std::ifstream f(d + "/cgroup.procs");
-  pid_t p;
-  while (f >> p) out.push_back(p);
-  return out;
-}
+std::vector<pid_t> CgroupPaths::procs() const { return runtime::cgroup_pids(*this); }
 
-void CgroupPaths::signal_all(int sig) const noexcept {
-  bool freeze_it = sig == SIGKILL && !freezer.empty();
-  try {
-    if (freeze_it) write_file(freezer + "/freezer.state", "FROZEN");
-  } catch (...) {
-    freeze_it = false;
-  }
-  for (pid_t p : procs()) ::kill(p, sig);
-  if (freeze_it) {
-    try {
-      write_file(freezer + "/freezer.state", "THAWED");
-    } catch (...) {
-    }
-  }
+void CgroupPaths::signal_all(int sig) const noexcept { runtime::signal_cgroup(*this, sig); }
+
+// The v1 freezer where there is one (runc's choice on a hybrid host), else
+// the v2 dir.
+std::string CgroupPaths::freeze_dir() const {
+  if (!freezer.empty()) return freezer;
+  if (!unified.empty() && ::access((unified + "/cgroup.freeze").c_str(), F_OK) == 0) return unified;
+  return "";
 }
 
 void CgroupPaths::freeze(bool on) const {
-  if (!freezer.empty()) {
-    // v1 passes through FREEZING until every task stopped; runc waits for
-    // FROZEN (rewriting it, as tasks that forked meanwhile need it again).
-    for (int i = 0; i < 1000; ++i) {
-      write_file(freezer + "/freezer.state", on ? "FROZEN" : "THAWED");
-      if (!on || read_file(freezer + "/freezer.state") == "FROZEN") return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    throw Error("pause: " + freezer + " did not reach FROZEN within 1 s");
-  }
-  if (!unified.empty() && exists(unified + "/cgroup.freeze")) {
-    write_file(unified + "/cgroup.freeze", on ? "1" : "0");
-    return;
-  }
-  throw Error("pause/resume: the container's cgroup has no freezer on this host");
+  const std::string d = freeze_dir();
+  if (d.empty()) throw Error("pause/resume: the container's cgroup has no freezer on this host");
+  if (!on) return runtime::thaw_cgroups({d});
+  runtime::CgroupFreeze f({d}, std::chrono::milliseconds(1000));
+  f.release();  // stays frozen until resume
 }
 
 bool CgroupPaths::frozen() const noexcept {
-  if (!freezer.empty()) return read_file(freezer + "/freezer.state") == "FROZEN";
-  if (!unified.empty() && exists(unified + "/cgroup.freeze")) return read_file(unified + "/cgroup.freeze") == "1";
-  return false;
+  try {
+    const std::string d = freeze_dir();
+    return !d.empty() && runtime::cgroup_frozen(d);
+  } catch (...) {
+    return false;
+  }
 }
 
 std::vector<std::string> CgroupPaths::destroy() const noexcept {
   std::vector<std::string> left;
-  if (!freezer.empty() && frozen()) {
+  if (frozen()) {
     try {
-      write_file(freezer + "/freezer.state", "THAWED");
+      freeze(false);
     } catch (...) {
     }
   }

@@ -51,7 +51,7 @@ void checkpoint(const std::string& root, const CheckpointRequest& req) {
     fail_native("checkpoint of container \"" + req.id + "\"");
   }
   if (req.image_path.empty()) throw Error("checkpoint: --image-path DIR is required (where the image is written)");
-  // Before anything is written, as sbx checkpoint (snapshot::refuse_gpu_checkpoint).
+  // Before anything is written, as sbx checkpoint (refuse_gpu_checkpoint in runtime/gvisor/gvisor_checkpoint.h).
   if (runtime::gvisor::sandbox_has_gpus(read_lines(root + "/.gvisor/" + req.id), gvisor_bundle(root, req.id)))
     throw Error("cannot checkpoint container \"" + req.id +
                 "\": it has NVIDIA GPUs, and runsc cannot save GPU state (device memory and driver objects live "

@@ -34,11 +34,11 @@
 #include "runtime/linux/userns.h"
 #include "ocirt/hooks.h"
 #include "ocirt/rootfs.h"
-#include "ocirt/seccomp_profile.h"
 #include "ocirt/state_store.h"
 #include "runtime/linux/capabilities.h"
 #include "runtime/linux/namespaces.h"
 #include "runtime/linux/rlimits.h"
+#include "runtime/linux/seccomp.h"
 #include "runtime/native/child_channel.h"
 
 namespace sbx::ocirt {
@@ -90,13 +90,6 @@ std::string recv_msg(int fd) {
     buf.resize(static_cast<size_t>(n));
     return buf;  // "" : EOF
   }
-}
-
-void send_error_msg(int fd, int code, const std::string& msg) noexcept {
-  std::string m = "E";
-  m += static_cast<char>(code);
-  m += msg;
-  ::send(fd, m.data(), m.size(), MSG_NOSIGNAL);
 }
 
 // Sends the pty master over the console socket (runc's utils.SendFile: the
@@ -155,6 +148,21 @@ void setup_terminal(int console_sock) {
 // seccomp profile first when no_new_privs is off (loading it then needs
 // CAP_SYS_ADMIN); bounding set; groups, gid, uid; the capability sets;
 // no_new_privs and the profile last otherwise; execve.
+// The linux.seccomp profile, loaded by sbx's one loader (errors name config.json).
+void load_seccomp(const Seccomp& profile) {
+  try {
+    runtime::load_seccomp_profile(profile);
+  } catch (const Error& e) {
+    throw Error(std::string("config.json: ") + e.what(), e.err());
+  }
+}
+
+// The last steps of every container process (init and exec), in runc's order
+// (standard_init_linux.go, init_linux.go finalizeNamespace): rlimits; the
+// seccomp profile first when no_new_privs is off (loading it then needs
+// CAP_SYS_ADMIN); bounding set; groups, gid, uid; the capability sets;
+// no_new_privs and the profile last otherwise; then sbx's exec step (signals
+// reset, execve: runtime::exec_file).
 [[noreturn]] void finish_and_exec(const Process& p, const std::optional<Seccomp>& sc, const std::string& exe) {
   runtime::apply_rlimits(p.rlimits);
   if (sc && !p.no_new_privileges) load_seccomp(*sc);
@@ -182,36 +190,21 @@ void setup_terminal(int console_sock) {
   ::prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
   if (p.no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
   if (sc && p.no_new_privileges) load_seccomp(*sc);
-  std::vector<char*> argv, envp;
-  for (const auto& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& v : p.env) envp.push_back(const_cast<char*>(v.c_str()));
-  envp.push_back(nullptr);
-  ::execve(exe.c_str(), argv.data(), envp.data());
-  int err = errno;
-  throw Error("exec " + exe + ": " + std::strerror(err), err, (err == ENOENT || err == ENOTDIR) ? kExitNotFound : kExitCannotExec);
+  runtime::exec_file(exe, p.args, p.env);
 }
 
 // process.args[0] as the container will exec it (PATH from process.env), run
 // in the container's root before the process is let go, so that a missing
 // command fails create (runc does the same), in runc's words.
-std::string resolve_exe(const Process& p) {
-  std::string exe = runtime::find_executable(p.args[0], p.env);
-  if (exe.empty()) {
-    if (errno == EACCES) throw Error("exec: \"" + p.args[0] + "\": permission denied", EACCES, kExitCannotExec);
-    throw Error("exec: \"" + p.args[0] + "\": executable file not found in $PATH", ENOENT, kExitNotFound);
-  }
-  return exe;
-}
+std::string resolve_exe(const Process& p) { return runtime::resolve_command(p.args[0], p.env); }
 
+// linux.namespaces types (config-linux.md) and their clone(2) flags.
 int ns_flag(const std::string& type) {
-  if (type == "pid") return CLONE_NEWPID;
-  if (type == "network") return CLONE_NEWNET;
-  if (type == "mount") return CLONE_NEWNS;
-  if (type == "ipc") return CLONE_NEWIPC;
-  if (type == "uts") return CLONE_NEWUTS;
-  if (type == "user") return CLONE_NEWUSER;
-  if (type == "cgroup") return CLONE_NEWCGROUP;
+  static const std::pair<const char*, int> kTypes[] = {
+      {"pid", CLONE_NEWPID}, {"network", CLONE_NEWNET}, {"mount", CLONE_NEWNS},       {"ipc", CLONE_NEWIPC},
+      {"uts", CLONE_NEWUTS}, {"user", CLONE_NEWUSER},   {"cgroup", CLONE_NEWCGROUP}};
+  for (const auto& [name, flag] : kTypes)
+    if (type == name) return flag;
   return 0;
 }
 
@@ -259,11 +252,13 @@ struct ChildArgs {
     for (auto [fd, flag] : a.join)
       if (::setns(fd, flag) < 0) throw_errno("join a namespace of linux.namespaces by path");
     if (a.new_cgroupns) runtime::enter_cgroup_namespace();
-    if (c.find_namespace("uts") && c.find_namespace("uts")->path.empty()) {
+    // A uts namespace of its own, new or joined by path (runc sets the name in
+    // a joined one too); never the host's.
+    if (c.find_namespace("uts")) {
       if (!c.hostname.empty() && ::sethostname(c.hostname.data(), c.hostname.size()) < 0) throw_errno("sethostname (hostname)");
       if (!c.domainname.empty() && ::setdomainname(c.domainname.data(), c.domainname.size()) < 0) throw_errno("setdomainname (domainname)");
-    } else if (!c.hostname.empty()) {
-      throw Error("config.json: hostname: needs a new uts namespace in linux.namespaces");
+    } else if (!c.hostname.empty() || !c.domainname.empty()) {
+      throw Error("config.json: hostname: needs a uts namespace in linux.namespaces");
     }
     prepare_rootfs(c, a.cgroup, a.new_userns);
     send_msg(a.sync, 'M');
@@ -299,7 +294,7 @@ struct ChildArgs {
     int code = kExitSbxFailed;
     if (auto* se = dynamic_cast<const Error*>(&e)) code = se->exit_code();
     if (!ready) {
-      send_error_msg(a.sync, code, e.what());
+      runtime::send_error(a.sync, code, e.what());
     } else {
       std::string m = std::string("sbx-runc: ") + e.what() + "\n";
       ssize_t n = ::write(2, m.data(), m.size());
@@ -347,7 +342,13 @@ pid_t create(const std::string& root, const CreateRequest& req) {
   while (bundle.size() > 1 && bundle.back() == '/') bundle.pop_back();
   std::string text = read_text(bundle + "/config.json", "bundle " + bundle);
   Config cfg = parse_config(text, bundle);
-  if (cfg.seccomp) check_seccomp(*cfg.seccomp);
+  if (cfg.seccomp) {
+    try {
+      runtime::check_seccomp_profile(*cfg.seccomp);
+    } catch (const Error& e) {
+      throw Error(std::string("config.json: ") + e.what(), e.err());
+    }
+  }
   check_preserved_fds(req.preserve_fds);
   // The isolation chosen per container (issue 20): gVisor containers are
   // runsc's, with the caller's command line.
@@ -580,25 +581,6 @@ std::string state(const std::string& root, const std::string& id) {
   return state_json(st, current_status(root, st), true);
 }
 
-int parse_signal(const std::string& text) {
-  std::string t = text;
-  if (!t.empty() && std::all_of(t.begin(), t.end(), ::isdigit)) {
-    int n = std::stoi(t);
-    if (n <= 0 || n >= SIGRTMAX + 1) throw Error("invalid signal '" + text + "'");
-    return n;
-  }
-  for (auto& ch : t) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  if (t.rfind("SIG", 0) == 0) t = t.substr(3);
-  for (int n = 1; n < 32; ++n) {
-    const char* abbrev = sigabbrev_np(n);
-    if (abbrev && t == abbrev) return n;
-  }
-  if (t == "IOT") return SIGABRT;
-  if (t == "CLD") return SIGCHLD;
-  if (t == "POLL") return SIGIO;
-  throw Error("invalid signal '" + text + "' (a name such as TERM or a number)");
-}
-
 void kill(const std::string& root, const std::string& id, int sig, bool all) {
   ContainerState st = load_state(root, id);
   std::string status = current_status(root, st);
@@ -723,7 +705,7 @@ int exec(const std::string& root, const ExecRequest& req) {
     } catch (const std::exception& e) {
       int code = kExitSbxFailed;
       if (auto* se = dynamic_cast<const Error*>(&e)) code = se->exit_code();
-      send_error_msg(sv[1], code, e.what());
+      runtime::send_error(sv[1], code, e.what());
       ::_exit(code);
     }
   }

@@ -65,10 +65,6 @@ void start(const std::string& root, const std::string& id);
 /// the container does not exist.
 std::string state(const std::string& root, const std::string& id);
 
-/// Signal names ("TERM", "SIGTERM", "KILL") and numbers ("15") as kill(1).
-/// Throws sbx::Error on anything else.
-int parse_signal(const std::string& text);
-
 /// `kill`: sends `sig` to the container's process (`all`: to every process in
 /// its cgroup). Throws sbx::Error when it is not created, running or paused.
 void kill(const std::string& root, const std::string& id, int sig, bool all);

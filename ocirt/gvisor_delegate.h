@@ -60,12 +60,22 @@ int gvisor_create(const std::string& root, const std::string& id, const Config& 
 
 /// Any other command for a gVisor container: runs runsc with the recorded
 /// flags, `global_args` (--log, --log-format) and `args` (the command word
-/// and its arguments), the caller's stdio passed through. Returns runsc's exit
-/// status; after a successful `delete` the marker and bundle are removed
-/// (`delete --force` of a container runsc no longer knows: status 0; one
-/// runsc fails to delete keeps them, and its status is returned).
+/// and its arguments). exec and other streaming commands get the caller's
+/// stdio; the one-shot ones (start, kill, delete, state, ps, pause, resume,
+/// update) return as soon as runsc exits, with its output copied (a process
+/// runsc leaves behind never holds the caller's pipes). Where runsc's answer
+/// differs from runc's, runc's is given: `kill` of a created container tears
+/// it down (exit 0); `kill` of one that ended says "container not running";
+/// a container runsc no longer knows is "stopped" to `state` and `delete`
+/// removes it. Returns the exit status (throws sbx::Error for "container not
+/// running", so that it reaches the --log file the shim reads); after a successful `delete` the
+/// marker and bundle are removed (one runsc fails to delete keeps them).
 int gvisor_command(const std::string& root, const std::string& id, const std::vector<std::string>& global_args,
                    const std::vector<std::string>& args);
+
+/// runsc's status for gVisor container `id` ("created", "running",
+/// "stopped", …), "" when runsc does not know it. No output.
+std::string gvisor_status(const std::string& root, const std::string& id, const std::vector<std::string>& flags);
 
 /// The runsc arguments for sbx-runc's `args` (the command word and what
 /// follows): runc's one-letter options become runsc's long ones (delete -f,

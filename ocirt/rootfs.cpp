@@ -207,7 +207,9 @@ void make_device(int rootfd, const spec::DeviceNode& d, bool in_userns) {
   auto slash = d.path.find_last_of('/');
   Fd dir(open_in_root(rootfd, d.path.substr(0, slash == 0 ? 1 : slash), Create::Dir));
   std::string base = d.path.substr(slash + 1);
-  if (in_userns) {
+  // A FIFO needs no privilege (mknod(2): only device nodes need CAP_MKNOD),
+  // so it is made in a user namespace too.
+  if (in_userns && d.type != 'p') {
     std::string host = d.host_path.empty() ? d.path : d.host_path;
     int f = ::openat(dir.fd, base.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (f >= 0) ::close(f);
@@ -217,9 +219,9 @@ void make_device(int rootfd, const spec::DeviceNode& d, bool in_userns) {
     return;
   }
   ::unlinkat(dir.fd, base.c_str(), 0);
-  mode_t type = d.type == 'b' ? S_IFBLK : S_IFCHR;
-  if (::mknodat(dir.fd, base.c_str(), type | (d.file_mode & 07777),
-                makedev(static_cast<unsigned>(d.major), static_cast<unsigned>(d.minor))) < 0)
+  mode_t type = d.type == 'b' ? S_IFBLK : d.type == 'p' ? S_IFIFO : S_IFCHR;
+  dev_t dev = d.type == 'p' ? 0 : makedev(static_cast<unsigned>(d.major), static_cast<unsigned>(d.minor));
+  if (::mknodat(dir.fd, base.c_str(), type | (d.file_mode & 07777), dev) < 0)
     throw_errno(what + ": mknod");
   if (::fchownat(dir.fd, base.c_str(), d.uid, d.gid, AT_SYMLINK_NOFOLLOW) < 0) throw_errno(what + ": chown");
   // mknod applies the umask; the spec's fileMode is the mode.

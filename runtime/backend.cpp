@@ -1,10 +1,13 @@
 // The parts of runtime/backend.h every backend shares: the refusal, and the
-// operations that act only on the state dir and the kernel (runtime/lifecycle.h
-// dispatches inside on the sandbox's monitor or init).
+// operations that act only on the state dir and the kernel (runtime/lifecycle.h,
+// which asks the backend for its own steps: end_all, release).
 #include "runtime/backend.h"
 
 #include "runtime/linux/cgroup_stats.h"
 
+#include <sys/wait.h>
+
+#include <cerrno>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -30,6 +33,9 @@ const char* operation_name(Operation op) noexcept {
     case Operation::Checkpoint: return "memory checkpoints";
     case Operation::Restore: return "restore from a memory checkpoint";
     case Operation::Remove: return "remove";
+    case Operation::Pause: return "pausing";
+    case Operation::Processes: return "process listings";
+    case Operation::Warm: return "warm sandboxes";
   }
   return "?";
 }
@@ -49,12 +55,20 @@ void Backend::signal(const SandboxRef& sb, int sig) {
 
 void Backend::stop(const SandboxRef& sb, std::chrono::milliseconds grace, int sig) {
   require(Operation::Signal);
-  stop_sandbox(sb.dir, grace, sig);
+  stop_sandbox(sb.dir, grace, sig, this);
 }
 
 std::optional<EndRecord> Backend::wait(const SandboxRef& sb, std::chrono::milliseconds timeout) {
   require(Operation::Wait);
   return wait_sandbox(sb.dir, timeout);
+}
+
+void Backend::reap(const SandboxState& st) noexcept {
+  // Its init (native) or monitor (gVisor) is this process's child when this
+  // process created it; waitpid says ECHILD when it is not.
+  if (st.pid > 0)
+    while (::waitpid(st.pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
 }
 
 namespace {
@@ -104,15 +118,44 @@ Stats Backend::stats(const SandboxRef& sb) {
   return s;
 }
 
-WritableLayer Backend::writable_layer(const SandboxRef&) {
-  require(Operation::FsSnapshot);
-  throw Error(std::string(name()) + ": " + refusal(Operation::FsSnapshot));
+namespace {
+
+/// The error of an operation a backend says it supports but does not
+/// implement (a backend's bug, not the user's).
+[[noreturn]] void not_implemented(const Backend& b, Operation op) {
+  throw Error(std::string(b.name()) + ": " + operation_name(op) + " are not implemented by this backend");
 }
 
-void Backend::check_dir_snapshot(const SandboxRef& sb) {
+}  // namespace
+
+std::unique_ptr<WarmSandbox> Backend::start_warm(const SandboxSpec&, bool) {
+  require(Operation::Warm);
+  not_implemented(*this, Operation::Warm);
+}
+
+ProcessTable Backend::processes(const SandboxRef&) {
+  require(Operation::Processes);
+  not_implemented(*this, Operation::Processes);
+}
+
+void Backend::pause(const SandboxRef&) {
+  require(Operation::Pause);
+  not_implemented(*this, Operation::Pause);
+}
+
+void Backend::unpause(const SandboxRef&) {
+  require(Operation::Pause);
+  not_implemented(*this, Operation::Pause);
+}
+
+WritableLayer Backend::writable_layer(const SandboxRef&) {
+  require(Operation::FsSnapshot);
+  not_implemented(*this, Operation::FsSnapshot);
+}
+
+SnapshotView Backend::snapshot_view(const SandboxRef&) {
   require(Operation::DirSnapshot);
-  if (!state_alive(sb.state))
-    throw Error("sandbox " + sb.state.id.substr(0, 12) + " is not running; start it to snapshot a directory of it");
+  not_implemented(*this, Operation::DirSnapshot);
 }
 
 void Backend::check_checkpoint(const SandboxRef& sb) {
@@ -121,9 +164,25 @@ void Backend::check_checkpoint(const SandboxRef& sb) {
     throw Error("sandbox " + sb.state.id.substr(0, 12) + " is not running; only a running sandbox can be checkpointed");
 }
 
+CheckpointResult Backend::checkpoint(const SandboxRef& sb, const CheckpointRequest&) {
+  check_checkpoint(sb);
+  not_implemented(*this, Operation::Checkpoint);
+}
+
+std::vector<RestoredSandbox> Backend::restore(const RestoreRequest&) {
+  require(Operation::Restore);
+  not_implemented(*this, Operation::Restore);
+}
+
 void Backend::remove(const std::string& id, bool force) {
   require(Operation::Remove);
-  remove_sandbox(opts_.run_root, id, force);
+  remove_sandbox(opts_.run_root, id, force, this);
 }
+
+void Backend::end_all(const SandboxRef&) noexcept {}
+
+std::string Backend::release(const SandboxRef&) noexcept { return ""; }
+
+void Backend::accept_gpus(SandboxSpec&) const {}
 
 }  // namespace sbx::runtime

@@ -2,6 +2,8 @@
 
 #include "common/error.h"
 #include "runtime/gvisor/gvisor.h"
+#include "runtime/lifecycle.h"
+#include "runtime/native/fresh_helper.h"
 #include "runtime/native/native.h"
 
 namespace sbx::runtime {
@@ -10,6 +12,8 @@ const std::vector<std::string>& backend_names() {
   static const std::vector<std::string> names = {NativeBackend::kName, GvisorBackend::kName};
   return names;
 }
+
+const std::string& default_backend_name() { return backend_names().front(); }
 
 void validate_backend_name(const std::string& name) {
   for (const auto& n : backend_names())
@@ -20,15 +24,31 @@ void validate_backend_name(const std::string& name) {
   throw Error("invalid --runtime '" + name + "': use " + list);
 }
 
+std::string backend_name_for_runtime(const std::string& name) {
+  if (name == "runc") return NativeBackend::kName;
+  if (name == "runsc") return GvisorBackend::kName;
+  return name;
+}
+
 std::unique_ptr<Backend> backend_for(const std::string& name, const BackendOptions& opts) {
-  if (name == NativeBackend::kName) return std::make_unique<NativeBackend>(opts);
-  if (name == GvisorBackend::kName) return std::make_unique<GvisorBackend>(opts);
+  BackendOptions o = opts;
+  if (!o.backend_of) o.backend_of = &backend_of;
+  if (name == NativeBackend::kName) return std::make_unique<NativeBackend>(std::move(o));
+  if (name == GvisorBackend::kName) return std::make_unique<GvisorBackend>(std::move(o));
   validate_backend_name(name);
   throw Error("backend '" + name + "' is registered but not constructible");  // unreachable
 }
 
 std::unique_ptr<Backend> backend_for(const SandboxState& st, const BackendOptions& opts) {
-  return backend_for(st.runtime.empty() ? std::string(NativeBackend::kName) : st.runtime, opts);
+  return backend_for(st.runtime.empty() ? default_backend_name() : st.runtime, opts);
+}
+
+std::unique_ptr<Backend> backend_of(const SandboxState& st, const BackendOptions& opts) {
+  try {
+    return backend_for(st, opts);
+  } catch (const Error&) {
+    return nullptr;  // a backend this sbx does not have
+  }
 }
 
 SandboxRef open_sandbox(const std::string& run_root, const std::string& id) {
@@ -37,5 +57,19 @@ SandboxRef open_sandbox(const std::string& run_root, const std::string& id) {
   r.state = read_state(r.dir);
   return r;
 }
+
+std::vector<std::string> gc_sandboxes(const std::string& run_root) { return gc(run_root, &backend_of); }
+
+std::vector<RuntimeSupport> probe_runtimes(const std::string& runsc) {
+  BackendOptions o;
+  o.runsc = runsc;
+  std::vector<RuntimeSupport> out;
+  for (const auto& n : backend_names()) out.push_back(backend_for(n, o)->probe());
+  return out;
+}
+
+bool is_internal_helper(int argc, char** argv) noexcept { return is_fresh_helper(argc, argv); }
+
+int run_internal_helper(int argc, char** argv) noexcept { return run_fresh_helper(argc, argv); }
 
 }  // namespace sbx::runtime

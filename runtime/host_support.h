@@ -1,5 +1,6 @@
-// What this host can run: a quick, side-effect-free probe of each runtime's
-// requirements, for `sbx info` (and for clear errors before a start).
+// What this host can run: what a quick, side-effect-free probe of each
+// backend's requirements finds (runtime/backend.h Backend::probe; all of them:
+// runtime/backends.h probe_runtimes), for `sbx info`.
 #pragma once
 #include <map>
 #include <string>
@@ -15,11 +16,6 @@ struct RuntimeSupport {
   /// "nvproxy", "overlay_size", "exec_tty" -> present. Empty for native.
   std::map<std::string, bool> features;
 };
-
-/// Probes the native backend (root, namespaces, overlayfs, seccomp, cgroups)
-/// and the gvisor backend (runsc at `runsc`, or on $PATH, its version and
-/// features: runtime/gvisor/runsc_features.h). Never throws.
-std::vector<RuntimeSupport> probe_runtimes(const std::string& runsc = "");
 
 /// "v2 (unified)", "v1 (legacy)" or "hybrid (v1 controllers + cgroup2)".
 std::string cgroup_mode_name();

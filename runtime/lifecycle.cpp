@@ -18,11 +18,10 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "runtime/backend.h"
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/sandbox_network.h"
-#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/linux/userns.h"
-#include "runtime/gvisor/gvisor.h"
 
 namespace sbx::runtime {
 
@@ -32,8 +31,6 @@ std::string short_id(const std::string& dir) {
   auto slash = dir.rfind('/');
   return dir.substr(slash == std::string::npos ? 0 : slash + 1, 12);
 }
-
-bool is_gvisor(const SandboxState& st) { return st.runtime == GvisorBackend::kName; }
 
 // Waits up to `ms` (<0: forever) for the pidfd's process to exit.
 // flock(2) on a directory itself, held by whoever empties a .trash-/.new- dir
@@ -69,7 +66,6 @@ bool wait_pidfd(int pidfd, int ms) {
 
 void kill_sandbox(const std::string& dir, int sig) {
   SandboxState st = read_state(dir);
-  if (is_gvisor(st)) return kill_gvisor(dir, st, sig);
   int fd = open_init_pidfd(st);
   if (fd < 0) throw Error("sandbox " + short_id(dir) + " is not running; see 'sbx ps -a'");
   // The init cannot record a SIGKILL itself: record it first (the init's own
@@ -82,22 +78,16 @@ void kill_sandbox(const std::string& dir, int sig) {
   if (r < 0 && e != ESRCH) throw_errno("send signal " + std::to_string(sig) + " to sandbox " + short_id(dir), e);
 }
 
-void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int sig) {
+void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int sig, Backend* backend) {
   SandboxState st = read_state(dir);
   int fd = open_init_pidfd(st);
   if (fd < 0) return;  // already ended
   // (gVisor: the monitor forwards the signal to the first process.)
   ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0);
   if (!wait_pidfd(fd, static_cast<int>(grace.count()))) {
-    if (is_gvisor(st)) {
-      try {
-        kill_gvisor(dir, st, SIGKILL);
-      } catch (const Error&) {
-      }
-    } else {
-      write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
-      ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
-    }
+    if (backend) backend->end_all(SandboxRef{dir, st});
+    write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
+    ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
     wait_pidfd(fd, 10000);
   }
   ::close(fd);
@@ -159,7 +149,7 @@ int destroy_cgroup_dirs(const std::vector<std::string>& dirs) noexcept {
   return first;
 }
 
-void remove_sandbox(const std::string& run_root, const std::string& id, bool force) {
+void remove_sandbox(const std::string& run_root, const std::string& id, bool force, Backend* backend) {
   std::string dir = sandbox_dir(run_root, id);
   std::string sid = id.substr(0, 12);
   if (!fs::exists(dir)) return;  // removed meanwhile
@@ -191,15 +181,8 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
       // killed or the dir is gone, and its other work goes on).
       ::kill(st.creator_pid, SIGKILL);
     }
-    if (is_gvisor(st) && state_alive(st)) {
-      // Through runsc (kill --all), so that the monitor ends it the normal
-      // way and runsc deletes its own state: far quicker than `runsc delete
-      // --force` on a sandbox whose runsc died with a SIGKILLed monitor.
-      try {
-        kill_gvisor(dir, st, SIGKILL);
-      } catch (const Error&) {
-      }
-    }
+    // The backend's own way first (gVisor: runsc kill --all), then the init.
+    if (backend && state_alive(st)) backend->end_all(SandboxRef{dir, st});
     if (int fd = open_init_pidfd(st); fd >= 0) {
       write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
       ::syscall(SYS_pidfd_send_signal, fd, SIGKILL, nullptr, 0);
@@ -207,9 +190,10 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
       ::close(fd);
     }
     crash_point("rm-killed");
-    // gVisor: the monitor is gone (its runsc died with it); runsc's state,
-    // any process left and runsc's cgroups go now.
-    if (is_gvisor(st)) release_gvisor(dir, st);
+    // What the backend holds besides the cgroups (gVisor: the monitor is
+    // gone, its runsc died with it; runsc's state, any process left and
+    // runsc's cgroups go now).
+    if (backend) backend->release(SandboxRef{dir, st});
     if (int e = destroy_cgroup_dirs(st.cgroups))
       throw_errno("remove the cgroups of sandbox " + sid + " (" + (st.cgroups.empty() ? "" : st.cgroups[0]) + ")", e);
   }
@@ -228,7 +212,7 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
   release_sandbox_networks(id);
 }
 
-std::vector<std::string> gc(const std::string& run_root) {
+std::vector<std::string> gc(const std::string& run_root, BackendOf backend_of) {
   // Runs on every `sbx run` start too (StartOptions::gc_stale): cheap checks
   // only, and never a sandbox someone may still want: a created sandbox (it
   // has a creator_pid) is removed only when its create died half-way ("dead");
@@ -237,6 +221,7 @@ std::vector<std::string> gc(const std::string& run_root) {
   for (const auto& id : list_ids(run_root)) {
     std::string dir = sandbox_dir(run_root, id);
     bool remove = false;
+    std::unique_ptr<Backend> backend;
     try {
       // (Settled: a create that has just finished and exited is not "dead".)
       SandboxState st = read_state_settled(dir);
@@ -244,14 +229,19 @@ std::vector<std::string> gc(const std::string& run_root) {
       // sandbox must not live on, even where its init still does (issue 22).
       const bool orphan = st.creator_pid != 0 && st.status == "creating" && !creator_alive(st);
       if (state_alive(st) && !orphan) continue;
-      if (is_gvisor(st) && st.creator_pid != 0 && st.status != "creating") {
-        // A created gVisor sandbox whose monitor was killed: its runsc state,
-        // processes and cgroups go; its record (end, log) stays for ps -a / rm.
-        if (!fs::exists(dir + "/released")) {
-          write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
-          release_gvisor(dir, st);
-          removed.push_back(dir + " (runsc state and cgroups)");
-        }
+      if (backend_of) {
+        BackendOptions bo;
+        bo.run_root = run_root;
+        bo.backend_of = backend_of;
+        backend = backend_of(st, bo);
+      }
+      if (st.creator_pid != 0 && st.status != "creating") {
+        // A created sandbox that ended: its record (end, log) stays for
+        // ps -a / rm; what its backend still holds goes (gVisor, whose
+        // monitor was killed: its runsc state, processes and cgroups).
+        if (backend)
+          if (std::string what = backend->release(SandboxRef{dir, st}); !what.empty())
+            removed.push_back(dir + " (" + what + ")");
         continue;
       }
       if (st.creator_pid == 0) {
@@ -270,7 +260,7 @@ std::vector<std::string> gc(const std::string& run_root) {
     }
     if (!remove) continue;
     try {
-      remove_sandbox(run_root, id, true);
+      remove_sandbox(run_root, id, true, backend.get());
       removed.push_back(dir);
     } catch (const Error& e) {
       log::warn("gc: " + std::string(e.what()));

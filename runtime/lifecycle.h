@@ -5,8 +5,11 @@
 // Every function may run in any number of sbx processes at once: changes to a
 // sandbox's state dir happen under its flock; readers never need the lock
 // (state.json is replaced atomically, `end` is created with link(2)).
-// Every function dispatches on SandboxState::runtime ("native", or "gvisor":
-// runtime/gvisor/gvisor_lifecycle.h, whose monitor process plays the init's part).
+// They name no backend: where a backend does a step its own way (gVisor,
+// whose monitor process plays the init's part, kills through runsc and
+// leaves runsc's state to release), they take the sandbox's Backend
+// (runtime/backend.h end_all, release) and call it; the backends call them
+// (runtime/native/create.h, runtime/gvisor/gvisor_lifecycle.h).
 #pragma once
 #include <chrono>
 #include <functional>
@@ -14,36 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/backend.h"
 #include "spec/sandbox_spec.h"
 #include "runtime/sandbox_log.h"
 #include "runtime/state.h"
 
 namespace sbx::runtime {
-
-/// Creates and starts a detached sandbox from `spec` (spec.id is filled when
-/// empty; an empty spec.process.args means "hold only": the sandbox runs just
-/// its init). Returns the id once the first process has exec'd. The state dir
-/// is RUN_ROOT/<id>; the spec is kept as its config.json. Throws sbx::Error
-/// (125, or 126/127 when the command cannot be executed / is not found) and
-/// leaves nothing behind on a throw.
-/// spec.disk_bytes (--disk) puts the upper dir on a tmpfs of that size mounted
-/// at RUN_ROOT/<id>/fs (removed with the state dir by rm and gc).
-struct CreateOptions {
-  /// A user namespace, as `sbx run` (runtime/linux/userns.h): the range is recorded
-  /// in config.json (linux.uidMappings) and the upper dir is owned by the
-  /// sandbox's root. Off: --userns host.
-  bool userns = false;
-  /// spec.stdin_open: the first process's stdin (native: StartOptions::detached_stdin).
-  int stdin_fd = -1;
-  /// Docker's restart: spec.id names an ended native sandbox, which the new
-  /// one replaces on the same writable layer (RUN_ROOT/<id>/fs moves over;
-  /// files written before survive) and, when it is free, the same
-  /// user-namespace range (else the layer's owners are shifted to the new
-  /// one, shift_ids). Throws sbx::Error when that sandbox is missing or still
-  /// running. A layer on a --disk tmpfs cannot move: the new one starts empty.
-  bool reuse_layer = false;
-};
-std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const CreateOptions& opts = {});
 
 /// Test-only: when the environment variable SBX_TEST_CRASH_AT equals `step`,
 /// sbx SIGKILLs itself right there (crash-injection tests). Steps: create-dir,
@@ -51,8 +30,8 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
 /// rm-killed, rm-cgroups, rm-renamed.
 void crash_point(const char* step) noexcept;
 
-/// Shared by the native and gVisor create paths (runtime/create.cpp,
-/// runtime/gvisor/gvisor_lifecycle.cpp).
+/// Shared by the native and gVisor create paths (runtime/native/create.cpp,
+/// runtime/gvisor/gvisor_lifecycle.cpp); defined in runtime/create.cpp.
 /// The state.json of a sandbox being built from `spec`: status "creating",
 /// its runtime, command and limits, and this sbx as its creator.
 SandboxState creating_state(const SandboxSpec& spec);
@@ -62,8 +41,9 @@ SandboxState creating_state(const SandboxSpec& spec);
 /// `sbx gc`) and rethrows. `commit` (may be empty) runs right after
 /// "running" is on record: from then on the sandbox may outlive this sbx
 /// (native: Sandbox::commit; until then it dies with its creator).
+/// `backend`: the sandbox's, for remove_sandbox (nullptr: none needed).
 void start_created(const std::string& run_root, const std::string& id, const std::function<void()>& start,
-                   const std::function<void()>& commit = {});
+                   const std::function<void()>& commit = {}, Backend* backend = nullptr);
 
 /// Sends `sig` to the sandbox's init (which forwards it to the first process;
 /// with none, a terminating signal ends the sandbox). SIGKILL ends it at once
@@ -71,8 +51,10 @@ void start_created(const std::string& run_root, const std::string& id, const std
 void kill_sandbox(const std::string& dir, int sig);
 
 /// SIGTERM (or `sig`), then SIGKILL after `grace`; returns once it has ended.
-/// Stopping an ended sandbox is not an error (as podman). Throws sbx::Error.
-void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int sig = 15);
+/// Stopping an ended sandbox is not an error (as podman). `backend`: the
+/// sandbox's, whose end_all runs before the SIGKILL (nullptr: none). Throws
+/// sbx::Error.
+void stop_sandbox(const std::string& dir, std::chrono::milliseconds grace, int sig = 15, Backend* backend = nullptr);
 
 /// Blocks until the sandbox has ended (or `timeout` passed: nullopt) and
 /// returns how it ended. timeout 0: wait forever. Throws sbx::Error.
@@ -81,8 +63,19 @@ std::optional<EndRecord> wait_sandbox(const std::string& dir, std::chrono::milli
 /// Removes the sandbox: refuses a running one unless `force` (then kills it,
 /// recorded as "killed"), then removes its cgroups, its name and its state dir
 /// (renamed to RUN_ROOT/.trash-<id> first, so a crash half-way leaves nothing
-/// `ps` shows and `gc` finishes it). Idempotent. Throws sbx::Error.
-void remove_sandbox(const std::string& run_root, const std::string& id, bool force);
+/// `ps` shows and `gc` finishes it). Idempotent. `backend`: the sandbox's,
+/// whose end_all runs before its init is killed and whose release runs once
+/// it has ended (nullptr: neither; what a native sandbox needs, and all there
+/// is to do for a dir without a readable state.json). Throws sbx::Error.
+void remove_sandbox(const std::string& run_root, const std::string& id, bool force, Backend* backend = nullptr);
+
+/// Removes RUN_ROOT/<id> dirs whose sandbox is gone (no live init, no live
+/// creator), with their cgroups, and stale sandbox cgroups (runtime/linux/cgroups.h);
+/// a created sandbox that ended keeps its record, and its backend releases
+/// what it still holds (Backend::release). `backend_of` gives each sandbox's
+/// backend (runtime/backends.h backend_of; nullptr: none, each is removed
+/// without a backend's steps). Returns the removed paths. No throw.
+std::vector<std::string> gc(const std::string& run_root, BackendOf backend_of);
 
 /// Kills every process in the cgroup dirs and removes them (v1 and v2; a dir
 /// that is already gone is fine). Returns the first errno (0 on success).

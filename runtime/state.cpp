@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -29,6 +30,28 @@ int64_t now_ms() {
 }
 
 std::string sandbox_dir(const std::string& run_root, const std::string& id) { return run_root + "/" + id; }
+
+std::string new_sandbox_id() {
+  unsigned char b[32];
+  if (::getrandom(b, sizeof b, 0) != sizeof b) throw_errno("getrandom");
+  static const char* hex = "0123456789abcdef";
+  std::string id;
+  for (unsigned char c : b) {
+    id += hex[c >> 4];
+    id += hex[c & 15];
+  }
+  return id;
+}
+
+void touch_activity(const char* state_dir) noexcept {
+  char path[4096];
+  std::snprintf(path, sizeof path, "%s/activity", state_dir);
+  int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    ::futimens(fd, nullptr);
+    ::close(fd);
+  }
+}
 
 void write_state(const std::string& dir, const SandboxState& st) {
   nlohmann::json j = {{"version", 1},

@@ -68,7 +68,7 @@ struct SandboxState {
   std::string name;
   std::string image_id;
   std::string image_ref;
-  std::string runtime = "native";  ///< "native" or "gvisor": commands dispatch on it
+  std::string runtime = "native";  ///< its backend's name (runtime/backends.h backend_for picks it by this)
   // (gVisor: `pid` is the sandbox's monitor, runtime/gvisor/gvisor_lifecycle.h)
   std::string status = "running";  ///< as written: "creating", "running", "stopped"
   pid_t pid = 0;             ///< host pid of the sandbox's init
@@ -163,6 +163,15 @@ SandboxInfo inspect_dir(const std::string& dir);
 /// Paths of one run root.
 std::string sandbox_dir(const std::string& run_root, const std::string& id);
 
+/// A fresh sandbox id: 64 random hex chars (as docker/podman). Throws
+/// sbx::Error when getrandom(2) fails.
+std::string new_sandbox_id();
+
+/// Touches STATE_DIR/activity (utimensat, creating it): marks exec activity
+/// for the idle timeout (the native holder and the gVisor monitor read its
+/// mtime). No throw.
+void touch_activity(const char* state_dir) noexcept;
+
 /// Ids of every sandbox directory under `run_root` (64-hex names), sorted.
 std::vector<std::string> list_ids(const std::string& run_root);
 
@@ -206,10 +215,5 @@ int remove_tree(const std::string& path) noexcept;
 
 /// Unix time in ms.
 int64_t now_ms();
-
-/// Removes RUN_ROOT/<id> dirs whose sandbox is gone (no live init, no live
-/// creator), with their cgroups, and stale sandbox cgroups (runtime/linux/cgroups.h).
-/// Returns the removed paths. No throw.
-std::vector<std::string> gc(const std::string& run_root);
 
 }  // namespace sbx::runtime

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "runtime/backends.h"
 #include "server/sbx_v1.h"
 
 namespace sbx::server {
@@ -67,6 +68,13 @@ int status_for(const Error& e) {
 }
 
 }  // namespace
+
+BodyRule Api::body_rule(const Request& r) {
+  if ((r.method == "PUT" && r.path.rfind("/containers/", 0) == 0 && r.path.ends_with("/archive")) ||
+      (r.method == "POST" && r.path == "/images/load"))
+    return {kMaxArchiveBody, true};
+  return {kMaxJsonBody, false};
+}
 
 void Api::handle(Connection& c, Request& r) {
   if (log::enabled(log::Level::debug)) log::debug("serve: " + r.method + " " + r.target);
@@ -204,11 +212,14 @@ void Api::info(Connection& c, const Request&) {
             {"MemTotal", static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE)},
             {"Name", host},
             {"ServerVersion", SBX_VERSION},
-            {"DefaultRuntime", "native"},
-            {"Runtimes", {{"native", {{"path", "sbx"}}}, {"gvisor", {{"path", "runsc"}}}}},
+            {"DefaultRuntime", default_runtime_.empty() ? runtime::default_backend_name() : default_runtime_},
             {"CgroupDriver", "cgroupfs"},
             {"SecurityOptions", json::array({"name=seccomp,profile=default", "name=userns"})},
             {"Warnings", json::array()}};
+  // Every backend, each through sbx (the registry knows them).
+  json runtimes = json::object();
+  for (const auto& n : runtime::backend_names()) runtimes[n] = {{"path", "sbx"}};
+  i["Runtimes"] = runtimes;
   c.send(200, i.dump());
 }
 

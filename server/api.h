@@ -105,6 +105,12 @@ class Api {
   /// HttpError and sbx::Error become Docker-style JSON errors.
   void handle(Connection& conn, Request& req);
 
+  /// How the body of a request (Docker API and /sbx/v1) is read, from its
+  /// head: tar bodies (PUT /containers/{id}/archive, POST /images/load)
+  /// spooled to disk up to kMaxArchiveBody, everything else JSON in memory up
+  /// to kMaxJsonBody.
+  static BodyRule body_rule(const Request& head);
+
   /// Kills the processes of every running exec (server shutdown).
   void cancel_all_execs();
 
@@ -179,7 +185,8 @@ class Api {
   /// Hub user's repository stored under its registry. Throws HttpError 404.
   std::string image_ref(const std::string& ref);
   /// After start: waits for the sandbox's end, records it, AutoRemove.
-  void watch(std::shared_ptr<Container> ctr, pid_t init_pid);
+  /// Until the container ends; `created`: its state as create left it (engine reap).
+  void watch(std::shared_ptr<Container> ctr, runtime::SandboxState created);
   nlohmann::json inspect_json(const std::string& id);
 
   engine::Engine engine_;

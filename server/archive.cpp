@@ -7,8 +7,9 @@
 // (libarchive with its secure-extract flags: no "..", no absolute names, no
 // writing through symlinks; only regular files, directories and symlinks),
 // then copied in with copy_in. A tar a client receives is made from a
-// copy_out into a temp dir. Temp dirs live under RUN_ROOT/.serve-tmp and are
-// removed when the request ends.
+// copy_out into a temp dir. The uploaded tar arrives on disk (the server core
+// spools it, bounded: Api::body_rule); temp dirs live under ROOT/.serve-tmp
+// (server/temp_dir.h) and are removed when the request ends.
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -24,28 +25,13 @@
 #include "common/fs.h"
 #include "runtime/state.h"
 #include "server/api.h"
+#include "server/temp_dir.h"
 
 namespace sbx::server {
 
 using nlohmann::json;
 
 namespace {
-
-/// A private temp dir, removed (without following symlinks) on scope exit.
-struct TempDir {
-  std::string path;
-  explicit TempDir(const std::string& run_root) {
-    std::string base = run_root + "/.serve-tmp";
-    fs::mkdir_p(base, 0700);
-    std::string tmpl = base + "/XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw_errno("mkdtemp in " + base);
-    path = tmpl;
-  }
-  ~TempDir() {
-    runtime::remove_tree(path);
-    ::rmdir((path.substr(0, path.rfind('/'))).c_str());  // the base, when no other request uses it
-  }
-};
 
 std::string base64(std::string_view in) {
   static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -95,10 +81,10 @@ std::string path_stat_header(const std::string& host_path, const std::string& na
   return base64(j.dump());
 }
 
-/// Unpacks the tar in `data` into `dir` with libarchive's secure flags; only
-/// regular files, directories and symlinks. Throws HttpError 400 on a
-/// malformed or hostile archive.
-void untar(const std::string& data, const std::string& dir) {
+/// Unpacks the tar in the file `tar` into `dir` with libarchive's secure
+/// flags; only regular files, directories and symlinks. Throws HttpError 400
+/// on a malformed or hostile archive.
+void untar(const std::string& tar, const std::string& dir) {
   struct archive* a = ::archive_read_new();
   ::archive_read_support_format_tar(a);
   ::archive_read_support_filter_all(a);
@@ -108,7 +94,7 @@ void untar(const std::string& data, const std::string& dir) {
   ::archive_write_disk_set_options(w, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                           ARCHIVE_EXTRACT_SECURE_SYMLINKS);
   std::string err;
-  if (::archive_read_open_memory(a, data.data(), data.size()) != ARCHIVE_OK) err = ::archive_error_string(a);
+  if (::archive_read_open_filename(a, tar.c_str(), 1 << 20) != ARCHIVE_OK) err = ::archive_error_string(a);
   struct archive_entry* e;
   while (err.empty()) {
     int r = ::archive_read_next_header(a, &e);
@@ -192,11 +178,12 @@ void Api::container_archive(Connection& c, const Request& r, const std::string& 
   std::string id = resolve_container(ref);
   std::string path = r.param("path");
   if (path.empty() || path[0] != '/') throw HttpError{400, "path must be an absolute path in the container"};
-  TempDir tmp(engine_.config().run_root);
+  TempDir tmp(engine_.config().root);
   if (r.method == "PUT") {
-    untar(r.body, tmp.path + "/in");
+    // The body is on disk (body_rule: spooled), unpacked beside it.
+    untar(r.body_file, tmp.path() + "/in");
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(tmp.path + "/in", ec))
+    for (const auto& e : std::filesystem::directory_iterator(tmp.path() + "/in", ec))
       engine_.copy_in(id, e.path().string(), path);
     return (void)c.send(200, "");
   }
@@ -204,7 +191,7 @@ void Api::container_archive(Connection& c, const Request& r, const std::string& 
   std::string name = path;
   while (name.size() > 1 && name.back() == '/') name.pop_back();
   name = name == "/" ? "." : name.substr(name.rfind('/') + 1);
-  std::string out = tmp.path + "/out";
+  std::string out = tmp.path() + "/out";
   try {
     engine_.copy_out(id, path, out);
   } catch (const Error& e) {

@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "runtime/native/native_backend.h"
+#include "runtime/backends.h"
 #include "runtime/state.h"
 #include "server/api.h"
 #include "server/docker_spec.h"
@@ -99,6 +99,7 @@ void Api::container_create(Connection& c, const Request& r) {
   // Checked now (a bad bind or network fails create, as in Docker); built again at start.
   try {
     SandboxSpec spec = spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
+    (void)userns_mode_from_docker(cfg);
     if (auto g = gpus_from_docker(cfg)) {  // no GPU on this host, an unknown device: refused now
       engine::GpuRequest gr;
       gr.gpus = g->gpus;
@@ -148,7 +149,7 @@ void Api::rerun(const std::shared_ptr<Container>& ctr) {
 
 void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
   const std::string& id = ctr->id;
-  pid_t pid = 0;
+  runtime::SandboxState created;
   try {
     engine::SandboxRequest req;
     req.spec = spec_from_docker(ctr->config, ctr->image, engine_.layer_dirs(ctr->image), ctr->id, ctr->name,
@@ -159,7 +160,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
       gr.devices = g->devices;
       engine_.apply_gpus(gr, req.spec);
     }
-    req.userns = docker_userns(req.spec);
+    req.userns = userns_mode_from_docker(ctr->config);  // the engine decides (engine/userns.h)
     if (again) {  // (a start that failed left no sandbox: nothing to keep)
       try {
         engine_.inspect(id);
@@ -171,7 +172,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
     // (gVisor: runsc passes its own stdin, the pipe, to the first process).
     std::shared_ptr<Fd> stdin_w, pty;
     Fd stdin_r;
-    if (ctr->tty() && req.spec.runtime == "native") {
+    if (ctr->tty() && runtime::backend_for(req.spec.runtime)->takes_stdin_pty()) {
       // Tty: a real terminal (SandboxSpec::stdin_pty_master). The sandbox's
       // holder keeps a copy of the master and logs from it; this one takes
       // attach input and /resize.
@@ -203,7 +204,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
     }
     engine_.create(req);
     stdin_r = Fd();  // the process holds it now
-    pid = engine_.inspect(id).state.pid;
+    created = engine_.inspect(id).state;
     std::lock_guard lk(mu_);
     ctr->sandbox = true;
     ctr->stdin_w = std::move(stdin_w);
@@ -224,20 +225,18 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
     throw HttpError{e.exit_code() == kExitNotFound || e.exit_code() == kExitCannotExec ? 400 : 500, msg};
   }
   cv_.notify_all();
-  std::thread([this, ctr, pid] { watch(ctr, pid); }).detach();
+  std::thread([this, ctr, created] { watch(ctr, created); }).detach();
 }
 
-void Api::watch(std::shared_ptr<Container> ctr, pid_t init_pid) {
+void Api::watch(std::shared_ptr<Container> ctr, runtime::SandboxState created) {
   std::optional<runtime::EndRecord> end;
   try {
     end = engine_.wait(ctr->id);
   } catch (const Error& e) {
     log::debug("serve: wait for " + ctr->id.substr(0, 12) + ": " + e.what());
   }
-  // The native init is this process's child: reap it (ECHILD when not).
-  if (init_pid > 0)
-    while (::waitpid(init_pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+  // What this process holds of it (its init or monitor is our child).
+  if (!created.id.empty()) engine_.reap(created);
   std::unique_lock lk(mu_);
   ctr->ended = true;
   ctr->paused = false;

@@ -10,7 +10,6 @@
 #include "common/error.h"
 #include "runtime/backends.h"
 #include "runtime/default_bounds.h"
-#include "runtime/gvisor/gvisor.h"
 #include "runtime/image_config.h"
 #include "runtime/linux/capabilities.h"
 #include "runtime/linux/rlimits.h"
@@ -198,8 +197,8 @@ SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const
 
   std::string rt = str(hc, "Runtime");
   if (auto l = spec.labels.find("sbx.runtime"); l != spec.labels.end() && (rt.empty() || rt == "runc")) rt = l->second;
-  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? "native" : default_runtime;
-  if (rt == "runsc") rt = runtime::GvisorBackend::kName;
+  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? runtime::default_backend_name() : default_runtime;
+  rt = runtime::backend_name_for_runtime(rt);  // Docker's "runsc"
   runtime::validate_backend_name(rt);
   spec.runtime = rt;
   runtime::apply_default_bounds(spec, false);
@@ -252,6 +251,15 @@ std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
   return ask;
 }
 
-bool docker_userns(const SandboxSpec& spec) { return spec.network == NetworkMode::None; }
+engine::UsernsMode userns_mode_from_docker(const json& cfg) {
+  auto hc = cfg.find("HostConfig");
+  if (hc == cfg.end() || !hc->is_object()) return engine::UsernsMode::Auto;
+  auto m = hc->find("UsernsMode");
+  if (m == hc->end() || m->is_null() || (m->is_string() && m->get<std::string>().empty())) return engine::UsernsMode::Auto;
+  if (m->is_string() && m->get<std::string>() == "host") return engine::UsernsMode::Host;
+  throw Error("HostConfig.UsernsMode " + m->dump() +
+              " is not supported by sbx serve: leave it empty (the container gets a user namespace of its own) or "
+              "give \"host\" (none: uid 0 inside is root on the host)");
+}
 
 }  // namespace sbx::server

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/userns.h"
 #include "oci/image.h"
 #include "spec/sandbox_spec.h"
 
@@ -39,9 +40,12 @@ struct GpuAsk {
 };
 std::optional<GpuAsk> gpus_from_docker(const nlohmann::json& cfg);
 
-/// Whether the sandbox gets its own user namespace (as `sbx create`: yes,
-/// unless it shares the host's network).
-bool docker_userns(const SandboxSpec& spec);
+/// HostConfig.UsernsMode as the engine's mode (engine/userns.h, which decides
+/// with the spec): "" or absent → Auto (a user namespace of the container's
+/// own, published ports and all), "host" → Host (none). Throws sbx::Error (the
+/// server answers 400) for any other value, e.g. podman's "auto" or
+/// "keep-id", which sbx does not have.
+engine::UsernsMode userns_mode_from_docker(const nlohmann::json& cfg);
 
 /// A JSON string array, or a single string (Docker accepts both for Cmd and
 /// Entrypoint), or empty for null/absent.

@@ -124,9 +124,24 @@ class E2bApi {
   E2bApi(engine::Config cfg, std::string default_runtime, std::string api_key);
   ~E2bApi();
 
-  /// Answers one request. Never throws: errors become E2B's JSON
-  /// {"code", "message"} (REST) or Connect errors (envd).
+  /// Answers one request that authorize() let through. Never throws:
+  /// errors become E2B's JSON {"code", "message"} (REST) or Connect errors (envd).
   void handle(Connection& c, Request& r);
+
+  /// Vets a request on its headers, before its body is read: the REST API
+  /// wants the serve token as X-API-Key (else 401); envd wants a live
+  /// sandbox (E2b-Sandbox-Id; else 502, a Connect call 503 "unavailable", as
+  /// E2B's proxy) and its X-Access-Token (else 401). nullopt: let through.
+  std::optional<HttpError> authorize(const Request& head);
+
+  /// How a body is read: envd's POST /files (an upload) spooled to disk up
+  /// to kMaxArchiveBody, everything else JSON in memory (kMaxJsonBody).
+  static BodyRule body_rule(const Request& head);
+
+  /// The body of an error the server core answers: a Connect error
+  /// {"code": name, "message"} on envd's Connect paths, else E2B's REST
+  /// {"code": status, "message"}.
+  static std::string error_body(const Request* head, int status, const std::string& message);
 
   /// Server shutdown: stops the timeout reaper, then kills and removes every
   /// sandbox of this endpoint (their timeouts die with the server; unlike
@@ -149,7 +164,8 @@ class E2bApi {
   std::shared_ptr<E2bSandbox> find(const std::string& id);
   void kill_sandbox(const std::shared_ptr<E2bSandbox>& sb);
   void reap_loop();
-  void watch(std::shared_ptr<E2bSandbox> sb, pid_t init_pid);
+  /// Until the sandbox ends; `created`: its state as create left it (engine reap).
+  void watch(std::shared_ptr<E2bSandbox> sb, runtime::SandboxState created);
 
   // envd (server/e2b_process.cpp, server/e2b_files.cpp)
   void envd(Connection& c, Request& r);

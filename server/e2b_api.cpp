@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "runtime/native/native_backend.h"
+#include "runtime/state.h"
 #include "server/api.h"
 #include "server/docker_spec.h"
 #include "server/e2b.h"
@@ -48,6 +48,15 @@ struct RestError {
   int status;
   std::string message;
 };
+
+/// envd's paths (the rest is the REST API).
+bool is_envd(const std::string& p) {
+  return p == "/files" || p == "/health" || p.rfind("/process.Process/", 0) == 0 ||
+         p.rfind("/filesystem.Filesystem/", 0) == 0;
+}
+
+/// envd's Connect paths (not /files, /health).
+bool is_rpc(const std::string& p) { return is_envd(p) && p != "/files" && p != "/health"; }
 
 void send_rest_error(Connection& c, int status, const std::string& msg) {
   c.send(status, json{{"code", status}, {"message", msg}}.dump());
@@ -90,15 +99,50 @@ void E2bApi::shutdown() {
   }
 }
 
+std::optional<HttpError> E2bApi::authorize(const Request& r) {
+  if (!is_envd(r.path)) {
+    if (same_secret(r.header("x-api-key"), api_key_)) return std::nullopt;
+    return HttpError{401, "sbx serve --e2b: send the serve token as the API key (E2B_API_KEY)"};
+  }
+  std::string sid = r.header("e2b-sandbox-id");
+  std::string token;
+  {
+    std::lock_guard lk(mu_);
+    auto it = sandboxes_.find(sid);
+    if (it != sandboxes_.end() && !it->second->gone) token = it->second->access_token;
+  }
+  // 502: what E2B's proxy answers for a sandbox that is gone (the SDK's
+  // isRunning() reads it as "not running").
+  if (token.empty())
+    return HttpError{is_rpc(r.path) ? connect_http_status("unavailable") : 502,
+                     "sandbox '" + sid + "' is not running (E2b-Sandbox-Id)"};
+  if (!same_secret(r.header("x-access-token"), token))
+    return HttpError{401, "missing or wrong X-Access-Token for sandbox " + sid};
+  return std::nullopt;
+}
+
+BodyRule E2bApi::body_rule(const Request& r) {
+  if (r.method == "POST" && r.path == "/files") return {kMaxArchiveBody, true};
+  return {kMaxJsonBody, false};
+}
+
+std::string E2bApi::error_body(const Request* head, int status, const std::string& message) {
+  if (head && is_rpc(head->path)) {
+    const char* code = status == 401   ? "unauthenticated"
+                       : status == 413 ? "resource_exhausted"
+                       : status == 408 ? "deadline_exceeded"
+                       : status == 502 || status == 503 ? "unavailable"
+                       : status < 500  ? "invalid_argument"
+                                       : "internal";
+    return json{{"code", code}, {"message", message}}.dump();
+  }
+  return json{{"code", status}, {"message", message}}.dump();
+}
+
 void E2bApi::handle(Connection& c, Request& r) {
   if (log::enabled(log::Level::debug)) log::debug("serve e2b: " + r.method + " " + r.target);
-  const std::string& p = r.path;
-  bool is_envd = p == "/files" || p == "/health" || p.rfind("/process.Process/", 0) == 0 ||
-                 p.rfind("/filesystem.Filesystem/", 0) == 0;
-  if (is_envd) return envd(c, r);
+  if (is_envd(r.path)) return envd(c, r);
   try {
-    if (!same_secret(r.header("x-api-key"), api_key_))
-      return send_rest_error(c, 401, "sbx serve --e2b: send the serve token as the API key (E2B_API_KEY)");
     rest(c, r);
   } catch (const RestError& e) {
     send_rest_error(c, e.status, e.message);
@@ -206,13 +250,13 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
     throw RestError{400, e.what()};
   }
   req.spec.process.args.clear();  // it only holds: envd's processes are execs
-  req.userns = docker_userns(req.spec);
+  req.userns = engine::UsernsMode::Auto;  // the engine decides, as for `sbx create` (engine/userns.h)
   if (req.spec.resources.memory_bytes) sb->memory_mb = static_cast<int>(*req.spec.resources.memory_bytes >> 20);
   if (req.spec.resources.cpus) sb->cpu_count = std::max(1, static_cast<int>(*req.spec.resources.cpus + 0.5));
   engine_.create(req);
-  pid_t init = 0;
+  runtime::SandboxState created;
   try {
-    init = engine_.inspect(sb->sbx_id).state.pid;
+    created = engine_.inspect(sb->sbx_id).state;
   } catch (const Error&) {
   }
   sb->started_ms = now_ms();
@@ -222,7 +266,7 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
     sandboxes_[sb->id] = sb;
   }
   cv_.notify_all();
-  std::thread([this, sb, init] { watch(sb, init); }).detach();
+  std::thread([this, sb, created] { watch(sb, created); }).detach();
   log::info("serve e2b: sandbox " + sb->id + " (" + tmpl + ") created, timeout " + std::to_string(timeout) + " s");
   json out = {{"sandboxID", sb->id},         {"templateID", tmpl},   {"alias", tmpl},
               {"clientID", "sbx"},           {"envdVersion", kEnvdVersion},
@@ -245,21 +289,27 @@ void E2bApi::list_sandboxes(Connection& c, const Request& r) {
   std::string state = r.param("state");
   bool running = state.empty() || state.find("running") != std::string::npos;
   json out = json::array();
-  std::lock_guard lk(mu_);
-  for (const auto& [id, sb] : sandboxes_) {
-    if (sb->gone || !running) continue;
-    bool ok = true;
-    for (const auto& [k, v] : want) ok = ok && sb->metadata.contains(k) && sb->metadata[k] == v;
-    if (ok) out.push_back(sandbox_json(*sb, false));
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& [id, sb] : sandboxes_) {
+      if (sb->gone || !running) continue;
+      bool ok = true;
+      for (const auto& [k, v] : want) ok = ok && sb->metadata.contains(k) && sb->metadata[k] == v;
+      if (ok) out.push_back(sandbox_json(*sb, false));
+    }
   }
-  c.send(200, out.dump());
+  c.send(200, out.dump());  // (not under mu_: a client that does not read must not hold up the others)
 }
 
 void E2bApi::get_sandbox(Connection& c, const std::string& id) {
   auto sb = find(id);
   if (!sb) throw RestError{404, "sandbox " + id + " not found"};
-  std::lock_guard lk(mu_);
-  c.send(200, sandbox_json(*sb, true).dump());
+  json out;
+  {
+    std::lock_guard lk(mu_);
+    out = sandbox_json(*sb, true);
+  }
+  c.send(200, out.dump());
 }
 
 void E2bApi::delete_sandbox(Connection& c, const std::string& id) {
@@ -318,15 +368,13 @@ void E2bApi::kill_sandbox(const std::shared_ptr<E2bSandbox>& sb) {
   sandboxes_.erase(sb->id);
 }
 
-void E2bApi::watch(std::shared_ptr<E2bSandbox> sb, pid_t init_pid) {
+void E2bApi::watch(std::shared_ptr<E2bSandbox> sb, runtime::SandboxState created) {
   try {
     engine_.wait(sb->sbx_id);
   } catch (const Error&) {
   }
-  // The native init is this process's child: reap it (ECHILD when not).
-  if (init_pid > 0)
-    while (::waitpid(init_pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+  // What this process holds of it (its init or monitor is our child).
+  if (!created.id.empty()) engine_.reap(created);
   bool ours;
   {
     std::lock_guard lk(mu_);
@@ -372,7 +420,7 @@ std::string E2bApi::request_user(const Request& r) {
 
 void E2bApi::envd(Connection& c, Request& r) {
   const std::string& p = r.path;
-  bool rpc = p != "/files" && p != "/health";
+  bool rpc = is_rpc(p);
   auto fail = [&](int status, const std::string& code, const std::string& msg) {
     if (rpc) return (void)c.send(connect_http_status(code), json{{"code", code}, {"message", msg}}.dump());
     c.send(status, json{{"code", status}, {"message", msg}}.dump());

@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "server/api.h"
 #include "server/e2b.h"
+#include "server/temp_dir.h"
 
 namespace sbx::server {
 
@@ -143,20 +144,6 @@ json entry_json(const std::string& cwd, const std::string& path, const std::stri
   return e;
 }
 
-/// A host temp dir, removed with everything in it.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "sbx-e2b-XXXXXX").string();
-    if (!::mkdtemp(t.data())) throw_errno("create a temp dir for an E2B file transfer");
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 std::string read_back(int fd, size_t limit, const char* what) {
   std::string out;
   ::lseek(fd, 0, SEEK_SET);
@@ -188,28 +175,63 @@ std::string header_param(const std::string& h, const std::string& key) {
   return "";
 }
 
+/// Up to `n` bytes of `fd` from `off` (fewer at its end).
+std::string pread_some(int fd, off_t off, size_t n) {
+  std::string out(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = ::pread(fd, out.data() + got, n - got, off + static_cast<off_t>(got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) throw_errno("read the uploaded body");
+    if (k == 0) break;
+    got += static_cast<size_t>(k);
+  }
+  out.resize(got);
+  return out;
+}
+
+/// The offset of the first `needle` at or after `from` in `fd` (of `size`
+/// bytes), or -1; read 1 MiB at a time, never the whole file.
+off_t find_in_file(int fd, off_t size, const std::string& needle, off_t from) {
+  constexpr size_t kChunk = 1 << 20;
+  for (off_t pos = from; pos < size;) {
+    std::string buf = pread_some(fd, pos, kChunk + needle.size());
+    size_t i = buf.find(needle);
+    if (i != std::string::npos) return pos + static_cast<off_t>(i);
+    if (buf.size() < kChunk + needle.size()) return -1;
+    pos += static_cast<off_t>(buf.size() - needle.size() + 1);
+  }
+  return -1;
+}
+
+/// One uploaded file: its name and where its bytes lie in the body file.
 struct Part {
   std::string filename;
-  std::string_view data;
+  off_t offset = 0;
+  off_t length = 0;
 };
 
-/// multipart/form-data (RFC 7578) parts named "file".
-std::vector<Part> parse_multipart(const std::string& body, const std::string& boundary) {
+/// The parts named "file" of the multipart/form-data (RFC 7578) body in
+/// `fd` (`size` bytes), found without reading it into memory.
+std::vector<Part> parse_multipart(int fd, off_t size, const std::string& boundary) {
+  constexpr size_t kMaxPartHead = 16 * 1024;
   std::vector<Part> parts;
   const std::string delim = "--" + boundary;
-  size_t pos = body.find(delim);
-  if (pos == std::string::npos) throw HttpError{400, "multipart body without its boundary"};
+  off_t pos = find_in_file(fd, size, delim, 0);
+  if (pos < 0) throw HttpError{400, "multipart body without its boundary"};
   for (;;) {
-    pos += delim.size();
-    if (body.compare(pos, 2, "--") == 0) break;
-    if (body.compare(pos, 2, "\r\n") != 0) throw HttpError{400, "malformed multipart body"};
+    pos += static_cast<off_t>(delim.size());
+    std::string after = pread_some(fd, pos, 2);
+    if (after == "--") break;
+    if (after != "\r\n") throw HttpError{400, "malformed multipart body"};
     pos += 2;
-    size_t he = body.find("\r\n\r\n", pos);
+    std::string window = pread_some(fd, pos, kMaxPartHead);
+    size_t he = window.find("\r\n\r\n");
     if (he == std::string::npos) throw HttpError{400, "malformed multipart part headers"};
-    std::string headers = body.substr(pos, he - pos);
-    size_t start = he + 4;
-    size_t next = body.find("\r\n" + delim, start);
-    if (next == std::string::npos) throw HttpError{400, "multipart body not terminated"};
+    std::string headers = window.substr(0, he);
+    off_t start = pos + static_cast<off_t>(he) + 4;
+    off_t next = find_in_file(fd, size, "\r\n" + delim, start);
+    if (next < 0) throw HttpError{400, "multipart body not terminated"};
     std::string disp;
     for (size_t i = 0; i < headers.size();) {
       size_t e = headers.find("\r\n", i);
@@ -219,11 +241,34 @@ std::vector<Part> parse_multipart(const std::string& body, const std::string& bo
       i = e + 2;
     }
     if (header_param(disp, "name") == "file")
-      parts.push_back({url_decode(header_param(disp, "filename")),
-                       std::string_view(body).substr(start, next - start)});
+      parts.push_back({url_decode(header_param(disp, "filename")), start, next - start});
     pos = next + 2;
   }
   return parts;
+}
+
+/// Copies `length` bytes of `in` from `offset` to the start of `out`
+/// (copy_file_range: in the kernel, no user buffer).
+void copy_range(int in, off_t offset, off_t length, int out, const std::string& what) {
+  off_t off = offset;
+  while (length > 0) {
+    ssize_t k = ::copy_file_range(in, &off, out, nullptr, static_cast<size_t>(length), 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+      // Not between these files: through a buffer, a piece at a time.
+      while (length > 0) {
+        std::string piece = pread_some(in, off, static_cast<size_t>(std::min<off_t>(length, 1 << 20)));
+        if (piece.empty()) throw Error("write " + what + ": the upload ended early");
+        fs::write_all(out, piece, what);
+        off += static_cast<off_t>(piece.size());
+        length -= static_cast<off_t>(piece.size());
+      }
+      return;
+    }
+    if (k < 0) throw_errno("write " + what);
+    if (k == 0) throw Error("write " + what + ": the upload ended early");
+    length -= k;
+  }
 }
 
 }  // namespace
@@ -322,8 +367,8 @@ void E2bApi::files_get(Connection& c, const Request& r, const std::shared_ptr<E2
   // Relative paths and symlinks are resolved inside the sandbox first; an
   // absolute path of a plain file goes straight to the copy.
   std::string src = path[0] == '/' ? path : resolve("real");
-  TempDir tmp;
-  std::string host = tmp.path + "/f";
+  TempDir tmp(engine_.config().root);
+  std::string host = tmp.path() + "/f";
   for (int round = 0;; ++round) {
     try {
       engine_.copy_out(sb->sbx_id, src, host);
@@ -372,18 +417,23 @@ void E2bApi::files_post(Connection& c, const Request& r, const std::shared_ptr<E
   std::string enc = r.header("content-encoding");
   if (!enc.empty() && enc != "identity")
     throw HttpError{415, "Content-Encoding " + enc + " is not supported by sbx serve; send the bytes as they are"};
+  // The body is on disk (body_rule: spooled, bounded); its parts are copied
+  // out of it, never read into memory whole.
+  Fd body(::open(r.body_file.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat bst {};
+  if (body.fd < 0 || ::fstat(body.fd, &bst) < 0) throw_errno("open the uploaded body " + r.body_file);
   std::vector<Part> parts;
   if (ctype.rfind("multipart/form-data", 0) == 0) {
     std::string b = header_param(ctype, "boundary");
     if (b.empty()) throw HttpError{400, "multipart/form-data without a boundary"};
-    parts = parse_multipart(r.body, b);
+    parts = parse_multipart(body.fd, bst.st_size, b);
   } else {
-    parts.push_back({"", std::string_view(r.body)});
+    parts.push_back({"", 0, bst.st_size});
   }
   if (parts.empty()) throw HttpError{400, "no part named \"file\" in the upload"};
   std::string cwd;
   json out = json::array();
-  TempDir tmp;
+  TempDir tmp(engine_.config().root);
   int n = 0;
   for (const auto& part : parts) {
     std::string dest = path.empty() ? part.filename : path;
@@ -402,13 +452,13 @@ void E2bApi::files_post(Connection& c, const Request& r, const std::shared_ptr<E
       throw HttpError{400, "path '" + dest + "' names a directory, not a file"};
     // The host copy carries the destination's own name: copy_in (docker cp
     // semantics) puts it under that name.
-    std::string dir = tmp.path + "/" + std::to_string(n++);
+    std::string dir = tmp.path() + "/" + std::to_string(n++);
     fs::mkdir_p(dir, 0700);
     std::string host = dir + "/" + base;
     {
       Fd fd(::open(host.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
       if (fd.fd < 0) throw_errno("create " + host);
-      fs::write_all(fd.fd, part.data, host);
+      copy_range(body.fd, part.offset, part.length, fd.fd, host);
     }
     try {
       engine_.copy_in(sb->sbx_id, host, dest);

@@ -14,7 +14,6 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/state.h"
-#include "runtime/gvisor/gvisor_lifecycle.h"
 #include "server/api.h"
 
 namespace sbx::server {
@@ -208,67 +207,12 @@ void Api::container_top(Connection& c, const Request&, const std::string& ref) {
   std::string id = resolve_container(ref);
   auto info = engine_.inspect(id);
   if (info.status != "running") throw HttpError{409, "Container " + id + " is not running"};
-  if (info.state.runtime == "gvisor") {
-    // The Sentry's processes (runsc ps's table): pids inside the sandbox,
-    // the command's name. The header gives the titles; the last column takes
-    // the rest of its line.
-    const std::string dir = runtime::sandbox_dir(engine_.config().run_root, id);
-    std::istringstream in(runtime::ps_gvisor(dir, info.state));
-    json titles = json::array(), procs = json::array();
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream ls(line);
-      std::vector<std::string> cols;
-      for (std::string w; ls >> w;) cols.push_back(w);
-      if (cols.empty()) continue;
-      if (titles.empty()) {
-        if (cols.front() != "UID") continue;  // (a warning before the table)
-        for (const auto& c : cols) titles.push_back(c);
-        continue;
-      }
-      while (cols.size() > titles.size() && cols.size() >= 2) {
-        cols[cols.size() - 2] += " " + cols.back();
-        cols.pop_back();
-      }
-      procs.push_back(cols);
-    }
-    return (void)c.send(200, json{{"Titles", titles}, {"Processes", procs}}.dump());
-  }
-  // Every process of the sandbox: the first of its cgroups that lists them.
-  std::vector<std::string> pids;
-  for (const auto& cg : info.state.cgroups) {
-    std::ifstream f(cg + "/cgroup.procs");
-    for (std::string p; f >> p;) pids.push_back(p);
-    if (!pids.empty()) break;
-  }
-  long tick = ::sysconf(_SC_CLK_TCK);
+  // The backend's view: host pids and uids (native, as `docker top` shows
+  // them), or the processes gVisor's own kernel runs (runsc ps).
+  runtime::ProcessTable t = engine_.processes(id);
   json procs = json::array();
-  for (const auto& pid : pids) {
-    std::ifstream sf("/proc/" + pid + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(sf)), {});
-    auto close = stat.rfind(')');
-    if (close == std::string::npos) continue;  // gone meanwhile
-    std::istringstream rest(stat.substr(close + 2));
-    std::string state, ppid, f;
-    rest >> state >> ppid;
-    uint64_t utime = 0, stime = 0;
-    for (int i = 0; i < 9; ++i) rest >> f;  // pgrp … cmajflt
-    rest >> utime >> stime;
-    std::ifstream cf("/proc/" + pid + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(cf)), {});
-    for (auto& ch : cmd)
-      if (ch == '\0') ch = ' ';
-    while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
-    if (cmd.empty()) cmd = "[" + stat.substr(stat.find('(') + 1, close - stat.find('(') - 1) + "]";
-    struct stat st {};
-    std::string uid = ::stat(("/proc/" + pid).c_str(), &st) == 0 ? std::to_string(st.st_uid) : "?";
-    uint64_t secs = (utime + stime) / static_cast<uint64_t>(tick);
-    char t[32];
-    std::snprintf(t, sizeof t, "%02llu:%02llu:%02llu", static_cast<unsigned long long>(secs / 3600),
-                  static_cast<unsigned long long>(secs / 60 % 60), static_cast<unsigned long long>(secs % 60));
-    procs.push_back({uid, pid, ppid, state, t, cmd});
-  }
-  // Host pids and host uids, as `docker top` shows them.
-  c.send(200, json{{"Titles", {"UID", "PID", "PPID", "STAT", "TIME", "CMD"}}, {"Processes", procs}}.dump());
+  for (const auto& row : t.rows) procs.push_back(row);
+  c.send(200, json{{"Titles", t.titles}, {"Processes", procs}}.dump());
 }
 
 void Api::container_stats(Connection& c, const Request& r, const std::string& ref) {

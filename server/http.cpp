@@ -4,14 +4,9 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <cerrno>
 #include <cstring>
 
@@ -20,47 +15,15 @@
 
 namespace sbx::server {
 
-namespace beast = boost::beast;
-namespace http = boost::beast::http;
-
 namespace {
-
-/// A blocking SyncReadStream over a socket fd, for beast::http::read.
-struct FdStream {
-  int fd;
-  template <class Buffers>
-  size_t read_some(const Buffers& bufs, beast::error_code& ec) {
-    ec = {};
-    auto it = boost::asio::buffer_sequence_begin(bufs);
-    if (it == boost::asio::buffer_sequence_end(bufs)) return 0;
-    boost::asio::mutable_buffer b = *it;
-    for (;;) {
-      ssize_t n = ::read(fd, b.data(), b.size());
-      if (n > 0) return static_cast<size_t>(n);
-      if (n == 0) {
-        ec = boost::asio::error::eof;
-        return 0;
-      }
-      if (errno == EINTR) continue;
-      ec = beast::error_code(errno, boost::system::system_category());
-      return 0;
-    }
-  }
-  template <class Buffers>
-  size_t read_some(const Buffers& bufs) {
-    beast::error_code ec;
-    size_t n = read_some(bufs, ec);
-    if (ec) throw boost::system::system_error(ec);
-    return n;
-  }
-};
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
-/// Splits "/v1.44/containers/json?all=1" into path, version and query.
+}  // namespace
+
 void split_target(Request& r) {
   std::string t = r.target;
   auto q = t.find('?');
@@ -90,8 +53,6 @@ void split_target(Request& r) {
   }
   r.path = path;
 }
-
-}  // namespace
 
 bool Request::flag(const std::string& k, bool def) const {
   auto it = query.find(k);
@@ -154,92 +115,6 @@ std::string url_decode(std::string_view s) {
   return out;
 }
 
-Connection::~Connection() {
-  if (fd_ < 0) return;
-  if (hijacked_) {
-    // End of stream for the client, then read what it still sends (at most
-    // 1 s): closing a socket with unread input resets it, and the client
-    // (docker run -i: stdin it typed) would report an error, not the end.
-    ::shutdown(fd_, SHUT_WR);
-    char buf[4096];
-    for (int waited = 0; waited < 1000;) {
-      struct pollfd p = {fd_, POLLIN, 0};
-      int r = ::poll(&p, 1, 100);
-      if (r == 0) {
-        waited += 100;
-        continue;
-      }
-      if (r < 0 || ::read(fd_, buf, sizeof buf) <= 0) break;
-    }
-  }
-  ::close(fd_);
-}
-
-bool Connection::read_request(Request& req) {
-  req = Request{};
-  FdStream stream{fd_};
-  beast::flat_buffer buf;
-  if (!buf_.empty()) {
-    auto mb = buf.prepare(buf_.size());
-    std::memcpy(mb.data(), buf_.data(), buf_.size());
-    buf.commit(buf_.size());
-    buf_.clear();
-  }
-  http::request_parser<http::string_body> p;
-  p.header_limit(64 * 1024);
-  p.body_limit(kMaxArchiveBody);  // the largest; lowered by kind once the target is known
-  beast::error_code ec;
-  http::read_header(stream, buf, p, ec);
-  if (ec == http::error::end_of_stream || ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset)
-    return false;
-  if (ec) {
-    keep_alive_ = false;
-    if (ec == http::error::body_limit) throw HttpError{413, "request body too large"};
-    throw HttpError{400, "malformed request: " + ec.message()};
-  }
-  {
-    const auto& h = p.get();
-    req.method = std::string(h.method_string());
-    req.target = std::string(h.target());
-    split_target(req);
-    // Archive uploads and image archives may be large; everything else is JSON.
-    uint64_t limit = kMaxJsonBody;
-    if ((req.method == "PUT" && req.path.ends_with("/archive")) || req.path == "/images/load" ||
-        (req.method == "POST" && req.path == "/files"))  // E2B envd file upload (server/e2b_files.cpp)
-      limit = kMaxArchiveBody;
-    p.body_limit(limit);
-    // Refused before a byte of the body is read (curl and others wait for
-    // "100 Continue" first).
-    if (p.content_length() && *p.content_length() > limit) {
-      keep_alive_ = false;
-      throw HttpError{413, "request body too large (limit " + std::to_string(limit) + " bytes)"};
-    }
-    if (beast::iequals(h[http::field::expect], "100-continue"))
-      write_raw("HTTP/1.1 100 Continue\r\n\r\n");
-  }
-  if (!p.is_done()) {
-    http::read(stream, buf, p, ec);
-    if (ec == http::error::body_limit) {
-      keep_alive_ = false;
-      throw HttpError{413, "request body too large (limit " + std::to_string(kMaxJsonBody) + " bytes for JSON)"};
-    }
-    if (ec) {
-      keep_alive_ = false;
-      throw HttpError{400, "malformed request: " + ec.message()};
-    }
-  }
-  auto msg = p.release();
-  for (const auto& f : msg) req.headers[lower(std::string(f.name_string()))] = std::string(f.value());
-  req.body = std::move(msg.body());
-  keep_alive_ = msg.keep_alive();
-  if (buf.size() > 0) {
-    auto d = buf.data();
-    req.leftover.assign(static_cast<const char*>(d.data()), d.size());
-    buf_ = req.leftover;  // the next request's start, unless the handler hijacks
-  }
-  return true;
-}
-
 const char* reason_phrase(int s) {
   switch (s) {
     case 101: return "UPGRADED";
@@ -252,9 +127,15 @@ const char* reason_phrase(int s) {
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 409: return "Conflict";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
     case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
     case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
     default: return "Status";
   }
 }
@@ -292,7 +173,7 @@ bool Connection::send(int status, std::string_view body, std::string_view conten
   return no_body || write_raw(body);
 }
 
-bool Connection::send_error(int status, const std::string& msg) {
+std::string json_error_body(const std::string& msg) {
   std::string body = "{\"message\":";
   body += '"';
   for (char c : msg) {
@@ -308,8 +189,10 @@ bool Connection::send_error(int status, const std::string& msg) {
     }
   }
   body += "\"}\n";
-  return send(status, body);
+  return body;
 }
+
+bool Connection::send_error(int status, const std::string& msg) { return send(status, json_error_body(msg)); }
 
 bool Connection::begin_chunks(int status, std::string_view content_type) {
   return write_head(status, content_type, -1, {});
@@ -327,7 +210,6 @@ bool Connection::end_chunks() { return write_raw("0\r\n\r\n"); }
 bool Connection::hijack(const Request& req, std::string_view content_type) {
   keep_alive_ = false;
   hijacked_ = true;
-  buf_.clear();
   std::string up = lower(req.header("upgrade"));
   bool ok = up.empty() ? write_head(200, content_type, -2, {})
                        : write_head(101, content_type, -2, {{"Connection", "Upgrade"}, {"Upgrade", "tcp"}});

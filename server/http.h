@@ -1,12 +1,12 @@
-// The HTTP/1.1 side of `sbx serve`: one connection, its requests (parsed with
-// Boost.Beast, RFC 9112) and the ways a handler answers them — a whole
-// response, a chunked stream (wait, logs, pull progress), or a hijacked
-// connection (attach, exec start: Docker's "101 UPGRADED" raw stream).
+// The HTTP/1.1 side of `sbx serve` that handlers see: a request (parsed by
+// the server core, server/http_server.h, with Boost.Beast, RFC 9112) and the
+// ways a handler answers it on its connection — a whole response, a chunked
+// stream (wait, logs, pull progress), or a hijacked connection (attach, exec
+// start: Docker's "101 UPGRADED" raw stream).
 //
-// Sockets are plain POSIX fds opened with SOCK_CLOEXEC (accept4): the server
-// forks sandbox processes from many threads at once, and an inherited client
-// socket would keep a connection open after the server closed it. Beast is
-// used only for parsing, over a small blocking fd stream.
+// Handlers run on a worker thread with the client's socket in blocking mode;
+// the core owns the socket (accepts it close-on-exec, reads heads and bodies
+// with time-outs, closes it).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -18,8 +18,17 @@ namespace sbx::server {
 
 /// Most bytes of a request body, by kind (a bound on what one client can make
 /// the server hold; the socket is root's door to the host).
-inline constexpr uint64_t kMaxJsonBody = 4u << 20;           ///< 4 MiB
-inline constexpr uint64_t kMaxArchiveBody = uint64_t{1} << 30;  ///< 1 GiB (archive PUT, image load)
+inline constexpr uint64_t kMaxJsonBody = 4u << 20;           ///< 4 MiB, held in memory
+inline constexpr uint64_t kMaxArchiveBody = uint64_t{1} << 30;  ///< 1 GiB, spooled to disk (archive PUT, image load, uploads)
+
+/// How the body of one request is read, chosen per endpoint from its head
+/// (method, path, headers) before a byte of the body is read.
+struct BodyRule {
+  uint64_t limit = kMaxJsonBody;  ///< most bytes (after chunked decoding); more: 413
+  /// false: into Request::body (memory); true: streamed to a file on disk
+  /// (Request::body_file, under the store's root), never held in memory.
+  bool spool = false;
+};
 
 /// One parsed request.
 struct Request {
@@ -30,7 +39,8 @@ struct Request {
   std::map<std::string, std::string> query;  ///< percent-decoded (a repeated key: its last value)
   std::vector<std::pair<std::string, std::string>> query_all;  ///< every key=value, in order
   std::map<std::string, std::string> headers;  ///< lower-case names
-  std::string body;
+  std::string body;       ///< the body (BodyRule::spool false)
+  std::string body_file;  ///< BodyRule::spool: the file holding the body (removed after the handler); else ""
   std::string leftover;  ///< bytes read past the request (a hijacked stream's first input)
 
   /// Query parameter `k` as a bool (Docker: "1", "true", "True"); `def` when absent.
@@ -49,18 +59,16 @@ struct HttpError {
   std::string message;
 };
 
-/// One client connection; every method writes to the socket and returns
-/// false once the client is gone (no throw for a vanished client).
+/// One client connection as a handler answers on it; every method writes to
+/// the socket and returns false once the client is gone (no throw for a
+/// vanished client). It does not own the socket: the server core closes it
+/// (or reads the next request) after the handler returns.
 class Connection {
  public:
-  explicit Connection(int fd) : fd_(fd) {}
-  ~Connection();
+  /// `keep_alive`: the request allows another on this connection.
+  explicit Connection(int fd, bool keep_alive = true) : fd_(fd), keep_alive_(keep_alive) {}
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
-
-  /// Reads the next request; false at a clean end of the connection. Throws
-  /// HttpError (400 malformed, 413 body over `body_limit(head)`) otherwise.
-  bool read_request(Request& req);
 
   /// A whole response. `body` is sent as is with `content_type`.
   bool send(int status, std::string_view body, std::string_view content_type = "application/json",
@@ -76,7 +84,8 @@ class Connection {
   /// Hijacks the connection (Docker's attach / exec start): "101 UPGRADED"
   /// when the client asked to upgrade, else "200 OK", with `content_type`;
   /// afterwards the socket is a raw byte stream (fd()) and is closed when the
-  /// connection ends.
+  /// handler returns (after the client's remaining input is read, at most 1 s
+  /// of silence: closing with unread input would reset the connection).
   bool hijack(const Request& req, std::string_view content_type);
 
   /// Writes all of `data` to the socket (MSG_NOSIGNAL). False once the peer is gone.
@@ -85,6 +94,7 @@ class Connection {
   int fd() const noexcept { return fd_; }
   bool keep_alive() const noexcept { return keep_alive_; }
   void set_close() noexcept { keep_alive_ = false; }
+  bool hijacked() const noexcept { return hijacked_; }
 
  private:
   bool write_head(int status, std::string_view content_type, int64_t length,
@@ -92,7 +102,6 @@ class Connection {
   int fd_;
   bool keep_alive_ = true;
   bool hijacked_ = false;
-  std::string buf_;  ///< bytes read past the last request
 };
 
 /// "Not Found", … for a status code.
@@ -104,5 +113,13 @@ std::string random_hex(size_t n);
 
 /// Percent-decodes a URL component ('+' is a space in queries).
 std::string url_decode(std::string_view s);
+
+/// Fills `r.path`, `r.api_version`, `r.query` and `r.query_all` from
+/// `r.target` ("/v1.44/containers/json?all=1": path "/containers/json",
+/// version "1.44", query all=1).
+void split_target(Request& r);
+
+/// Docker's error body: {"message": msg} and a newline.
+std::string json_error_body(const std::string& msg);
 
 }  // namespace sbx::server

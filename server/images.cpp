@@ -3,6 +3,7 @@
 // normalised ones: busybox, busybox:latest and docker.io/library/busybox:latest
 // are one image (oci/reference.h).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 #include "oci/reference.h"
 #include "runtime/state.h"
 #include "server/api.h"
+#include "server/temp_dir.h"
 
 namespace sbx::server {
 
@@ -33,22 +35,6 @@ json digests(const oci::ImageRecord& img) {
   for (const auto& n : img.names) out.push_back(n.substr(0, n.rfind(':')) + "@" + img.manifest_digest);
   return out;
 }
-
-/// A private temp dir under RUN_ROOT/.serve-tmp, removed on scope exit.
-struct ImageTemp {
-  std::string path;
-  explicit ImageTemp(const std::string& run_root) {
-    std::string base = run_root + "/.serve-tmp";
-    fs::mkdir_p(base, 0700);
-    std::string tmpl = base + "/XXXXXX";
-    if (!::mkdtemp(tmpl.data())) throw_errno("mkdtemp in " + base);
-    path = tmpl;
-  }
-  ~ImageTemp() {
-    runtime::remove_tree(path);
-    ::rmdir((path.substr(0, path.rfind('/'))).c_str());  // the base, when no other request uses it
-  }
-};
 
 }  // namespace
 
@@ -142,11 +128,12 @@ void Api::image_remove(Connection& c, const Request& r, const std::string& name)
 }
 
 void Api::image_load(Connection& c, const Request& r) {
-  if (r.body.empty()) throw HttpError{400, "POST /images/load needs a docker-archive (or oci-archive) tar as its body"};
-  ImageTemp tmp(engine_.config().run_root);
-  fs::write_file_atomic(tmp.path + "/image.tar", r.body, 0600);
+  // The body is on disk (body_rule: spooled, bounded) and imported from there.
+  struct stat st {};
+  if (r.body_file.empty() || ::stat(r.body_file.c_str(), &st) < 0 || st.st_size == 0)
+    throw HttpError{400, "POST /images/load needs a docker-archive (or oci-archive) tar as its body"};
   engine::ImportRequest req;
-  req.path = tmp.path + "/image.tar";
+  req.path = r.body_file;
   oci::ImageRecord img;
   try {
     img = engine_.import_image(req);
@@ -176,8 +163,8 @@ void Api::image_get(Connection& c, const Request&, const std::vector<std::string
     }
     images.emplace_back(ref, name);
   }
-  ImageTemp tmp(engine_.config().run_root);
-  std::string out = tmp.path + "/image.tar";
+  TempDir tmp(engine_.config().root);
+  std::string out = tmp.path() + "/image.tar";
   engine_.export_images(images, out);
   Fd f(::open(out.c_str(), O_RDONLY | O_CLOEXEC));
   if (f.fd < 0) throw_errno("open " + out);

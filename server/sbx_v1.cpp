@@ -235,7 +235,7 @@ void SbxV1::create(Connection& c, const Request& r) {
   } else if (b.contains("allow_egress") && !strings(b["allow_egress"], "allow_egress").empty()) {
     throw V1Error{400, "InvalidArgument", "allow_egress needs network='private'"};
   }
-  req.userns = req.spec.network != NetworkMode::Host;  // as `sbx create`
+  req.userns = engine::UsernsMode::Auto;  // the engine decides, as for `sbx create` (engine/userns.h)
   if (std::string gpu = b.value("gpu", ""); !gpu.empty()) {
     engine::GpuRequest g;
     g.gpus = gpu;
@@ -260,15 +260,15 @@ void SbxV1::create(Connection& c, const Request& r) {
       }
     }
   }
-  pid_t pid = 0;
+  runtime::SandboxState created;
   try {
     engine_.create(req);
-    pid = engine_.inspect(id).state.pid;
+    created = engine_.inspect(id).state;
   } catch (...) {
     runtime::remove_snapshot_copies(copies);
     throw;
   }
-  std::thread([this, id, pid] { watch(id, pid); }).detach();
+  std::thread([this, id, created] { watch(id, created); }).detach();
   c.send(201, sandbox_json(id).dump());
 }
 
@@ -281,16 +281,14 @@ void remove_copies(const std::string& run_root, const std::string& id) {
 }
 }  // namespace
 
-void SbxV1::watch(const std::string& id, pid_t init_pid) {
+void SbxV1::watch(const std::string& id, const runtime::SandboxState& created) {
   try {
     engine_.wait(id);
   } catch (const Error& e) {
     log::debug("serve: sbx/v1 wait for " + id.substr(0, 12) + ": " + e.what());
   }
-  // The native init is this process's child: reap it (ECHILD when not).
-  if (init_pid > 0)
-    while (::waitpid(init_pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
+  // What this process holds of it (its init or monitor is our child).
+  engine_.reap(created);
   remove_copies(engine_.config().run_root, id);
 }
 
@@ -329,13 +327,10 @@ void SbxV1::wait(Connection& c, const Request& r, const std::string& ref) {
     } catch (...) {
       throw V1Error{400, "InvalidArgument", "timeout must be a number of seconds"};
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
-    for (;;) {
-      std::string st = engine_.inspect(id).status;
-      if (st != "running" && st != "creating") break;
-      if (std::chrono::steady_clock::now() >= deadline) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    // The engine's wait with its time-out (0 would mean none: a time-out
+    // under 1 ms only looks).
+    auto ms = std::chrono::milliseconds(static_cast<int64_t>(secs * 1000));
+    if (ms.count() > 0) engine_.wait(id, ms);
   }
   c.send(200, sandbox_json(id).dump());
 }
@@ -374,17 +369,6 @@ void SbxV1::stats(Connection& c, const std::string& ref) {
     }
   }
   c.send(200, j.dump());
-}
-
-std::string SbxV1::temp_dir() {
-  std::string base = engine_.config().run_root + "/.serve-tmp";
-  // Another request may remove the (empty) base between mkdir and mkdtemp: again.
-  for (int i = 0;; ++i) {
-    fs::mkdir_p(base, 0700);
-    std::string tmpl = base + "/v1-XXXXXX";
-    if (::mkdtemp(tmpl.data())) return tmpl;
-    if (errno != ENOENT || i == 10) throw_errno("mkdtemp in " + base);
-  }
 }
 
 }  // namespace sbx::server

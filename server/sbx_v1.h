@@ -94,9 +94,8 @@ class SbxV1 {
                                           size_t max = 16u << 20);
   /// After create: reaps the sandbox's init (the server's child on native)
   /// and removes its snapshot copies once it ended.
-  void watch(const std::string& id, pid_t init_pid);
-  /// A private temp dir under RUN_ROOT/.serve-tmp.
-  std::string temp_dir();
+  /// Until the sandbox ends; `created`: its state as create left it (engine reap).
+  void watch(const std::string& id, const runtime::SandboxState& created);
 
   engine::Engine engine_;
   std::string default_runtime_;

@@ -3,8 +3,9 @@
 // Reads and writes go through the engine's copies (Engine::copy_out /
 // copy_in: `sbx cp`'s rules: the path is resolved by the kernel inside the
 // sandbox's root, symlinks never lead out, set-id bits never reach the
-// host), by way of a private temp dir on the host (RUN_ROOT/.serve-tmp), so a
-// 100 MB file is streamed to and from disk, never held in memory.
+// host), by way of a private temp dir on the host (ROOT/.serve-tmp,
+// server/temp_dir.h), so a 100 MB file is streamed to and from disk, never
+// held in memory.
 //
 // list, stat, exists, remove and mkdir run the image's own stat/find/rm/mkdir
 // in the sandbox (as the sandbox's user, with the path as an argument, never
@@ -21,22 +22,13 @@
 #include "common/log.h"
 #include "runtime/state.h"
 #include "server/sbx_v1.h"
+#include "server/temp_dir.h"
 
 namespace sbx::server {
 
 using nlohmann::json;
 
 namespace {
-
-/// A temp dir removed (without following symlinks) on scope exit.
-struct Tmp {
-  std::string path;
-  ~Tmp() {
-    if (path.empty()) return;
-    runtime::remove_tree(path);
-    ::rmdir(path.substr(0, path.rfind('/')).c_str());  // the base, when no other request uses it
-  }
-};
 
 std::string checked_path(const std::string& p) {
   if (p.empty() || p[0] != '/') throw V1Error{400, "InvalidArgument", "path must be absolute, not '" + p + "'"};
@@ -83,8 +75,8 @@ V1Error file_error(const Error& e, const std::string& path) {
 
 void SbxV1::file_read(Connection& c, const Request& r, const std::string& id) {
   std::string path = checked_path(r.param("path"));
-  Tmp tmp{temp_dir()};
-  std::string host = tmp.path + "/f";
+  TempDir tmp(engine_.config().root);
+  std::string host = tmp.path() + "/f";
   try {
     engine_.copy_out(id, path, host);
   } catch (const Error& e) {
@@ -131,8 +123,8 @@ void SbxV1::file_write(Connection& c, const Request& r, const std::string& id) {
   bool upgraded = r.header("upgrade").rfind("sbx-stream", 0) == 0;
   if (engine_.inspect(id).status != "running")
     throw V1Error{409, "Conflict", "sandbox " + id.substr(0, 12) + " is not running"};
-  Tmp tmp{temp_dir()};
-  std::string host = tmp.path + "/" + base;
+  TempDir tmp(engine_.config().root);
+  std::string host = tmp.path() + "/" + base;
   if (append) {
     try {
       engine_.copy_out(id, path, host);

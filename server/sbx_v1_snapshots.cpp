@@ -70,8 +70,14 @@ void SbxV1::restore(Connection& c, const Request& r, const std::string& name) {
   json out = json::array();
   for (const auto& s : restored) {
     std::string id = s.id;
-    pid_t pid = s.pid;
-    std::thread([this, id, pid] { watch(id, pid); }).detach();
+    runtime::SandboxState created;  // its state as the restore left it (engine reap)
+    try {
+      created = engine_.inspect(id).state;
+    } catch (const Error&) {
+      created.id = id;  // (removed meanwhile: its monitor is still ours to reap)
+      created.pid = s.pid;
+    }
+    std::thread([this, id, created] { watch(id, created); }).detach();
     out.push_back(sandbox_json(id));
   }
   c.send(201, out.dump());

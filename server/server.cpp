@@ -5,34 +5,37 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <functional>
-#include <mutex>
-#include <thread>
+#include <optional>
 #include <vector>
 
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "runtime/linux/self_exec.h"
 #include "server/api.h"
 #include "server/e2b.h"
 #include "server/http.h"
+#include "server/temp_dir.h"
 
 namespace sbx::server {
 
 namespace {
+
+/// Connections the kernel queues for accept(2) (capped at net.core.somaxconn):
+/// room for a burst while the core accepts.
+constexpr int kBacklog = 1024;
 
 struct Listener {
   Fd fd;
@@ -41,55 +44,11 @@ struct Listener {
   std::string where;
 };
 
-/// Connections still being served (for a bounded wait at shutdown).
-std::mutex g_conn_mu;
-std::condition_variable g_conn_cv;
-int g_conns = 0;
-
 bool token_equal(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char d = 0;
   for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
   return d == 0;
-}
-
-/// Reads requests from `fd` until the client closes or asks to, handing each
-/// to `handle`; `authorized` (when set) vets each one first, and a refused
-/// request ends the connection with 401 and `refusal`.
-template <class Handler>
-void serve_requests(int fd, Handler&& handle, const std::function<bool(const Request&)>& authorized = {},
-                    const char* refusal = "") {
-  Connection conn(fd);
-  Request req;
-  for (;;) {
-    try {
-      if (!conn.read_request(req)) break;
-    } catch (const HttpError& e) {
-      conn.set_close();
-      conn.send_error(e.status, e.message);
-      break;
-    }
-    if (authorized && !authorized(req)) {
-      conn.set_close();
-      conn.send_error(401, refusal);
-      break;
-    }
-    handle(conn, req);
-    if (!conn.keep_alive()) break;
-  }
-}
-
-void serve_connection(Api& api, int fd, bool tcp, const std::string& token) {
-  std::function<bool(const Request&)> auth;
-  if (tcp) auth = [&](const Request& r) { return token_equal(r.header("authorization"), "Bearer " + token); };
-  serve_requests(fd, [&](Connection& c, Request& r) { api.handle(c, r); }, auth,
-                 "sbx serve: a bearer token is required on TCP (Authorization: Bearer …)");
-}
-
-/// A connection of the E2B listener: E2bApi authenticates each request
-/// itself (X-API-Key for the REST API, the sandbox's X-Access-Token for envd).
-void serve_e2b_connection(E2bApi& api, int fd) {
-  serve_requests(fd, [&](Connection& c, Request& r) { api.handle(c, r); });
 }
 
 Listener listen_unix(const std::string& path) {
@@ -119,7 +78,7 @@ Listener listen_unix(const std::string& path) {
   if (g) {
     if (::chown(path.c_str(), 0, g->gr_gid) < 0 || ::chmod(path.c_str(), 0660) < 0) throw_errno("chown/chmod " + path);
   }
-  if (::listen(l.fd.fd, 128) < 0) throw_errno("listen on " + path);
+  if (::listen(l.fd.fd, kBacklog) < 0) throw_errno("listen on " + path);
   return l;
 }
 
@@ -147,7 +106,7 @@ Listener listen_tcp(const std::string& spec) {
   int one = 1;
   ::setsockopt(l.fd.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(l.fd.fd, reinterpret_cast<sockaddr*>(&a4), sizeof a4) < 0) throw_errno("bind " + spec);
-  if (::listen(l.fd.fd, 128) < 0) throw_errno("listen on " + spec);
+  if (::listen(l.fd.fd, kBacklog) < 0) throw_errno("listen on " + spec);
   return l;
 }
 
@@ -176,6 +135,10 @@ void serve(const ServeOptions& opts) {
     sigaddset(&mask, s);
   ::pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  // Before any secret is read (the token, E2B's access tokens): every process
+  // that enters a sandbox from now on starts from a fresh exec of sbx, never
+  // from a fork of this server's memory (runtime/linux/self_exec.h).
+  runtime::use_fresh_helpers();
 
   if (!opts.tcp.empty() && opts.token_file.empty())
     throw Error("sbx serve --tcp needs --token-file FILE: TCP clients must send Authorization: Bearer <token>");
@@ -203,51 +166,45 @@ void serve(const ServeOptions& opts) {
   }
   if (listeners.empty()) throw Error("sbx serve: nothing to listen on (give --socket or --tcp)");
 
-  // Never freed: connection threads still ending when serve() returns use it.
+  ServerLimits limits = opts.limits;
+  if (limits.max_connections <= 0) {
+    struct rlimit rl {};
+    long nofile = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? static_cast<long>(rl.rlim_cur)
+                                                                                      : 1 << 20;
+    limits.max_connections = static_cast<int>(std::clamp<long>(nofile / 4, 16, 4096));
+  }
+  if (limits.max_client_connections <= 0) limits.max_client_connections = std::min(1024, limits.max_connections);
+  if (limits.header_timeout.count() <= 0 || limits.idle_timeout.count() <= 0)
+    throw Error("sbx serve: --header-timeout and --idle-timeout must be above 0");
+
+  // Never freed: handlers still ending when serve() returns use them.
   Api& api = *new Api(opts.engine, opts.runtime);
   E2bApi* e2b = opts.e2b.empty() ? nullptr : new E2bApi(opts.engine, opts.runtime, token);
-  int sp[2];
-  if (::pipe2(sp, O_CLOEXEC) < 0) throw_errno("pipe");
-  Fd stop_r(sp[0]), stop_w(sp[1]);
-  std::thread acceptor([&] {
-    for (;;) {
-      std::vector<pollfd> pfd;
-      for (const auto& l : listeners) pfd.push_back({l.fd.fd, POLLIN, 0});
-      pfd.push_back({stop_r.fd, POLLIN, 0});
-      if (::poll(pfd.data(), pfd.size(), -1) < 0) {
-        if (errno == EINTR) continue;
-        log::error("serve: poll: " + std::string(std::strerror(errno)));
-        return;
-      }
-      if (pfd.back().revents) return;
-      for (size_t i = 0; i < listeners.size(); ++i) {
-        if (!(pfd[i].revents & POLLIN)) continue;
-        int fd = ::accept4(listeners[i].fd.fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        {
-          std::lock_guard lk(g_conn_mu);
-          ++g_conns;
-        }
-        bool tcp = listeners[i].tcp;
-        E2bApi* e2b_api = listeners[i].e2b ? e2b : nullptr;
-        std::thread([&api, fd, tcp, token, e2b_api] {
-          try {
-            if (e2b_api)
-              serve_e2b_connection(*e2b_api, fd);
-            else
-              serve_connection(api, fd, tcp, token);
-          } catch (const std::exception& e) {
-            log::warn(std::string("serve: connection: ") + e.what());
-          }
-          std::lock_guard lk(g_conn_mu);
-          --g_conns;
-          g_conn_cv.notify_all();
-        }).detach();
-      }
-    }
-  });
+  sweep_stale_temp_dirs(opts.engine.root);
+  HttpServer& http = *new HttpServer(limits, opts.engine.root);
   std::string where;
-  for (const auto& l : listeners) where += (where.empty() ? "" : ", ") + l.where;
+  for (auto& l : listeners) {
+    Site site;
+    if (l.e2b) {
+      site.authorize = [e2b](const Request& r) { return e2b->authorize(r); };
+      site.body_rule = [](const Request& r) { return E2bApi::body_rule(r); };
+      site.error_body = [](const Request* r, int status, const std::string& msg) {
+        return E2bApi::error_body(r, status, msg);
+      };
+      site.handle = [e2b](Connection& c, Request& r) { e2b->handle(c, r); };
+    } else {
+      if (l.tcp)
+        site.authorize = [token](const Request& r) -> std::optional<HttpError> {
+          if (token_equal(r.header("authorization"), "Bearer " + token)) return std::nullopt;
+          return HttpError{401, "sbx serve: a bearer token is required on TCP (Authorization: Bearer …)"};
+        };
+      site.body_rule = [](const Request& r) { return Api::body_rule(r); };
+      site.handle = [&api](Connection& c, Request& r) { api.handle(c, r); };
+    }
+    where += (where.empty() ? "" : ", ") + l.where;
+    http.add_listener(std::move(l.fd), l.where, std::move(site));
+  }
+  http.start();
   if (opts.ready) opts.ready(where);
 
   sigset_t stop;
@@ -258,14 +215,11 @@ void serve(const ServeOptions& opts) {
   while (::sigwait(&stop, &sig) != 0) {
   }
   log::info("serve: signal " + std::to_string(sig) + ": shutting down (running sandboxes stay)");
-  (void)!::write(stop_w.fd, "x", 1);
-  acceptor.join();
+  http.stop();
   if (!opts.socket.empty() && listeners.front().where.rfind("unix://", 0) == 0) ::unlink(opts.socket.c_str());
-  listeners.clear();
   api.cancel_all_execs();
   if (e2b) e2b->shutdown();
-  std::unique_lock lk(g_conn_mu);
-  g_conn_cv.wait_for(lk, std::chrono::seconds(3), [] { return g_conns == 0; });
+  http.wait_handlers(std::chrono::seconds(3));
 }
 
 }  // namespace sbx::server

@@ -1,10 +1,12 @@
 // `sbx serve`: the listeners (a unix socket; optionally loopback TCP with a
-// bearer token), a thread per connection, and shutdown on SIGTERM/SIGINT.
+// bearer token, and the E2B endpoint), each with its API on the server core
+// (server/http_server.h), and shutdown on SIGTERM/SIGINT.
 #pragma once
 #include <functional>
 #include <string>
 
 #include "engine/engine.h"
+#include "server/http_server.h"
 
 namespace sbx::server {
 
@@ -17,6 +19,10 @@ struct ServeOptions {
   /// E2B-compatible endpoint (server/e2b.h) on loopback "127.0.0.1:PORT";
   /// empty: none. Needs token_file: its token is the E2B API key.
   std::string e2b;
+  /// Connection bounds and time-outs. max_connections 0: a quarter of the
+  /// open-file limit (RLIMIT_NOFILE), at most 4096; max_client_connections
+  /// 0: 1024, at most max_connections.
+  ServerLimits limits{0, 0};
   /// Called once the listeners are ready (e.g. to print where).
   std::function<void(const std::string&)> ready;
 };
@@ -30,7 +36,7 @@ struct ServeOptions {
 /// called before the process starts other threads (it sets the signal mask
 /// every thread inherits). Throws sbx::Error: socket in use, a TCP address
 /// that is not loopback, TCP without a token file, a token file others can
-/// read, bind/listen failures.
+/// read, bind/listen failures, limits below 1.
 void serve(const ServeOptions& opts);
 
 }  // namespace sbx::server

@@ -18,7 +18,7 @@ struct SnapshotRecord {
   std::string id;         ///< dir: sha256 hex of the blob; memory: checkpoint dir name; fs: image id
   uint64_t size = 0;      ///< bytes on disk (blob, checkpoint dir, or the image's own new layer)
   std::string parent;     ///< sandbox id (and image) it was taken from
-  std::string runtime;    ///< memory: "gvisor"; others empty
+  std::string runtime;    ///< memory: the backend that took it (restores it); others empty
   std::string source;     ///< dir: the path inside the sandbox; memory: the bundle's image ref
   std::string created;    ///< RFC 3339 UTC
   std::string last_used;  ///< RFC 3339 UTC, empty when never used

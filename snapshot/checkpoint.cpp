@@ -1,65 +1,19 @@
 #include "snapshot/checkpoint.h"
-#include "runtime/sandbox_log.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <random>
 
-#include "runtime/linux/clone_child.h"
-#include "runtime/gvisor/gvisor.h"
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
-#include "oci/runtime_config.h"
 #include "oci/tree.h"
-#include "runtime/linux/cgroups.h"
-#include "runtime/gvisor/gvisor_bundle.h"
-#include "runtime/gvisor/gvisor_lifecycle.h"
-#include "runtime/lifecycle.h"
-#include "runtime/native/native_backend.h"
-#include "runtime/state.h"
 
 namespace sbx::snapshot {
 
 namespace {
 
-using json = nlohmann::json;
-using clock_type = std::chrono::steady_clock;
-
 std::string ckpt_dir(const std::string& root, const std::string& id) { return root + "/snapshots/checkpoints/" + id; }
-
-/// Runs argv to completion with stdout+stderr appended to `out_file`; returns
-/// its exit code (128+N for signal N).
-int run_logged(const std::vector<std::string>& argv, const std::string& out_file) {
-  int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (out < 0) throw_errno("open " + out_file + " for the output of " + argv[0]);
-  int st;
-  try {
-    st = runtime::gvisor::run_with_output(argv, out);
-  } catch (...) {
-    ::close(out);
-    throw;
-  }
-  ::close(out);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-std::string tail_of(const std::string& path, size_t max = 2000) {
-  try {
-    std::string s = fs::read_file(path);
-    return s.size() > max ? s.substr(s.size() - max) : s;
-  } catch (const Error&) {
-    return "";
-  }
-}
 
 std::string random_hex(size_t n) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -77,73 +31,42 @@ uint64_t dir_bytes(const std::string& d) {
   return n;
 }
 
-std::vector<std::string> runsc_base(const std::string& runsc, const std::string& root, const std::vector<std::string>& flags,
-                                    const std::string& log) {
-  std::vector<std::string> a = {runsc, "--root", root};
-  if (!log.empty()) a.insert(a.end(), {"--log", log});
-  a.insert(a.end(), flags.begin(), flags.end());
-  return a;
-}
-
 }  // namespace
 
-void refuse_gpu_checkpoint(const GvisorCheckpointRequest& req) {
-  if (runtime::gvisor::sandbox_has_gpus(req.runsc_flags, req.bundle))
-    throw Error("cannot checkpoint sandbox " + req.container_id.substr(0, 12) +
-                ": it has NVIDIA GPUs (runsc --nvproxy), and runsc cannot save GPU state (device memory and "
-                "driver objects live outside the sandbox's kernel); nothing was written and the sandbox keeps "
-                "running. Checkpoint a sandbox started without --gpus");
-}
-
-SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpointRequest& req) {
-  if (req.container_id.empty()) throw Error("checkpoint: no sandbox id given");
-  refuse_gpu_checkpoint(req);  // before anything is written
-  // A restore would need a fresh network namespace, lease and rules for the
-  // copy (runtime/gvisor/gvisor_network.h), which restore does not make yet.
-  if (std::find(req.runsc_flags.begin(), req.runsc_flags.end(), "--network=sandbox") != req.runsc_flags.end())
-    throw Error("cannot checkpoint sandbox " + req.container_id.substr(0, 12) +
-                ": it has a network of its own (--network private or a user-defined network), and restoring a "
-                "gVisor sandbox into a new one is not supported yet; nothing was written and the sandbox keeps "
-                "running. Checkpoint a sandbox with --network none or host");
-  std::string name = req.name.empty() ? "ckpt-" + req.container_id.substr(0, 12) + "-" + random_hex(6) : req.name;
+SnapshotRecord checkpoint_sandbox(const std::string& root, runtime::Backend& backend, const runtime::SandboxRef& sb,
+                                  const std::string& name_in, bool leave_running) {
+  const std::string& sid = sb.state.id;
+  if (sid.empty()) throw Error("checkpoint: no sandbox id given");
+  std::string name = name_in.empty() ? "ckpt-" + sid.substr(0, 12) + "-" + random_hex(6) : name_in;
   if (name.find('/') != std::string::npos || name.find(':') != std::string::npos || name[0] == '.')
     throw Error("invalid snapshot name '" + name + "': use letters, digits, '.', '-', '_' (no '/' or ':')");
   const std::string id = random_hex(32);  // content dir: names can be reused while an old copy is removed
-  const std::string dir = ckpt_dir(root, id);
-  fs::mkdir_p(dir + "/image", 0700);
+  runtime::CheckpointRequest req;
+  req.dir = ckpt_dir(root, id);
+  req.name = name;
+  req.leave_running = leave_running;
+  runtime::CheckpointResult res;
   try {
-    fs::write_file_atomic(dir + "/config.json", fs::read_file(req.bundle + "/config.json"), 0600);
-    json meta = {{"layer_dirs", req.layer_dirs},
-                 {"runsc_flags", req.runsc_flags},
-                 {"container_id", req.container_id},
-                 {"image", req.image}};
-    fs::write_file_atomic(dir + "/meta.json", meta.dump(2), 0600);
-    std::vector<std::string> argv = runsc_base(req.runsc, req.runsc_root, req.runsc_flags, "");
-    argv.insert(argv.end(), {"checkpoint", "--image-path", dir + "/image"});
-    if (req.leave_running) argv.push_back("--leave-running");
-    argv.push_back(req.container_id);
-    std::string out = dir + "/checkpoint.log";
-    int code = run_logged(argv, out);
-    if (code != 0)
-      throw Error("runsc checkpoint of sandbox " + req.container_id + " failed (exit " + std::to_string(code) +
-                  "): " + tail_of(out));
-    ::unlink(out.c_str());
+    res = backend.checkpoint(sb, req);
   } catch (...) {
-    try {
-      oci::remove_tree(dir);
-    } catch (const Error& e) {
-      log::warn(e.what());
+    // (The backend removes what it wrote; a directory it left goes too.)
+    if (fs::exists(req.dir)) {
+      try {
+        oci::remove_tree(req.dir);
+      } catch (const Error& e) {
+        log::warn(e.what());
+      }
     }
     throw;
   }
   SnapshotRecord rec;
   rec.name = name;
   rec.kind = "memory";
-  rec.runtime = runtime::GvisorBackend::kName;
+  rec.runtime = backend.name();
   rec.id = id;
-  rec.size = dir_bytes(dir);
-  rec.parent = req.parent.empty() ? req.container_id : req.parent;
-  rec.source = req.image;
+  rec.size = dir_bytes(req.dir);
+  rec.parent = sid;
+  rec.source = res.image;
   rec.created = now_rfc3339();
   // A name reused: the old content goes once the new record replaces it.
   std::vector<SnapshotRecord> old = read_catalog(root);
@@ -156,164 +79,26 @@ SnapshotRecord checkpoint_gvisor(const std::string& root, const GvisorCheckpoint
         log::warn(e.what());
       }
     }
+  if (!res.resume_error.empty())
+    throw Error("sandbox " + sid.substr(0, 12) + " was checkpointed as '" + name +
+                    "' but could not be resumed (--leave-running), so it is stopped: " + res.resume_error +
+                    "; start a copy with 'sbx restore " + name + "'",
+                0, res.resume_exit_code ? res.resume_exit_code : kExitSbxFailed);
   return rec;
 }
 
-std::vector<RestoredSandbox> restore_gvisor(const std::string& root, const std::string& name, const RestoreOptions& opts) {
-  if (opts.count < 1 || opts.count > 4096) throw Error("--count must be between 1 and 4096");
-  if (opts.resume && opts.count != 1) throw Error("restore: resuming a sandbox needs --count 1");
-  SnapshotRecord rec = find_record(root, name, "memory");
-  if (rec.runtime != runtime::GvisorBackend::kName) throw Error("snapshot '" + name + "' was taken with runtime " + rec.runtime + "; only gvisor memory snapshots can be restored here");
-  const std::string cdir = ckpt_dir(root, rec.id);
-  json meta, config;
-  try {
-    meta = json::parse(fs::read_file(cdir + "/meta.json"));
-    config = json::parse(fs::read_file(cdir + "/config.json"));
-  } catch (const json::exception& e) {
-    throw Error("memory snapshot '" + name + "' in " + cdir + " is corrupt (" + e.what() + "); remove it with 'sbx snapshots rm " + name + "'");
-  }
-  std::vector<std::string> layers = opts.layer_dirs.empty() ? meta.value("layer_dirs", std::vector<std::string>{}) : opts.layer_dirs;
-  for (const auto& l : layers)
-    if (!fs::exists(l)) throw Error("memory snapshot '" + name + "' needs image layer " + l + ", which is gone (was the image removed?)");
-  if (layers.empty()) throw Error("memory snapshot '" + name + "' records no image layers");
-  std::vector<std::string> flags = meta.value("runsc_flags", std::vector<std::string>{});
-  const std::string image = meta.value("image", "");
-  // The limits the sandbox ran with (its config, --pids-limit head room
-  // included): each copy's cgroup gets them, as create does.
-  Resources limits;
-  try {
-    limits = oci::from_runtime_config(config.dump()).resources;
-  } catch (const Error& e) {
-    throw Error("memory snapshot '" + name + "': its config.json cannot be read (" + e.what() + ")");
-  }
-
-  // Each copy is an ordinary long-lived gVisor sandbox (runtime/gvisor/gvisor_lifecycle.h):
-  // its own id, state dir, name, monitor, runsc root, cgroups and bundle, with
-  // `runsc restore` in place of `runsc run`; ps/exec/logs/stop/rm work on it.
-  // One after another: each restore already keeps this host's CPUs busy.
-  std::vector<RestoredSandbox> out;
-  fs::mkdir_p(opts.run_root, 0700);
-  try {
-    for (int i = 0; i < opts.count; ++i) {
-      const std::string nm = opts.name.empty() ? "" : opts.count == 1 ? opts.name : opts.name + "-" + std::to_string(i + 1);
-      const auto t0 = clock_type::now();
-      RestoredSandbox s;
-      s.id = opts.resume ? opts.resume->id : runtime::new_sandbox_id();
-      s.dir = runtime::sandbox_dir(opts.run_root, s.id);
-      s.runsc_root = s.dir + "/runsc";
-      s.output = s.dir + "/" + runtime::kRecordLog;
-      json c = config;
-      c["root"]["path"] = s.dir + "/bundle/rootfs";
-      // Its own cgroup, made by sbx under sbx's own with the config's limits
-      // (below); runsc starts in it and does no cgroup work, as for create.
-      if (c.contains("linux")) c["linux"].erase("cgroupsPath");
-      runtime::SandboxState st;
-      st.id = s.id;
-      st.name = nm;
-      st.image_id = st.image_ref = image;
-      st.runtime = runtime::GvisorBackend::kName;
-      st.status = "creating";
-      st.created_ms = runtime::now_ms();
-      st.labels = {{"sbx.restored-from", name}};
-      st.command = c.value("/process/args"_json_pointer, std::vector<std::string>{});
-      if (opts.resume) {  // the same sandbox, going on
-        st.name = opts.resume->name;
-        st.labels = opts.resume->labels;
-        st.image_id = opts.resume->image_id;
-        st.image_ref = opts.resume->image_ref;
-        st.command = opts.resume->command;
-        st.created_ms = opts.resume->created_ms;
-      }
-      st.creator_pid = ::getpid();
-      st.creator_start = runtime::process_start_time(::getpid());
-      st.creator_shared = runtime::other_threads_exist();  // sbx serve: rm -f must not kill it
-      st.cgroups = runtime::sandbox_cgroup_dirs(s.id);  // where Cgroup::create makes them
-      // As create: the dir appears under its id only once state.json is in it.
-      const std::string fresh = opts.run_root + "/.new-" + s.id;
-      if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
-      try {
-        fs::write_file_atomic(fresh + "/config.json", c.dump(2), 0600);  // inspect, exec
-        if (!opts.resume_log.empty()) fs::write_file_atomic(fresh + "/log", opts.resume_log, 0600);
-        runtime::write_state(fresh, st);
-        if (::rename(fresh.c_str(), s.dir.c_str()) < 0) throw_errno("rename " + fresh + " to " + s.dir);
-      } catch (...) {
-        runtime::remove_tree(fresh);
-        throw;
-      }
-      out.push_back(s);  // from here on, a failure removes it with the others
-      if (!st.name.empty()) runtime::claim_name(opts.run_root, st.name, s.id);
-      runtime::GvisorLaunch l;
-      {
-        runtime::Cgroup cg = runtime::Cgroup::create(s.id, limits);
-        l.cgroup_dirs = cg.paths();
-        cg.release();  // state.json names it; rm (and a failure here) removes it
-      }
-      l.runsc = opts.runsc;
-      l.runsc_flags = flags;
-      l.layer_dirs = layers;
-      l.image = image;
-      l.restore_image = cdir + "/image";
-      const std::string bundle_config = s.dir + "/bundle/config.json";
-      runtime::start_gvisor_monitor(s.dir, st, l, [c, bundle_config](const std::string& rootfs) mutable {
-        c["root"]["path"] = rootfs;
-        fs::write_file_atomic(bundle_config, c.dump(), 0600);
-      });
-      st = runtime::read_state(s.dir);
-      st.status = "running";
-      st.started_ms = runtime::now_ms();
-      runtime::write_state(s.dir, st);
-      out.back().pid = st.pid;
-      out.back().restore_ms = std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-    }
-  } catch (const Error& e) {
-    for (const auto& s : out) destroy_restored(opts.runsc, s);
-    throw Error("restore of memory snapshot '" + name + "' failed: " + e.what() +
-                    (out.empty() ? "" : " (the copies started so far were removed)"),
-                e.err(), e.exit_code());
-  }
-  touch_record(root, name);
+std::vector<RestoredSandbox> restore_sandboxes(const std::string& root, runtime::Backend& backend,
+                                               const std::string& snapshot, const std::string& name, int count) {
+  if (count < 1 || count > 4096) throw Error("--count must be between 1 and 4096");
+  SnapshotRecord rec = find_record(root, snapshot, "memory");
+  runtime::RestoreRequest req;
+  req.dir = ckpt_dir(root, rec.id);
+  req.snapshot = snapshot;
+  req.name = name;
+  req.count = count;
+  auto out = backend.restore(req);
+  touch_record(root, snapshot);
   return out;
-}
-
-SnapshotRecord checkpoint_gvisor_resume(const std::string& root, const std::string& run_root,
-                                        GvisorCheckpointRequest req) {
-  const std::string dir = runtime::sandbox_dir(run_root, req.container_id);
-  const runtime::SandboxState st = runtime::read_state(dir);
-  req.leave_running = false;
-  SnapshotRecord rec = checkpoint_gvisor(root, req);  // the sandbox stops here
-  // Its monitor sees runsc end and cleans up; wait for it (bounded), keep the log.
-  for (int i = 0; i < 2000 && runtime::state_alive(st); ++i) ::usleep(5000);
-  // Its output so far, as text (stdout and stderr joined; the restored
-  // sandbox's own output is kept by stream again).
-  std::string log;
-  try {
-    runtime::read_logs(dir, false, [&](const char* p, size_t n) { log.append(p, n); });
-  } catch (const Error&) {
-  }
-  runtime::remove_sandbox(run_root, st.id, true);
-  RestoreOptions o;
-  o.runsc = req.runsc;
-  o.run_root = run_root;
-  o.resume = &st;
-  o.resume_log = std::move(log);
-  try {
-    restore_gvisor(root, rec.name, o);
-  } catch (const Error& e) {
-    throw Error("sandbox " + st.id.substr(0, 12) + " was checkpointed as '" + rec.name +
-                    "' but could not be resumed (--leave-running), so it is stopped: " + e.what() +
-                    "; start a copy with 'sbx restore " + rec.name + "'",
-                e.err(), e.exit_code());
-  }
-  return rec;
-}
-
-void destroy_restored(const std::string& /*runsc*/, const RestoredSandbox& s) {
-  if (s.dir.empty()) return;
-  try {
-    runtime::remove_sandbox(s.dir.substr(0, s.dir.rfind('/')), s.id, true);
-  } catch (const Error& e) {
-    log::warn(std::string("remove restored sandbox: ") + e.what() + "; 'sbx gc' will retry");
-  }
 }
 
 }  // namespace sbx::snapshot

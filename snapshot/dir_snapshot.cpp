@@ -12,7 +12,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/openat2.h"
-#include "snapshot/freezer.h"
+#include "runtime/linux/cgroup_freeze.h"
 #include "snapshot/tree_tar.h"
 
 namespace sbx::snapshot {
@@ -41,9 +41,9 @@ SnapshotRecord snapshot_dir(const std::string& root, const DirSnapshotRequest& r
   std::string tmp = dirs_of(root) + "/.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid()) + ".tar.zst";
   TreeTarResult r;
   try {
-    std::unique_ptr<CgroupFreeze> freeze;
+    std::unique_ptr<runtime::CgroupFreeze> freeze;
     if (!req.freeze_cgroups.empty())
-      freeze = std::make_unique<CgroupFreeze>(req.freeze_cgroups, std::chrono::milliseconds(5000), req.freeze_members);
+      freeze = std::make_unique<runtime::CgroupFreeze>(req.freeze_cgroups, std::chrono::milliseconds(5000), req.freeze_members);
     TreeTarOptions o;
     o.compression = Compression::Zstd;
     o.uid_map = req.uid_map;

@@ -20,7 +20,7 @@ struct DirSnapshotRequest {
   std::string source;  ///< the path inside the sandbox, for `sbx snapshots`
   /// Cgroups to freeze while reading (a running sandbox), see freezer.h.
   std::vector<std::string> freeze_cgroups;
-  /// A sandbox in a user namespace (sandbox_fs.h sandbox_id_maps): owners are
+  /// A sandbox in a user namespace (Backend::snapshot_view): owners are
   /// stored as the ids it saw, see TreeTarOptions. Empty: as on disk.
   std::vector<IdMapping> uid_map, gid_map;
   /// The sandbox's own cgroups when freeze_cgroups[0] was made lazily (see

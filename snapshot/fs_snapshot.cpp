@@ -9,7 +9,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/tree.h"
-#include "snapshot/freezer.h"
+#include "runtime/linux/cgroup_freeze.h"
 
 namespace sbx::snapshot {
 
@@ -24,10 +24,10 @@ FsSnapshotResult snapshot_upper(oci::Store& store, const FsSnapshotRequest& req)
   try {
     const std::string tar = tmp + "/layer.tar";
     {
-      std::unique_ptr<CgroupFreeze> freeze;
+      std::unique_ptr<runtime::CgroupFreeze> freeze;
       auto t0 = std::chrono::steady_clock::now();
       if (!req.freeze_cgroups.empty())
-        freeze = std::make_unique<CgroupFreeze>(req.freeze_cgroups, std::chrono::milliseconds(5000), req.freeze_members);
+        freeze = std::make_unique<runtime::CgroupFreeze>(req.freeze_cgroups, std::chrono::milliseconds(5000), req.freeze_members);
       res.layer = upper_to_layer(req.upper_dir, tar, req.uid_map, req.gid_map);
       if (freeze) {
         freeze->thaw();

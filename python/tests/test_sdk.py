@@ -170,6 +170,17 @@ def test_stats_cpu(sb):
     assert st.cpu_ms > 0 and st.memory_peak_bytes > 1 << 20 and st.wall_ms > 0 and st.pids >= 1
 
 
+def test_wait_with_timeout_returns_none_while_it_runs(client):
+    # The server's wait gives up after its time-out (the engine's wait): a
+    # wait that ignored it would return the code of `sleep 30`, 0.
+    with sbx.Sandbox.create(BB, "sleep", "30", client=client) as sb:
+        assert sb.wait(timeout=0.3) is None
+        assert sb.info["status"] == "running" and sb.returncode is None
+    # Ended: the same call returns its code at once.
+    with sbx.Sandbox.create(BB, "sh", "-c", "exit 4", client=client) as sb:
+        assert sb.wait(timeout=30) == 4
+
+
 def test_timeout_and_oom_raise(client):
     with sbx.Sandbox.create(BB, "sleep", "30", timeout=0.5, client=client) as sb:
         with pytest.raises(sbx.SandboxTimeout):

@@ -21,7 +21,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
-#include "gpu/nvproxy.h"
+#include "runtime/gvisor/nvproxy.h"
 #include "oci/runtime_config.h"
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/console_socket.h"
@@ -73,11 +73,11 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   // files in spec.mounts (gpu/nvidia.h, as on native); runsc --nvproxy takes
   // the GPUs from those device entries. A runsc without it is refused here too
   // (the CLI checked already; library callers may not have).
-  if (nvproxy) gpu::require_nvproxy(runsc);
+  if (nvproxy) require_nvproxy(runsc);
 
   // What killed sandboxes left behind (as the native start does); runsc's own
   // start takes far longer than this scan.
-  gc(opts.run_root);
+  if (opts.gc_stale) opts.gc_stale();
   const std::string dir = opts.run_root + "/" + spec.id;
   const std::string bundle = dir + "/bundle";
   const std::string rootfs = bundle + "/rootfs";

@@ -5,6 +5,7 @@
 // Writes the sandbox makes land in runsc's memory-backed root overlay
 // (--overlay2=root:memory): nothing is written to the image layers or the host.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "spec/exit_status.h"
@@ -15,6 +16,9 @@ namespace sbx::runtime {
 struct GvisorOptions {
   std::string runsc;     ///< path to runsc; empty: search $PATH
   std::string run_root;  ///< sbx's run root; runsc's --root lives under it
+  /// Runs before the sandbox starts (the backend's gc of dead sandboxes,
+  /// runtime/lifecycle.h gc); empty: nothing.
+  std::function<void()> gc_stale;
 };
 
 /// Finds runsc: `explicit_path` if given (must be executable), else $PATH.

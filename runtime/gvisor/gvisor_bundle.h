@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/linux/run_command.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::runtime::gvisor {
@@ -22,14 +23,9 @@ bool is_executable(const std::string& p);
 /// is corrupt.
 bool sandbox_has_gpus(const std::vector<std::string>& runsc_flags, const std::string& bundle);
 
-/// Runs `argv` (argv[0]: a path) to completion with stdin on /dev/null and
-/// stdout+stderr on `out_fd` (-1: /dev/null); returns its wait status. When
-/// argv[0] cannot be executed, says why on `out_fd` and the status is exit
-/// 127. Throws sbx::Error only when fork fails.
-int run_with_output(const std::vector<std::string>& argv, int out_fd);
-
-/// run_with_output(argv, -1): runsc commands whose output nobody reads.
-int run_quiet(const std::vector<std::string>& argv);
+/// runsc commands run to completion (runtime/linux/run_command.h).
+using runtime::run_quiet;
+using runtime::run_with_output;
 
 /// The last `max` bytes of the file at `path` ("" when unreadable).
 std::string read_tail(const std::string& path, size_t max);

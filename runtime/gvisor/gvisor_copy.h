@@ -14,7 +14,7 @@
 #pragma once
 #include <string>
 
-#include "runtime/native/copy.h"
+#include "runtime/copy_result.h"
 #include "spec/sandbox_spec.h"
 #include "runtime/state.h"
 

@@ -30,12 +30,11 @@
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/console_socket.h"
 #include "runtime/gvisor/gvisor_backend.h"
+#include "runtime/gvisor/gvisor.h"
 #include "runtime/gvisor/gvisor_bundle.h"
 #include "runtime/gvisor/gvisor_network.h"
 #include "runtime/gvisor/runsc_features.h"
-#include "runtime/native/holder.h"
 #include "runtime/lifecycle.h"
-#include "runtime/native/native_backend.h"
 #include "runtime/linux/pty_relay.h"
 #include "runtime/sandbox_log.h"
 #include "runtime/user.h"
@@ -507,7 +506,7 @@ void start_gvisor_monitor(const std::string& dir, SandboxState st, const GvisorL
 }
 
 std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path,
-                                  int stdin_fd) {
+                                  int stdin_fd, const std::function<void()>& gc_stale) {
   if (spec.id.empty()) spec.id = new_sandbox_id();
   if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
   if (!spec.devices.empty())
@@ -540,7 +539,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   const std::string id = spec.id;
   fs::mkdir_p(run_root, 0700);
   // What killed sandboxes left behind (as every start does).
-  gc(run_root);
+  if (gc_stale) gc_stale();
   const std::string dir = sandbox_dir(run_root, id);
   const std::string fresh = run_root + "/.new-" + id;
   if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
@@ -568,6 +567,11 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     throw;
   }
   crash_point("create-state");
+  // A failed start is removed the gVisor way (runsc's state and cgroups too).
+  BackendOptions bo;
+  bo.run_root = run_root;
+  bo.runsc = launch.runsc;
+  GvisorBackend backend(bo);
   start_created(run_root, id, [&] {
     if (!spec.name.empty()) claim_name(run_root, spec.name, id);
     crash_point("create-name");
@@ -617,7 +621,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
       release_network(net);
       throw;
     }
-  });
+  }, {}, &backend);
   return id;
 }
 

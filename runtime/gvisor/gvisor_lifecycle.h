@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/native/exec.h"
+#include "runtime/exec_request.h"
 #include "spec/sandbox_spec.h"
 #include "runtime/state.h"
 
@@ -75,8 +75,10 @@ struct GvisorLaunch {
 /// is not found / not executable, 125 with runsc's errors otherwise; leaves
 /// nothing behind on a throw.
 /// `stdin_fd`: the first process's stdin (GvisorLaunch::stdin_fd), or -1.
+/// `gc_stale`: runs before the sandbox starts (the backend's gc of dead
+/// sandboxes); empty: nothing.
 std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root, const std::string& runsc_path,
-                                  int stdin_fd = -1);
+                                  int stdin_fd = -1, const std::function<void()>& gc_stale = {});
 
 /// Starts the monitor for the state dir `dir` (sandbox `id`), whose
 /// bundle/config.json is written by `write_config` inside the monitor's mount

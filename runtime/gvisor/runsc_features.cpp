@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "gpu/nvproxy.h"
+#include "runtime/gvisor/nvproxy.h"
 
 extern char** environ;
 
@@ -105,7 +105,7 @@ RunscFeatures parse_runsc_features(std::string_view version_out, std::string_vie
   RunscFeatures f;
   f.version = std::string(version_out.substr(0, version_out.find('\n')));
   f.release = release_date(f.version);
-  f.nvproxy = gpu::runsc_output_has_nvproxy(flags_out);
+  f.nvproxy = runsc_output_has_nvproxy(flags_out);
   // Later gVisor documents "{mount}:{medium}[,size={size}]" in -overlay2's
   // help; 20240729 has no size (it rejects "root:memory,size=1m").
   f.overlay_size = flag_help_has(flags_out, "overlay2", "size=");

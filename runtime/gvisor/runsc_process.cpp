@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/gvisor/gvisor_bundle.h"
-#include "runtime/native/init.h"
+#include "runtime/linux/forwarded_signals.h"
 #include "runtime/linux/pty_relay.h"
 
 namespace sbx::runtime {

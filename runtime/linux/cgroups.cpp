@@ -20,6 +20,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/default_bounds.h"
+#include "runtime/linux/cgroup_control.h"
 
 namespace sbx::runtime {
 
@@ -179,10 +180,9 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
   auto make = [&](const std::string& dir) {
     if (::mkdir(dir.c_str(), 0755) < 0)
       throw_errno_hint("create cgroup " + dir, "sbx needs root and a writable cgroup file system");
-    cg.dirs_.push_back(dir);
+    cg.roles_.dirs.push_back(dir);
     cg.procs_.push_back(dir + "/cgroup.procs");
   };
-  auto write = [](const std::string& file, const std::string& value) { fs::write_existing(file, value); };
   // Below the sandboxes' parent: the last sandbox's teardown may remove the
   // parent between ensure_sandboxes_parent and our mkdir (ENOENT): make it
   // again and retry.
@@ -190,7 +190,7 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
     for (int attempt = 0;; ++attempt) {
       std::string dir = ensure_sandboxes_parent() + "/" + name;
       if (::mkdir(dir.c_str(), 0755) == 0) {
-        cg.dirs_.push_back(dir);
+        cg.roles_.dirs.push_back(dir);
         cg.procs_.push_back(dir + "/cgroup.procs");
         return dir;
       }
@@ -198,22 +198,24 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
         throw_errno_hint("create cgroup " + dir, "sbx needs root and a writable cgroup file system");
     }
   };
+  // --memory: no swap beyond it (v1 memsw = the limit, v2 swap.max = 0;
+  // both exist only with swap accounting). --cpus: a quota per 100 ms period.
+  CgroupLimits limits;
+  limits.memory_limit = res.memory_bytes;
+  limits.memory_swap = res.memory_bytes;
+  limits.pids_limit = res.pids_limit;
+  if (res.cpus) {
+    limits.cpu_period = 100000;
+    limits.cpu_quota = std::lround(*res.cpus * 100000.0);
+  }
+  CgroupRoles& r = cg.roles_;
   try {
     if (mode == CgroupMode::Unified) {
       // Below the sandboxes' parent (its memory limit bounds them all).
-      std::string dir = make_below_parent();
-      cg.unified_ = cg.memory_ = cg.pids_ = dir;
-      if (res.memory_bytes) {
-        write(dir + "/memory.max", std::to_string(*res.memory_bytes));
-        fs::try_write_existing(dir + "/memory.swap.max", "0");
-      }
-      if (res.pids_limit) write(dir + "/pids.max", std::to_string(*res.pids_limit));
-      if (res.cpus) {
-        long quota = std::lround(*res.cpus * 100000.0);
-        write(dir + "/cpu.max", std::to_string(quota) + " 100000");
-      }
+      r.unified = r.memory = r.pids = r.cpu = make_below_parent();
       if (!res.devices.empty())
         log::warn("device cgroup rules are not enforced on cgroup v2 (needs BPF); CAP_MKNOD is dropped instead");
+      write_cgroup_limits(r, limits);
       return cg;
     }
     auto v1dir = [&](const std::string& ctrl) {
@@ -222,64 +224,40 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
     // Every sandbox has a memory cgroup (issue 22: default bounds), below
     // the sandboxes' parent whose limit leaves the host its headroom.
     if (self.has_v1("memory")) {
-      cg.memory_ = make_below_parent();
-      if (res.memory_bytes) {
-        write(cg.memory_ + "/memory.limit_in_bytes", std::to_string(*res.memory_bytes));
-        // No swap beyond the limit (exists only with swap accounting).
-        fs::try_write_existing(cg.memory_ + "/memory.memsw.limit_in_bytes", std::to_string(*res.memory_bytes));
-      }
+      r.memory = make_below_parent();
     } else if (res.memory_bytes) {
       throw Error("--memory needs the memory cgroup controller, which this host does not have");
     }
     if (self.has_v1("pids")) {
-      cg.pids_ = v1dir("pids");
-      make(cg.pids_);
-      if (res.pids_limit) write(cg.pids_ + "/pids.max", std::to_string(*res.pids_limit));
+      r.pids = v1dir("pids");
+      make(r.pids);
     } else if (res.pids_limit) {
       log::warn("the pids cgroup controller is missing: --pids-limit is not enforced");
+      limits.pids_limit.reset();
     }
     if (res.cpus) {
       if (!self.has_v1("cpu")) throw Error("--cpus needs the cpu cgroup controller, which this host does not have");
-      std::string dir = v1dir("cpu");
-      make(dir);
-      write(dir + "/cpu.cfs_period_us", "100000");
-      write(dir + "/cpu.cfs_quota_us", std::to_string(std::lround(*res.cpus * 100000.0)));
+      r.cpu = v1dir("cpu");
+      make(r.cpu);
     }
     if (self.has_v1("devices")) {
       // runc's default allow list: mknod of anything, read/write only of the
-      // harmless nodes sbx puts in /dev (and ptys).
-      std::string dir = v1dir("devices");
-      make(dir);
-      write(dir + "/devices.deny", "a");
-      static const char* allow[] = {"c *:* m", "b *:* m", "c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm",
-                                    "c 1:9 rwm", "c 5:0 rwm", "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm"};
-      {
-        // One open for all rules: the kernel takes one rule per write(2)
-        // (devices_write); an open of a kernfs file costs as much as the write.
-        std::string file = dir + "/devices.allow";
-        int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-        if (fd < 0) throw_errno("open " + file);
-        for (const char* rule : allow) {
-          if (::write(fd, rule, std::strlen(rule)) < 0) {
-            int e = errno;
-            ::close(fd);
-            throw_errno("write '" + std::string(rule) + "' to " + file, e);
-          }
-        }
-        ::close(fd);
-      }
-      for (const auto& d : res.devices) {
-        std::string rule = std::string(1, d.type) + " " + (d.major < 0 ? "*" : std::to_string(d.major)) + ":" +
-                           (d.minor < 0 ? "*" : std::to_string(d.minor)) + " " + d.access;
-        write(dir + (d.allow ? "/devices.allow" : "/devices.deny"), rule);
-      }
+      // harmless nodes sbx puts in /dev (and ptys); then the sandbox's own.
+      r.devices = v1dir("devices");
+      make(r.devices);
+      limits.devices = {{false, 'a', -1, -1, "rwm"},  {true, 'c', -1, -1, "m"},    {true, 'b', -1, -1, "m"},
+                        {true, 'c', 1, 3, "rwm"},     {true, 'c', 1, 5, "rwm"},    {true, 'c', 1, 7, "rwm"},
+                        {true, 'c', 1, 8, "rwm"},     {true, 'c', 1, 9, "rwm"},    {true, 'c', 5, 0, "rwm"},
+                        {true, 'c', 5, 1, "rwm"},     {true, 'c', 5, 2, "rwm"},    {true, 'c', 136, -1, "rwm"}};
+      limits.devices.insert(limits.devices.end(), res.devices.begin(), res.devices.end());
     }
+    write_cgroup_limits(r, limits);
     // Killing everything needs no cgroup: the sandbox is a pid namespace, and
     // when its init dies the kernel kills the rest. The freezer is kept on
     // pure v1 hosts only, for kill_all()'s fallback.
     if (mode == CgroupMode::Legacy && self.has_v1("freezer")) {
-      cg.freezer_ = v1dir("freezer");
-      make(cg.freezer_);
+      r.freezer = v1dir("freezer");
+      make(r.freezer);
     }
   } catch (...) {
     cg.destroy();
@@ -293,13 +271,9 @@ Cgroup::Cgroup(Cgroup&& o) noexcept { *this = std::move(o); }
 Cgroup& Cgroup::operator=(Cgroup&& o) noexcept {
   if (this != &o) {
     destroy();
-    dirs_ = std::move(o.dirs_);
+    roles_ = std::move(o.roles_);
     procs_ = std::move(o.procs_);
-    memory_ = std::move(o.memory_);
-    pids_ = std::move(o.pids_);
-    freezer_ = std::move(o.freezer_);
-    unified_ = std::move(o.unified_);
-    o.dirs_.clear();
+    o.roles_ = {};
     o.procs_.clear();
   }
   return *this;
@@ -313,27 +287,12 @@ void Cgroup::add(pid_t pid) const {
 }
 
 void Cgroup::kill_all() noexcept {
-  if (dirs_.empty()) return;
-  if (!unified_.empty() && fs::try_write_existing(unified_ + "/cgroup.kill", "1") == 0) return;
-  // v1: freeze so that nothing forks while we kill, then kill each, then thaw
-  // so that the SIGKILLs are delivered.
-  if (!freezer_.empty()) fs::try_write_existing(freezer_ + "/freezer.state", "FROZEN");
-  for (int round = 0; round < 3; ++round) {
-    bool any = false;
-    for (const auto& p : procs_) {
-      std::ifstream in(p);
-      pid_t pid;
-      while (in >> pid) {
-        any = true;
-        ::kill(pid, SIGKILL);
-      }
-    }
-    if (!any) break;
-  }
-  if (!freezer_.empty()) fs::try_write_existing(freezer_ + "/freezer.state", "THAWED");
+  if (roles_.dirs.empty()) return;
+  signal_cgroup(roles_, SIGKILL);
 }
 
 uint64_t Cgroup::oom_kills() const noexcept {
+  const std::string& memory_ = roles_.memory;
   if (memory_.empty()) return 0;
   try {
     if (cgroup_mode() == CgroupMode::Unified) return read_key(memory_ + "/memory.events", "oom_kill");
@@ -375,6 +334,7 @@ std::vector<std::string> sandbox_cgroup_dirs(const std::string& id) noexcept {
 }
 
 uint64_t Cgroup::pids_max_hits() const noexcept {
+  const std::string& pids_ = roles_.pids;
   if (pids_.empty()) return 0;
   try {
     return read_key(pids_ + "/pids.events", "max");
@@ -384,6 +344,7 @@ uint64_t Cgroup::pids_max_hits() const noexcept {
 }
 
 void Cgroup::destroy() noexcept {
+  std::vector<std::string>& dirs_ = roles_.dirs;
   if (dirs_.empty()) return;
   bool killed = false;
   // Children first is not needed (we create no sub-cgroups); remove in reverse.
@@ -404,7 +365,7 @@ void Cgroup::destroy() noexcept {
       if (attempt == 49) log::warn("cgroup " + *it + " is still busy; 'sbx gc' will remove it");
     }
   }
-  dirs_.clear();
+  roles_ = {};
   procs_.clear();
   release_sandboxes_parent();
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/linux/cgroup_control.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::runtime {
@@ -48,8 +49,8 @@ class Cgroup {
   /// from the parent while the sandbox builds its file system, in parallel.
   void add(pid_t pid) const;
 
-  /// Kills every process in the cgroup: cgroup.kill on v2; on v1 freeze
-  /// (freezer), SIGKILL each pid in cgroup.procs, thaw. Best effort, no throw.
+  /// Kills every process in the cgroup (signal_cgroup with SIGKILL:
+  /// cgroup.kill on v2; on v1 freeze, SIGKILL each, thaw). No throw.
   void kill_all() noexcept;
 
   /// OOM kills so far (memory.oom_control "oom_kill" on v1, memory.events on v2).
@@ -64,22 +65,17 @@ class Cgroup {
   /// Forgets the directories without removing them (a detached sandbox keeps
   /// its cgroup; `sbx rm` removes it by the paths in state.json). No throw.
   void release() noexcept {
-    dirs_.clear();
+    roles_ = {};
     procs_.clear();
-    memory_.clear();
-    pids_.clear();
-    freezer_.clear();
-    unified_.clear();
   }
 
   /// The directories, one per hierarchy (for state.json and tests).
-  const std::vector<std::string>& paths() const { return dirs_; }
-  bool empty() const { return dirs_.empty(); }
+  const std::vector<std::string>& paths() const { return roles_.dirs; }
+  bool empty() const { return roles_.dirs.empty(); }
 
  private:
-  std::vector<std::string> dirs_;       ///< created dirs
-  std::vector<std::string> procs_;      ///< their cgroup.procs files
-  std::string memory_, pids_, freezer_, unified_;  ///< "" when not used
+  CgroupRoles roles_;                ///< created dirs, by role ("" when not used)
+  std::vector<std::string> procs_;   ///< their cgroup.procs files
 };
 
 /// The sandboxes' parent cgroup (issue 22): "sbx" at the top of the memory

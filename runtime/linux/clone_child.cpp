@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/fd.h"
+#include "runtime/linux/self_exec.h"
 
 namespace sbx::runtime {
 
@@ -48,46 +49,11 @@ bool other_threads_exist() noexcept {
   return !t || std::atoi(t + 9) != 1;
 }
 
-pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>& child, int* pidfd,
-                               std::vector<int> keep) {
-  if (!other_threads_exist()) {
-    pid_t pid = clone(0, pidfd);
-    if (pid == 0) {
-      child();
-      ::_exit(kExitSbxFailed);
-    }
-    return pid;
-  }
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("create a pipe to start the sandbox from a single-threaded helper");
-  Fd answer_r(p[0]), answer_w(p[1]);
-  // glibc's fork(): the helper has one thread and glibc's locks reset.
-  pid_t helper = ::fork();
-  if (helper < 0) throw_errno("fork the helper that starts the sandbox");
-  if (helper == 0) {
-    keep.push_back(answer_w.fd);
-    close_fds_except(3, std::move(keep));
-    Answer a;
-    try {
-      int fd = -1;
-      a.pid = clone(CLONE_PARENT, &fd);
-      if (a.pid == 0) {
-        ::close(answer_w.fd);
-        child();
-        ::_exit(kExitSbxFailed);
-      }
-    } catch (const Error& e) {
-      a.pid = -1;
-      a.err = e.err();
-      std::strncpy(a.msg, e.what(), sizeof a.msg - 1);
-    } catch (const std::exception& e) {
-      a.pid = -1;
-      std::strncpy(a.msg, e.what(), sizeof a.msg - 1);
-    }
-    (void)!::write(answer_w.fd, &a, sizeof a);  // (< PIPE_BUF: one atomic write)
-    ::_exit(0);
-  }
-  answer_w.reset();
+namespace {
+
+/// The parent's side of a helper: reads its answer, reaps it, and opens the
+/// new process's pidfd into *pidfd. Throws sbx::Error.
+pid_t take_answer(pid_t helper, Fd answer_r, int* pidfd) {
   Answer a;
   ssize_t got;
   do {
@@ -111,6 +77,80 @@ pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>
   }
   *pidfd = fd;
   return a.pid;
+}
+
+}  // namespace
+
+[[noreturn]] void answer_clone(int answer_fd, const CloneFn& clone, const std::function<void()>& child) noexcept {
+  Answer a;
+  try {
+    int fd = -1;
+    a.pid = clone(CLONE_PARENT, &fd);
+    if (a.pid == 0) {
+      ::close(answer_fd);
+      child();
+      ::_exit(kExitSbxFailed);
+    }
+  } catch (const Error& e) {
+    a.pid = -1;
+    a.err = e.err();
+    std::strncpy(a.msg, e.what(), sizeof a.msg - 1);
+  } catch (const std::exception& e) {
+    a.pid = -1;
+    std::strncpy(a.msg, e.what(), sizeof a.msg - 1);
+  }
+  (void)!::write(answer_fd, &a, sizeof a);  // (< PIPE_BUF: one atomic write)
+  ::_exit(0);
+}
+
+pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>& child, int* pidfd,
+                               std::vector<int> keep) {
+  if (!other_threads_exist()) {
+    pid_t pid = clone(0, pidfd);
+    if (pid == 0) {
+      child();
+      ::_exit(kExitSbxFailed);
+    }
+    return pid;
+  }
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("create a pipe to start the sandbox from a single-threaded helper");
+  Fd answer_r(p[0]), answer_w(p[1]);
+  // glibc's fork(): the helper has one thread and glibc's locks reset.
+  pid_t helper = ::fork();
+  if (helper < 0) throw_errno("fork the helper that starts the sandbox");
+  if (helper == 0) {
+    keep.push_back(answer_w.fd);
+    close_fds_except(3, std::move(keep));
+    answer_clone(answer_w.fd, clone, child);
+  }
+  answer_w.reset();
+  return take_answer(helper, std::move(answer_r), pidfd);
+}
+
+pid_t clone_from_fresh_helper(const char* entry, const std::string& payload, int* pidfd, std::vector<int> keep) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) < 0) throw_errno("create a pipe to start the sandbox from a fresh helper");
+  Fd answer_r(p[0]), answer_w(p[1]);
+  Fd request(helper_payload(payload));
+  std::string request_arg = std::to_string(request.fd), answer_arg = std::to_string(answer_w.fd);
+  char* const argv[] = {const_cast<char*>("sbx"), const_cast<char*>(kHelperArg), const_cast<char*>(entry),
+                        request_arg.data(), answer_arg.data(), nullptr};
+  keep.push_back(answer_w.fd);
+  keep.push_back(request.fd);
+  pid_t helper = ::fork();
+  if (helper < 0) throw_errno("fork the helper that starts the sandbox");
+  if (helper == 0) {
+    int e = exec_fresh_helper(argv, keep.data(), keep.size());
+    Answer a;
+    a.err = e;
+    std::strncpy(a.msg, "start sbx's helper that starts the sandbox (execveat)", sizeof a.msg - 1);
+    (void)!::write(answer_w.fd, &a, sizeof a);
+    ::_exit(kExitSbxFailed);
+  }
+  answer_w.reset();
+  request.reset();
+  return take_answer(helper, std::move(answer_r), pidfd);
 }
 
 }  // namespace sbx::runtime

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace sbx::runtime {
@@ -54,5 +55,22 @@ using CloneFn = std::function<pid_t(uint64_t extra_flags, int* pidfd)>;
 /// left behind then.
 pid_t clone_from_single_thread(const CloneFn& clone, const std::function<void()>& child, int* pidfd,
                                std::vector<int> keep = {});
+
+/// As clone_from_single_thread, for a caller that uses fresh helpers
+/// (runtime/linux/self_exec.h: sbx serve): the clone is made by a fresh exec
+/// of sbx, so that the new process holds none of the caller's memory. The
+/// helper runs with argv {"sbx", kHelperArg, entry, REQUEST_FD, ANSWER_FD}
+/// and an empty environment: it reads `payload` from REQUEST_FD, inherits
+/// the fds `keep` at their numbers and nothing else of the caller's, and
+/// ends with answer_clone(ANSWER_FD, ...). Returns the new process's pid and
+/// its pidfd (close-on-exec) in *pidfd. Errors: as clone_from_single_thread,
+/// and when the helper cannot be exec'd.
+pid_t clone_from_fresh_helper(const char* entry, const std::string& payload, int* pidfd, std::vector<int> keep);
+
+/// The helper's side (a forked one, or a fresh one): `clone` with
+/// CLONE_PARENT, `child()` in the new process (which must not return: then
+/// it exits with 125), and the new pid or the clone's error written to
+/// `answer_fd` for the caller; then the helper exits. Never returns.
+[[noreturn]] void answer_clone(int answer_fd, const CloneFn& clone, const std::function<void()>& child) noexcept;
 
 }  // namespace sbx::runtime

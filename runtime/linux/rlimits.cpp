@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstring>
 
 #include "common/error.h"
@@ -76,6 +77,15 @@ std::vector<std::string> clamp_rlimits(std::vector<Rlimit>& limits) {
     }
   }
   return warnings;
+}
+
+void check_rlimit(const Rlimit& r) {
+  if (!find(r.type))
+    throw Error("rlimit type '" + r.type + "' is not a resource limit of this kernel (RLIMIT_NOFILE, RLIMIT_NPROC, …)", EINVAL);
+  if (r.soft > r.hard)
+    throw Error("rlimit " + r.type + ": the soft limit " + std::to_string(r.soft) + " is above the hard limit " +
+                    std::to_string(r.hard),
+                EINVAL);
 }
 
 void apply_rlimits(const std::vector<Rlimit>& limits) {

@@ -16,6 +16,12 @@ Rlimit parse_ulimit(const std::string& text);
 /// sentence per clamped limit. Run in the parent, before the sandbox starts.
 std::vector<std::string> clamp_rlimits(std::vector<Rlimit>& limits);
 
+/// Checks one config.json rlimit (runtime-spec config.md "POSIX process"):
+/// its type must name a setrlimit(2) resource ("RLIMIT_NOFILE"), and soft
+/// must not exceed hard (the kernel refuses it). Throws sbx::Error (EINVAL)
+/// naming the type.
+void check_rlimit(const Rlimit& r);
+
 /// Applies the limits to the calling process (the workload, before exec).
 /// Throws sbx::Error naming the limit.
 void apply_rlimits(const std::vector<Rlimit>& limits);

@@ -69,8 +69,6 @@ std::optional<SandboxFreezer> sandbox_freezer(const std::string& dir) {
   SandboxState st = read_state(dir);
   if (!state_alive(st)) return std::nullopt;
   const std::string sid = st.id.substr(0, 12);
-  if (st.runtime != "native")
-    throw Error("sandbox " + sid + " runs on " + st.runtime + "; only native sandboxes are frozen through cgroups");
   SandboxFreezer f;
   const std::string lazy = lazy_freezer_dir(st.id);
   if (lazy.empty()) {

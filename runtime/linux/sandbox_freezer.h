@@ -1,5 +1,8 @@
 // A cgroup that can freeze every process of a running native sandbox, for
-// consistent snapshots.
+// consistent snapshots and pause. Only for sandboxes whose processes are host
+// processes in their own cgroups: its caller is the native backend
+// (runtime/native/writable_layer.h freeze_cgroups); a gVisor sandbox's
+// cgroups hold runsc, and it pauses through runsc.
 //
 // A sandbox gets no freezer at start on a hybrid host (each v1 cgroup costs
 // start time, and nothing but a snapshot needs one; runtime/linux/cgroups.cpp), so

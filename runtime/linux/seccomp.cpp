@@ -11,6 +11,8 @@
 #include <seccomp.h>
 
 #include <algorithm>
+#include <cctype>
+#include <memory>
 #include <atomic>
 #include <cerrno>
 
@@ -50,39 +52,133 @@ const std::vector<std::string>& seccomp_denied_syscalls() {
 
 namespace {
 
-/// The default profile as libseccomp builds it (rules only; not loaded).
-/// The caller owns the context (seccomp_release).
-scmp_filter_ctx build_default_filter() {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (!ctx) throw Error("seccomp_init failed");
-  auto fail = [&](const std::string& what, int rc) {
-    seccomp_release(ctx);
-    throw_errno("seccomp: " + what, -rc);
-  };
-  int rc;
-  for (const auto& name : seccomp_denied_syscalls()) {
-    int nr = seccomp_syscall_resolve_name(name.c_str());
-    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
-    if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0)) < 0) fail("deny " + name, rc);
-  }
-  const uint64_t ns_flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
-                            CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
-  // clone(2) may not create namespaces (x86-64: the flags are argument 0);
-  // one rule per flag bit, since rules for one system call are OR-ed.
-  for (uint64_t bit = 1; bit; bit <<= 1) {
-    if (!(ns_flags & bit)) continue;
-    if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                               SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit))) < 0)
-      fail("clone rule", rc);
-  }
-  if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0) fail("clone3 rule", rc);
-  // No vsock: a VM's host listens there, beside the sandbox's --network
-  // (docker's default profile allows socket(2) for every family but AF_VSOCK).
-  if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-                             SCMP_A0(SCMP_CMP_EQ, AF_VSOCK))) < 0)
-    fail("socket(AF_VSOCK) rule", rc);
-  return ctx;
+uint32_t action_of(const std::string& a, std::optional<unsigned> errno_ret, const std::string& field) {
+  if (a == "SCMP_ACT_ALLOW") return SCMP_ACT_ALLOW;
+  if (a == "SCMP_ACT_ERRNO") return SCMP_ACT_ERRNO(errno_ret.value_or(EPERM));
+  if (a == "SCMP_ACT_KILL" || a == "SCMP_ACT_KILL_THREAD") return SCMP_ACT_KILL_THREAD;
+  if (a == "SCMP_ACT_KILL_PROCESS") return SCMP_ACT_KILL_PROCESS;
+  if (a == "SCMP_ACT_TRAP") return SCMP_ACT_TRAP;
+  if (a == "SCMP_ACT_TRACE") return SCMP_ACT_TRACE(errno_ret.value_or(EPERM));
+  if (a == "SCMP_ACT_LOG") return SCMP_ACT_LOG;
+  throw Error(field + ": action '" + a + "' is not a seccomp action sbx knows");
 }
+
+scmp_compare op_of(const std::string& op) {
+  if (op == "SCMP_CMP_NE") return SCMP_CMP_NE;
+  if (op == "SCMP_CMP_LT") return SCMP_CMP_LT;
+  if (op == "SCMP_CMP_LE") return SCMP_CMP_LE;
+  if (op == "SCMP_CMP_EQ") return SCMP_CMP_EQ;
+  if (op == "SCMP_CMP_GE") return SCMP_CMP_GE;
+  if (op == "SCMP_CMP_GT") return SCMP_CMP_GT;
+  if (op == "SCMP_CMP_MASKED_EQ") return SCMP_CMP_MASKED_EQ;
+  throw Error("linux.seccomp.syscalls.args.op: '" + op + "' is not a seccomp operator");
+}
+
+uint32_t arch_of(const std::string& a) {
+  std::string n = a.rfind("SCMP_ARCH_", 0) == 0 ? a.substr(10) : a;
+  for (auto& ch : n) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  uint32_t v = seccomp_arch_resolve_name(n.c_str());
+  if (v == 0) throw Error("linux.seccomp.architectures: '" + a + "' is not known to libseccomp");
+  return v;
+}
+
+scmp_arg_cmp cond_of(const spec::SeccompArg& a) {
+  if (a.index > 5) throw Error("linux.seccomp.syscalls.args.index: " + std::to_string(a.index) + " is not 0..5");
+  scmp_arg_cmp c{};
+  c.arg = a.index;
+  c.op = op_of(a.op);
+  c.datum_a = a.value;
+  c.datum_b = a.value_two;
+  return c;
+}
+
+/// Builds `p` with libseccomp (rules only; not loaded), as runc does
+/// (libcontainer/seccomp/seccomp_linux.go): one rule per system call name;
+/// arguments on distinct indices are ANDed in one rule, several on the same
+/// index become one rule each (ORed). Names libseccomp does not know on this
+/// architecture are skipped. libseccomp's own no_new_privs is off: the
+/// caller decides. The caller owns the context (seccomp_release).
+scmp_filter_ctx build_filter(const spec::SeccompProfile& p) {
+  check_seccomp_profile(p);
+  uint32_t def = action_of(p.default_action, p.default_errno_ret, "linux.seccomp.defaultAction");
+  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(seccomp_init(def), seccomp_release);
+  if (!ctx) throw Error("seccomp_init failed for the default action " + p.default_action);
+  seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_NNP, 0);
+  for (const auto& f : p.flags) {
+    if (f == "SECCOMP_FILTER_FLAG_LOG") seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_LOG, 1);
+    if (f == "SECCOMP_FILTER_FLAG_SPEC_ALLOW") seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_SSB, 1);
+  }
+  for (const auto& a : p.architectures) {
+    int rc = seccomp_arch_add(ctx.get(), arch_of(a));
+    if (rc < 0 && rc != -EEXIST) throw_errno("seccomp: add architecture " + a, -rc);
+  }
+  for (const auto& r : p.syscalls) {
+    uint32_t act = action_of(r.action, r.errno_ret, "linux.seccomp.syscalls.action");
+    if (act == def) continue;  // libseccomp refuses a rule that repeats the default
+    std::vector<scmp_arg_cmp> conds;
+    bool same_index = false;
+    for (const auto& a : r.args) {
+      for (const auto& c : conds) same_index |= (c.arg == a.index);
+      conds.push_back(cond_of(a));
+    }
+    for (const auto& name : r.names) {
+      int nr = seccomp_syscall_resolve_name(name.c_str());
+      if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture / unknown to libseccomp
+      auto add = [&](const std::vector<scmp_arg_cmp>& cs) {
+        int rc = seccomp_rule_add_array(ctx.get(), act, nr, static_cast<unsigned>(cs.size()), cs.empty() ? nullptr : cs.data());
+        if (rc < 0) throw_errno("seccomp: add the rule for " + name, -rc);
+      };
+      if (!same_index) {
+        add(conds);
+      } else {
+        for (const auto& c : conds) add({c});
+      }
+    }
+  }
+  return ctx.release();
+}
+
+}  // namespace
+
+void check_seccomp_profile(const spec::SeccompProfile& p) {
+  action_of(p.default_action, p.default_errno_ret, "linux.seccomp.defaultAction");
+  for (const auto& a : p.architectures) arch_of(a);
+  for (const auto& f : p.flags)
+    if (f != "SECCOMP_FILTER_FLAG_TSYNC" && f != "SECCOMP_FILTER_FLAG_LOG" && f != "SECCOMP_FILTER_FLAG_SPEC_ALLOW")
+      throw Error("linux.seccomp.flags: '" + f + "' is not a flag sbx knows");
+  for (const auto& r : p.syscalls) {
+    action_of(r.action, r.errno_ret, "linux.seccomp.syscalls.action");
+    for (const auto& a : r.args) cond_of(a);
+  }
+}
+
+const spec::SeccompProfile& default_seccomp_profile() {
+  static const spec::SeccompProfile p = [] {
+    spec::SeccompProfile d;
+    d.default_action = "SCMP_ACT_ALLOW";
+    d.syscalls.push_back({seccomp_denied_syscalls(), "SCMP_ACT_ERRNO", EPERM, {}});
+    // clone(2) may not create namespaces (x86-64: the flags are argument 0);
+    // one rule per flag bit, since rules for one system call are OR-ed.
+    const uint64_t ns_flags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
+                              CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
+    for (uint64_t bit = 1; bit; bit <<= 1)
+      if (ns_flags & bit) d.syscalls.push_back({{"clone"}, "SCMP_ACT_ERRNO", EPERM, {{0, bit, bit, "SCMP_CMP_MASKED_EQ"}}});
+    d.syscalls.push_back({{"clone3"}, "SCMP_ACT_ERRNO", ENOSYS, {}});
+    // No vsock: a VM's host listens there, beside the sandbox's --network
+    // (docker's default profile allows socket(2) for every family but AF_VSOCK).
+    d.syscalls.push_back({{"socket"}, "SCMP_ACT_ERRNO", EPERM, {{0, AF_VSOCK, 0, "SCMP_CMP_EQ"}}});
+    return d;
+  }();
+  return p;
+}
+
+void load_seccomp_profile(const spec::SeccompProfile& p) {
+  std::unique_ptr<void, void (*)(scmp_filter_ctx)> ctx(build_filter(p), seccomp_release);
+  int rc = seccomp_load(ctx.get());
+  if (rc < 0) throw_errno("seccomp: load the linux.seccomp profile", -rc);
+}
+
+namespace {
 
 /// The compiled program: classic BPF instructions, as the kernel takes them.
 struct Program {
@@ -93,7 +189,7 @@ struct Program {
 /// the very program seccomp_load would load) through a pipe (832 bytes on
 /// x86-64, far below a pipe's capacity). Throws sbx::Error.
 const Program* compile_default_filter() {
-  scmp_filter_ctx ctx = build_default_filter();
+  scmp_filter_ctx ctx = build_filter(default_seccomp_profile());
   int p[2];
   if (::pipe2(p, O_CLOEXEC) < 0) {
     int e = errno;

@@ -9,7 +9,25 @@
 #include <string>
 #include <vector>
 
+#include "spec/seccomp_profile.h"
+
 namespace sbx::runtime {
+
+/// Checks `profile` (actions, operators, architectures, flags) without
+/// building it, so that a bad profile fails before any process is made.
+/// Throws sbx::Error naming the field.
+void check_seccomp_profile(const spec::SeccompProfile& profile);
+
+/// Builds `profile` (libseccomp, as runc builds linux.seccomp) and loads it
+/// into the calling thread. libseccomp's no_new_privs is off: set it first,
+/// or hold CAP_SYS_ADMIN. Throws sbx::Error naming the field or system call.
+void load_seccomp_profile(const spec::SeccompProfile& profile);
+
+/// sbx's default profile, written as a runtime-spec profile (what
+/// install_default_seccomp compiles): allow by default; the system calls of
+/// seccomp_denied_syscalls() fail with EPERM, clone(2) with namespace
+/// flags EPERM, clone3(2) ENOSYS, socket(AF_VSOCK) EPERM.
+const spec::SeccompProfile& default_seccomp_profile();
 
 /// Names of the system calls the default profile denies with EPERM.
 const std::vector<std::string>& seccomp_denied_syscalls();

@@ -1,5 +1,6 @@
 #include "runtime/native/child_channel.h"
 
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -114,26 +115,40 @@ std::string find_executable(const std::string& cmd, const std::vector<std::strin
   return {};
 }
 
-void exec_command(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                  bool no_new_privileges) {
-  std::string exe = find_executable(args[0], env);
+std::string resolve_command(const std::string& cmd, const std::vector<std::string>& env) {
+  std::string exe = find_executable(cmd, env);
   if (exe.empty()) {
     int err = errno;
-    if (err == EACCES) throw Error("exec: \"" + args[0] + "\": permission denied", err, kExitCannotExec);
-    throw Error("exec: \"" + args[0] + "\": executable file not found in $PATH", err, kExitNotFound);
+    if (err == EACCES) throw Error("exec: \"" + cmd + "\": permission denied", err, kExitCannotExec);
+    throw Error("exec: \"" + cmd + "\": executable file not found in $PATH", err, kExitNotFound);
   }
+  return exe;
+}
+
+void exec_file(const std::string& exe, const std::vector<std::string>& args, const std::vector<std::string>& env) {
   std::vector<char*> argv, envp;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-
-  if (no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
-  if (no_new_privileges) install_default_seccomp();  // last: nothing but execve after it
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // EINVAL for KILL, STOP: fine
+  sigset_t none;
+  ::sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(exe.c_str(), argv.data(), envp.data());
   int e = errno;
   throw Error("exec " + exe + ": " + std::strerror(e) + " (" + errno_name(e) + ")", e,
               (e == ENOENT || e == ENOTDIR) ? kExitNotFound : kExitCannotExec);
+}
+
+void exec_command(const std::vector<std::string>& args, const std::vector<std::string>& env,
+                  bool no_new_privileges) {
+  std::string exe = resolve_command(args[0], env);
+  if (no_new_privileges && ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) throw_errno("PR_SET_NO_NEW_PRIVS");
+  if (no_new_privileges) install_default_seccomp();  // last: nothing but execve after it
+  exec_file(exe, args, env);
 }
 
 }  // namespace sbx::runtime

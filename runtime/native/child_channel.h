@@ -47,13 +47,25 @@ ChildReport read_child_report(int sock, char stop_at = 0);
 /// executable).
 std::string find_executable(const std::string& cmd, const std::vector<std::string>& env);
 
-/// The workload's last step: finds args[0] (find_executable), sets
-/// no_new_privs and installs the default seccomp profile last when
-/// `no_new_privileges` (nothing but execve runs after it), then execve.
-/// Never returns: throws sbx::Error with exit code 127 (not found: ENOENT,
-/// ENOTDIR), 126 (found but not executable) or 125 (prctl failed), and a
-/// message as podman/runc give ("exec: \"x\": executable file not found in
-/// $PATH").
+/// args[0] as the command will be exec'd (find_executable with `env`'s
+/// PATH), or throws sbx::Error with exit code 127 (not found) or 126 (found
+/// but not executable) and the message podman and runc give ("exec: \"x\":
+/// executable file not found in $PATH").
+std::string resolve_command(const std::string& cmd, const std::vector<std::string>& env);
+
+/// The very last step of every sandbox or container process: signal
+/// dispositions back to the default and an empty signal mask (what the
+/// caller ignored or blocked must not reach the command: a shell started
+/// with SIGTERM ignored cannot trap it, POSIX 2.11; runc's Go init resets
+/// them the same way), then execve(2) of `exe`. Never returns: throws
+/// sbx::Error with exit code 127 (ENOENT, ENOTDIR) or 126.
+[[noreturn]] void exec_file(const std::string& exe, const std::vector<std::string>& args,
+                            const std::vector<std::string>& env);
+
+/// The workload's last step: resolve_command, then no_new_privs and the
+/// default seccomp profile last when `no_new_privileges` (nothing but
+/// execve runs after it), then exec_file. Never returns: throws sbx::Error
+/// with exit code 127, 126 or 125 (prctl failed).
 [[noreturn]] void exec_command(const std::vector<std::string>& args, const std::vector<std::string>& env,
                                bool no_new_privileges);
 

@@ -17,24 +17,12 @@
 // Semantics as `docker cp`: if the destination is an existing directory the
 // source is copied into it under its own name, else it is created.
 #pragma once
-#include <sys/stat.h>
-
 #include <string>
 
+#include "runtime/copy_result.h"
 #include "runtime/state.h"
 
 namespace sbx::runtime {
-
-struct CopyResult {
-  uint64_t files = 0;
-  uint64_t bytes = 0;
-};
-
-/// The permission bits a file copied out of a sandbox gets on the host: its
-/// own, less set-uid and set-gid (a sandbox's set-id file never becomes one
-/// on the host). Used by every copy to the host, native and gVisor; neither
-/// copies extended attributes, so no file capability arrives either.
-inline mode_t host_mode_from_sandbox(mode_t mode) { return mode & 07777 & ~static_cast<mode_t>(S_ISUID | S_ISGID); }
 
 /// Copies SANDBOX_PATH (absolute, inside the sandbox) to HOST_PATH. Files
 /// created on the host are owned by the caller. Throws sbx::Error when the

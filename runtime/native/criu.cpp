@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
-#include "runtime/gvisor/gvisor_bundle.h"
+#include "runtime/linux/run_command.h"
 
 namespace sbx::runtime {
 
@@ -23,7 +23,7 @@ int run_logged(const std::vector<std::string>& argv, const std::string& out_file
   if (out < 0) throw_errno("open " + out_file + " for the output of " + argv[0]);
   int st;
   try {
-    st = gvisor::run_with_output(argv, out);
+    st = run_with_output(argv, out);
   } catch (...) {
     ::close(out);
     throw;

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -31,13 +32,17 @@
 #include "runtime/lifecycle.h"
 #include "runtime/linux/pty.h"
 #include "runtime/linux/pty_relay.h"
+#include "runtime/linux/self_exec.h"
 #include "runtime/user.h"
+#include "spec/spec_json.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
 #endif
 
 namespace sbx::runtime {
+
+using nlohmann::json;
 
 namespace {
 
@@ -69,10 +74,9 @@ void set_env(std::vector<std::string>& env, const std::string& kv) {
 /// PATH search as execvp, with the sandbox's PATH. Returns "" (errno set) when
 /// not found.
 
-/// The exec'd process, inside every namespace of the sandbox. Never returns.
-[[noreturn]] void exec_child(const SandboxSpec& spec, const ExecRequest& req, int sock,
-                             const sigset_t& caller_mask) noexcept {
-  const Process& p = spec.process;
+/// The exec'd process, inside every namespace of the sandbox, with the
+/// sandbox's process settings `p`. Never returns.
+[[noreturn]] void exec_child(const Process& p, const ExecRequest& req, int sock, const sigset_t& caller_mask) noexcept {
   int code = kExitSbxFailed;
   try {
     for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
@@ -132,6 +136,66 @@ void set_env(std::vector<std::string>& env, const std::string& kv) {
     send_error(sock, code, e.what());
   }
   ::_exit(code);
+}
+
+/// What the process that joins the sandbox needs besides the request: the
+/// fds sbx opened for it and where to report.
+struct Join {
+  std::string short_id;
+  int ns_flags = 0;
+  std::vector<int> procs;  ///< cgroup.procs of each of the sandbox's cgroups (write-only)
+  int pidfd = -1;          ///< the sandbox's init
+  int sock = -1;           ///< the child's end of the report channel (child_channel.h)
+  int pid_w = -1;          ///< where the new process's pid goes
+};
+
+/// The joining process (a fork of sbx, or a fresh helper): joins the
+/// cgroups (host paths: before setns), then every namespace at once, then
+/// forks the process that ends up inside the pid namespace, as a child of
+/// sbx itself (CLONE_PARENT; it inherits our non-dumpable state), writes its
+/// pid to j.pid_w and exits. Never returns.
+[[noreturn]] void join_and_start(const Join& j, const Process& p, const ExecRequest& req,
+                                 const sigset_t& caller_mask) noexcept {
+  // Read before setns: from then on "/" is the sandbox's (cgroup_mode looks at /sys/fs/cgroup).
+  (void)cgroup_mode();
+  int err = 0;
+  for (int fd : j.procs)
+    if (::write(fd, "0", 1) < 0) err = errno;
+  if (err) {
+    send_error(j.sock, kExitSbxFailed, "join the cgroup of sandbox " + j.short_id + ": " + std::strerror(err));
+    ::_exit(kExitSbxFailed);
+  }
+  if (::setns(j.pidfd, j.ns_flags) < 0) {
+    int e = errno;
+    send_error(j.sock, kExitSbxFailed,
+               "join the namespaces of sandbox " + j.short_id + " (setns): " + std::strerror(e) +
+                   (e == ESRCH || e == EINVAL ? "; it has probably just ended" : ""));
+    ::_exit(kExitSbxFailed);
+  }
+  pid_t child = static_cast<pid_t>(::syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0));
+  if (child == 0) exec_child(p, req, j.sock, caller_mask);
+  if (child < 0) {
+    int e = errno;
+    send_error(j.sock, kExitSbxFailed, "fork into sandbox " + j.short_id + ": " + std::strerror(e));
+    ::_exit(kExitSbxFailed);
+  }
+  (void)!::write(j.pid_w, &child, sizeof child);
+  ::_exit(0);
+}
+
+/// The fresh helper's request (runtime/linux/self_exec.h): the join, the
+/// sandbox's process settings, the exec request and the caller's signal mask.
+std::string encode_request(const Join& j, const Process& p, const ExecRequest& req, const sigset_t& mask) {
+  json blocked = json::array();
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sigismember(&mask, sig) == 1) blocked.push_back(sig);
+  json r = {{"args", req.args},       {"env", req.env},         {"cwd", req.cwd},
+            {"user", req.user},       {"interactive", req.interactive}, {"tty", req.tty},
+            {"stdin_fd", req.stdin_fd}, {"stdout_fd", req.stdout_fd}, {"stderr_fd", req.stderr_fd}};
+  json out = {{"short_id", j.short_id}, {"ns_flags", j.ns_flags}, {"procs", j.procs},
+              {"pidfd", j.pidfd},       {"sock", j.sock},         {"pid_w", j.pid_w},
+              {"process", spec::process_to_json(p)}, {"request", r}, {"mask", blocked}};
+  return out.dump();
 }
 
 int64_t mono_ms() {
@@ -203,39 +267,42 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
     }
   } mask_guard{caller_mask, req.forward_signals};
 
+  Join join;
+  join.short_id = short_id;
+  join.ns_flags = ns_flags;
+  for (const auto& fd : procs) join.procs.push_back(fd.fd);
+  join.pidfd = pidfd.fd;
+  join.sock = child_sock.fd;
+  join.pid_w = pid_w.fd;
+  // A caller with secrets in memory (sbx serve: runtime/linux/self_exec.h)
+  // joins through a fresh exec of sbx; the CLI joins from a fork, as fast.
+  Fd payload;
+  std::string payload_arg;
+  std::vector<int> keep;
+  if (fresh_helper_image() >= 0) {
+    payload = Fd(helper_payload(encode_request(join, spec.process, req, caller_mask)));
+    payload_arg = std::to_string(payload.fd);
+    keep = join.procs;
+    keep.insert(keep.end(), {join.pidfd, join.sock, join.pid_w, payload.fd, req.stdin_fd, req.stdout_fd, req.stderr_fd});
+  }
+  char* const helper_argv[] = {const_cast<char*>("sbx"), const_cast<char*>(kHelperArg), const_cast<char*>("exec"),
+                               payload_arg.data(), nullptr};
+  const std::string exec_failed = "start sbx's helper to join sandbox " + short_id + " (execveat): ";
+
   pid_t helper = ::fork();
   if (helper < 0) throw_errno("fork");
   if (helper == 0) {
-    // The helper: join the cgroups (host paths: before setns), then every
-    // namespace at once, then fork the process that ends up inside the pid
-    // namespace, as a child of sbx itself (CLONE_PARENT).
-    int err = 0;
-    for (auto& fd : procs)
-      if (::write(fd.fd, "0", 1) < 0) err = errno;
-    if (err) {
-      send_error(child_sock.fd, kExitSbxFailed, "join the cgroup of sandbox " + short_id + ": " + std::strerror(err));
+    if (payload.fd >= 0) {
+      int e = exec_fresh_helper(helper_argv, keep.data(), keep.size());
+      send_error(child_sock.fd, kExitSbxFailed, exec_failed + std::strerror(e));
       ::_exit(kExitSbxFailed);
     }
-    if (::setns(pidfd.fd, ns_flags) < 0) {
-      int e = errno;
-      send_error(child_sock.fd, kExitSbxFailed,
-                 "join the namespaces of sandbox " + short_id + " (setns): " + std::strerror(e) +
-                     (e == ESRCH || e == EINVAL ? "; it has probably just ended" : ""));
-      ::_exit(kExitSbxFailed);
-    }
-    pid_t child = static_cast<pid_t>(::syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0));
-    if (child == 0) {
-      ::close(sock.fd);
-      exec_child(spec, req, child_sock.fd, caller_mask);
-    }
-    if (child < 0) {
-      int e = errno;
-      send_error(child_sock.fd, kExitSbxFailed, "fork into sandbox " + short_id + ": " + std::strerror(e));
-      ::_exit(kExitSbxFailed);
-    }
-    (void)!::write(pid_w.fd, &child, sizeof child);
-    ::_exit(0);
+    // No process of the sandbox may read or trace us or the process we
+    // fork, until its exec (the workload's execve makes it dumpable again).
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    join_and_start(join, spec.process, req, caller_mask);
   }
+  payload = Fd();
   child_sock = Fd();
   pid_w = Fd();
   pid_t child = -1;
@@ -345,6 +412,42 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
   if (status < 0) throw Error("lost the process in sandbox " + short_id);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
+}
+
+int exec_helper_main(int payload_fd) {
+  Join j;
+  Process p;
+  ExecRequest req;
+  sigset_t mask;
+  sigemptyset(&mask);
+  try {
+    json in = json::parse(read_helper_payload(payload_fd));
+    j.short_id = in.at("short_id").get<std::string>();
+    j.ns_flags = in.at("ns_flags").get<int>();
+    j.procs = in.at("procs").get<std::vector<int>>();
+    j.pidfd = in.at("pidfd").get<int>();
+    j.sock = in.at("sock").get<int>();
+    j.pid_w = in.at("pid_w").get<int>();
+    p = spec::process_from_json(in.at("process"));
+    const json& rq = in.at("request");
+    req.args = rq.at("args").get<std::vector<std::string>>();
+    req.env = rq.at("env").get<std::vector<std::string>>();
+    req.cwd = rq.at("cwd").get<std::string>();
+    req.user = rq.at("user").get<std::string>();
+    req.interactive = rq.at("interactive").get<bool>();
+    req.tty = rq.at("tty").get<bool>();
+    req.stdin_fd = rq.at("stdin_fd").get<int>();
+    req.stdout_fd = rq.at("stdout_fd").get<int>();
+    req.stderr_fd = rq.at("stderr_fd").get<int>();
+    for (int sig : in.at("mask").get<std::vector<int>>()) sigaddset(&mask, sig);
+  } catch (const std::exception& e) {
+    // Without the channel's fd there is nobody to tell but stderr; sbx then
+    // sees no pid and no report and says it could not start the process.
+    if (j.sock >= 0) send_error(j.sock, kExitSbxFailed, std::string("sbx exec helper: ") + e.what());
+    else ::dprintf(2, "sbx exec helper: %s\n", e.what());
+    return kExitSbxFailed;
+  }
+  join_and_start(j, p, req, mask);
 }
 
 }  // namespace sbx::runtime

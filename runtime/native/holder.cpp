@@ -168,14 +168,4 @@ void run_holder(const HolderConfig& cfg) {
   }
 }
 
-void touch_activity(const char* state_dir) noexcept {
-  char path[4096];
-  std::snprintf(path, sizeof path, "%s/activity", state_dir);
-  int fd = ::open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd >= 0) {
-    ::futimens(fd, nullptr);
-    ::close(fd);
-  }
-}
-
 }  // namespace sbx::runtime

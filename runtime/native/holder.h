@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "runtime/sandbox_log.h"  // kLogRotateBytes
+#include "runtime/state.h"        // touch_activity
 
 namespace sbx::runtime {
 
@@ -38,9 +39,5 @@ struct HolderConfig {
 /// timeout, 128+N when signal N ended a holder without a first process.
 /// Uses only system calls (safe after fork of a multi-threaded parent).
 [[noreturn]] void run_holder(const HolderConfig& cfg);
-
-/// Touches STATE_DIR/activity (utimensat, creating it): marks exec activity for
-/// the idle timeout. No throw.
-void touch_activity(const char* state_dir) noexcept;
 
 }  // namespace sbx::runtime

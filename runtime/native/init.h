@@ -6,10 +6,9 @@
 #include <signal.h>
 #include <sys/types.h>
 
-namespace sbx::runtime {
+#include "runtime/linux/forwarded_signals.h"  // the signals the init forwards
 
-/// Signals the init forwards to the workload (blocked in sbx while it waits).
-const sigset_t& forwarded_signals();
+namespace sbx::runtime {
 
 /// The init's loop. `workload` is the already forked workload; the signals of
 /// forwarded_signals() plus SIGCHLD must be blocked. Exits the process with the

@@ -42,15 +42,19 @@
 #include "runtime/linux/pty_relay.h"
 #include "runtime/linux/rlimits.h"
 #include "runtime/linux/seccomp.h"
+#include "runtime/linux/self_exec.h"
 #include "runtime/state.h"
 #include "runtime/user.h"
 #include "runtime/linux/userns.h"
+#include "spec/spec_json.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
 #endif
 
 namespace sbx::runtime {
+
+using nlohmann::json;
 
 namespace {
 
@@ -228,6 +232,10 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
 [[noreturn]] void init_main(const ChildCtx& c) noexcept {
   const SandboxSpec& spec = *c.spec;
   try {
+    // No process of the sandbox may read or trace the init, nor the workload
+    // it forks, which inherits this until its own execve (a change of ids
+    // would make it non-dumpable too, but not every sandbox changes them).
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     // Die with sbx: a SIGKILLed `sbx run` takes the whole pid namespace down.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     // Only sbx holds the other end of the commit socket: its EOF is sbx's death.
@@ -398,8 +406,6 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     // (A pty's master stays: the holder logs from it.)
     const int tty_master = c.detached && spec.stdin_pty_master ? c.stdin_fd : -1;
     if (c.stdin_fd >= 0 && tty_master < 0) ::close(c.stdin_fd);
-    // Processes in the sandbox may not read or trace the init's memory.
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (c.detached) {
       // Outlive sbx only once sbx has recorded us in state.json (it sends 'G'
       // then); if it dies before, EOF here and PDEATHSIG end the sandbox.
@@ -443,6 +449,34 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
   ::_exit(kExitSbxFailed);
 }
 
+/// The init's fresh helper's request (runtime/linux/self_exec.h): the
+/// context, the spec, the clone flags and the log level. The fds keep their
+/// numbers across the helper's exec.
+std::string encode_init_request(const ChildCtx& c, uint64_t flags) {
+  json blocked = json::array();
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sigismember(&c.caller_mask, sig) == 1) blocked.push_back(sig);
+  json binds = json::array();
+  for (const auto& b : c.binds)
+    binds.push_back({b.mount - c.spec->mounts.data(), b.tree_fd, b.is_dir});
+  json j = {{"spec", spec::spec_to_json(*c.spec)},
+            {"state_dir", c.state_dir},
+            {"hostname", c.hostname},
+            {"sock", c.sock},
+            {"mask", blocked},
+            {"userns", c.userns},
+            {"idmapped_layers", c.idmapped_layers},
+            {"binds", binds},
+            {"detached", c.detached},
+            {"fds", {c.state_dirfd, c.log_r, c.log_w, c.err_r, c.err_w, c.commit_r, c.commit_w, c.stdin_fd}},
+            {"hosts", c.hosts},
+            {"resolv", c.resolv},
+            {"pooled", c.pooled},
+            {"flags", flags},
+            {"log_level", static_cast<int>(log::level())}};
+  return j.dump();
+}
+
 int reap(Sandbox& sb, bool block) {
   if (sb.exit_status >= 0 || sb.pid <= 0) return sb.exit_status;
   siginfo_t info{};
@@ -459,18 +493,6 @@ int reap(Sandbox& sb, bool block) {
 }
 
 }  // namespace
-
-std::string new_sandbox_id() {
-  unsigned char b[32];
-  if (::getrandom(b, sizeof b, 0) != sizeof b) throw_errno("getrandom");
-  static const char* hex = "0123456789abcdef";
-  std::string id;
-  for (unsigned char c : b) {
-    id += hex[c >> 4];
-    id += hex[c & 15];
-  }
-  return id;
-}
 
 Sandbox::Sandbox(Sandbox&& o) noexcept { *this = std::move(o); }
 
@@ -708,12 +730,17 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     // Every fd of the caller's that the init uses (ChildCtx):
     std::vector<int> keep{sv[1], ctx.state_dirfd, ctx.log_r, ctx.log_w, ctx.err_r, ctx.err_w, ctx.commit_r, ctx.commit_w, ctx.stdin_fd};
     keep.insert(keep.end(), trees.fds.begin(), trees.fds.end());
-    pid = clone_from_single_thread([&](uint64_t extra, int* fd) { return clone_sandbox(flags | extra, fd); },
-                                   [&] {
-                                     ::close(sv[0]);
-                                     init_main(ctx);
-                                   },
-                                   &sb.pidfd, std::move(keep));
+    // A caller with secrets in memory (sbx serve) starts the init from a
+    // fresh exec of sbx instead (runtime/linux/self_exec.h).
+    if (fresh_helper_image() >= 0)
+      pid = clone_from_fresh_helper("init", encode_init_request(ctx, flags), &sb.pidfd, std::move(keep));
+    else
+      pid = clone_from_single_thread([&](uint64_t extra, int* fd) { return clone_sandbox(flags | extra, fd); },
+                                     [&] {
+                                       ::close(sv[0]);
+                                       init_main(ctx);
+                                     },
+                                     &sb.pidfd, std::move(keep));
   } catch (...) {
     ::sigprocmask(SIG_SETMASK, &sb.saved_mask, nullptr);
     ::close(sv[0]);
@@ -802,7 +829,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     if (opts.detached) (void)!::send(sock, "G", 1, MSG_NOSIGNAL);
     // The sandbox is busy building its file system: use the time to remove
     // what an earlier, SIGKILLed sbx left behind (runtime/state.h gc()).
-    if (opts.gc_stale) gc(opts.run_root);
+    if (opts.gc_stale) opts.gc_stale();
     // Until EOF: exec'd (or setup died); pooled: until 'R', the init waits.
     ChildReport report = read_child_report(sock, opts.pooled ? 'R' : 0);
     sb.pty_master = report.pty_master;
@@ -930,6 +957,52 @@ ExitStatus wait(Sandbox& sb, const WaitOptions& opts) {
   const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - sb.started).count();
   out.usage = ended_usage(read_cgroup_usage(sb.cgroup.paths()), sb.rusage, static_cast<uint64_t>(std::max<int64_t>(wall, 0)));
   return out;
+}
+
+void init_helper_main(int payload_fd, int answer_fd) {
+  // The spec and context live as long as this process (the init is its clone).
+  static SandboxSpec spec;
+  static ChildCtx c{};
+  uint64_t flags = 0;
+  try {
+    json j = json::parse(read_helper_payload(payload_fd));
+    spec = spec::spec_from_json(j.at("spec"));
+    c.spec = &spec;
+    c.cgroup = nullptr;  // (sbx adds the init to its cgroups)
+    c.state_dir = j.at("state_dir").get<std::string>();
+    c.hostname = j.at("hostname").get<std::string>();
+    c.sock = j.at("sock").get<int>();
+    sigemptyset(&c.caller_mask);
+    for (int sig : j.at("mask").get<std::vector<int>>()) sigaddset(&c.caller_mask, sig);
+    c.userns = j.at("userns").get<bool>();
+    c.idmapped_layers = j.at("idmapped_layers").get<std::vector<int>>();
+    for (const auto& b : j.at("binds")) {
+      size_t m = b.at(0).get<size_t>();
+      if (m >= spec.mounts.size()) throw Error("a bind names mount " + std::to_string(m) + " of " + std::to_string(spec.mounts.size()));
+      c.binds.push_back({&spec.mounts[m], b.at(1).get<int>(), b.at(2).get<bool>()});
+    }
+    c.detached = j.at("detached").get<bool>();
+    auto fds = j.at("fds").get<std::vector<int>>();
+    if (fds.size() != 8) throw Error("expected 8 fds");
+    c.state_dirfd = fds[0], c.log_r = fds[1], c.log_w = fds[2], c.err_r = fds[3], c.err_w = fds[4];
+    c.commit_r = fds[5], c.commit_w = fds[6], c.stdin_fd = fds[7];
+    c.hosts = j.at("hosts").get<std::string>();
+    c.resolv = j.at("resolv").get<std::string>();
+    c.pooled = j.at("pooled").get<bool>();
+    flags = j.at("flags").get<uint64_t>();
+    static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
+    int level = j.at("log_level").get<int>();
+    if (level >= 0 && level < 6) log::set_level(kLevels[level]);
+  } catch (const std::exception& e) {
+    // The caller reads this as the clone's error.
+    answer_clone(answer_fd, [&](uint64_t, int*) -> pid_t { throw Error(std::string("sbx init helper: ") + e.what()); },
+                 [] {});
+  }
+  // Read on the host, as sbx itself would have before the clone: after
+  // pivot_root "/" is the sandbox's (cgroup_mode looks at /sys/fs/cgroup).
+  (void)cgroup_mode();
+  answer_clone(answer_fd, [&](uint64_t extra, int* fd) { return clone_sandbox(flags | extra, fd); },
+               [&] { init_main(c); });
 }
 
 }  // namespace sbx::runtime

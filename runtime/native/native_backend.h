@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "spec/exit_status.h"
 #include "spec/sandbox_spec.h"
 #include "runtime/state.h"
+#include "runtime/warm_sandbox.h"  // PooledCommand
 #include "runtime/linux/userns.h"
 
 namespace sbx::runtime {
@@ -47,9 +49,10 @@ struct StartOptions {
   /// Fields of state.json start() does not know (labels, command, status, …);
   /// start() fills in pid, pid_start, cgroups and the spec's ids.
   const SandboxState* state_template = nullptr;
-  /// While the sandbox sets itself up, remove state dirs and cgroups of dead
-  /// sandboxes (runtime/state.h gc()); costs no wall time.
-  bool gc_stale = true;
+  /// Runs while the sandbox sets itself up: the backend's gc of dead
+  /// sandboxes (runtime/lifecycle.h gc()), which then costs no wall time.
+  /// Empty: nothing.
+  std::function<void()> gc_stale;
   /// Run the sandbox in its own user namespace (runtime/linux/userns.h): uid/gid
   /// 0..65535 inside are a per-sandbox range of unprivileged host ids, the
   /// image layers and volumes are idmapped. `sbx run` sets it unless
@@ -144,16 +147,6 @@ struct WaitOptions {
 /// on a failure of sbx itself.
 ExitStatus wait(Sandbox& sb, const WaitOptions& opts);
 
-/// The one command of a pooled sandbox (StartOptions::pooled).
-struct PooledCommand {
-  std::vector<std::string> args;  ///< argv; args[0] found on the sandbox's PATH
-  std::vector<std::string> env;   ///< the whole environment ("K=V"); HOME added as for start()
-  /// Files written (mode 0644, owned by the sandbox's root, parents created)
-  /// before the command runs: absolute path in the sandbox → content.
-  std::vector<std::pair<std::string, std::string>> files;
-  int stdio[3] = {-1, -1, -1};  ///< the command's fds 0, 1, 2 (sbx keeps its copies)
-};
-
 /// Runs `cmd` in the pooled sandbox `sb` (from start() with
 /// StartOptions::pooled): sends it to the waiting init, which writes the
 /// files and forks the command; returns once the command has been exec'd and
@@ -164,7 +157,11 @@ struct PooledCommand {
 /// is not a waiting pooled sandbox).
 void run_pooled(Sandbox& sb, const PooledCommand& cmd);
 
-/// A fresh sandbox id: 64 random hex chars (as docker/podman).
-std::string new_sandbox_id();
+/// The fresh helper of start() (runtime/native/fresh_helper.h runs it, for a
+/// caller that uses fresh helpers: runtime/linux/self_exec.h): reads the
+/// init's context from `payload_fd`, clones the init (as start()'s child,
+/// CLONE_PARENT) and answers on `answer_fd` (runtime/linux/clone_child.h
+/// answer_clone). Never returns.
+[[noreturn]] void init_helper_main(int payload_fd, int answer_fd);
 
 }  // namespace sbx::runtime

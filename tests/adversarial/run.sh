@@ -2,6 +2,8 @@
 # sbx adversarial suite: each case runs a small attack inside a sandbox (the
 # static C probe of probe.c, busybox sh, or a hostile rootfs), then checks the
 # HOST. A case passes only when the attack failed AND the host is intact.
+# The serve_* cases attack `sbx serve` from outside instead: clients without
+# a token, floods, slow clients and descriptor exhaustion (serve_attack.py).
 #
 #   tests/adversarial/run.sh [--runtime native|gvisor] [--userns host] [--loop N] [CASE...]
 #
@@ -128,9 +130,13 @@ cg_children() {  # prints leftover child cgroups of ours
 
 victim=""
 listener=""
+serve_pid=""
+SERVE_PID=""
 cleanup() {
+  [ -n "$serve_pid" ] && serve_stop
   [ -n "$victim" ] && kill "$victim" 2>/dev/null
   [ -n "$listener" ] && kill "$listener" 2>/dev/null
+  [ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
   # Anything still mounted under our temp dir (only after a failure).
   findmnt -rn -o TARGET | grep -F "$T" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
   cg_leave
@@ -879,6 +885,145 @@ case_end_reason() {  # the workload can fake sbx's timeout message and exit code
   [ $ok = 1 ] && pass end-reason "a faked timeout (exit 124 + message) is recorded as exit; a real one as timeout; a failed start as failed"
 }
 
+# ---- sbx serve: the Docker API's sandboxes ----------------------------------
+# A server of this run's own (its --root and --run-root), on a unix socket
+# and loopback TCP with a bearer token; its environment carries a second
+# planted secret. Clients: the docker CLI and docker-py (python3-docker).
+serve_token=""
+serve_secret=""
+serve_why=""
+serve_start() {  # starts the server once; 1 when it cannot (the reason in $serve_why)
+  [ -n "$serve_pid" ] && return 0
+  command -v docker >/dev/null || { serve_why="no docker CLI"; return 1; }
+  serve_token=adv-token-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  serve_secret=adv-secret-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  printf '%s\n' "$serve_token" >"$T/token"
+  chmod 600 "$T/token"
+  serve_port=$((20000 + RANDOM % 30000))
+  env SBX_ADV_SERVER_SECRET="$serve_secret" "$SBX" --root "$R" --run-root "$RR" serve --runtime "$runtime" \
+    --socket "$T/docker.sock" --tcp "127.0.0.1:$serve_port" --token-file "$T/token" 2>"$T/serve.log" &
+  serve_pid=$!
+  local i
+  for i in $(seq 200); do [ -S "$T/docker.sock" ] && break; sleep 0.05; done
+  [ -S "$T/docker.sock" ] || { serve_why="sbx serve did not start: $(tail -3 "$T/serve.log")"; serve_stop; return 1; }
+  export DOCKER_HOST=unix://$T/docker.sock DOCKER_CONFIG=$T/docker-config
+  return 0
+}
+serve_stop() {
+  [ -n "$serve_pid" ] || return 0
+  local c
+  for c in $(docker ps -aq 2>/dev/null); do docker rm -f "$c" >/dev/null 2>&1; done
+  kill -TERM "$serve_pid" 2>/dev/null
+  wait "$serve_pid" 2>/dev/null
+  serve_pid=""
+  unset DOCKER_HOST
+}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+map_of() { tr -s ' \t' ' ' <<<"$1" | sed 's/^ //; s/ $//' | head -1; }
+
+case_serve_userns() {  # a container with published ports was host root (no user namespace)
+  if [ "$runtime" != native ]; then na serve-userns "gVisor: runsc runs the sandbox as its own user"; return; fi
+  serve_start || { unsupported serve-userns "$serve_why"; return; }
+  command -v nft >/dev/null || { unsupported serve-userns "published ports need nft"; return; }
+  local ok=1 map pp pid child uid cuid out code
+  pp=$(free_port)
+  map=$(map_of "$(docker run --rm -p "127.0.0.1:$pp:8080" busybox cat /proc/self/uid_map 2>&1)")
+  log "    docker run -p: uid_map '$map'"
+  case $map in
+    "0 0 4294967295") fail serve-userns "docker run -p: no user namespace, uid 0 inside is host root ($map)"; ok=0 ;;
+    0\ [1-9]*) ;;
+    *) fail serve-userns "docker run -p: unexpected uid_map '$map'"; ok=0 ;;
+  esac
+  pp=$(free_port)
+  docker run -d --name adv-userns -p "127.0.0.1:$pp:8080" busybox sleep 1000 >/dev/null 2>"$T/out/last" ||
+    { indent <"$T/out/last"; fail serve-userns "docker run -d -p failed"; return; }
+  pid=$(docker inspect -f '{{.State.Pid}}' adv-userns)
+  uid=$(awk '/^Uid:/{print $2}' "/proc/$pid/status" 2>/dev/null)
+  child=$(cat "/proc/$pid/task/$pid/children" 2>/dev/null | awk '{print $1}')
+  cuid=$(awk '/^Uid:/{print $2}' "/proc/$child/status" 2>/dev/null)
+  log "    docker run -d -p: host uid of the init (pid $pid) $uid, of sleep (pid $child) $cuid"
+  if [ -z "$uid" ] || [ "$uid" = 0 ] || [ -z "$cuid" ] || [ "$cuid" = 0 ]; then
+    fail serve-userns "docker run -d -p: the host sees uid '$uid' (init) and '$cuid' (its command)"; ok=0
+  fi
+  docker rm -f adv-userns >/dev/null 2>&1
+  if python3 -c 'import docker' 2>/dev/null; then
+    pp=$(free_port)
+    out=$(python3 -c '
+import os, sys, docker
+c = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto")
+print(c.containers.run("busybox", ["cat", "/proc/self/uid_map"], ports={"8080/tcp": ("127.0.0.1", int(sys.argv[1]))}, remove=True).decode())
+' "$pp" 2>&1)
+    map=$(map_of "$out")
+    log "    docker-py containers.run(ports=…): uid_map '$map'"
+    case $map in
+      0\ [1-9]*) ;;
+      *) fail serve-userns "docker-py containers.run(ports=…): uid_map '$map'"; ok=0 ;;
+    esac
+  else
+    log "    note: no docker-py (python3-docker): its check skipped"
+  fi
+  pp=$(free_port)
+  map=$(map_of "$(docker run --rm --userns host -p "127.0.0.1:$pp:8080" busybox cat /proc/self/uid_map 2>&1)")
+  log "    docker run --userns host -p: uid_map '$map'"
+  [ "$map" = "0 0 4294967295" ] || { fail serve-userns "UsernsMode host: expected the host's ids, got '$map'"; ok=0; }
+  code=$(curl -s -o "$T/out/last" -w '%{http_code}' --unix-socket "$T/docker.sock" -H 'Content-Type: application/json' \
+    -d '{"Image": "busybox", "Cmd": ["true"], "HostConfig": {"UsernsMode": "private"}}' http://d/v1.44/containers/create)
+  log "    UsernsMode \"private\": HTTP $code $(head -c 300 "$T/out/last")"
+  { [ "$code" = 400 ] && grep -q UsernsMode "$T/out/last"; } || { fail serve-userns "UsernsMode private: HTTP $code, not a 400 naming it"; ok=0; }
+  [ $ok = 1 ] && pass serve-userns "published ports get a user namespace (CLI and docker-py), host ids only with UsernsMode host, others refused (400)"
+}
+
+case_serve_racer() {  # a process in the sandbox read sbx serve's memory through `docker exec`
+  serve_start || { unsupported serve-exec-racer "$serve_why"; return; }
+  local variants=(plain) v ok=1 i flags
+  # What the racer searches for (from the read-only /home; never in a
+  # sandbox's environment, where every exec would show it legitimately).
+  printf '%s\n%s\n' "$serve_token" "$serve_secret" >"$T/bin/needles"
+  [ "$runtime" = native ] && command -v nft >/dev/null && variants+=(ports)
+  for v in "${variants[@]}"; do
+    local D=$T/race-$v name=adv-racer-$v
+    rm -rf "$D"; mkdir -p "$D"; chmod 777 "$D"
+    flags=(-v "$T/bin:/home:ro" -v "$D:/race")
+    # The strongest attacker a sandbox of its own can be: CAP_SYS_PTRACE in
+    # its user namespace. (Host root with CAP_SYS_PTRACE, --userns host, can
+    # trace anything of the host's: not a boundary to test.)
+    if [ $userns_host = 1 ]; then flags+=(--userns host); else flags+=(--cap-add SYS_PTRACE); fi
+    [ "$v" = ports ] && flags+=(-p "127.0.0.1:$(free_port):8080")
+    docker run -d --name "$name" "${flags[@]}" busybox /home/probe racer /race /race/stop /home/needles >/dev/null 2>"$T/out/last" ||
+      { indent <"$T/out/last"; fail "serve-exec-racer-$v" "docker run -d failed"; ok=0; continue; }
+    for i in $(seq 100); do docker logs "$name" 2>&1 | grep -q 'info    racer' && break; sleep 0.1; done
+    local bad=0
+    for i in $(seq 40); do
+      timeout 60 docker exec "$name" true >/dev/null 2>&1 || bad=$((bad + 1))
+      timeout 60 docker exec "$name" sh -c 'echo x' >/dev/null 2>&1 || bad=$((bad + 1))
+    done
+    touch "$D/stop"
+    timeout 60 docker wait "$name" >/dev/null 2>&1
+    docker logs "$name" >"$T/out/last" 2>&1
+    echo 0 >"$T/out/rc"
+    docker rm -f "$name" >/dev/null 2>&1
+    log "    racer ($v): 80 docker execs, $bad failed"
+    probe_ok "serve-exec-racer-$v" || { ok=0; continue; }
+    local hits
+    hits=$(grep -l -a -F -e "$serve_token" -e "$serve_secret" "$D"/* 2>/dev/null | head -3)
+    if [ -n "$hits" ]; then fail "serve-exec-racer-$v" "the server's secrets are in what the racer read: $(tr '\n' ' ' <<<"$hits")"; ok=0; continue; fi
+    local stopped
+    stopped=$(grep -o '[0-9]* stopped' "$T/out/last" | awk '{print $1}')
+    if [ -z "$stopped" ] || [ "$stopped" -lt 1 ]; then fail "serve-exec-racer-$v" "the racer stopped none of the execs' processes"; ok=0; continue; fi
+    # Native: it must have caught some before their exec (read or denied),
+    # or the race was never run. (gVisor's Sentry makes a process with its
+    # program loaded: there is no "before".)
+    local early
+    early=$(sed -n 's/.*read before their exec: \([0-9]*\).*denied: \([0-9]*\).*/\1 \2/p' "$T/out/last" | awk '{print $1 + $2}')
+    if [ "$runtime" = native ] && { [ -z "$early" ] || [ "$early" -lt 1 ]; }; then
+      fail "serve-exec-racer-$v" "the racer caught no process before its exec: the race was not run"; ok=0; continue
+    fi
+    [ $bad = 0 ] || { fail "serve-exec-racer-$v" "$bad docker execs failed while the racer ran"; ok=0; continue; }
+  done
+  rm -f "$T/bin/needles"
+  [ $ok = 1 ] && pass serve-exec-racer "${variants[*]}: the execs' processes stopped as they appeared; none readable before its exec; no secret of the server's in what was read"
+}
+
 # Host safety: the default bounds (runtime/default_bounds.h) hold. Nothing
 # here depends on how fast the machine fills memory or disk: the defaults are
 # read from the host, where they are enforced (the cgroups of a default
@@ -1052,6 +1197,67 @@ case_bounds() {  # host safety: the defaults, read from the host, and fills at s
   [ $ok = 1 ] && pass host-safety "$bounds_seen; fills at --memory 128m$([ "$runtime" = native ] && echo ' --disk 32m'): $([ "$runtime" = gvisor ] && echo 'layer bytes and files OOM' || echo 'ENOSPC, ENOSPC (inodes)'), memory OOM"
 }
 
+# `sbx serve` against clients without a token and slow ones (serve_attack.py):
+# each case starts its own server (unix socket, TCP and the E2B port, a token
+# file) with the flags this sbx has, and stops it. The server's limits do not
+# depend on the sandbox runtime: native only.
+serve_has() { "$SBX" serve --help 2>&1 | grep -q -- "$1"; }
+attack_serve_start() {  # [serve flags...]: starts SERVE_PID on $T/serve.sock, 127.0.0.1:$SP_TCP, E2B 127.0.0.1:$SP_E2B
+  printf 'sbx-adv-token-%s%s\n' "$RANDOM" "$RANDOM" >"$T/token"
+  chmod 600 "$T/token"
+  SP_TCP=$(free_port) SP_E2B=$(free_port)
+  rm -f "$T/serve.sock"
+  "$SBX" --root "$R" --run-root "$RR" serve --socket "$T/serve.sock" --tcp "127.0.0.1:$SP_TCP" \
+    --e2b "127.0.0.1:$SP_E2B" --token-file "$T/token" "$@" 2>"$T/out/serve.log" &
+  SERVE_PID=$!
+  local i
+  for i in $(seq 100); do
+    curl -s -o /dev/null --max-time 2 --unix-socket "$T/serve.sock" http://sbx/_ping && return 0
+    sleep 0.1
+  done
+  indent <"$T/out/serve.log"
+  return 1
+}
+attack_serve_stop() {
+  [ -n "$SERVE_PID" ] || return 0
+  kill -TERM "$SERVE_PID" 2>/dev/null
+  wait "$SERVE_PID" 2>/dev/null
+  SERVE_PID=""
+}
+serve_case() {  # NAME WHAT [serve flags...]: runs serve_attack.py WHAT against a fresh server
+  local name=$1 what=$2
+  shift 2
+  if [ "$runtime" != native ]; then na "$name" "the server's limits do not depend on the runtime (native runs it)"; return; fi
+  command -v python3 >/dev/null && command -v curl >/dev/null || { na "$name" "needs python3 and curl"; return; }
+  attack_serve_start "$@" || { fail "$name" "sbx serve did not start"; attack_serve_stop; return; }
+  python3 "$here/serve_attack.py" "$what" --pid "$SERVE_PID" --unix "$T/serve.sock" --tcp "$SP_TCP" \
+    --e2b "$SP_E2B" --token "$(cat "$T/token")" ${SERVE_ATTACK_ARGS:-} >"$T/out/last" 2>&1
+  local rc=$?
+  attack_serve_stop
+  indent <"$T/out/last"
+  if [ $rc = 0 ]; then pass "$name" "$(grep -c '^ok' "$T/out/last") checks"
+  else fail "$name" "$(grep '^FAIL' "$T/out/last" | head -3 | tr '\n' ';')"; fi
+}
+case_serve_bodies() {  # bodies before authorization: two unauthenticated 1 GiB uploads, TCP and E2B
+  serve_case serve-unauth-bodies bodies
+}
+case_serve_flood() {  # 1100 idle connections on TCP and on the E2B port
+  local f=()
+  serve_has --header-timeout && f=(--header-timeout 120s)  # the flood must outlive the checks
+  serve_case serve-idle-flood flood "${f[@]}"
+}
+case_serve_slow() {  # slowloris, silent and stalled clients on the unix socket, TCP and E2B
+  local f=()
+  serve_has --header-timeout && f=(--header-timeout 2s --idle-timeout 3s)
+  SERVE_ATTACK_ARGS="--header-timeout 2 --idle-timeout 3" serve_case serve-slow-clients slow "${f[@]}"
+}
+case_serve_fds() {  # out of descriptors: accept must back off, not spin, and recover
+  local f=()
+  serve_has --header-timeout && f=(--header-timeout 120s)
+  command -v prlimit >/dev/null || { na serve-fd-exhaustion "needs prlimit (util-linux)"; return; }
+  serve_case serve-fd-exhaustion fds "${f[@]}"
+}
+
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
   local what=$1 bad=0 x
@@ -1097,10 +1303,12 @@ host_intact() {
 log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$SBX ($("$SBX" --version 2>&1 | head -1))"
 for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
          forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed \
-         vsock ids names mount_errors snapshot_symlink end_reason bounds netisolate netspoof; do
+         vsock ids names mount_errors snapshot_symlink end_reason serve_userns serve_racer bounds \
+         serve_bodies serve_flood serve_slow serve_fds netisolate netspoof; do
   want "$c" || continue
   "case_$c"
 done
+serve_stop
 leaks suite
 if [ "$loops" -gt 0 ] && want loop; then
   t0=$(date +%s.%N)

@@ -11,7 +11,7 @@ rc=0
 bash "$here/../adversarial/run.sh" --runtime native --loop "${SBX_ADV_LOOPS:-1000}" || rc=1
 bash "$here/../adversarial/run.sh" --runtime native --userns host --loop 100 \
   info syscalls devices masked fds hostread robind volume_setid exe hostile_rootfs disk created cp_out \
-  vsock ids names mount_errors snapshot_symlink end_reason bounds loop || rc=1
+  vsock ids names mount_errors snapshot_symlink end_reason serve_racer bounds loop || rc=1
 if command -v runsc >/dev/null && [ "${SBX_ADV_GVISOR:-1}" = 1 ]; then
   bash "$here/../adversarial/run.sh" --runtime gvisor --loop "${SBX_ADV_GVISOR_LOOPS:-20}" || rc=1
 fi

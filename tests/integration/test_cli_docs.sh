@@ -27,9 +27,10 @@ check() { if eval "$2"; then ok; else bad "$1"; fi; }
 subcommands() {
   awk '/^Subcommands:/ {s = 1; next} s && /^  [a-z]/ {sub(/^  /, ""); split($0, a, /  +/); gsub(/,/, "", a[1]); print a[1]} s && /^$/ {s = 0}' | tr ' ' '\n' | grep -v '^$'
 }
-# Long options in a help text ("--help" left out: every command has it).
+# Long options in a help text ("--help" left out: every command has it; a
+# flag's default value, "--pull{always}", is not part of its name).
 long_options() {
-  awk '/^Options:/ {s = 1; next} /^[A-Z][a-z]*:/ {s = 0} s && /^  -/ {print $1}' | tr ',' '\n' | grep '^--' | grep -vx -- '--help'
+  awk '/^Options:/ {s = 1; next} /^[A-Z][a-z]*:/ {s = 0} s && /^  -/ {print $1}' | tr ',' '\n' | sed 's/{.*//' | grep '^--' | grep -vx -- '--help'
 }
 
 help_top=$("$SBX" --help) || { echo "FAIL: sbx --help exited non-zero"; echo "0 passed, 1 failed"; exit 1; }

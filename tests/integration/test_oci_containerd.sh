@@ -44,6 +44,24 @@ if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
   out=$("${CT[@]}" run --rm "${CRUN[@]}" --annotation dev.sbx.runtime=gvisor --cgroup "$CGP/g1" "$IMG" g1 sh -c 'dmesg | head -1; exit 3'); rc=$?
   check "gvisor annotation: ctr run under gVisor" grep -q 'Starting gVisor' <<<"$out"
   check "gvisor annotation: exit code 3" [ "$rc" = 3 ]
+  # The runc shim's sequences: kill a running task, kill it again once it has
+  # ended (the shim must read sbx-runc's answer as "already gone", not hang),
+  # delete. Each ctr call is bounded: a shim that hangs fails the check.
+  G=(--annotation dev.sbx.runtime=gvisor)
+  timeout 60 "${CT[@]}" run -d "${CRUN[@]}" "${G[@]}" --cgroup "$CGP/g2" "$IMG" g2 sh -c 'while :; do sleep 0.1; done' >/dev/null; rc=$?
+  check "gvisor: ctr run -d returns" [ "$rc" = 0 ]
+  for _ in $(seq 50); do "${CT[@]}" task ls | grep -q 'g2.*RUNNING' && break; sleep 0.1; done
+  check "gvisor: task RUNNING" grep -q 'g2.*RUNNING' <<<"$("${CT[@]}" task ls)"
+  timeout 60 "${CT[@]}" task kill -s SIGKILL g2; rc=$?
+  check "gvisor: task kill SIGKILL" [ "$rc" = 0 ]
+  for _ in $(seq 100); do "${CT[@]}" task ls | grep -q 'g2.*STOPPED' && break; sleep 0.1; done
+  check "gvisor: task STOPPED after kill" grep -q 'g2.*STOPPED' <<<"$("${CT[@]}" task ls)"
+  timeout 60 "${CT[@]}" task kill -s SIGKILL g2 2>"$T/err"; rc=$?
+  check "gvisor: a second kill answers at once (not a hang)" [ "$rc" != 124 ]
+  check "gvisor: ... as 'already gone' (not found / already finished)" grep -qiE 'not found|already finished' "$T/err"
+  timeout 60 "${CT[@]}" task rm g2 >/dev/null; rc=$?
+  check "gvisor: task rm" [ "$rc" = 0 ]
+  "${CT[@]}" container rm g2
 else
   echo "skip: no runsc (gVisor annotation)"
 fi

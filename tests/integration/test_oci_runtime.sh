@@ -245,6 +245,139 @@ check "user namespace: run exits 0" [ "$rc" = 0 ]
 check "user namespace: uidMappings applied" grep -qE '^ *0 +300000 +65536' <<<"$out"
 check "user namespace: root inside" [ "$(tail -1 <<<"$out")" = 0 ]
 check "run deletes its container" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
+# --- the runtime-spec where sbx-runc departed from it (runc passes each) -----------
+edit_config() {  # PYTHON: edits the config.json dict `c` in place
+  python3 - "$B/config.json" "$1" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+json.dump(c, open(sys.argv[1], "w"))
+PY
+}
+wait_status() {  # ID STATUS: until `state` says STATUS (the process ends asynchronously)
+  for _ in $(seq 100); do "${R[@]}" state "$1" 2>/dev/null | grep -q "\"status\": \"$2\"" && return 0; sleep 0.1; done
+  return 1
+}
+# config.md: runtimes "MUST NOT generate an error if they encounter an unknown
+# property. Instead they MUST ignore unknown properties."
+write_config rootfs "" '"futureProperty": {"x": 1},'
+edit_config 'c["process"]["args"] = ["true"]; c["linux"]["futureLinuxProperty"] = 1; c["process"]["futureProcessProperty"] = "y"'
+"${R[@]}" run --bundle "$B" spec1 >/dev/null 2>"$T/err"; rc=$?
+check "spec: unknown properties are ignored (run exits 0)" [ "$rc" = 0 ] || cat "$T/err"
+# config.md rlimits: "The runtime MUST generate an error for any values which
+# cannot be mapped to a relevant kernel interface."
+write_config rootfs "" ""
+edit_config 'c["process"]["rlimits"] = [{"type": "RLIMIT_NOSUCH", "soft": 1, "hard": 1}]'
+"${R[@]}" create --bundle "$B" spec2 2>"$T/err"; rc=$?
+check "spec: an rlimit type with no kernel interface fails create" [ "$rc" != 0 ] && grep -q 'RLIMIT_NOSUCH' "$T/err"
+check "spec: ... and leaves no record" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
+# config.md capabilities (1.1): an unknown name "MUST be logged as a warning by
+# the runtime" and must not fail the container.
+write_config rootfs "" ""
+edit_config 'c["process"]["args"] = ["sh", "-c", "grep CapBnd /proc/self/status"]; c["process"]["capabilities"]["bounding"].append("CAP_NO_SUCH_CAP")'
+out=$("${R[@]}" run --bundle "$B" spec3 2>"$T/err"); rc=$?
+check "spec: an unknown capability does not fail run" [ "$rc" = 0 ]
+check "spec: ... it is logged as a warning" grep -q 'CAP_NO_SUCH_CAP' "$T/err"
+check "spec: ... the known ones still apply (CAP_KILL only)" grep -qE 'CapBnd:\s+0000000000000020' <<<"$out"
+# config-linux.md devices: type p is a FIFO.
+write_config rootfs "" ""
+edit_config 'c["process"]["args"] = ["sh", "-c", "test -p /dev/spec-fifo && stat -c %a /dev/spec-fifo"]; c["linux"]["devices"] = [{"path": "/dev/spec-fifo", "type": "p", "fileMode": 416}]'
+out=$("${R[@]}" run --bundle "$B" spec4 2>"$T/err"); rc=$?
+check "spec: linux.devices type p makes a FIFO (mode 0640)" [ "$rc" = 0 ] && [ "$out" = 640 ] || cat "$T/err"
+# config-linux.md memory: disableOOMKiller (v1 memory.oom_control), swappiness;
+# linux.resources.pids.limit as asked, read back after create.
+write_config rootfs "" ""
+edit_config 'c["linux"]["resources"] = {"memory": {"limit": 50593792, "swappiness": 10, "disableOOMKiller": True}, "pids": {"limit": 1000}}'
+"${R[@]}" create --bundle "$B" spec5 >/dev/null 2>"$T/err"; rc=$?
+check "spec: disableOOMKiller with a memory limit: create succeeds" [ "$rc" = 0 ] || cat "$T/err"
+MEMCG=/sys/fs/cgroup/memory$CGP/bundle
+if [ -e "$MEMCG/memory.oom_control" ]; then
+  check "spec: memory.oom_control has oom_kill_disable 1" grep -qx 'oom_kill_disable 1' "$MEMCG/memory.oom_control"
+  check "spec: memory.swappiness is 10" [ "$(cat "$MEMCG/memory.swappiness")" = 10 ]
+  check "spec: memory.limit_in_bytes as asked" [ "$(cat "$MEMCG/memory.limit_in_bytes")" = 50593792 ]
+fi
+check "spec: pids.max is linux.resources.pids.limit after create" [ "$(cat /sys/fs/cgroup/pids$CGP/bundle/pids.max)" = 1000 ]
+"${R[@]}" delete --force spec5
+# config-linux.md namespaces: "If a namespace path is specified, ... the runtime
+# MUST place the container process in" it; mount and uts included.
+unshare --mount --uts --fork --kill-child sleep 1000 &
+USH=$!
+for _ in $(seq 50); do [ "$(readlink /proc/$USH/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] && break; sleep 0.1; done
+write_config rootfs "" '"hostname": "spec-joined",'
+edit_config "c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'ipc'}, {'type': 'network'}, {'type': 'mount', 'path': '/proc/$USH/ns/mnt'}, {'type': 'uts', 'path': '/proc/$USH/ns/uts'}]"
+"${R[@]}" create --bundle "$B" --pid-file "$T/spec6.pid" spec6 >/dev/null 2>"$T/err"; rc=$?
+check "spec: mount and uts namespaces joined by path: create succeeds" [ "$rc" = 0 ] || cat "$T/err"
+spid=$(cat "$T/spec6.pid" 2>/dev/null)
+check "spec: the process is in the given mount namespace" [ -n "$spid" ] && [ "$(readlink /proc/$spid/ns/mnt)" = "$(readlink /proc/$USH/ns/mnt)" ]
+check "spec: ... and in the given uts namespace, with config.json's hostname" \
+  [ "$(readlink /proc/$spid/ns/uts)" = "$(readlink /proc/$USH/ns/uts)" ] && [ "$(nsenter -t "$USH" -u hostname)" = spec-joined ]
+"${R[@]}" delete --force spec6
+kill -KILL "$USH"; wait "$USH" 2>/dev/null
+# runtime.md kill: the signal reaches the process even when the caller of
+# create ignored it (the process starts with default dispositions, as runc's);
+# it ends, and delete then finds it stopped.
+write_config rootfs "" ""
+edit_config 'c["process"]["args"] = ["sh", "-c", "trap \"echo got-term >/spec-term; exit 0\" TERM; sleep 30 & wait $!"]'
+rm -f "$B/rootfs/spec-term"
+(trap '' TERM USR1; "${R[@]}" create --bundle "$B" spec7 >/dev/null) && "${R[@]}" start spec7
+wait_status spec7 running
+"${R[@]}" kill spec7 TERM; rc=$?
+check "spec: kill TERM: exit 0" [ "$rc" = 0 ]
+check "spec: kill TERM: the container stops (its trap ran)" wait_status spec7 stopped
+check "spec: ... its TERM trap ran although create's caller ignored TERM" [ -e "$B/rootfs/spec-term" ]
+"${R[@]}" delete spec7 2>"$T/err"; rc=$?
+check "spec: delete after kill: the container is stopped and goes" [ "$rc" = 0 ] || cat "$T/err"
+rm -f "$B/rootfs/spec-term"
+check "spec cases: no record left" [ -z "$(ls -A "$OCIROOT" 2>/dev/null)" ]
+
+# --- gVisor containers through the runc shim's command sequences -----------------
+# containerd's runc shim (the CRI plugin's, a Kubernetes RuntimeClass's) kills a
+# created container when a pod fails to start, deletes it after, and reads
+# "container not running" / "does not exist" from kill as "already gone".
+if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
+  write_config rootfs "" '"annotations": {"dev.sbx.runtime": "gvisor"},'
+  "${R[@]}" create --bundle "$B" gk1 </dev/null >/dev/null; rc=$?
+  check "gvisor: create" [ "$rc" = 0 ]
+  "${R[@]}" kill gk1 KILL 2>"$T/err"; rc=$?
+  check "gvisor: kill of a created container succeeds (as runc's)" [ "$rc" = 0 ] || cat "$T/err"
+  check "gvisor: ... it is stopped then" grep -q '"status": "stopped"' <<<"$("${R[@]}" state gk1)"
+  "${R[@]}" delete gk1 2>"$T/err"; rc=$?
+  check "gvisor: delete after that kill succeeds" [ "$rc" = 0 ] || cat "$T/err"
+  check "gvisor: ... no marker or bundle left" [ ! -e "$OCIROOT/.gvisor/gk1" ] && [ ! -e "$OCIROOT/.gvisor-bundles/gk1" ]
+  "${R[@]}" kill gk1 KILL 2>"$T/err"; rc=$?
+  check "gvisor: kill of a deleted container: does not exist" [ "$rc" != 0 ] && grep -q 'does not exist' "$T/err"
+  write_config rootfs "" '"annotations": {"dev.sbx.runtime": "gvisor"},'
+  "${R[@]}" create --bundle "$B" gk2 </dev/null >/dev/null
+  # start answers as soon as runsc has: its stdout here is a pipe that a
+  # process runsc leaves behind must not hold open.
+  out=$(timeout 60 "${R[@]}" start gk2); rc=$?
+  check "gvisor: start returns, exit 0" [ "$rc" = 0 ]
+  check "gvisor: running after start" wait_status gk2 running
+  "${R[@]}" kill gk2 KILL; rc=$?
+  check "gvisor: kill KILL of a running container" [ "$rc" = 0 ]
+  check "gvisor: ... it stops" wait_status gk2 stopped
+  : >"$T/runc.log"
+  "${R[@]}" kill gk2 KILL 2>"$T/err"; rc=$?
+  check "gvisor: kill of a stopped container: 'container not running' (as runc)" [ "$rc" != 0 ] && grep -q 'container not running' "$T/err"
+  check "gvisor: ... also in the json log the shim reads" grep -q 'container not running' "$T/runc.log"
+  "${R[@]}" delete gk2; rc=$?
+  check "gvisor: delete of the stopped container" [ "$rc" = 0 ]
+  # A network namespace given by path (a pod's): runsc 20240729 takes any
+  # namespace with /proc/sys/net/core/rmem_default for the host's on this
+  # kernel; sbx-runc hides that probe when the namespace is not its own.
+  unshare --net --fork --kill-child sleep 1000 &
+  NSH=$!
+  for _ in $(seq 50); do [ "$(readlink /proc/$NSH/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.1; done
+  write_config rootfs "" '"annotations": {"dev.sbx.runtime": "gvisor"},'
+  edit_config "c['process']['args'] = ['sh', '-c', 'echo in-pod-netns']; c['linux']['namespaces'] = [{'type': 'pid'}, {'type': 'mount'}, {'type': 'ipc'}, {'type': 'uts'}, {'type': 'network', 'path': '/proc/$NSH/ns/net'}]"
+  out=$("${R[@]}" run --bundle "$B" gk3 </dev/null 2>"$T/err"); rc=$?
+  check "gvisor: a network namespace by path (a pod's) runs" [ "$rc" = 0 ] && [ "$out" = in-pod-netns ] || cat "$T/err"
+  kill -KILL "$NSH"; wait "$NSH" 2>/dev/null
+  check "gvisor shim sequences: no marker left" [ -z "$(ls -A "$OCIROOT/.gvisor" 2>/dev/null | grep -vx runsc)" ]
+else
+  echo "skip: no runsc (gVisor kill/delete sequences)"
+fi
+
 # --- checkpoint / restore of a gVisor container (runsc checkpoint/restore) ----------
 if command -v runsc >/dev/null || [ -n "${SBX_RUNSC:-}" ]; then
   write_config rootfs "" '"annotations": {"dev.sbx.runtime": "gvisor"},'

@@ -1,4 +1,4 @@
-// gpu/nvproxy and runtime/gvisor/runsc_features: what the found runsc can do.
+// runtime/gvisor/nvproxy and runtime/gvisor/runsc_features: what the found runsc can do.
 // The real-binary cases run both releases sbx supports: the current one from
 // bookworm-backports (on $PATH after tests/setup.sh) and Debian 12's own
 // (tests/old_runsc.sh); each is skipped with a printed reason when absent.
@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "gpu/nvproxy.h"
+#include "runtime/gvisor/nvproxy.h"
 #include "runtime/gvisor/runsc_features.h"
 #include "test_util.h"
 
 using namespace sbx;
-using namespace sbx::gpu;
+using namespace sbx::runtime;
 
 namespace {
 // Excerpts of `runsc flags` as the two releases print them.

@@ -56,7 +56,7 @@ TEST_CASE("gvisor backend runs commands under real runsc and leaves nothing behi
   CHECK(runtime::runsc_version(runsc).find("runsc version") == 0);
   BusyboxLayers b;
   std::string run_root = b.base + "/run";
-  runtime::GvisorOptions o{runsc, run_root};
+  runtime::GvisorOptions o{runsc, run_root, {}};
 
   // Exit codes pass through; the upper layer is visible; writes work and do not touch the layers.
   CHECK(runtime::run_gvisor(spec_for(b, {"sh", "-c", "test \"$(cat /etc/marker)\" = top && echo x > /etc/new && test -f /etc/new"}), o).exit_code == 0);
@@ -107,6 +107,6 @@ TEST_CASE("gvisor backend refuses what it cannot honour") {
   BusyboxLayers b;
   auto s = spec_for(b, {"true"});
   s.devices.push_back({"/dev/nvidia0", 'c', 195, 0, 0666, 0, 0, ""});
-  CHECK_THROWS_WITH_AS(runtime::run_gvisor(s, {"", b.base + "/run"}), doctest::Contains("nvproxy"), Error);
+  CHECK_THROWS_WITH_AS(runtime::run_gvisor(s, {"", b.base + "/run", {}}), doctest::Contains("nvproxy"), Error);
   CHECK_THROWS_WITH_AS(runtime::find_runsc("/nonexistent/runsc"), doctest::Contains("--runsc"), Error);
 }

@@ -9,7 +9,8 @@
 #include "ocirt/config.h"
 #include "ocirt/container.h"
 #include "ocirt/gvisor_delegate.h"
-#include "ocirt/seccomp_profile.h"
+#include "runtime/linux/seccomp.h"
+#include "runtime/linux/signals.h"
 #include "ocirt/state_store.h"
 
 using namespace sbx;
@@ -93,7 +94,7 @@ TEST_CASE("ocirt config: every field sbx-runc uses is kept") {
   CHECK(c.hooks.create_runtime[0].timeout_s == 3);
   CHECK(c.hooks.poststop.size() == 1);
   CHECK(c.annotations.at("a") == "b");
-  CHECK_NOTHROW(ocirt::check_seccomp(*c.seccomp));
+  CHECK_NOTHROW(runtime::check_seccomp_profile(*c.seccomp));
 }
 
 TEST_CASE("ocirt config: what sbx-runc cannot honour is refused, naming the field") {
@@ -105,7 +106,7 @@ TEST_CASE("ocirt config: what sbx-runc cannot honour is refused, naming the fiel
   CHECK(refusal(j).find("process.apparmorProfile") != std::string::npos);
   j = base();
   j["linux"]["namespaces"] = json::array({{{"type", "pid"}}});
-  CHECK(refusal(j).find("new mount namespace") != std::string::npos);
+  CHECK(refusal(j).find("needs a mount namespace") != std::string::npos);
   j = base();
   j["linux"]["namespaces"].push_back({{"type", "user"}, {"path", "/proc/1/ns/user"}});
   CHECK(refusal(j).find("linux.namespaces[user].path") != std::string::npos);
@@ -128,29 +129,91 @@ TEST_CASE("ocirt config: what sbx-runc cannot honour is refused, naming the fiel
   j = base();
   j["linux"]["intelRdt"] = json::object();
   j["process"]["apparmorProfile"] = "";
-  CHECK(refusal(j).empty());
+  CHECK(refusal(j) == "");
   CHECK_THROWS_WITH_AS(ocirt::parse_config("{\"ociVersion\": ", "/b"), doctest::Contains("not valid JSON"), Error);
+}
+
+// config.md "Configuration": runtimes "MUST NOT generate an error if they
+// encounter an unknown property. Instead they MUST ignore unknown properties."
+TEST_CASE("ocirt config: unknown properties are ignored at every level") {
+  json j = base();
+  j["futureTopLevel"] = {{"x", 1}};
+  j["process"]["futureProcessField"] = true;
+  j["linux"]["futureLinuxField"] = "y";
+  j["linux"]["resources"]["memory"]["futureMemoryField"] = 7;
+  j["mounts"][0]["futureMountField"] = "z";
+  CHECK(refusal(j) == "");
+}
+
+// config.md "POSIX process" rlimits: "The runtime MUST generate an error for
+// any values which cannot be mapped to a relevant kernel interface."
+TEST_CASE("ocirt config: an rlimit the kernel has no interface for is an error") {
+  json j = base();
+  j["process"]["rlimits"] = json::array({{{"type", "RLIMIT_NOSUCH"}, {"soft", 1}, {"hard", 1}}});
+  CHECK(refusal(j).find("RLIMIT_NOSUCH") != std::string::npos);
+  j["process"]["rlimits"] = json::array({{{"type", "RLIMIT_NOFILE"}, {"soft", 20}, {"hard", 10}}});
+  CHECK(refusal(j).find("above the hard limit") != std::string::npos);
+  j["process"]["rlimits"] = json::array({{{"type", "RLIMIT_CORE"}, {"soft", 1}, {"hard", 1}},
+                                         {{"type", "RLIMIT_CORE"}, {"soft", 2}, {"hard", 2}}});
+  CHECK(refusal(j).find("listed twice") != std::string::npos);
+  j = base();
+  j["linux"]["rootfsPropagation"] = "sideways";
+  CHECK(refusal(j).find("linux.rootfsPropagation") != std::string::npos);
+}
+
+// config.md "Linux process" capabilities (runtime-spec 1.1): an unknown name
+// "MUST be logged as a warning by the runtime" and must not fail.
+TEST_CASE("ocirt config: an unknown capability is left out, not an error") {
+  json j = base();
+  j["process"]["capabilities"]["bounding"] = {"CAP_KILL", "CAP_NO_SUCH_THING"};
+  auto c = ocirt::parse_config(j.dump(), "/b");
+  CHECK(c.process.capabilities.bounding == std::vector<std::string>{"CAP_KILL"});
+}
+
+// config-linux.md: memory.disableOOMKiller, swappiness, kernelTCP are
+// honoured (v1 memory.oom_control, memory.swappiness, kmem.tcp); a FIFO
+// device and a mount or uts namespace joined by path are accepted.
+TEST_CASE("ocirt config: disableOOMKiller, FIFOs and namespaces joined by path are accepted") {
+  json j = base();
+  j["linux"]["resources"]["memory"] = {{"limit", 1048576}, {"disableOOMKiller", true}, {"swappiness", 10}, {"kernelTCP", 1048576}};
+  j["linux"]["devices"] = json::array({{{"path", "/dev/fifo"}, {"type", "p"}}});
+  j["linux"]["namespaces"] = json::array({{{"type", "pid"}}, {{"type", "mount"}, {"path", "/proc/1/ns/mnt"}},
+                                          {{"type", "uts"}, {"path", "/proc/1/ns/uts"}}});
+  auto c = ocirt::parse_config(j.dump(), "/b");
+  CHECK(c.resources.disable_oom_killer);
+  CHECK(c.resources.swappiness == 10u);
+  CHECK(c.resources.kernel_tcp == 1048576);
+  REQUIRE(c.devices.size() == 1);
+  CHECK(c.devices[0].type == 'p');
+  CHECK(c.find_namespace("mount")->path == "/proc/1/ns/mnt");
+  j["linux"]["resources"]["memory"]["swappiness"] = 101;
+  CHECK(refusal(j).find("swappiness") != std::string::npos);
 }
 
 TEST_CASE("ocirt seccomp: unknown actions and operators are refused") {
   ocirt::Seccomp s;
   s.default_action = "SCMP_ACT_NOTIFY";
-  CHECK_THROWS_WITH_AS(ocirt::check_seccomp(s), doctest::Contains("SCMP_ACT_NOTIFY"), Error);
+  CHECK_THROWS_WITH_AS(runtime::check_seccomp_profile(s), doctest::Contains("SCMP_ACT_NOTIFY"), Error);
   s.default_action = "SCMP_ACT_ALLOW";
   s.syscalls.push_back({{"read"}, "SCMP_ACT_ERRNO", std::nullopt, {{0, 1, 0, "SCMP_CMP_SOMETIMES"}}});
-  CHECK_THROWS_WITH_AS(ocirt::check_seccomp(s), doctest::Contains("SCMP_CMP_SOMETIMES"), Error);
+  CHECK_THROWS_WITH_AS(runtime::check_seccomp_profile(s), doctest::Contains("SCMP_CMP_SOMETIMES"), Error);
   s.syscalls.clear();
   s.architectures = {"SCMP_ARCH_NOPE"};
-  CHECK_THROWS_AS(ocirt::check_seccomp(s), Error);
+  CHECK_THROWS_AS(runtime::check_seccomp_profile(s), Error);
 }
 
 TEST_CASE("ocirt: signals by name and number, ids, the state JSON") {
-  CHECK(ocirt::parse_signal("TERM") == SIGTERM);
-  CHECK(ocirt::parse_signal("SIGKILL") == SIGKILL);
-  CHECK(ocirt::parse_signal("sigusr1") == SIGUSR1);
-  CHECK(ocirt::parse_signal("9") == 9);
-  CHECK_THROWS_AS(ocirt::parse_signal("NOPE"), Error);
-  CHECK_THROWS_AS(ocirt::parse_signal("0"), Error);
+  CHECK(runtime::parse_signal("TERM") == SIGTERM);
+  CHECK(runtime::parse_signal("SIGKILL") == SIGKILL);
+  CHECK(runtime::parse_signal("sigusr1") == SIGUSR1);
+  CHECK(runtime::parse_signal("9") == 9);
+  CHECK_THROWS_AS(runtime::parse_signal("NOPE"), Error);
+  CHECK_THROWS_AS(runtime::parse_signal("0"), Error);
+  CHECK(runtime::parse_signal("IOT") == SIGABRT);
+  CHECK(runtime::parse_signal("RTMIN+2") == SIGRTMIN + 2);
+  CHECK(runtime::parse_signal("SIGRTMAX") == SIGRTMAX);
+  CHECK_THROWS_AS(runtime::parse_signal(""), Error);
+  CHECK_THROWS_AS(runtime::parse_signal("RTMIN+99"), Error);
   CHECK_NOTHROW(ocirt::check_id("abc-1.2_x+y"));
   CHECK_THROWS_AS(ocirt::check_id("../x"), Error);
   CHECK_THROWS_AS(ocirt::check_id(""), Error);

@@ -53,7 +53,7 @@ TEST_CASE("spec_from_docker maps a Docker container config") {
   CHECK(*s.resources.cpus == doctest::Approx(1.5));
   CHECK(*s.resources.pids_limit == 64);
   CHECK(s.network == NetworkMode::Host);
-  CHECK_FALSE(server::docker_userns(s));
+  CHECK_FALSE(engine::use_userns(s, server::userns_mode_from_docker(cfg)));  // the host's network: the host's ids
   REQUIRE(s.mounts.size() == 1);
   CHECK(s.mounts[0].type == "tmpfs");
   CHECK(s.runtime == "native");
@@ -64,7 +64,8 @@ TEST_CASE("spec_from_docker maps a Docker container config") {
   CHECK(g.process.args == std::vector<std::string>{"/bin/sh", "-c", "exit 3"});
   CHECK(g.runtime == "gvisor");
   CHECK(g.network == NetworkMode::None);  // Docker's default bridge: sbx's loopback-only network
-  CHECK(server::docker_userns(g));
+  CHECK(server::userns_mode_from_docker(ep) == engine::UsernsMode::Auto);
+  CHECK(engine::use_userns(g, server::userns_mode_from_docker(ep)));
   CHECK(server::spec_from_docker(json::parse(R"({"Labels": {"sbx.runtime": "gvisor"}})"), img, {}, id, "").runtime ==
         "gvisor");
   CHECK(server::spec_from_docker(json::object(), img, {}, id, "", "gvisor").runtime == "gvisor");
@@ -93,7 +94,8 @@ TEST_CASE("spec_from_docker maps PortBindings, CapAdd/CapDrop; gpus_from_docker 
                                              "CapDrop": ["ALL"], "CapAdd": ["chown", "CAP_NET_RAW"]}})");
   SandboxSpec s = server::spec_from_docker(cfg, img, {}, id, "");
   CHECK(s.network == NetworkMode::Private);  // ports need a network of its own
-  CHECK_FALSE(server::docker_userns(s));
+  // … and keep a user namespace of their own (they once ran as host root).
+  CHECK(engine::use_userns(s, server::userns_mode_from_docker(cfg)));
   REQUIRE(s.net.publish.size() == 2);
   bool tcp = false, udp = false;
   for (const auto& p : s.net.publish) {
@@ -131,4 +133,30 @@ TEST_CASE("spec_from_docker maps PortBindings, CapAdd/CapDrop; gpus_from_docker 
                       R"({"HostConfig": {"DeviceRequests": [{"Capabilities": [["compute"]]}]}})")), Error);
   CHECK_THROWS_AS(server::gpus_from_docker(json::parse(
                       R"({"HostConfig": {"Devices": [{"PathOnHost": "/dev/fuse", "PathInContainer": "/dev/x"}]}})")), Error);
+}
+
+TEST_CASE("HostConfig.UsernsMode: empty is a user namespace of the container's own, host is none, others are refused") {
+  auto mode = [](const char* body) { return server::userns_mode_from_docker(json::parse(body)); };
+  CHECK(mode(R"({})") == engine::UsernsMode::Auto);
+  CHECK(mode(R"({"HostConfig": {}})") == engine::UsernsMode::Auto);
+  CHECK(mode(R"({"HostConfig": {"UsernsMode": ""}})") == engine::UsernsMode::Auto);
+  CHECK(mode(R"({"HostConfig": {"UsernsMode": null}})") == engine::UsernsMode::Auto);
+  CHECK(mode(R"({"HostConfig": {"UsernsMode": "host"}})") == engine::UsernsMode::Host);
+  for (const char* bad : {R"({"HostConfig": {"UsernsMode": "private"}})", R"({"HostConfig": {"UsernsMode": "keep-id"}})",
+                          R"({"HostConfig": {"UsernsMode": "HOST"}})", R"({"HostConfig": {"UsernsMode": 1}})"}) {
+    CAPTURE(bad);
+    try {
+      mode(bad);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("UsernsMode") != std::string::npos);
+    }
+  }
+  // Published ports, a private network: their own ids unless "host" is asked for.
+  SandboxSpec s;
+  s.network = NetworkMode::Private;
+  CHECK(engine::use_userns(s, engine::UsernsMode::Auto));
+  CHECK_FALSE(engine::use_userns(s, engine::UsernsMode::Host));
+  s.network = NetworkMode::Host;
+  CHECK_FALSE(engine::use_userns(s, engine::UsernsMode::Auto));
 }

@@ -1,6 +1,8 @@
 // Memory snapshots on real runsc: a counting process is checkpointed, three
 // copies are restored, each continues from the checkpointed count, and they
-// are independent afterwards. Native (CRIU) fails fast with a clear message.
+// are independent afterwards. Through the gVisor backend's checkpoint and
+// restore (runtime/gvisor/gvisor_checkpoint.h) and the catalog around them
+// (snapshot/checkpoint.h). Native (CRIU) fails fast with a clear message.
 #include <doctest.h>
 #include <unistd.h>
 
@@ -14,14 +16,16 @@
 #include "common/fs.h"
 #include "oci/store.h"
 #include "oci/runtime_config.h"
+#include "runtime/gvisor/gvisor.h"
 #include "runtime/gvisor/gvisor_backend.h"
+#include "runtime/gvisor/gvisor_checkpoint.h"
 #include "runtime/gvisor/gvisor_lifecycle.h"
 #include "runtime/lifecycle.h"
+#include "runtime/native/criu.h"
 #include "runtime/state.h"
 #include "runtime/sandbox_log.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
-#include "snapshot/sandbox_fs.h"
 #include "test_util.h"
 
 using namespace sbx;
@@ -58,10 +62,16 @@ std::vector<std::string> wait_count(const std::string& path, long n, int ms = 20
   return lines_of(path);
 }
 
+/// Removes a sandbox as `sbx rm -f` does (through the gVisor backend).
+void destroy_restored(const std::string& runsc, const runtime::RestoredSandbox& s) {
+  if (s.dir.empty()) return;
+  runtime::GvisorBackend(runtime::BackendOptions{s.dir.substr(0, s.dir.rfind('/')), runsc}).remove(s.id, true);
+}
+
 struct Fixture {
   std::string base, runsc;
   std::vector<std::string> layers;
-  std::vector<snapshot::RestoredSandbox> live;
+  std::vector<runtime::RestoredSandbox> live;
   Fixture() {
     char t[] = "/tmp/sbx-ckpt.XXXXXX";
     base = ::mkdtemp(t);
@@ -73,7 +83,7 @@ struct Fixture {
     layers = {l1};
   }
   ~Fixture() {
-    for (auto& s : live) snapshot::destroy_restored(runsc, s);
+    for (auto& s : live) destroy_restored(runsc, s);
     stdfs::remove_all(base);
   }
 };
@@ -94,26 +104,33 @@ SandboxSpec counter_spec(const std::vector<std::string>& layers) {
 
 /// Starts the sandbox to checkpoint the way `sbx create --runtime gvisor` does
 /// (runtime/gvisor/gvisor_lifecycle.h: monitor, runsc run, --overlay2=root:memory).
-snapshot::RestoredSandbox start_original(const std::string& runsc, const std::string& run_root, SandboxSpec spec) {
+runtime::RestoredSandbox start_original(const std::string& runsc, const std::string& run_root, SandboxSpec spec) {
   spec.id.clear();
   spec.runtime = "gvisor";
   std::string id = runtime::create_gvisor_sandbox(spec, run_root, runsc);
-  snapshot::RestoredSandbox s;
+  runtime::RestoredSandbox s;
   s.id = id;
   s.dir = runtime::sandbox_dir(run_root, id);
-  s.runsc_root = s.dir + "/runsc";
   s.output = s.dir + "/" + runtime::kRecordLog;
   s.pid = runtime::read_state(s.dir).pid;
   return s;
 }
 
-/// The checkpoint request `sbx checkpoint` builds for it.
-snapshot::GvisorCheckpointRequest request_for(const std::string& runsc, const std::string& run_root,
-                                              const snapshot::RestoredSandbox& s, const std::string& name) {
-  auto req = snapshot::gvisor_request(run_root, runtime::read_state(s.dir));
-  req.runsc = runsc;
-  req.name = name;
-  return req;
+/// `sbx checkpoint` of it: through its backend into the catalog of `root`.
+snapshot::SnapshotRecord checkpoint(const std::string& root, const std::string& runsc, const std::string& run_root,
+                                    const runtime::RestoredSandbox& s, const std::string& name) {
+  runtime::GvisorBackend b(runtime::BackendOptions{run_root, runsc});
+  runtime::SandboxRef ref{s.dir, runtime::read_state(s.dir)};
+  b.check_checkpoint(ref);
+  return snapshot::checkpoint_sandbox(root, b, ref, name, false);
+}
+
+/// `sbx restore NAME --count N [--name NEW]`: through the backend that took it.
+std::vector<runtime::RestoredSandbox> restore(const std::string& root, const std::string& runsc,
+                                              const std::string& run_root, const std::string& name, int count,
+                                              const std::string& new_name = "") {
+  runtime::GvisorBackend b(runtime::BackendOptions{run_root, runsc});
+  return snapshot::restore_sandboxes(root, b, name, new_name, count);
 }
 
 }  // namespace
@@ -130,9 +147,8 @@ TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the check
   CHECK(orig.pid > 0);
   REQUIRE(num(wait_count(orig.output, 5).back()) >= 5);
 
-  auto req = request_for(fx.runsc, run_root, orig, "counter");
   auto t0 = std::chrono::steady_clock::now();
-  auto rec = snapshot::checkpoint_gvisor(root, req);
+  auto rec = checkpoint(root, fx.runsc, run_root, orig, "counter");
   MESSAGE("checkpoint: " << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()
                          << " ms, " << rec.size << " bytes");
   CHECK(rec.kind == "memory");
@@ -145,15 +161,11 @@ TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the check
   const long at = num(before.back());
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   CHECK(lines_of(orig.output).size() == before.size());
-  snapshot::destroy_restored(fx.runsc, orig);
+  destroy_restored(fx.runsc, orig);
   fx.live.clear();
 
-  snapshot::RestoreOptions ro;
-  ro.runsc = fx.runsc;
-  ro.run_root = run_root;
-  ro.count = 3;
   t0 = std::chrono::steady_clock::now();
-  auto copies = snapshot::restore_gvisor(root, "counter", ro);
+  auto copies = restore(root, fx.runsc, run_root, "counter", 3);
   MESSAGE("restore x3: " << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms");
   fx.live = copies;
   REQUIRE(copies.size() == 3);
@@ -170,9 +182,9 @@ TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the check
     CHECK(runtime::state_alive(st));
   }
   // Diverge: a file created in copy 1 only; copy 2 killed; copy 3 untouched.
-  std::string cmd = fx.runsc + " --root " + copies[0].runsc_root + " exec " + copies[0].id + " sh -c 'echo 1 > /tmp/flag'";
+  std::string cmd = fx.runsc + " --root " + copies[0].dir + "/runsc exec " + copies[0].id + " sh -c 'echo 1 > /tmp/flag'";
   REQUIRE(std::system(cmd.c_str()) == 0);
-  snapshot::destroy_restored(fx.runsc, copies[1]);
+  destroy_restored(fx.runsc, copies[1]);
   CHECK_FALSE(stdfs::exists(copies[1].dir));
   long n3 = num(lines_of(copies[2].output).back());
   auto l1 = wait_count(copies[0].output, n3 + 5);
@@ -182,7 +194,7 @@ TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the check
   CHECK(num(l3.back()) >= n3 + 5);  // copy 3 kept counting after copy 2 was killed
   CHECK_FALSE(snapshot::find_record(root, "counter").last_used.empty());
 
-  for (auto& c : fx.live) snapshot::destroy_restored(fx.runsc, c);
+  for (auto& c : fx.live) destroy_restored(fx.runsc, c);
   fx.live.clear();
   CHECK(stdfs::is_empty(run_root));
   // The catalog entry and its content go with `snapshots rm`.
@@ -191,9 +203,9 @@ TEST_CASE("gvisor memory snapshot: restore 3 copies that continue from the check
 }
 
 TEST_CASE("native memory snapshots fail fast and point to gvisor") {
-  CHECK_THROWS_WITH_AS(snapshot::fail_native_checkpoint(), doctest::Contains("--runtime gvisor"), Error);
+  CHECK_THROWS_WITH_AS(runtime::fail_native_checkpoint(), doctest::Contains("--runtime gvisor"), Error);
   try {
-    snapshot::fail_native_checkpoint();
+    runtime::fail_native_checkpoint();
   } catch (const Error& e) {
     MESSAGE(std::string(e.what()));
   }
@@ -210,22 +222,15 @@ TEST_CASE("measure: fork N gvisor sandboxes from one memory snapshot" * doctest:
   auto orig = start_original(fx.runsc, run_root, spec);
   fx.live.push_back(orig);
   wait_count(orig.output, 3);
-  auto req = request_for(fx.runsc, run_root, orig, "f");
   auto t0 = std::chrono::steady_clock::now();
-  snapshot::checkpoint_gvisor(root, req);
+  checkpoint(root, fx.runsc, run_root, orig, "f");
   double ck = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  snapshot::RestoreOptions ro;
-  ro.runsc = fx.runsc;
-  ro.run_root = run_root;
-  ro.count = 1;
   t0 = std::chrono::steady_clock::now();
-  auto one = snapshot::restore_gvisor(root, "f", ro);
+  auto one = restore(root, fx.runsc, run_root, "f", 1);
   double r1 = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (auto& c : one) fx.live.push_back(c);
-  ro.count = n;
-  ro.name = "fork";
   t0 = std::chrono::steady_clock::now();
-  auto many = snapshot::restore_gvisor(root, "f", ro);
+  auto many = restore(root, fx.runsc, run_root, "f", n, "fork");
   double rn = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (auto& c : many) fx.live.push_back(c);
   int continuing = 0;
@@ -270,18 +275,13 @@ TEST_CASE("gvisor memory snapshot of a python process on the python image") {
   auto orig = start_original(runsc, run_root, spec);
   fx.live.push_back(orig);
   REQUIRE(num(wait_count(orig.output, 5).back()) >= 5);
-  auto req = request_for(runsc, run_root, orig, "py");
-  snapshot::checkpoint_gvisor(root, req);
+  checkpoint(root, runsc, run_root, orig, "py");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const long at = num(lines_of(orig.output).back());
-  snapshot::destroy_restored(runsc, orig);
+  destroy_restored(runsc, orig);
   fx.live.clear();
 
-  snapshot::RestoreOptions ro;
-  ro.runsc = runsc;
-  ro.run_root = run_root;
-  ro.count = 3;
-  auto copies = snapshot::restore_gvisor(root, "py", ro);
+  auto copies = restore(root, runsc, run_root, "py", 3);
   fx.live = copies;
   std::vector<std::vector<std::string>> out;
   for (auto& c : copies) {
@@ -293,14 +293,14 @@ TEST_CASE("gvisor memory snapshot of a python process on the python image") {
   // Same RNG state in every copy: the same numbers after the restore.
   CHECK(out[0][0] == out[1][0]);
   CHECK(out[1][0] == out[2][0]);
-  std::string cmd = runsc + " --root " + copies[2].runsc_root + " exec " + copies[2].id + " sh -c 'echo > /tmp/flag'";
+  std::string cmd = runsc + " --root " + copies[2].dir + "/runsc exec " + copies[2].id + " sh -c 'echo > /tmp/flag'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   long n = num(lines_of(copies[2].output).back());
   auto l0 = wait_count(copies[0].output, n + 3);
   auto l2 = wait_count(copies[2].output, n + 3);
   CHECK(l2.back().find("flag") != std::string::npos);
   CHECK(l0.back().find("flag") == std::string::npos);
-  for (auto& c : fx.live) snapshot::destroy_restored(runsc, c);
+  for (auto& c : fx.live) destroy_restored(runsc, c);
   fx.live.clear();
   CHECK(stdfs::is_empty(run_root));
 }
@@ -313,12 +313,12 @@ TEST_CASE("gvisor checkpoint of a sandbox with GPUs is refused, nothing written"
   test::TempDir t("ckpt-gpu");
   const std::string root = t.path + "/store", bundle = t.path + "/bundle";
   fs::mkdir_p(bundle, 0700);
-  snapshot::GvisorCheckpointRequest req;
+  runtime::GvisorCheckpointRequest req;
   req.runsc = "/nonexistent/runsc";  // never reached
   req.runsc_root = t.path + "/runsc";
   req.container_id = test::fake_id('a');
   req.bundle = bundle;
-  req.name = "gpu-ckpt";
+  const std::string dir = root + "/snapshots/checkpoints/gpu-ckpt";  // where the catalog would put it
   SUBCASE("started with --nvproxy") {
     fs::write_file_atomic(bundle + "/config.json", R"({"ociVersion":"1.0.2","linux":{}})", 0600);
     req.runsc_flags = {"--network=none", "--overlay2=root:memory", "--nvproxy"};
@@ -328,8 +328,8 @@ TEST_CASE("gvisor checkpoint of a sandbox with GPUs is refused, nothing written"
                           R"({"linux":{"devices":[{"path":"/dev/nvidiactl","type":"c","major":195,"minor":255}]}})", 0600);
     req.runsc_flags = {"--network=none"};
   }
-  CHECK_THROWS_WITH_AS(snapshot::checkpoint_gvisor(root, req), doctest::Contains("runsc cannot save GPU state"), Error);
-  CHECK_THROWS_WITH_AS(snapshot::checkpoint_gvisor(root, req), doctest::Contains("nothing was written"), Error);
+  CHECK_THROWS_WITH_AS(runtime::checkpoint_gvisor(dir, req), doctest::Contains("runsc cannot save GPU state"), Error);
+  CHECK_THROWS_WITH_AS(runtime::checkpoint_gvisor(dir, req), doctest::Contains("nothing was written"), Error);
   CHECK(!stdfs::exists(root + "/snapshots"));  // no half-written snapshot, no catalog entry
 }
 
@@ -337,11 +337,11 @@ TEST_CASE("refuse_gpu_checkpoint lets a sandbox without GPUs through") {
   test::TempDir t("ckpt-nogpu");
   fs::write_file_atomic(t.path + "/config.json",
                         R"({"linux":{"devices":[{"path":"/dev/fuse","type":"c","major":10,"minor":229}]}})", 0600);
-  snapshot::GvisorCheckpointRequest req;
+  runtime::GvisorCheckpointRequest req;
   req.container_id = test::fake_id('b');
   req.bundle = t.path;
   req.runsc_flags = {"--network=none", "--overlay2=root:memory"};
-  CHECK_NOTHROW(snapshot::refuse_gpu_checkpoint(req));
+  CHECK_NOTHROW(runtime::refuse_gpu_checkpoint(req));
   fs::write_file_atomic(t.path + "/config.json", "{not json", 0600);
-  CHECK_THROWS_WITH_AS(snapshot::refuse_gpu_checkpoint(req), doctest::Contains("is corrupt"), Error);
+  CHECK_THROWS_WITH_AS(runtime::refuse_gpu_checkpoint(req), doctest::Contains("is corrupt"), Error);
 }

@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "runtime/linux/sandbox_freezer.h"
-#include "snapshot/freezer.h"
+#include "runtime/linux/cgroup_freeze.h"
 
 using namespace sbx;
 
@@ -44,11 +44,11 @@ void check_freeze(const std::string& hierarchy) {
   };
   CHECK(sample() > 0);
   {
-    snapshot::CgroupFreeze f({cg});
-    CHECK(snapshot::cgroup_frozen(cg));
+    runtime::CgroupFreeze f({cg});
+    CHECK(runtime::cgroup_frozen(cg));
     CHECK(sample() == 0);
   }
-  CHECK_FALSE(snapshot::cgroup_frozen(cg));
+  CHECK_FALSE(runtime::cgroup_frozen(cg));
   CHECK(sample() > 0);
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
@@ -79,7 +79,7 @@ TEST_CASE("CgroupFreeze stops and resumes the processes of a v2 cgroup") {
 }
 
 TEST_CASE("CgroupFreeze refuses a directory that is not a cgroup") {
-  CHECK_THROWS_WITH_AS(snapshot::CgroupFreeze({"/tmp"}), doctest::Contains("neither cgroup.freeze"), Error);
+  CHECK_THROWS_WITH_AS(runtime::CgroupFreeze({"/tmp"}), doctest::Contains("neither cgroup.freeze"), Error);
 }
 
 namespace {
@@ -117,8 +117,8 @@ TEST_CASE("CgroupFreeze with members gathers a forking process tree into a cgrou
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it fork a while
   size_t rounds_with_children = 0;
   for (int round = 0; round < 5; ++round) {
-    snapshot::CgroupFreeze f({freezer}, std::chrono::milliseconds(5000), {member});
-    CHECK(snapshot::cgroup_frozen(freezer));
+    runtime::CgroupFreeze f({freezer}, std::chrono::milliseconds(5000), {member});
+    CHECK(runtime::cgroup_frozen(freezer));
     std::set<pid_t> in_member = procs(member), in_freezer = procs(freezer);
     CHECK(in_member.count(pid) == 1);
     for (pid_t p : in_member) CHECK_MESSAGE(in_freezer.count(p) == 1, "process " << p << " escaped the freeze");
@@ -131,7 +131,7 @@ TEST_CASE("CgroupFreeze with members gathers a forking process tree into a cgrou
   }
   MESSAGE("rounds that froze a forked child too: " << rounds_with_children << "/5");
   // Its forks go on after the thaw (the shell was not left frozen).
-  CHECK_FALSE(snapshot::cgroup_frozen(freezer));
+  CHECK_FALSE(runtime::cgroup_frozen(freezer));
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   for (int i = 0; i < 200 && (::rmdir(freezer.c_str()) < 0 || ::rmdir(member.c_str()) < 0); ++i) {

@@ -90,11 +90,11 @@ TEST_CASE("gc leaves a run's dir to its own sbx while that sbx lives, and a .tra
   const std::string dir = t.path + "/" + st.id;
   REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
   write_state(dir, st);
-  gc(t.path);
+  gc(t.path, nullptr);
   CHECK(fs::exists(dir + "/state.json"));  // its sbx is alive: it cleans up itself
   st.owner_start += 1;  // that sbx is gone (killed): a leftover now
   write_state(dir, st);
-  gc(t.path);
+  gc(t.path, nullptr);
   CHECK_FALSE(fs::exists(dir));
 
   const std::string trash = t.path + "/.trash-" + fake_id('c');
@@ -103,10 +103,10 @@ TEST_CASE("gc leaves a run's dir to its own sbx while that sbx lives, and a .tra
   int fd = ::open(trash.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   REQUIRE(fd >= 0);
   REQUIRE(::flock(fd, LOCK_EX) == 0);  // someone is removing it
-  gc(t.path);
+  gc(t.path, nullptr);
   CHECK(fs::exists(trash + "/f"));
   ::close(fd);
-  gc(t.path);
+  gc(t.path, nullptr);
   CHECK_FALSE(fs::exists(trash));
 }
 
@@ -123,14 +123,14 @@ TEST_CASE("gc removes a created sandbox whose create died, not one whose create 
   const std::string dir = t.path + "/" + st.id;
   REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
   write_state(dir, st);  // "running": the create finished
-  gc(t.path);
+  gc(t.path, nullptr);
   CHECK(fs::exists(dir + "/state.json"));  // an ended created sandbox waits for rm
   CHECK(inspect_dir(dir).status == "exited");
   st.status = "creating";  // the create died half-way
   write_state(dir, st);
   CHECK(read_state_settled(dir).status == "creating");
   CHECK(inspect_dir(dir).status == "dead");
-  gc(t.path);
+  gc(t.path, nullptr);
   CHECK_FALSE(fs::exists(dir));
 }
 

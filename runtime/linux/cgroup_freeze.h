@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace sbx::snapshot {
+namespace sbx::runtime {
 
 /// Freezes every process in the given cgroups for its lifetime and thaws them
 /// when destroyed (also on exceptions). While frozen, SIGINT, SIGTERM, SIGHUP
@@ -55,4 +55,4 @@ bool cgroup_frozen(const std::string& cgroup);
 /// Throws sbx::Error naming the cgroup when a write fails.
 void thaw_cgroups(const std::vector<std::string>& cgroups);
 
-}  // namespace sbx::snapshot
+}  // namespace sbx::runtime

@@ -1,4 +1,4 @@
-#include "gpu/nvproxy.h"
+#include "runtime/gvisor/nvproxy.h"
 
 #include <cctype>
 
@@ -6,7 +6,7 @@
 #include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/gvisor/runsc_features.h"
 
-namespace sbx::gpu {
+namespace sbx::runtime {
 
 bool runsc_output_has_nvproxy(std::string_view out) {
   for (size_t pos = out.find("nvproxy"); pos != std::string_view::npos; pos = out.find("nvproxy", pos + 1)) {
@@ -20,12 +20,12 @@ bool runsc_output_has_nvproxy(std::string_view out) {
 }
 
 bool runsc_supports_nvproxy(const std::string& runsc) {
-  return runtime::runsc_features(runtime::find_runsc(runsc)).nvproxy;
+  return runsc_features(find_runsc(runsc)).nvproxy;
 }
 
 void require_nvproxy(const std::string& runsc) {
-  const std::string path = runtime::find_runsc(runsc);
-  auto f = runtime::runsc_features(path);
+  const std::string path = find_runsc(runsc);
+  auto f = runsc_features(path);
   if (f.nvproxy) return;
   throw Error("--gpus with --runtime gvisor needs runsc with nvproxy support, but " + path + " (" + f.version +
               ") has no --nvproxy flag; install runsc from Debian's bookworm-backports (0.0~20240729, see "
@@ -33,4 +33,4 @@ void require_nvproxy(const std::string& runsc) {
               "or use --runtime native");
 }
 
-}  // namespace sbx::gpu
+}  // namespace sbx::runtime

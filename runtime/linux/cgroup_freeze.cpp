@@ -1,4 +1,4 @@
-#include "snapshot/freezer.h"
+#include "runtime/linux/cgroup_freeze.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "common/log.h"
 #include "runtime/linux/sandbox_freezer.h"
 
-namespace sbx::snapshot {
+namespace sbx::runtime {
 
 namespace {
 
@@ -124,4 +124,4 @@ CgroupFreeze::~CgroupFreeze() {
   }
 }
 
-}  // namespace sbx::snapshot
+}  // namespace sbx::runtime

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace sbx::gpu {
+namespace sbx::runtime {
 
 /// True when the output of `runsc flags` (or `runsc --help`, which lists flags
 /// on newer releases) names the -nvproxy flag. Looks for the flag as a whole
@@ -14,7 +14,7 @@ namespace sbx::gpu {
 bool runsc_output_has_nvproxy(std::string_view flags_output);
 
 /// Whether the runsc at `runsc_path` (empty: found on $PATH, as
-/// runtime::find_runsc) has --nvproxy: runtime::runsc_features, which checks
+/// find_runsc) has --nvproxy: runsc_features, which checks
 /// `runsc flags` with runsc_output_has_nvproxy. Throws sbx::Error when runsc
 /// cannot be found or run at all.
 bool runsc_supports_nvproxy(const std::string& runsc_path = "");
@@ -24,4 +24,4 @@ bool runsc_supports_nvproxy(const std::string& runsc_path = "");
 /// runtime") unless runsc_supports_nvproxy(runsc_path) (empty: $PATH).
 void require_nvproxy(const std::string& runsc_path = "");
 
-}  // namespace sbx::gpu
+}  // namespace sbx::runtime

@@ -1,0 +1,80 @@
+// Fresh helpers: the processes that enter a sandbox start from a new exec of
+// sbx, never from a fork of an sbx that holds secrets.
+//
+// A fork shares nothing but it copies everything: the child of `sbx serve`
+// that joins a sandbox to run `docker exec` (runtime/native/exec.cpp), or
+// that becomes a new sandbox's init (runtime/native/native_backend.cpp),
+// carries the server's whole memory — its TCP bearer token, every E2B access
+// token — until it execs. Inside the sandbox, a process that stops each new
+// pid and reads /proc/PID/mem before that exec reads the server. A fork of a
+// multithreaded process cannot be scrubbed reliably (other threads' buffers,
+// allocator caches, TLS), so the way out is an execve before the sandbox: a
+// fresh image of sbx, with an empty environment and only the fds it is
+// given, that receives its request from the parent and does the joining and
+// the cloning itself (runc does the same with its nsexec/runc init).
+//
+// The image is a sealed memfd copy of the running binary (memfd_create(2),
+// F_SEAL_WRITE|SHRINK|GROW|SEAL; runc's fix for CVE-2019-5736): a process in
+// the sandbox that gets hold of a helper's /proc/PID/exe (a workload of
+// "#!/proc/self/exe" makes the kernel exec the helper's image as the
+// workload) can then not write sbx's binary on the host, not even as host
+// root in a --userns host sandbox, and not after sbx serve has exited. It is
+// made once per process (sbx serve: one copy for the server's life, of the
+// part of the binary that runs: its loadable segments, not its debug
+// information; about 7 MB). The helper is made non-dumpable before the exec and again
+// first thing after it (execve makes a process dumpable again), as runc
+// does, so no process of the sandbox can read or ptrace it or its children
+// until the workload's own execve.
+//
+// Who takes this path: a process that called use_fresh_helpers() (sbx serve,
+// at its start, before it reads any secret). The command line has no secret
+// in memory and starts sandboxes from a fork as before (the extra exec would
+// cost every `sbx run` and `sbx exec` its time).
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace sbx::runtime {
+
+/// argv[1] that makes sbx run a helper: cli/main.cpp hands such a command
+/// line to run_fresh_helper (runtime/native/fresh_helper.h) before anything
+/// else. Not a command for people: a helper needs the fds its parent gives.
+inline constexpr const char* kHelperArg = "__sbx-helper";
+
+/// From now on, this process starts native sandboxes and native execs
+/// through fresh helpers (see the top of this file). Copies /proc/self/exe
+/// (its loadable part) into a sealed memfd once (later calls do nothing). Call it at process
+/// start, before secrets are read and threads made. Throws sbx::Error (125)
+/// when the copy cannot be made (no memfd_create, vm.memfd_noexec=2, ...).
+void use_fresh_helpers();
+
+/// The sealed image's fd (read-only, close-on-exec), or -1 when this process
+/// does not use fresh helpers. No throw.
+int fresh_helper_image() noexcept;
+
+/// In a child forked from sbx (async-signal-safe: no allocation): makes
+/// itself non-dumpable, closes every fd from 3 up but the `nkeep` fds of
+/// `keep` (any order; -1 entries are ignored, fds below 3 stay as they are),
+/// clears close-on-exec on those, and execs the sealed image with `argv` and
+/// an empty environment.
+/// Returns the errno of the failed step (the caller reports it and exits).
+int exec_fresh_helper(char* const argv[], const int* keep, size_t nkeep) noexcept;
+
+/// First thing in a helper, after its exec: non-dumpable again (execve made
+/// it dumpable) and close-on-exec on every inherited fd from 3 up (so none
+/// reaches the workload unless it is passed on explicitly). No throw.
+void enter_fresh_helper() noexcept;
+
+/// The request for a helper, in a memfd (close-on-exec, offset 0) to pass
+/// to it: a pipe could fill up before the helper reads it. Throws sbx::Error.
+int helper_payload(const std::string& text);
+
+/// In a helper: the whole payload behind `fd` (which it closes). Throws
+/// sbx::Error.
+std::string read_helper_payload(int fd);
+
+/// The fd number in a helper's argv[i] (decimal, >= 0). Throws sbx::Error
+/// naming `what` when it is not one.
+int helper_fd_arg(const char* text, const char* what);
+
+}  // namespace sbx::runtime
