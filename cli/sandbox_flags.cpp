@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "engine/engine.h"
+#include "engine/network_choice.h"
 #include "oci/pull.h"
 #include "oci/store.h"
 #include "runtime/backends.h"
@@ -226,35 +227,7 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
   if (hold_only) spec.process.args.clear();
   spec.process.capabilities = default_capabilities();
   spec.readonly_rootfs = f.read_only;
-  // --network a,b and --network a --network b: CLI11 joins them with ','.
-  std::vector<std::string> nets;
-  for (size_t start = 0;;) {
-    size_t c = f.network.find(',', start);
-    std::string n = f.network.substr(start, c == std::string::npos ? std::string::npos : c - start);
-    if (!n.empty()) nets.push_back(n);
-    if (c == std::string::npos) break;
-    start = c + 1;
-  }
-  if (nets.empty()) throw Error("invalid --network '': use none, host, private or the name of a network");
-  const std::string& mode = nets[0];
-  if (nets.size() == 1 && mode == "none") {
-    spec.network = NetworkMode::None;
-  } else if (nets.size() == 1 && mode == "host") {
-    spec.network = NetworkMode::Host;
-  } else if (nets.size() == 1 && (mode == "private" || mode == "bridge")) {
-    spec.network = NetworkMode::Private;
-  } else {
-    for (const auto& n : nets)
-      if (runtime::is_reserved_network_name(n))
-        throw Error("invalid --network '" + f.network + "': " + n + " is a mode of its own (none, host, private), "
-                    "not a network to join beside others");
-    spec.network = NetworkMode::User;
-    for (const auto& n : nets) spec.net.networks.push_back({n, {}, ""});
-    spec.net.networks[0].aliases = f.network_aliases;
-    spec.net.networks[0].ip = f.ip;
-  }
-  if (spec.network != NetworkMode::User && (!f.network_aliases.empty() || !f.ip.empty()))
-    throw Error("--network-alias and --ip need a user-defined network (--network NAME; see 'sbx network create')");
+  engine::apply_network_choice(spec, f.network, f.network_aliases, f.ip);
   spec.net.allow_egress = f.allow_egress;
   spec.net.deny_egress = f.deny_egress;
   spec.net.dns = f.dns;

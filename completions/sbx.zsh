@@ -542,7 +542,7 @@ _sbx_network() {
       _describe -t commands 'sbx network command' commands && ret=0 ;;
     args)
       local sub=${words[1]}
-      case $sub in list) sub=ls ;; remove) sub=rm ;; esac
+      case $sub in list) sub=ls ;; esac
       (( $+functions[_sbx_network_${sub}] )) && _sbx_network_${sub} && ret=0 ;;
   esac
   return ret
@@ -575,6 +575,11 @@ _sbx_network_inspect() {
     '*:network:__sbx_networks'
 }
 _sbx_network_rm() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*:network:__sbx_networks'
+}
+_sbx_network_remove() {
   _arguments -s -S \
     '(- *)'{-h,--help}'[Print help and exit]' \
     '*:network:__sbx_networks'

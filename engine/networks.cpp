@@ -7,11 +7,48 @@
 
 #include "common/error.h"
 #include "engine/engine.h"
+#include "engine/network_choice.h"
 #include "runtime/gvisor/gvisor.h"
 #include "runtime/linux/sandbox_network.h"
 #include "runtime/state.h"
 
 namespace sbx::engine {
+
+void apply_network_choice(SandboxSpec& spec, const std::string& network, const std::vector<std::string>& aliases,
+                          const std::string& ip) {
+  std::vector<std::string> nets;
+  for (size_t start = 0;;) {
+    size_t c = network.find(',', start);
+    std::string n = network.substr(start, c == std::string::npos ? std::string::npos : c - start);
+    if (!n.empty()) nets.push_back(n);
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  if (nets.empty())
+    throw Error(ErrorKind::Invalid, "invalid --network '': use none, host, private or the name of a network");
+  const std::string& mode = nets[0];
+  spec.net.networks.clear();
+  if (nets.size() == 1 && mode == "none") {
+    spec.network = NetworkMode::None;
+  } else if (nets.size() == 1 && mode == "host") {
+    spec.network = NetworkMode::Host;
+  } else if (nets.size() == 1 && (mode == "private" || mode == "bridge")) {
+    spec.network = NetworkMode::Private;
+  } else {
+    for (const auto& n : nets)
+      if (runtime::is_reserved_network_name(n))
+        throw Error(ErrorKind::Invalid, "invalid --network '" + network + "': " + n +
+                                            " is a mode of its own (none, host, private), not a network to join "
+                                            "beside others");
+    spec.network = NetworkMode::User;
+    for (const auto& n : nets) spec.net.networks.push_back({n, {}, ""});
+    spec.net.networks[0].aliases = aliases;
+    spec.net.networks[0].ip = ip;
+  }
+  if (spec.network != NetworkMode::User && (!aliases.empty() || !ip.empty()))
+    throw Error(ErrorKind::Invalid,
+                "--network-alias and --ip need a user-defined network (--network NAME; see 'sbx network create')");
+}
 
 namespace {
 

@@ -321,6 +321,8 @@ void teardown_network(const UserNetwork& n) noexcept {
     } catch (const std::exception& e) {
       log::warn("remove network " + n.name + ": " + e.what());
     }
+    // The record goes last, so that a teardown killed half-way is still on record.
+    for (const char* sub : {"/addr", "/hosts"}) remove_tree(net_dir(n.id) + sub);
     if (int e = remove_tree(net_dir(n.id)); e && e != ENOENT)
       log::warn("cannot remove " + net_dir(n.id) + ": " + std::strerror(e));
     write_subnets_index();
@@ -592,9 +594,13 @@ UserNetwork create_user_network(const std::string& run_root, const NetworkCreate
         throw Error(ErrorKind::Invalid, "invalid --gateway " + o.gateway + ": not a host address of " + format_cidr(n.subnet));
       n.gateway = g;
     }
+    // The record first: a create killed at any later point leaves a record
+    // ("creating", a dead creator) that gc tears down at once, never a
+    // directory without one (which gc can only age out).
+    fs::mkdir_p(net_dir(n.id), 0700);
+    write_network(n);
     fs::mkdir_p(net_dir(n.id) + "/addr", 0700);
     fs::mkdir_p(net_dir(n.id) + "/hosts", 0755);
-    write_network(n);
     write_subnets_index();
   }
   try {
