@@ -322,11 +322,11 @@ PY
 }
 
 # User-defined networks (sbx network): the suite's own networks on
-# documentation addresses (a pool of 192.0.2.192/26 for them), removed after.
+# documentation addresses (a pool of 203.0.113.192/26 for them), removed after.
 net_ok() {  # whether this sbx has networks and the host can make them
   "$SBX" network --help >/dev/null 2>&1 && command -v nft >/dev/null && command -v dnsmasq >/dev/null
 }
-netsbx() { SBX_NETWORK_POOL=192.0.2.192/26 "$SBX" --root "$R" --run-root "$RR" "$@"; }
+netsbx() { SBX_NETWORK_POOL=203.0.113.192/26 "$SBX" --root "$R" --run-root "$RR" "$@"; }
 net_field() {  # SANDBOX PYEXPR over inspect's NetworkSettings
   netsbx inspect "$1" | python3 -c "import json,sys; d=json.load(sys.stdin)[0]['NetworkSettings']; print($2)"
 }
@@ -410,30 +410,31 @@ case_netspoof() {  # ARP and IP spoofing of a neighbour's address on one network
 
 # ---- egress allow-lists against sbx's own (private networks) ----------------
 # A world of the case's own: a DNS server the attacker controls (dnsmasq in a
-# network namespace the case makes, 192.0.2.34 behind the host's 192.0.2.33)
-# and the sandboxes' pool 192.0.2.64/27: every packet goes to a documentation
-# address on this machine; 169.254.169.254 is only ever a DNS answer.
+# network namespace the case makes, 203.0.113.34 behind the host's 203.0.113.33)
+# and the sandboxes' pool 203.0.113.64/27: every packet goes to a documentation
+# address on this machine; 169.254.169.254 is only ever a DNS answer. (Not
+# 192.0.2.0/24: a machine may sit on that network itself, as this one's eth0.)
 prv_ok() { command -v nft >/dev/null && command -v dnsmasq >/dev/null && command -v ip >/dev/null; }
-prvsbx() { SBX_NETWORK_POOL=192.0.2.64/27 "$SBX" --root "$R" --run-root "$RR" "$@"; }
+prvsbx() { SBX_NETWORK_POOL=203.0.113.64/27 "$SBX" --root "$R" --run-root "$RR" "$@"; }
 advdns_ns=advdns$$ advdns_veth=advd$$ advdns_pid=""
-advdns_up() {  # the attacker's DNS server and an HTTP server (the allowed target) on 192.0.2.34
+advdns_up() {  # the attacker's DNS server and an HTTP server (the allowed target) on 203.0.113.34
   : >"$T/rebind.hosts"
   ip netns add "$advdns_ns" && ip link add "$advdns_veth" type veth peer name eth0 netns "$advdns_ns" &&
-    ip addr add 192.0.2.33/30 dev "$advdns_veth" && ip link set "$advdns_veth" up &&
-    ip -n "$advdns_ns" addr add 192.0.2.34/30 dev eth0 && ip -n "$advdns_ns" link set eth0 up &&
-    ip -n "$advdns_ns" link set lo up && ip -n "$advdns_ns" route add default via 192.0.2.33 || return 1
+    ip addr add 203.0.113.33/30 dev "$advdns_veth" && ip link set "$advdns_veth" up &&
+    ip -n "$advdns_ns" addr add 203.0.113.34/30 dev eth0 && ip -n "$advdns_ns" link set eth0 up &&
+    ip -n "$advdns_ns" link set lo up && ip -n "$advdns_ns" route add default via 203.0.113.33 || return 1
   ip netns exec "$advdns_ns" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-    --bind-interfaces --listen-address=192.0.2.34 --pid-file= --user=root --log-facility=/dev/null \
-    --address=/ok.evil.test/192.0.2.34 --addn-hosts="$T/rebind.hosts" &
+    --bind-interfaces --listen-address=203.0.113.34 --pid-file= --user=root --log-facility=/dev/null \
+    --address=/ok.evil.test/203.0.113.34 --addn-hosts="$T/rebind.hosts" &
   advdns_pid=$!
   mkdir -p "$T/www-ok" && echo allowed-target >"$T/www-ok/id"
   ip netns exec "$advdns_ns" python3 -c 'import functools, http.server, socketserver, sys
 socketserver.TCPServer.allow_reuse_address = True
-socketserver.TCPServer(("192.0.2.34", 8080),
+socketserver.TCPServer(("203.0.113.34", 8080),
   functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])).serve_forever()' "$T/www-ok" >/dev/null 2>&1 &
   advdns_http=$!
   local i
-  for i in $(seq 50); do curl -s -m 1 http://192.0.2.34:8080/id >/dev/null && return 0; sleep 0.1; done
+  for i in $(seq 50); do curl -s -m 1 http://203.0.113.34:8080/id >/dev/null && return 0; sleep 0.1; done
   return 1
 }
 advdns_down() {
@@ -460,7 +461,7 @@ case_netrebind() {  # DNS answers under an allowed domain pointing at the host, 
   host_listener "$port" "$T/rebind-host.log"
   # (No "--" before the command: `create IMAGE -- CMD -h` shows create's help.)
   peer=$(prvsbx create "${rtflag[@]}" --network private "${IMG[@]}" httpd -f -p 8000 -h /etc)
-  evil=$(prvsbx create "${rtflag[@]}" --network private --dns 192.0.2.34 --allow-egress '*.evil.test' "${P[@]}" "${IMG[@]}" sleep 300)
+  evil=$(prvsbx create "${rtflag[@]}" --network private --dns 203.0.113.34 --allow-egress '*.evil.test' "${P[@]}" "${IMG[@]}" sleep 300)
   peer_ip=$(prvsbx inspect "$peer" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['NetworkSettings']['IPAddress'])" 2>/dev/null)
   gw=$(prvsbx inspect "$evil" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['NetworkSettings']['Gateway'])" 2>/dev/null)
   if [ -z "$peer_ip" ] || [ -z "$gw" ]; then
@@ -469,7 +470,7 @@ case_netrebind() {  # DNS answers under an allowed domain pointing at the host, 
   fi
   # The attacker's DNS server answers only once the sandbox exists (as a
   # rebinding server would): its gateway, the peer, metadata, the host's own address.
-  printf '%s gw.evil.test\n%s peer.evil.test\n169.254.169.254 meta.evil.test\n192.0.2.33 host.evil.test\n' "$gw" "$peer_ip" >"$T/rebind.hosts"
+  printf '%s gw.evil.test\n%s peer.evil.test\n169.254.169.254 meta.evil.test\n203.0.113.33 host.evil.test\n' "$gw" "$peer_ip" >"$T/rebind.hosts"
   kill -HUP "$advdns_pid"
   sleep 0.3
   # The attack: resolve each name through the sandbox's resolver, connect to
@@ -482,14 +483,14 @@ case_netrebind() {  # DNS answers under an allowed domain pointing at the host, 
         case \$a in 169.254.*) ;; *) /home/probe connect tcp:\$a:$port tcp:\$a:8000 | grep '^ESCAPE' ;; esac
       done
     done
-    /home/probe connect tcp:$gw:$port tcp:$peer_ip:8000 tcp:192.0.2.33:$port" >"$T/out/rebind" 2>&1
+    /home/probe connect tcp:$gw:$port tcp:$peer_ip:8000 tcp:203.0.113.33:$port" >"$T/out/rebind" 2>&1
   set_elems=$(nft list set inet sbxnet "a-${evil:0:12}" 2>&1 | tr -s ' \n\t' ' ' | grep -o 'elements.*')
   dnslog=$(prvsbx inspect "$evil" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['NetworkSettings'].get('DnsLog',''))")
   # The same through a CIDR allow-list that covers sbx's own pool and the host's address.
-  SBX_NETWORK_POOL=192.0.2.64/27 sb --network private --allow-egress 192.0.2.0/24 "${P[@]}" "${IMG[@]}" -- /bin/sh -c "
+  SBX_NETWORK_POOL=203.0.113.64/27 sb --network private --allow-egress 203.0.113.0/24 "${P[@]}" "${IMG[@]}" -- /bin/sh -c "
     gw=\$(ip route | sed -n 's/^default via \\([0-9.]*\\).*/\\1/p')
-    printf 'GET /id HTTP/1.0\r\n\r\n' | nc -w 3 192.0.2.34 8080 | tail -n 1 | sed 's/^/cidr-control /'
-    /home/probe connect tcp:\$gw:$port tcp:$peer_ip:8000 tcp:192.0.2.33:$port" 2>&1
+    printf 'GET /id HTTP/1.0\r\n\r\n' | nc -w 3 203.0.113.34 8080 | tail -n 1 | sed 's/^/cidr-control /'
+    /home/probe connect tcp:\$gw:$port tcp:$peer_ip:8000 tcp:203.0.113.33:$port" 2>&1
   cat "$T/out/last" >>"$T/out/rebind"
   sleep 0.3
   kill $hl 2>/dev/null; wait $hl 2>/dev/null
@@ -501,7 +502,7 @@ case_netrebind() {  # DNS answers under an allowed domain pointing at the host, 
     fail net-rebind "$(grep '^ESCAPE' "$T/out/rebind" | head -4 | tr '\n' ';')"
   elif [ -s "$T/rebind-host.log" ]; then
     fail net-rebind "the host's service got: $(head -3 "$T/rebind-host.log" | tr '\n' ';')"
-  elif grep -Eq "169\.254|$gw[^0-9]|$peer_ip[^0-9]|192\.0\.2\.33[^0-9]" <<<"$set_elems "; then
+  elif grep -Eq "169\.254|$gw[^0-9]|$peer_ip[^0-9]|203\.0\.113\.33[^0-9]" <<<"$set_elems "; then
     fail net-rebind "a refused address entered the allow set: $set_elems"
   elif [ -n "$dnslog" ] && [ "$(grep -cE 'config (gw|peer|meta|host)\.evil\.test is NXDOMAIN' "$dnslog" 2>/dev/null)" -lt 4 ]; then
     fail net-rebind "the DNS proxy did not log the four drops ($dnslog)"
@@ -518,8 +519,8 @@ case_netleftover() {  # a sandbox's network state goes with it: kill -9 of sbx r
   local port vid victim proxies="" ok=1 why="" p i st cid
   port=$(free_port)
   # (sbx itself in the background, not a function's subshell: the kill must hit sbx.)
-  SBX_NETWORK_POOL=192.0.2.64/27 "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --network private -p "$port:80" \
-    --dns 192.0.2.34 --allow-egress ok.evil.test "${IMG[@]}" sleep 60 >/dev/null 2>&1 &
+  SBX_NETWORK_POOL=203.0.113.64/27 "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --network private -p "$port:80" \
+    --dns 203.0.113.34 --allow-egress ok.evil.test "${IMG[@]}" sleep 60 >/dev/null 2>&1 &
   victim=$!
   for i in $(seq 150); do
     vid=$(grep -l -F "$RR" "${SBX_NETWORK_STATE:-/run/sbx-net}"/*.json 2>/dev/null | xargs -r grep -h -o '"id": *"[0-9a-f]*"' | grep -o '[0-9a-f]\{64\}' | head -1)
