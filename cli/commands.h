@@ -61,6 +61,8 @@ void register_build_command(CLI::App& app, Globals& g, Action& action);
 void register_history_command(CLI::App& app, Globals& g, Action& action);
 /// sbx image prune (cli/cmd_image_prune.cpp).
 void register_image_prune_command(CLI::App& app, Globals& g, Action& action);
+/// sbx network create|ls|inspect|rm|prune|connect|disconnect (cli/cmd_network.cpp).
+void register_network_command(CLI::App& app, Globals& g, Action& action);
 
 /// A pull/push progress printer for stderr: per-blob lines redrawn on a
 /// terminal, plain lines otherwise, JSON lines with `json`, nothing with `quiet`.

@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
   cli::register_build_command(app, g, action);
   cli::register_history_command(app, g, action);
   cli::register_image_prune_command(app, g, action);
+  cli::register_network_command(app, g, action);
 
   std::optional<int> parse_exit = cli::parse_command_line(app, [&] { app.parse(argc, argv); }, [&](const CLI::ParseError& e) {
     // The first word that is neither an option nor an option's value should

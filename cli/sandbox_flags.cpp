@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "engine/engine.h"
+#include "engine/network_choice.h"
 #include "oci/pull.h"
 #include "oci/store.h"
 #include "runtime/backends.h"
@@ -127,9 +128,16 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
   cmd.add_flag("--read-only", f->read_only, "Mount the root file system read-only");
   cmd.add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");
   cmd.add_option("--network,--net", f->network,
-                 "none (default: only loopback), host, or private (alias bridge: own veth, an address from "
-                 "$SBX_NETWORK_POOL (default 10.213.0.0/16), NAT out)")
-      ->capture_default_str();
+                 "none (default: only loopback), host, private (alias bridge: own veth, an address from "
+                 "$SBX_NETWORK_POOL (default 10.213.0.0/16), NAT out), or NAME[,NAME…] of networks from "
+                 "'sbx network create' (repeatable)")
+      ->capture_default_str()
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join)
+      ->delimiter(',');
+  cmd.add_option("--network-alias", f->network_aliases,
+                 "On a user-defined network: another name for the sandbox on its DNS (repeatable)")
+      ->allow_extra_args(false);
+  cmd.add_option("--ip", f->ip, "On a user-defined network: its IPv4 address there (default: the next free one)");
   cmd.add_option("--allow-egress", f->allow_egress,
                  "With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN (repeatable); all else is refused")
       ->allow_extra_args(false);
@@ -225,15 +233,7 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
   if (hold_only) spec.process.args.clear();
   spec.process.capabilities = default_capabilities();
   spec.readonly_rootfs = f.read_only;
-  if (f.network == "none") {
-    spec.network = NetworkMode::None;
-  } else if (f.network == "host") {
-    spec.network = NetworkMode::Host;
-  } else if (f.network == "private" || f.network == "bridge") {
-    spec.network = NetworkMode::Private;
-  } else {
-    throw Error("invalid --network '" + f.network + "': use none, host or private");
-  }
+  engine::apply_network_choice(spec, f.network, f.network_aliases, f.ip);
   spec.net.allow_egress = f.allow_egress;
   spec.net.deny_egress = f.deny_egress;
   spec.net.dns = f.dns;
@@ -243,10 +243,15 @@ SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptio
     if (c == std::string::npos) throw Error("invalid --add-host '" + h + "': expected NAME:IP");
     spec.net.extra_hosts.emplace_back(h.substr(0, c), h.substr(c + 1));
   }
-  if (spec.network != NetworkMode::Private &&
+  if (spec.network == NetworkMode::User && !(f.allow_egress.empty() && f.deny_egress.empty() && f.dns.empty()))
+    throw Error("--allow-egress, --deny-egress and --dns belong to the network on a user-defined one: give them to "
+                "'sbx network create' (its egress rules and its DNS server's upstreams)");
+  if (spec.network != NetworkMode::Private && spec.network != NetworkMode::User &&
       !(f.allow_egress.empty() && f.deny_egress.empty() && f.publish.empty() && f.dns.empty() && f.add_hosts.empty()))
-    throw Error("--allow-egress, --deny-egress, --publish, --dns and --add-host need --network private");
-  if (spec.network == NetworkMode::Private) runtime::validate_network_options(spec.net);
+    throw Error("--allow-egress, --deny-egress, --publish, --dns and --add-host need --network private (or, for "
+                "--publish and --add-host, a user-defined network)");
+  if (spec.network == NetworkMode::Private || spec.network == NetworkMode::User)
+    runtime::validate_network_options(spec.net);
   for (const auto& v : f.volumes) spec.mounts.push_back(parse_volume(v));
   for (const auto& t : f.tmpfs) spec.mounts.push_back(parse_tmpfs(t));
   if (!f.memory.empty()) spec.resources.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));

@@ -27,6 +27,8 @@ struct SandboxFlags {
 
   std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
   std::vector<std::string> allow_egress, deny_egress, publish, dns, add_hosts;  ///< --network private
+  std::vector<std::string> network_aliases;  ///< --network-alias (the first user-defined network)
+  std::string ip;                            ///< --ip (the first user-defined network)
   std::string workdir, user, hostname, network = "none", memory, timeout, name, rootfs, entrypoint, disk;
   std::string userns = "auto";
   std::string runtime = sbx::runtime::default_backend_name(), runsc;

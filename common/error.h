@@ -17,18 +17,33 @@ enum ExitCode : int {
   kExitOom = 137,           ///< killed by the OOM killer (128 + SIGKILL, as docker)
 };
 
+/// What kind of failure an Error is, for front ends that answer with a status
+/// (sbx serve: 400, 404, 409, 403; Other: by its message, else 500).
+enum class ErrorKind {
+  Other,
+  Invalid,    ///< bad input: a malformed or contradictory request
+  NotFound,   ///< what it names does not exist
+  Conflict,   ///< the state forbids it now: a name or subnet in use, a sandbox connected already, a network in use
+  Forbidden,  ///< never allowed (a predefined network cannot be removed)
+};
+
 /// A library error. `what()` is a full sentence for a person: the operation,
 /// the path or id, the errno text when there is one, and a hint when known.
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& msg, int err = 0, int exit_code = kExitSbxFailed)
       : std::runtime_error(msg), errno_(err), exit_code_(exit_code) {}
+  /// An error of a kind a front end maps to a status (ErrorKind).
+  Error(ErrorKind kind, const std::string& msg, int err = 0, int exit_code = kExitSbxFailed)
+      : std::runtime_error(msg), errno_(err), exit_code_(exit_code), kind_(kind) {}
   int err() const noexcept { return errno_; }
   int exit_code() const noexcept { return exit_code_; }
+  ErrorKind kind() const noexcept { return kind_; }
 
  private:
   int errno_;
   int exit_code_;
+  ErrorKind kind_ = ErrorKind::Other;
 };
 
 /// Builds "WHAT: strerror(err)" and throws. Use right after a failed syscall:

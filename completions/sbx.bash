@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=/var/lib/sbx run_root=/run/sbx i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -30,7 +30,7 @@ _sbx() {
     --root|--run-root|--env-file|--rootfs|-o|--output|--runsc|--registries-conf|--end-record|--upper|--host-dir|--iidfile) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     -f|--file) [ "$cmd" = build ] && { COMPREPLY=($(compgen -f -- "$cur")); return; } ;;
     --log-level) COMPREPLY=($(compgen -W "trace debug info warn error off" -- "$cur")); return ;;
-    --network|--net) COMPREPLY=($(compgen -W "none host private bridge" -- "$cur")); return ;;
+    --network|--net) COMPREPLY=($(compgen -W "none host private bridge $(sbx --run-root "$run_root" network ls 2>/dev/null | awk 'NR > 1 {print $2}')" -- "$cur")); return ;;
     --runtime) COMPREPLY=($(compgen -W "native gvisor" -- "$cur")); return ;;
     --userns) COMPREPLY=($(compgen -W "auto host" -- "$cur")); return ;;
     --format) [ "$cmd" = export ] && COMPREPLY=($(compgen -W "oci-archive docker-archive" -- "$cur")) || COMPREPLY=($(compgen -W "json {{.ID}} {{.CpuMs}} {{.MaxRssBytes}}" -- "$cur")); return ;;
@@ -51,7 +51,7 @@ _sbx() {
   images=$(sbx --root "$sbx_root" images 2>/dev/null | awk 'NR > 1 && $1 != "<none>" {print $1; print $1 ":" $2}')
   sandboxes=$(ls "$run_root" 2>/dev/null | grep -E '^[0-9a-f]{64}$' | cut -c1-12)
   # Options of each subcommand (as its --help lists them; tests/integration/test_cli_docs.sh checks).
-  local common="-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --net --allow-egress --deny-egress -p --publish --dns --add-host --userns -m --memory --disk --cpus --pids-limit --ulimit --timeout --rootfs --entrypoint --name --runtime --pull --runsc"
+  local common="-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --net --network-alias --ip --allow-egress --deny-egress -p --publish --dns --add-host --userns -m --memory --disk --cpus --pids-limit --ulimit --timeout --rootfs --entrypoint --name --runtime --pull --runsc"
   local reg="--tls-verify --authfile --cert-dir"
   local opts="" words_list=""
   case $cmd in
@@ -121,6 +121,23 @@ _sbx() {
       case $isub in
         "") words_list="prune" ;;
         prune) opts="--build-cache --json" ;;
+      esac ;;
+    network)
+      # Its own subcommands: create ls inspect rm prune connect disconnect.
+      local nsub="" k3
+      for ((k3 = j + 1; k3 < COMP_CWORD; k3++)); do
+        case ${COMP_WORDS[k3]} in -*) ;; *) nsub=${COMP_WORDS[k3]}; break ;; esac
+      done
+      local nets
+      nets=$(sbx --run-root "$run_root" network ls 2>/dev/null | awk 'NR > 1 {print $2}')
+      case $nsub in
+        "") words_list="create ls list inspect rm remove prune connect disconnect" ;;
+        create) opts="--subnet --gateway --internal --allow-egress --deny-egress --dns -l --label -d --driver --json" ;;
+        ls|list) opts="--json -q --quiet --no-trunc -f --filter" ;;
+        inspect|rm|remove) words_list=$nets ;;
+        prune) opts="-f --force --filter --json" ;;
+        connect) opts="--alias --ip"; words_list="$nets $sandboxes" ;;
+        disconnect) opts="-f --force"; words_list="$nets $sandboxes" ;;
       esac ;;
   esac
   if [[ $cur == -* ]]; then

@@ -100,6 +100,7 @@ complete -c sbx -n __sbx_no_cmd -a system -d 'Host-wide settings for sbx'
 complete -c sbx -n __sbx_no_cmd -a build -d 'Build an image from a Dockerfile'
 complete -c sbx -n __sbx_no_cmd -a history -d 'Show the history of an image'
 complete -c sbx -n __sbx_no_cmd -a image -d 'Image maintenance'
+complete -c sbx -n __sbx_no_cmd -a network -d 'Manage user-defined networks'
 complete -c sbx -n __sbx_no_cmd -a batch -d 'Run many tasks (JSON lines), each in its own throw-away sandbox'
 
 # sbx import
@@ -131,7 +132,9 @@ complete -c sbx -n '__sbx_cmd_is run' -s v -l volume -r -F -d 'Bind mount HOST-D
 complete -c sbx -n '__sbx_cmd_is run' -l tmpfs -x -d 'Mount a tmpfs: PATH:size=64m,mode=1777,exec'
 complete -c sbx -n '__sbx_cmd_is run' -l read-only -d 'Mount the root file system read-only'
 complete -c sbx -n '__sbx_cmd_is run' -l hostname -x -d 'Host name inside the sandbox'
-complete -c sbx -n '__sbx_cmd_is run' -l network -l net -x -a 'none host private bridge' -d 'Network: none (only loopback, the default), host, or private (own veth, NAT, egress rules)'
+complete -c sbx -n '__sbx_cmd_is run' -l network -l net -x -a 'none host private bridge (__sbx_network_names)' -d 'Network: none (only loopback, the default), host, private, or user-defined networks'
+complete -c sbx -n '__sbx_cmd_is run' -l network-alias -x -d 'On a user-defined network: another name for the sandbox on its DNS'
+complete -c sbx -n '__sbx_cmd_is run' -l ip -x -d 'On a user-defined network: its IPv4 address there'
 complete -c sbx -n '__sbx_cmd_is run' -l allow-egress -x -d 'With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN'
 complete -c sbx -n '__sbx_cmd_is run' -l deny-egress -x -d 'With --network private: refuse this IP or CIDR'
 complete -c sbx -n '__sbx_cmd_is run' -s p -l publish -x -d 'With --network private: publish HOST_IP:HOST_PORT:CONTAINER_PORT/tcp|udp'
@@ -178,7 +181,9 @@ complete -c sbx -n '__sbx_cmd_is create' -s v -l volume -r -F -d 'Bind mount HOS
 complete -c sbx -n '__sbx_cmd_is create' -l tmpfs -x -d 'Mount a tmpfs: PATH:size=64m,mode=1777,exec'
 complete -c sbx -n '__sbx_cmd_is create' -l read-only -d 'Mount the root file system read-only'
 complete -c sbx -n '__sbx_cmd_is create' -l hostname -x -d 'Host name inside the sandbox'
-complete -c sbx -n '__sbx_cmd_is create' -l network -l net -x -a 'none host private bridge' -d 'Network: none (only loopback, the default), host, or private (own veth, NAT, egress rules)'
+complete -c sbx -n '__sbx_cmd_is create' -l network -l net -x -a 'none host private bridge (__sbx_network_names)' -d 'Network: none (only loopback, the default), host, private, or user-defined networks'
+complete -c sbx -n '__sbx_cmd_is create' -l network-alias -x -d 'On a user-defined network: another name for the sandbox on its DNS'
+complete -c sbx -n '__sbx_cmd_is create' -l ip -x -d 'On a user-defined network: its IPv4 address there'
 complete -c sbx -n '__sbx_cmd_is create' -l allow-egress -x -d 'With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN'
 complete -c sbx -n '__sbx_cmd_is create' -l deny-egress -x -d 'With --network private: refuse this IP or CIDR'
 complete -c sbx -n '__sbx_cmd_is create' -s p -l publish -x -d 'With --network private: publish HOST_IP:HOST_PORT:CONTAINER_PORT/tcp|udp'
@@ -448,3 +453,51 @@ complete -c sbx -n '__sbx_image_sub' -a prune -d 'Remove the build cache and unt
 complete -c sbx -n '__sbx_image_sub prune' -s h -l help -d 'Print this help message and exit'
 complete -c sbx -n '__sbx_image_sub prune' -l build-cache -d 'Remove only the build cache'
 complete -c sbx -n '__sbx_image_sub prune' -l json -d 'Print JSON'
+
+# sbx network [SUB]
+function __sbx_network_names
+    sbx network ls 2>/dev/null | awk 'NR > 1 {print $2}'
+end
+function __sbx_network_sub
+    set -l w (__sbx_words)
+    test (count $w) -ge 1; and test "$w[1]" = network; or return 1
+    if test (count $argv) -eq 0
+        test (count $w) -eq 1
+    else
+        test (count $w) -ge 2; and contains -- $w[2] $argv
+    end
+end
+complete -c sbx -n '__sbx_network_sub' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_network_sub' -a create -d 'Create a network'
+complete -c sbx -n '__sbx_network_sub' -a ls -d 'List networks'
+complete -c sbx -n '__sbx_network_sub' -a list -d 'List networks'
+complete -c sbx -n '__sbx_network_sub' -a inspect -d 'Show networks as JSON'
+complete -c sbx -n '__sbx_network_sub' -a rm -d 'Remove networks'
+complete -c sbx -n '__sbx_network_sub' -a remove -d 'Remove networks'
+complete -c sbx -n '__sbx_network_sub' -a prune -d 'Remove every network no sandbox is on'
+complete -c sbx -n '__sbx_network_sub' -a connect -d 'Connect a running sandbox to a network'
+complete -c sbx -n '__sbx_network_sub' -a disconnect -d 'Disconnect a sandbox from a network'
+for sub in create ls list inspect rm remove prune connect disconnect
+    complete -c sbx -n "__sbx_network_sub $sub" -s h -l help -d 'Print this help message and exit'
+end
+complete -c sbx -n '__sbx_network_sub create' -l subnet -x -d 'Its IPv4 subnet, a.b.c.d/len'
+complete -c sbx -n '__sbx_network_sub create' -l gateway -x -d 'Its gateway and DNS server address'
+complete -c sbx -n '__sbx_network_sub create' -l internal -d 'No way out: only its own sandboxes and its DNS server'
+complete -c sbx -n '__sbx_network_sub create' -l allow-egress -x -d 'Allow only this IP, CIDR, DOMAIN or *.DOMAIN out of the network'
+complete -c sbx -n '__sbx_network_sub create' -l deny-egress -x -d 'Refuse this IP or CIDR out of the network'
+complete -c sbx -n '__sbx_network_sub create' -l dns -x -d 'An upstream server of the network\'s DNS server'
+complete -c sbx -n '__sbx_network_sub create' -s l -l label -x -d 'A label KEY=VALUE'
+complete -c sbx -n '__sbx_network_sub create' -s d -l driver -x -a bridge -d 'bridge (the only one)'
+complete -c sbx -n '__sbx_network_sub create' -l json -d 'Print the network as JSON'
+complete -c sbx -n '__sbx_network_sub ls list' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_network_sub ls list' -s q -l quiet -d 'Print ids only'
+complete -c sbx -n '__sbx_network_sub ls list' -l no-trunc -d 'Print full ids'
+complete -c sbx -n '__sbx_network_sub ls list' -s f -l filter -x -d 'name=, id=, label=KEY=VALUE, driver='
+complete -c sbx -n '__sbx_network_sub inspect rm remove' -x -a '(__sbx_network_names)'
+complete -c sbx -n '__sbx_network_sub prune' -s f -l force -d 'Do not ask'
+complete -c sbx -n '__sbx_network_sub prune' -l filter -x -d 'name=, id=, label=KEY=VALUE, driver='
+complete -c sbx -n '__sbx_network_sub prune' -l json -d 'Print the removed names as JSON'
+complete -c sbx -n '__sbx_network_sub connect' -l alias -x -d 'Another name for it on the network\'s DNS'
+complete -c sbx -n '__sbx_network_sub connect' -l ip -x -d 'Its IPv4 address on the network'
+complete -c sbx -n '__sbx_network_sub connect disconnect' -x -a '(__sbx_network_names)'
+complete -c sbx -n '__sbx_network_sub disconnect' -s f -l force -d 'Accepted for docker\'s command lines'

@@ -73,6 +73,7 @@ _sbx() {
         'build:Build an image from a Dockerfile'
         'history:Show the history of an image'
         'image:Image maintenance'
+        'network:Manage user-defined networks'
       )
       _describe -t commands 'sbx command' commands && ret=0 ;;
     args)
@@ -121,7 +122,9 @@ _sbx_run() {
     '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
-    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default), host, or private (own veth, NAT, egress rules)]:value:(none host private bridge)' \
+    '*'{--network,--net}'[Network: none (only loopback, the default), host, private (own veth, NAT, egress rules), or user-defined networks]:network:__sbx_networks' \
+    '*--network-alias[On a user-defined network: another name for the sandbox on its DNS]:value: ' \
+    '--ip[On a user-defined network: its IPv4 address there]:value: ' \
     '*--allow-egress[With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN]:value: ' \
     '*--deny-egress[With --network private: refuse this IP or CIDR]:value: ' \
     '*'{-p,--publish}'[With --network private: publish HOST_IP:HOST_PORT:CONTAINER_PORT/tcp|udp]:value: ' \
@@ -185,7 +188,9 @@ _sbx_create() {
     '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
-    '(--network --net)'{--network,--net}'[Network: none (only loopback, the default), host, or private (own veth, NAT, egress rules)]:value:(none host private bridge)' \
+    '*'{--network,--net}'[Network: none (only loopback, the default), host, private (own veth, NAT, egress rules), or user-defined networks]:network:__sbx_networks' \
+    '*--network-alias[On a user-defined network: another name for the sandbox on its DNS]:value: ' \
+    '--ip[On a user-defined network: its IPv4 address there]:value: ' \
     '*--allow-egress[With --network private: allow only this IP, CIDR, DOMAIN or *.DOMAIN]:value: ' \
     '*--deny-egress[With --network private: refuse this IP or CIDR]:value: ' \
     '*'{-p,--publish}'[With --network private: publish HOST_IP:HOST_PORT:CONTAINER_PORT/tcp|udp]:value: ' \
@@ -508,6 +513,98 @@ _sbx_image_prune() {
     '(- *)'{-h,--help}'[Print help and exit]' \
     '--build-cache[Remove only the build cache]' \
     '--json[Print JSON]'
+}
+
+__sbx_networks() {
+  local -a nets
+  nets=(none host private ${(f)"$(sbx network ls -q 2>/dev/null; sbx network ls 2>/dev/null | awk 'NR > 1 {print $2}')"})
+  _describe -t networks 'network' nets
+}
+_sbx_network() {
+  local curcontext="$curcontext" state line ret=1
+  _arguments -C -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1: :->command' \
+    '*:: :->args' && ret=0
+  case $state in
+    command)
+      local -a commands=(
+        'create:Create a network'
+        'ls:List networks'
+        'list:List networks'
+        'inspect:Show networks as JSON'
+        'rm:Remove networks'
+        'remove:Remove networks'
+        'prune:Remove every network no sandbox is on'
+        'connect:Connect a running sandbox to a network'
+        'disconnect:Disconnect a sandbox from a network'
+      )
+      _describe -t commands 'sbx network command' commands && ret=0 ;;
+    args)
+      local sub=${words[1]}
+      case $sub in list) sub=ls ;; esac
+      (( $+functions[_sbx_network_${sub}] )) && _sbx_network_${sub} && ret=0 ;;
+  esac
+  return ret
+}
+_sbx_network_create() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--subnet[Its IPv4 subnet, a.b.c.d/len]:value: ' \
+    '--gateway[Its gateway and DNS server address]:value: ' \
+    '--internal[No way out: only its own sandboxes and its DNS server]' \
+    '*--allow-egress[Allow only this IP, CIDR, DOMAIN or *.DOMAIN out of the network]:value: ' \
+    '*--deny-egress[Refuse this IP or CIDR out of the network]:value: ' \
+    '*--dns[An upstream server of the network'\''s DNS server]:value: ' \
+    '*'{-l,--label}'[A label KEY=VALUE]:value: ' \
+    '(-d --driver)'{-d,--driver}'[bridge (the only one)]:value:(bridge)' \
+    '--json[Print the network as JSON]' \
+    '1:name: '
+}
+_sbx_network_ls() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '(-q --quiet)'{-q,--quiet}'[Print ids only]' \
+    '--no-trunc[Print full ids]' \
+    '*'{-f,--filter}'[name=, id=, label=KEY=VALUE, driver=]:value: '
+}
+_sbx_network_inspect() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*:network:__sbx_networks'
+}
+_sbx_network_rm() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*:network:__sbx_networks'
+}
+_sbx_network_remove() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*:network:__sbx_networks'
+}
+_sbx_network_prune() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --force)'{-f,--force}'[Do not ask]' \
+    '*--filter[name=, id=, label=KEY=VALUE, driver=]:value: ' \
+    '--json[Print the removed names as JSON]'
+}
+_sbx_network_connect() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*--alias[Another name for it on the network'\''s DNS]:value: ' \
+    '--ip[Its IPv4 address on the network]:value: ' \
+    '1:network:__sbx_networks' \
+    '2:sandbox:__sbx_sandboxes'
+}
+_sbx_network_disconnect() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --force)'{-f,--force}'[Accepted for docker'\''s command lines]' \
+    '1:network:__sbx_networks' \
+    '2:sandbox:__sbx_sandboxes'
 }
 
 _sbx "$@"

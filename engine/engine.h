@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@
 #include "oci/store.h"
 #include "runtime/backend.h"
 #include "runtime/host_support.h"
+#include "runtime/linux/user_network.h"
 #include "runtime/sandbox_log.h"
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
@@ -150,6 +152,19 @@ struct ExecResult {
 struct ListRequest {
   bool all = false;  ///< also ended ones (else running and creating only)
   std::vector<std::string> filters;
+};
+
+// ---- networks ---------------------------------------------------------------
+
+/// One user-defined network as front ends show it (`sbx network inspect`,
+/// Docker's GET /networks/{id}): the network, its live sandboxes' endpoints,
+/// and their names.
+struct NetworkInfo {
+  runtime::UserNetwork network;
+  std::vector<runtime::NetworkEndpoint> endpoints;
+  std::map<std::string, std::string> sandbox_names;  ///< sandbox id → its name ("" when it has none)
+  /// Docker's network inspect object, plus sbx's fields (runtime::user_network_json).
+  std::string json() const;
 };
 
 // ---- snapshots --------------------------------------------------------------
@@ -291,6 +306,35 @@ class Engine {
   runtime::ProcessTable processes(const std::string& ref);
   /// Removes the sandbox with this full id (force: kills it first).
   void remove(const std::string& id, bool force);
+
+  // Networks (runtime/linux/user_network.h): user-defined bridge networks of
+  // this engine's run root. Errors carry a kind (common/error.h ErrorKind)
+  // that the Docker API maps to 400/404/409/403; nothing half-made stays.
+  /// `sbx network create`, POST /networks/create. Throws: Invalid (name,
+  /// subnet, gateway, egress entry), Conflict (name in use here, subnet
+  /// overlapping another network or the host's, pool full).
+  NetworkInfo create_network(const runtime::NetworkCreateOptions& req);
+  /// `sbx network ls`, GET /networks: oldest first; `filters` as docker's:
+  /// name=NAME (substring), id=PREFIX, label=KEY[=VALUE], driver=bridge.
+  /// Throws Invalid for an unknown filter.
+  std::vector<NetworkInfo> list_networks(const std::vector<std::string>& filters = {});
+  /// By name, id or unique id prefix. Throws NotFound, Invalid (ambiguous).
+  NetworkInfo inspect_network(const std::string& ref);
+  /// Throws NotFound, Conflict (sandboxes on it), Forbidden (none, host, private).
+  void remove_network(const std::string& ref);
+  /// Removes the networks no sandbox is on (`filters` as list_networks);
+  /// returns their names.
+  std::vector<std::string> prune_networks(const std::vector<std::string>& filters = {});
+  /// Connects running sandbox `sandbox` (native, created by `sbx create` or
+  /// `sbx serve`) to a network: a new interface (eth1, …) with an address
+  /// there, its names on that network's DNS. Throws NotFound, Conflict
+  /// (connected already, not running, a gVisor sandbox: runsc takes its
+  /// interfaces at start only, a sandbox without a user-defined network),
+  /// Invalid (a bad --ip or alias).
+  void connect_network(const std::string& network, const std::string& sandbox, const NetworkAttachment& opts);
+  /// Removes the sandbox's interface on the network. Throws NotFound (not
+  /// connected), Conflict (a gVisor sandbox that runs).
+  void disconnect_network(const std::string& network, const std::string& sandbox);
 
   // Snapshots (snapshot/).
   snapshot::FsSnapshotResult snapshot_fs(const FsSnapshotRequest& req);

@@ -40,6 +40,12 @@ std::string pool_key(const SandboxSpec& s, bool userns) {
   k << '|';
   for (const auto& [n, ip] : s.net.extra_hosts) k << n << '=' << ip << ',';
   k << '|';
+  for (const auto& a : s.net.networks) {
+    k << a.network << ':' << a.ip;
+    for (const auto& al : a.aliases) k << '+' << al;
+    k << ',';
+  }
+  k << '|';
   for (const auto& m : s.mounts) {
     k << m.destination << '=' << m.type << ':' << m.source;
     for (const auto& o : m.options) k << ',' << o;

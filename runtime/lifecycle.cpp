@@ -207,8 +207,9 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
   crash_point("rm-renamed");
   if (have_state) release_name(run_root, st.name, id);
   if (int e = remove_tree(trash)) throw_errno("remove " + trash + "; 'sbx gc' will retry", e);
-  // Its --network private lease names the dir, now gone (and any other stale one).
-  gc_networks();
+  // Its network state (a --network private lease), whoever made it: a
+  // `sbx serve` that created it lives on, so gc_networks would not see it.
+  release_sandbox_networks(id);
 }
 
 std::vector<std::string> gc(const std::string& run_root, BackendOf backend_of) {

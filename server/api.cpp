@@ -51,6 +51,13 @@ namespace {
 
 /// The status a library error means for an API client.
 int status_for(const Error& e) {
+  switch (e.kind()) {
+    case ErrorKind::Invalid: return 400;
+    case ErrorKind::NotFound: return 404;
+    case ErrorKind::Conflict: return 409;
+    case ErrorKind::Forbidden: return 403;
+    case ErrorKind::Other: break;
+  }
   std::string m = e.what();
   if (m.find("no such") != std::string::npos || m.find("not found") != std::string::npos) return 404;
   if (m.find("ambiguous") != std::string::npos || m.find("invalid") != std::string::npos) return 400;

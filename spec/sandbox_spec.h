@@ -96,8 +96,10 @@ struct Resources {
 
 /// none: own namespace, loopback only; host: the host's namespace; private
 /// (podman's "bridge"): own namespace with a veth to the host, an address
-/// from sbx's pool, NAT out, egress rules (runtime/linux/sandbox_network.h).
-enum class NetworkMode { None, Host, Private };
+/// from sbx's pool, NAT out, egress rules (runtime/linux/sandbox_network.h);
+/// user: own namespace joined to the user-defined networks of
+/// NetworkOptions::networks (`sbx network create`; runtime/linux/user_network.h).
+enum class NetworkMode { None, Host, Private, User };
 
 /// sbx: -p/--publish [HOST_IP:]HOST_PORT:CTR_PORT[/tcp|udp] (docker/podman).
 struct PortMapping {
@@ -105,6 +107,14 @@ struct PortMapping {
   uint16_t host_port = 0;
   uint16_t container_port = 0;
   std::string protocol = "tcp";  ///< "tcp" or "udp"
+};
+
+/// sbx: one user-defined network a sandbox joins (--network NAME, `sbx
+/// network connect`; Docker's EndpointsConfig entry).
+struct NetworkAttachment {
+  std::string network;               ///< its name, id or unique id prefix
+  std::vector<std::string> aliases;  ///< --network-alias: more names for the sandbox on that network's DNS
+  std::string ip;                    ///< --ip: a fixed IPv4 address in its subnet; empty: the next free one
 };
 
 /// sbx: what --network private adds (config.json has no place for it).
@@ -115,6 +125,9 @@ struct NetworkOptions {
   std::vector<PortMapping> publish;      ///< -p
   std::vector<std::string> dns;          ///< --dns servers (IPv4)
   std::vector<std::pair<std::string, std::string>> extra_hosts;  ///< --add-host NAME:IP
+  /// NetworkMode::User: the networks, in order (eth0, eth1, …; the first
+  /// that is not internal gives the default route).
+  std::vector<NetworkAttachment> networks;
 };
 
 /// One sandbox, as the CLI (or a future front end) asks for it.
@@ -189,6 +202,7 @@ using spec::DeviceRule;
 using spec::Hook;
 using spec::IdMapping;
 using spec::Mount;
+using spec::NetworkAttachment;
 using spec::NetworkMode;
 using spec::NetworkOptions;
 using spec::PortMapping;

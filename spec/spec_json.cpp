@@ -95,10 +95,12 @@ std::vector<T> list_from(const json& j, F f) {
   return out;
 }
 
-int network_code(NetworkMode m) { return m == NetworkMode::Host ? 1 : m == NetworkMode::Private ? 2 : 0; }
+int network_code(NetworkMode m) {
+  return m == NetworkMode::Host ? 1 : m == NetworkMode::Private ? 2 : m == NetworkMode::User ? 3 : 0;
+}
 NetworkMode network_from(int c) {
-  if (c < 0 || c > 2) throw Error("the spec's network mode " + std::to_string(c) + " is unknown");
-  return c == 1 ? NetworkMode::Host : c == 2 ? NetworkMode::Private : NetworkMode::None;
+  if (c < 0 || c > 3) throw Error("the spec's network mode " + std::to_string(c) + " is unknown");
+  return c == 1 ? NetworkMode::Host : c == 2 ? NetworkMode::Private : c == 3 ? NetworkMode::User : NetworkMode::None;
 }
 
 /// Runs `f`, turning nlohmann's errors into sbx::Error for `what`.
@@ -155,7 +157,9 @@ json spec_to_json(const SandboxSpec& s) {
                                       return json{p.host_ip, p.host_port, p.container_port, p.protocol};
                                     })},
               {"dns", s.net.dns},
-              {"extra_hosts", s.net.extra_hosts}};
+              {"extra_hosts", s.net.extra_hosts},
+              {"networks", list_json(s.net.networks,
+                                     [](const NetworkAttachment& a) { return json{a.network, a.aliases, a.ip}; })}};
   json res = {{"memory_bytes", optional_json(s.resources.memory_bytes)},
               {"cpus", optional_json(s.resources.cpus)},
               {"pids_limit", optional_json(s.resources.pids_limit)},
@@ -229,6 +233,10 @@ SandboxSpec spec_from_json(const json& j) {
     });
     s.net.dns = net.at("dns").get<std::vector<std::string>>();
     s.net.extra_hosts = net.at("extra_hosts").get<std::vector<std::pair<std::string, std::string>>>();
+    s.net.networks = list_from<NetworkAttachment>(net.at("networks"), [](const json& a) {
+      return NetworkAttachment{a.at(0).get<std::string>(), a.at(1).get<std::vector<std::string>>(),
+                               a.at(2).get<std::string>()};
+    });
     return s;
   });
 }

@@ -175,14 +175,14 @@ leak_check() {
     fi
   fi
   # --network private: leases of this test's sandboxes (they name its run
-  # root); with no lease of anyone left, sbx's nft table and sbx* veths too.
+  # root); with no lease of anyone left, sbx's nft table and sbv* veths too.
   local netstate=${SBX_NETWORK_STATE:-/run/sbx-net}
   leaked=$(grep -l -F "$SBX_RUN_ROOT" "$netstate"/*.json 2>/dev/null | tr '\n' ' ')
   if ! ls "$netstate"/*.json >/dev/null 2>&1; then
     # (A sandbox's veth goes with its namespace, asynchronously: give it a moment.)
-    for _ in 1 2 3 4 5 6 7 8 9 10; do ip -o link show 2>/dev/null | grep -Eq ': sbx[0-9a-f]{12}[@:]' || break; sleep 0.1; done
-    command -v nft >/dev/null && nft list table inet sbx >/dev/null 2>&1 && leaked+="nft table inet sbx "
-    leaked+=$(ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^sbx[0-9a-f]{12}(@|$)/ {print $2}' | tr '\n' ' ')
+    for _ in 1 2 3 4 5 6 7 8 9 10; do ip -o link show 2>/dev/null | grep -Eq ': sbv[0-9a-f]{12}[@:]' || break; sleep 0.1; done
+    command -v nft >/dev/null && nft list table inet sbxnet >/dev/null 2>&1 && leaked+="nft table inet sbxnet "
+    leaked+=$(ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^sbv[0-9a-f]{12}(@|$)/ {print $2}' | tr '\n' ' ')
   fi
   if [ -n "$leaked" ]; then
     fails=$((fails + 1)); echo "FAIL leak: network left: $leaked"

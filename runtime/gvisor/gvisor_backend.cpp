@@ -120,7 +120,8 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
   };
   try {
     cgroup = Cgroup::create(spec.id, resolved.resources);
-    if (spec.network == NetworkMode::Private) net = prepare_network(resolved, opts.run_root, dir + "/net", false);
+    if (spec.network == NetworkMode::Private || spec.network == NetworkMode::User)
+      net = prepare_network(resolved, opts.run_root, dir + "/net", false);
   } catch (...) {
     cleanup();
     throw;
@@ -200,7 +201,7 @@ ExitStatus run_gvisor(const SandboxSpec& spec, const GvisorOptions& opts) {
       // exists only there and vanishes with them, so it can never leak.
       if (::unshare(CLONE_NEWNS) < 0) throw_errno("unshare mount namespace for runsc");
       if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0) throw_errno("make / private");
-      if (spec.network == NetworkMode::Private) hide_host_net_sysctls_from_runsc();
+      if (spec.network == NetworkMode::Private || spec.network == NetworkMode::User) hide_host_net_sysctls_from_runsc();
       mount_rootfs(spec.layer_dirs, scratch, rootfs, spec.disk_bytes);
       resolve_process_user(resolved.process, rootfs);
       idmap_volumes_for_gvisor(resolved.mounts, bundle);  // never host root through a volume

@@ -161,7 +161,7 @@ void apply_pids_limit_as_nproc(SandboxSpec& s) {
 
 std::vector<std::string> runsc_sandbox_flags(NetworkMode network, RootWrites writes, bool nvproxy) {
   std::vector<std::string> f = {network == NetworkMode::None      ? "--network=none"
-                                : network == NetworkMode::Private ? "--network=sandbox"
+                                : network == NetworkMode::Private || network == NetworkMode::User ? "--network=sandbox"
                                                                   : "--network=host"};
   if (writes == RootWrites::Memory) f.push_back("--overlay2=root:memory");
   else if (writes == RootWrites::Host) f.push_back("--overlay2=none");

@@ -110,9 +110,9 @@ void checkpoint_gvisor(const std::string& dir, const GvisorCheckpointRequest& re
   // copy (runtime/gvisor/gvisor_network.h), which restore does not make yet.
   if (std::find(req.runsc_flags.begin(), req.runsc_flags.end(), "--network=sandbox") != req.runsc_flags.end())
     throw Error("cannot checkpoint sandbox " + req.container_id.substr(0, 12) +
-                ": it has --network private, and restoring a gVisor sandbox into a new private network is not "
-                "supported yet; nothing was written and the sandbox keeps running. Checkpoint a sandbox with "
-                "--network none or host");
+                ": it has a network of its own (--network private or a user-defined network), and restoring a "
+                "gVisor sandbox into a new one is not supported yet; nothing was written and the sandbox keeps "
+                "running. Checkpoint a sandbox with --network none or host");
   fs::mkdir_p(dir + "/image", 0700);
   try {
     fs::write_file_atomic(dir + "/config.json", fs::read_file(req.bundle + "/config.json"), 0600);

@@ -591,7 +591,8 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
     // that below); then the sandbox holds it. The lease names the state dir:
     // `sbx rm` / gc release it, as for a native sandbox.
     GvisorNetwork net;
-    if (spec.network == NetworkMode::Private) net = prepare_network(spec, run_root, dir + "/net", true);
+    if (spec.network == NetworkMode::Private || spec.network == NetworkMode::User)
+      net = prepare_network(spec, run_root, dir + "/net", true);
     // The bundle's config is written inside the monitor's mount namespace:
     // the user (-u / the image's User) resolves in the image's /etc/passwd.
     auto write_config = [spec, pause, dir, netns = net.netns_path](const std::string& rootfs) {

@@ -57,13 +57,13 @@ GvisorNetwork prepare_network(SandboxSpec& spec, const std::string& run_root, co
                               bool detached) {
   GvisorNetwork net;
   if (spec.hostname.empty()) spec.hostname = spec.id.substr(0, 12);
-  net.lease = allocate_network(run_root, spec.id, spec.net);
+  net.lease = allocate_sandbox_networks(run_root, spec.id, spec, spec.hostname, detached);
   try {
     fs::mkdir_p(files_dir, 0755);
     const std::pair<const char*, std::string> files[] = {
         {"hostname", spec.hostname + "\n"},
-        {"hosts", hosts_for(spec.hostname, net.lease.address, spec.net)},
-        {"resolv.conf", resolv_conf_for(spec.net, net.lease.gateway)}};
+        {"hosts", sandbox_hosts(net.lease, spec.hostname, spec.net)},
+        {"resolv.conf", sandbox_resolv(net.lease, spec.net)}};
     for (const auto& [name, text] : files) {
       std::string path = files_dir + "/" + name;
       fs::write_file_atomic(path, text, 0644);
@@ -74,7 +74,7 @@ GvisorNetwork prepare_network(SandboxSpec& spec, const std::string& run_root, co
     net.netns_path = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(net.netns_fd);
     // runsc copies the namespace's links that are up: its loopback too.
     RtNetlink::in_netns(net.netns_fd).link_up("lo");
-    attach_network(net.lease, net.netns_fd, spec.net, detached);
+    attach_sandbox_networks(net.lease, net.netns_fd, spec.net, detached);
   } catch (...) {
     release_network(net);
     throw;
@@ -90,7 +90,7 @@ void hide_host_net_sysctls_from_runsc() {
 
 void release_network(GvisorNetwork& net) noexcept {
   net.close_namespace();
-  if (!net.lease.empty()) runtime::release_network(std::exchange(net.lease, {}));
+  if (!net.lease.empty()) runtime::release_network(net.lease);
 }
 
 }  // namespace sbx::runtime::gvisor

@@ -15,7 +15,7 @@ namespace sbx::runtime::gvisor {
 
 /// A gVisor sandbox's private network while sbx sets it up. Move-only.
 struct GvisorNetwork {
-  NetworkLease lease;
+  SandboxNetworks lease;  ///< its --network private lease or its endpoints on user-defined networks
   int netns_fd = -1;       ///< holds the namespace until runsc's sandbox process has joined it
   std::string netns_path;  ///< /proc/<sbx pid>/fd/<netns_fd>: what config.json names
 
@@ -29,13 +29,13 @@ struct GvisorNetwork {
   void close_namespace() noexcept;
 };
 
-/// For `spec` with NetworkMode::Private (sandbox `spec.id` whose state dir is
-/// `run_root`/<id>): takes a lease (allocate_network), writes /etc/hostname,
+/// For `spec` with NetworkMode::Private or User (sandbox `spec.id` whose state
+/// dir is `run_root`/<id>): takes a lease or endpoints (allocate_sandbox_networks), writes /etc/hostname,
 /// /etc/hosts and /etc/resolv.conf into `files_dir` and adds them to
 /// spec.mounts as read-only binds (runsc's gofer serves them), sets
 /// spec.hostname (default: the first 12 characters of the id, as native),
 /// makes a new network namespace and attaches the network to it
-/// (attach_network; `detached`: the DNS proxy outlives this sbx). The caller
+/// (attach_sandbox_networks; `detached`: the DNS proxy outlives this sbx). The caller
 /// puts netns_path into config.json and runs runsc with --network=sandbox.
 /// Throws sbx::Error; what was made is released first.
 GvisorNetwork prepare_network(SandboxSpec& spec, const std::string& run_root, const std::string& files_dir,

@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <ifaddrs.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -19,6 +21,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "runtime/linux/netlink.h"
+#include "runtime/linux/network_rules.h"
 #include "runtime/state.h"
 
 namespace sbx::runtime {
@@ -45,29 +48,70 @@ bool is_domain_pattern(const std::string& text) {
   return labels >= 2 && !last_numeric;  // "1.2.3.4" is an address, not a name
 }
 
-std::vector<std::string> dns_proxy_args(uint32_t listen, const std::vector<std::string>& domains,
-                                        const std::vector<std::string>& upstreams, const std::string& nft_set) {
+std::vector<std::string> dns_proxy_args(const DnsServerConfig& c) {
   std::vector<std::string> a = {"dnsmasq",     "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv",
                                 "--no-hosts",  "--no-poll",            "--bind-interfaces",
-                                "--listen-address=" + format_ipv4(listen), "--pid-file=", "--user=root",
-                                "--log-facility=/dev/null"};
-  for (const auto& d : domains) {
-    for (const auto& u : upstreams) a.push_back("--server=/" + d + "/" + u);
+                                "--listen-address=" + format_ipv4(c.listen), "--pid-file=",
+                                // root:root: no credential change, so PR_SET_PDEATHSIG holds (dnsmasq's
+                                // default group "dip" would clear it and the server outlive a killed sbx).
+                                "--user=root", "--group=root"};
+  if (c.log_path.empty()) {
+    a.push_back("--log-facility=/dev/null");
+  } else {
+    a.push_back("--log-facility=" + c.log_path);
+    a.push_back("--log-queries");
+  }
+  if (!c.hosts_dir.empty()) a.push_back("--hostsdir=" + c.hosts_dir);
+  if (c.no_negative_cache) a.push_back("--no-negcache");
+  // Upstream answers only (never the hosts files of sandbox names).
+  for (const auto& r : c.refused) a.push_back("--bogus-nxdomain=" + format_cidr(r));
+  // "inet sbxnet" → "inet#sbxnet"
+  std::string table = kNftTable;
+  table[table.find(' ')] = '#';
+  for (const auto& d : c.domains) {
+    for (const auto& u : c.upstreams) a.push_back("--server=/" + d + "/" + u);
     // (dnsmasq 2.90 matches no "*." pattern in --nftset: the plain domain
     // covers its subdomains, and only what --server forwarded gets answers.)
-    a.push_back("--nftset=/" + (d.rfind("*.", 0) == 0 ? d.substr(2) : d) + "/4#inet#sbx#" + nft_set);
+    if (!c.nft_set.empty())
+      a.push_back("--nftset=/" + (d.rfind("*.", 0) == 0 ? d.substr(2) : d) + "/4#" + table + "#" + c.nft_set);
   }
-  // Every other name: no such domain (the more specific --server lines win).
-  a.push_back("--address=/#/");
+  if (c.forward_all)
+    for (const auto& u : c.upstreams) a.push_back("--server=" + u);
+  // Every other name: no server for it, so dnsmasq answers REFUSED.
   return a;
 }
 
-DnsProxy start_dns_proxy(uint32_t listen, const std::vector<std::string>& domains,
-                         const std::vector<std::string>& upstreams, const std::string& nft_set, bool die_with_caller) {
-  if (upstreams.empty())
+std::vector<Ipv4Prefix> refused_answer_ranges(Ipv4Prefix pool, const std::vector<Ipv4Prefix>& extra) noexcept {
+  std::vector<Ipv4Prefix> out;
+  try {
+    for (const char* c : {"0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/3"}) out.push_back(parse_cidr(c, "x"));
+    out.push_back(pool);
+    out.insert(out.end(), extra.begin(), extra.end());
+    auto covered = [&](uint32_t addr) {
+      for (const auto& r : out)
+        if (r.len == 0 || (addr >> (32 - r.len)) == (r.addr >> (32 - r.len))) return true;
+      return false;
+    };
+    ifaddrs* ifs = nullptr;
+    if (::getifaddrs(&ifs) == 0) {
+      for (ifaddrs* i = ifs; i; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+        uint32_t addr = ntohl(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+        if (!covered(addr)) out.push_back({addr, 32});
+      }
+      ::freeifaddrs(ifs);
+    }
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
+DnsProxy start_dns_proxy(const DnsServerConfig& cfg, bool die_with_caller) {
+  if (cfg.upstreams.empty() && (!cfg.domains.empty() || cfg.forward_all))
     throw Error("a domain in --allow-egress needs an upstream DNS server: the host's /etc/resolv.conf names none "
                 "outside 127.0.0.0/8; give one with --dns");
-  auto args = dns_proxy_args(listen, domains, upstreams, nft_set);
+  const uint32_t listen = cfg.listen;
+  auto args = dns_proxy_args(cfg);
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
@@ -87,6 +131,11 @@ DnsProxy start_dns_proxy(uint32_t listen, const std::vector<std::string>& domain
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Its log stops growing at kDnsLogBytes: a write beyond fails (EFBIG)
+    // instead of killing it (SIGXFSZ ignored; dnsmasq sets no handler of its own).
+    struct rlimit fsize {kDnsLogBytes, kDnsLogBytes};
+    ::setrlimit(RLIMIT_FSIZE, &fsize);
+    ::signal(SIGXFSZ, SIG_IGN);
     for (const char* p : {"/usr/sbin/dnsmasq", "/sbin/dnsmasq", "/usr/bin/dnsmasq"}) ::execv(p, argv.data());
     ::execvp("dnsmasq", argv.data());
     ::_exit(127);
@@ -132,8 +181,9 @@ void stop_dns_proxy(const DnsProxy& p) noexcept {
   }
 }
 
-void kill_dns_proxies_for(const std::string& nft_set) noexcept {
-  const std::string want = "#inet#sbx#" + nft_set;
+void kill_dns_proxies_for(const std::string& log_path) noexcept {
+  if (log_path.empty()) return;
+  const std::string want = '\0' + std::string("--log-facility=") + log_path + '\0';
   DIR* d = ::opendir("/proc");
   if (!d) return;
   while (struct dirent* e = ::readdir(d)) {
@@ -144,10 +194,10 @@ void kill_dns_proxies_for(const std::string& nft_set) noexcept {
     } catch (const std::exception&) {
       continue;
     }
-    // argv0 "dnsmasq" (or a path to it), and one argument ending with our set.
+    // argv0 "dnsmasq" (or a path to it), and our log's argument.
     std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
     if (argv0 != "dnsmasq" && !argv0.ends_with("/dnsmasq")) continue;
-    if (cmdline.find(want + '\0') == std::string::npos) continue;
+    if (cmdline.find(want) == std::string::npos) continue;
     pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
     stop_dns_proxy({pid, process_start_time(pid)});
   }

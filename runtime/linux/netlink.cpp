@@ -166,7 +166,8 @@ int RtNetlink::index_of(const std::string& name) {
 
 bool RtNetlink::link_exists(const std::string& name) { return index_of(name) > 0; }
 
-void RtNetlink::add_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd) {
+void RtNetlink::add_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd,
+                         const uint8_t* peer_mac) {
   Msg m(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, sizeof(ifinfomsg));
   m.fixed<ifinfomsg>()->ifi_family = AF_UNSPEC;
   m.put_str(IFLA_IFNAME, name);
@@ -176,11 +177,33 @@ void RtNetlink::add_veth(const std::string& name, const std::string& peer_name, 
   rtattr* peer = m.begin_nest(VETH_INFO_PEER);
   m.put_raw(sizeof(ifinfomsg));  // the peer's ifinfomsg (zero: AF_UNSPEC)
   m.put_str(IFLA_IFNAME, peer_name);
+  if (peer_mac) m.put(IFLA_ADDRESS, peer_mac, 6);
   if (peer_netns_fd >= 0) m.put_u32(IFLA_NET_NS_FD, static_cast<uint32_t>(peer_netns_fd));
   m.end_nest(peer);
   m.end_nest(data);
   m.end_nest(info);
   request(m.buf, "create the veth pair " + name + " / " + peer_name);
+}
+
+void RtNetlink::add_bridge(const std::string& name, const uint8_t* mac) {
+  Msg m(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, sizeof(ifinfomsg));
+  m.fixed<ifinfomsg>()->ifi_family = AF_UNSPEC;
+  m.put_str(IFLA_IFNAME, name);
+  m.put(IFLA_ADDRESS, mac, 6);
+  rtattr* info = m.begin_nest(IFLA_LINKINFO);
+  m.put_str(IFLA_INFO_KIND, "bridge");
+  m.end_nest(info);
+  request(m.buf, "create the bridge " + name);
+}
+
+void RtNetlink::set_master(const std::string& name, const std::string& master) {
+  int bridge = index_of(master);
+  if (bridge <= 0) throw Error("attach " + name + " to the bridge " + master + ": no such bridge", ENODEV);
+  Msg m(RTM_NEWLINK, 0, sizeof(ifinfomsg));
+  m.fixed<ifinfomsg>()->ifi_family = AF_UNSPEC;
+  m.put_str(IFLA_IFNAME, name);
+  m.put_u32(IFLA_MASTER, static_cast<uint32_t>(bridge));
+  request(m.buf, "attach " + name + " to the bridge " + master);
 }
 
 bool RtNetlink::delete_link(const std::string& name) {

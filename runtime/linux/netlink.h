@@ -30,8 +30,17 @@ class RtNetlink {
   ~RtNetlink();
 
   /// RTM_NEWLINK kind "veth": `name` here, its peer `peer_name` created
-  /// directly in the namespace of `peer_netns_fd` (-1: here). Both down.
-  void add_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd);
+  /// directly in the namespace of `peer_netns_fd` (-1: here), with MAC
+  /// `peer_mac` (6 bytes; null: the kernel's random one). Both down.
+  void add_veth(const std::string& name, const std::string& peer_name, int peer_netns_fd,
+                const uint8_t* peer_mac = nullptr);
+  /// RTM_NEWLINK kind "bridge" (down, no ports) with MAC `mac` (6 bytes):
+  /// set, so that the kernel never changes it as ports come and go (a
+  /// bridge's own MAC is otherwise its lowest port's, and every sandbox's
+  /// ARP entry for the gateway would go stale). Throws EEXIST when the name is taken.
+  void add_bridge(const std::string& name, const uint8_t* mac);
+  /// Makes link `name` a port of bridge `master` (IFLA_MASTER).
+  void set_master(const std::string& name, const std::string& master);
   /// RTM_DELLINK by name. Returns false when no such link exists (ENODEV).
   bool delete_link(const std::string& name);
   /// Sets IFF_UP on the link. Throws when it does not exist.

@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "runtime/linux/network_options.h"
+#include "runtime/linux/network_rules.h"
 #include "runtime/state.h"
 
 namespace sbx::runtime {
@@ -29,7 +30,8 @@ json lease_json(const NetworkLease& l) {
           {"address", format_ipv4(l.address)}, {"prefix_len", l.prefix_len},
           {"publish", pubs},      {"creator_pid", l.creator_pid}, {"creator_start", l.creator_start},
           {"dns_pid", l.dns_pid}, {"dns_start", l.dns_start},
-          {"allow_egress", l.allow_egress}, {"deny_egress", l.deny_egress}, {"rules", l.rules}};
+          {"allow_egress", l.allow_egress}, {"deny_egress", l.deny_egress}, {"rules", l.rules},
+          {"detached", l.detached}};
 }
 
 }  // namespace
@@ -82,12 +84,49 @@ NetworkLease read_lease(const std::string& path) {
   l.allow_egress = j.value("allow_egress", std::vector<std::string>{});
   l.deny_egress = j.value("deny_egress", std::vector<std::string>{});
   l.rules = j.value("rules", true);
+  l.detached = j.value("detached", -1);
   return l;
+}
+
+bool lease_in_use(const NetworkLease& l) noexcept {
+  bool dir = fs::exists(l.run_root + "/" + l.id);
+  if (l.detached == 1) return dir;
+  bool creator = l.creator_pid > 0 && process_start_time(l.creator_pid) == l.creator_start;
+  if (l.detached == 0) return creator;
+  return creator || dir;
+}
+
+std::string sandbox_network_index(const std::string& id) { return network_state_dir() + "/sandboxes/" + id; }
+
+NetworkLease find_lease(const std::string& id) noexcept {
+  try {
+    char target[256];
+    ssize_t n = ::readlink((sandbox_network_index(id) + "/private").c_str(), target, sizeof target - 1);
+    if (n <= 0) return {};
+    target[n] = 0;
+    // Only a lease file of the state dir itself (no path of anyone else's).
+    std::string name = target;
+    if (name.rfind("../../", 0) != 0 || name.find('/', 6) != std::string::npos) return {};
+    NetworkLease l = read_lease(network_state_dir() + "/" + name.substr(6));
+    if (l.id != id) return {};
+    return l;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+void remove_lease_files(const NetworkLease& l) noexcept {
+  if (l.empty()) return;
+  ::unlink(l.path.c_str());
+  std::string index = sandbox_network_index(l.id);
+  ::unlink((index + "/private").c_str());
+  ::rmdir(index.c_str());  // (not while other network state of the sandbox is there)
 }
 
 void write_lease(const NetworkLease& l) { fs::write_file_atomic(l.path, lease_json(l).dump(), 0600); }
 
-NetworkLease allocate_network(const std::string& run_root, const std::string& id, const spec::NetworkOptions& o) {
+NetworkLease allocate_network(const std::string& run_root, const std::string& id, const spec::NetworkOptions& o,
+                              bool detached) {
   validate_network_options(o);
   Ipv4Prefix pool = network_pool();
   std::string dir = network_state_dir();
@@ -95,7 +134,8 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
   NetworkLease l;
   l.id = id;
   l.run_root = run_root;
-  l.veth = "sbx" + id12(id);  // 15 chars: IFNAMSIZ - 1
+  l.veth = kPrivateVethPrefix + id12(id);  // 15 chars: IFNAMSIZ - 1
+  l.detached = detached ? 1 : 0;
   l.publish = o.publish;
   l.rules = has_egress_rules(o);
   l.allow_egress = o.allow_egress;
@@ -129,6 +169,18 @@ NetworkLease allocate_network(const std::string& run_root, const std::string& id
     l.address = pool.addr + slot * 4 + 2;
     l.path = path;
     write_lease(l);
+    // The index (a link to the lease), for `sbx rm` of this sandbox.
+    std::string index = sandbox_network_index(id);
+    try {
+      fs::mkdir_p(index, 0700);
+      std::string link = index + "/private";
+      ::unlink(link.c_str());
+      if (::symlink(("../../" + std::to_string(slot) + ".json").c_str(), link.c_str()) < 0)
+        throw_errno("create " + link);
+    } catch (...) {
+      remove_lease_files(l);
+      throw;
+    }
     return l;
   }
   throw Error("the network address pool " + format_cidr(pool) + " is exhausted (" + std::to_string(slots) +

@@ -7,6 +7,14 @@ namespace sbx::runtime {
 
 namespace {
 
+/// The interfaces of this sbx's sandboxes as the host's IP layer sees them:
+/// private veths and network bridges (a bridge port never shows there: with
+/// br_netfilter the bridge is the interface of a bridged packet too).
+const char* const kOurs = "{ \"sbv*\", \"sbb*\" }";
+/// Every sandbox interface a packet must not be forwarded to: ours and those
+/// of an older sbx (its table `inet sbx` filters them too, but not ours).
+const char* const kAnySandbox = "{ \"sbv*\", \"sbb*\", \"sbx*\" }";
+
 /// The CIDR entries of a list, as nft set elements ("a.b.c.d/n, …").
 std::string cidr_elements(const std::vector<std::string>& list) {
   std::string out;
@@ -26,65 +34,162 @@ std::string pub_key(const spec::PortMapping& p) {
   return p.host_ip.empty() ? std::to_string(p.host_port) : p.host_ip + " . " + std::to_string(p.host_port);
 }
 
+bool has_domains(const std::vector<std::string>& allow) {
+  spec::NetworkOptions o;
+  o.allow_egress = allow;
+  return !allowed_domains(o).empty();
+}
+
+std::string dns_key(const NetworkLease& l) { return "\"" + l.veth + "\" . " + format_ipv4(l.gateway); }
+
 }  // namespace
 
 std::string nft_table_script() {
+  const std::string t = std::string(kNftTable) + " ", ours = kOurs, any = kAnySandbox;
+  auto rule = [&](const std::string& chain, const std::string& r) { return "add rule " + t + chain + " " + r + "\n"; };
   // Deleted first (a table left by a host crash), then made whole: one
   // transaction, so nothing half-made is ever visible.
-  return "add table inet sbx\n"
-         "delete table inet sbx\n"
-         "add table inet sbx\n"
-         "add map inet sbx egress { type ifname : verdict; }\n"
-         "add map inet sbx ingress { type ifname : verdict; }\n"
-         "add map inet sbx pub_tcp { type ipv4_addr . inet_service : ipv4_addr . inet_service; }\n"
-         "add map inet sbx pub_udp { type ipv4_addr . inet_service : ipv4_addr . inet_service; }\n"
-         "add map inet sbx pub_tcp_any { type inet_service : ipv4_addr . inet_service; }\n"
-         "add map inet sbx pub_udp_any { type inet_service : ipv4_addr . inet_service; }\n"
-         // A refused connection fails fast: TCP gets a reset, the rest an ICMP
-         // "administratively prohibited" (never a silent drop: no hangs).
-         "add chain inet sbx refuse\n"
-         "add rule inet sbx refuse meta l4proto tcp reject with tcp reset\n"
-         "add rule inet sbx refuse reject with icmpx admin-prohibited\n"
-         // Before other filter chains (priority filter - 5); ours only decide
-         // for packets of sbx's veths. A sandbox with egress rules has its
-         // own chain (vmap @egress: it accepts, refuses or returns); then the
-         // rules every sandbox shares, so that a sandbox without rules of its
-         // own costs no nftables transaction at start or end: no other
-         // sandbox, no link-local (the cloud metadata address 169.254.169.254
-         // among them), multicast or broadcast, no IPv6; all else is open.
-         "add chain inet sbx forward { type filter hook forward priority filter - 5; policy accept; }\n"
-         "add rule inet sbx forward iifname vmap @egress\n"
-         "add rule inet sbx forward iifname \"sbx*\" ct state established,related accept\n"
-         "add rule inet sbx forward iifname \"sbx*\" oifname \"sbx*\" goto refuse\n"
-         "add rule inet sbx forward iifname \"sbx*\" meta nfproto ipv6 goto refuse\n"
-         "add rule inet sbx forward iifname \"sbx*\" ip daddr { 169.254.0.0/16, 224.0.0.0/4, 255.255.255.255 } goto refuse\n"
-         "add rule inet sbx forward iifname \"sbx*\" accept\n"
-         // Into a sandbox: replies and published ports only.
-         "add rule inet sbx forward oifname \"sbx*\" ct state established,related accept\n"
-         "add rule inet sbx forward oifname \"sbx*\" ct status dnat accept\n"
-         "add rule inet sbx forward oifname \"sbx*\" goto refuse\n"
-         "add chain inet sbx input { type filter hook input priority filter - 5; policy accept; }\n"
-         "add rule inet sbx input iifname vmap @ingress\n"
-         // The host's own addresses: refused to sandboxes unless allowed (their chain).
-         "add rule inet sbx input iifname \"sbx*\" ct state established,related accept\n"
-         "add rule inet sbx input iifname \"sbx*\" goto refuse\n"
-         "add chain inet sbx publish\n"
-         "add rule inet sbx publish dnat ip to ip daddr . tcp dport map @pub_tcp\n"
-         "add rule inet sbx publish dnat ip to ip daddr . udp dport map @pub_udp\n"
-         "add rule inet sbx publish dnat ip to tcp dport map @pub_tcp_any\n"
-         "add rule inet sbx publish dnat ip to udp dport map @pub_udp_any\n"
-         "add chain inet sbx prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
-         "add rule inet sbx prerouting fib daddr type local jump publish\n"
-         // The host's own connections to a published port (localhost too).
-         "add chain inet sbx output { type nat hook output priority -100; policy accept; }\n"
-         "add rule inet sbx output fib daddr type local jump publish\n"
-         "add chain inet sbx postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
-         "add rule inet sbx postrouting iifname \"sbx*\" oifname != \"sbx*\" masquerade\n"
-         "add rule inet sbx postrouting oifname \"sbx*\" ip saddr 127.0.0.0/8 masquerade\n";
+  std::string s = "add table " + t + "\ndelete table " + t + "\nadd table " + t + "\n";
+  s += "add map " + t + "egress { type ifname : verdict; }\n";
+  // Where a DNS server of sbx listens for a sandbox: (its interface . the
+  // address), the one service of the host a sandbox reaches.
+  s += "add set " + t + "dns { type ifname . ipv4_addr; }\n";
+  // (bridge . bridge) of each network: one network's traffic.
+  s += "add set " + t + "same { type ifname . ifname; }\n";
+  for (const char* m : {"pub_tcp", "pub_udp"})
+    s += "add map " + t + m + " { type ipv4_addr . inet_service : ipv4_addr . inet_service; }\n";
+  for (const char* m : {"pub_tcp_any", "pub_udp_any"})
+    s += "add map " + t + m + " { type inet_service : ipv4_addr . inet_service; }\n";
+  // A refused connection fails fast: TCP gets a reset, the rest an ICMP
+  // "administratively prohibited" (never a silent drop: no hangs).
+  s += "add chain " + t + "refuse\n";
+  s += rule("refuse", "meta l4proto tcp reject with tcp reset");
+  s += rule("refuse", "reject with icmpx admin-prohibited");
+  // A sandbox sends from its own address only: not another sandbox's, not
+  // one of the host's, not one routed elsewhere (reverse-path check; before
+  // conntrack's NAT at dstnat, so a forged source never gets a mapping).
+  s += "add chain " + t + "guard { type filter hook prerouting priority -150; policy accept; }\n";
+  s += rule("guard", "iifname " + ours + " fib saddr . iif oif missing drop");
+  s += rule("guard", "iifname " + ours + " fib saddr type local drop");
+  // Before other filter chains (priority filter - 5); ours only decide for
+  // packets of sbx's interfaces. The refusals come first and hold whatever a
+  // sandbox's own rules (vmap @egress: its allow/deny lists) would allow:
+  // no other sandbox, no IPv6, no link-local (the cloud metadata address
+  // 169.254.169.254 among them), loopback, multicast or broadcast. A sandbox
+  // without rules of its own costs no nftables transaction at start or end.
+  s += "add chain " + t + "forward { type filter hook forward priority filter - 5; policy accept; }\n";
+  s += rule("forward", "iifname " + ours + " ct state established,related accept");
+  s += rule("forward", "oifname " + ours + " ct state established,related accept");
+  // The sandboxes of one network among themselves, on every port (routed
+  // through the host, or bridged with br_netfilter loaded: iif = oif = the bridge).
+  s += rule("forward", "iifname . oifname @same accept");
+  s += rule("forward", "iifname " + ours + " oifname " + any + " goto refuse");
+  s += rule("forward", "iifname " + ours + " meta nfproto ipv6 goto refuse");
+  s += rule("forward", "iifname " + ours + " ip daddr { 0.0.0.0/8, 127.0.0.0/8, 169.254.0.0/16, 224.0.0.0/3 } goto refuse");
+  s += rule("forward", "iifname vmap @egress");
+  s += rule("forward", "iifname " + ours + " accept");
+  // Into a sandbox: replies (above) and published ports only.
+  s += rule("forward", "oifname " + ours + " ct status dnat accept");
+  s += rule("forward", "oifname " + ours + " goto refuse");
+  // The host itself: only the DNS server sbx runs for the sandbox, on the
+  // address it was given (set @dns); every other address and port of the
+  // host is refused, whatever an allow-list says.
+  s += "add chain " + t + "input { type filter hook input priority filter - 5; policy accept; }\n";
+  s += rule("input", "iifname " + ours + " ct state established,related accept");
+  s += rule("input", "iifname . ip daddr @dns udp dport 53 accept");
+  s += rule("input", "iifname . ip daddr @dns tcp dport 53 accept");
+  s += rule("input", "iifname " + ours + " goto refuse");
+  s += "add chain " + t + "publish\n";
+  s += rule("publish", "dnat ip to ip daddr . tcp dport map @pub_tcp");
+  s += rule("publish", "dnat ip to ip daddr . udp dport map @pub_udp");
+  s += rule("publish", "dnat ip to tcp dport map @pub_tcp_any");
+  s += rule("publish", "dnat ip to udp dport map @pub_udp_any");
+  s += "add chain " + t + "prerouting { type nat hook prerouting priority dstnat; policy accept; }\n";
+  s += rule("prerouting", "fib daddr type local jump publish");
+  // The host's own connections to a published port (localhost too).
+  s += "add chain " + t + "output { type nat hook output priority -100; policy accept; }\n";
+  s += rule("output", "fib daddr type local jump publish");
+  s += "add chain " + t + "postrouting { type nat hook postrouting priority srcnat; policy accept; }\n";
+  s += rule("postrouting", "iifname " + ours + " oifname != " + any + " masquerade");
+  s += rule("postrouting", "oifname " + ours + " ip saddr 127.0.0.0/8 masquerade");
+  // The bridge ports of user-defined networks: each sends from its sandbox's
+  // MAC and address only (@bound: port . MAC . address), ARP and IPv4 only;
+  // a forged frame is dropped before the bridge forwards it, so a sandbox
+  // cannot take a neighbour's address (ARP or IP) nor speak IPv6 on it.
+  const std::string b = std::string(kBridgeTable) + " ";
+  s += "add table " + b + "\ndelete table " + b + "\nadd table " + b + "\n";
+  s += "add set " + b + "bound { type ifname . ether_addr . ipv4_addr; }\n";
+  s += "add chain " + b + "guard { type filter hook prerouting priority -300; policy accept; }\n";
+  s += "add rule " + b + "guard iifname != \"" + kPortPrefix + "*\" accept\n";
+  s += "add rule " + b + "guard ether type arp iifname . ether saddr . arp saddr ip @bound iifname . arp saddr ether . "
+       "arp saddr ip @bound accept\n";
+  s += "add rule " + b + "guard ether type ip iifname . ether saddr . ip saddr @bound accept\n";
+  s += "add rule " + b + "guard drop\n";
+  return s;
+}
+
+std::string nft_table_probe() { return "list set " + std::string(kBridgeTable) + " bound\n"; }
+
+std::string nft_table_delete_script() {
+  std::string s;
+  for (const char* t : {kNftTable, kBridgeTable}) s += std::string("add table ") + t + "\ndelete table " + t + "\n";
+  return s;
+}
+
+std::string nft_network_script(const UserNetwork& n) {
+  const std::string t = std::string(kNftTable) + " ", k = id12(n.id), br = "\"" + n.bridge + "\"";
+  std::string out = "add element " + t + "same { " + br + " . " + br + " }\n";
+  out += "add element " + t + "dns { " + br + " . " + format_ipv4(n.gateway) + " }\n";
+  if (n.internal) return out + "add element " + t + "egress { " + br + " : goto refuse }\n";
+  spec::NetworkOptions o;
+  o.allow_egress = n.allow_egress;
+  o.deny_egress = n.deny_egress;
+  if (!has_egress_rules(o)) return out;
+  std::string allow = cidr_elements(o.allow_egress), deny = cidr_elements(o.deny_egress);
+  out += "add set " + t + "an-" + k + " { type ipv4_addr; flags interval; }\n";
+  out += "add set " + t + "dn-" + k + " { type ipv4_addr; flags interval; }\n";
+  if (!allow.empty()) out += "add element " + t + "an-" + k + " { " + allow + " }\n";
+  if (!deny.empty()) out += "add element " + t + "dn-" + k + " { " + deny + " }\n";
+  std::string e = "add rule " + t + "en-" + k + " ";
+  out += "add chain " + t + "en-" + k + "\n";
+  out += e + "ip daddr @dn-" + k + " goto refuse\n";
+  out += e + "ip daddr @an-" + k + " accept\n";
+  out += e + (o.allow_egress.empty() ? "return\n" : "goto refuse\n");
+  out += "add element " + t + "egress { " + br + " : goto en-" + k + " }\n";
+  return out;
+}
+
+std::vector<std::string> nft_network_release_commands(const UserNetwork& n) {
+  const std::string t = std::string(kNftTable) + " ", k = id12(n.id), br = "\"" + n.bridge + "\"";
+  std::vector<std::string> cmds = {"delete element " + t + "egress { " + br + " }",
+                                   "delete element " + t + "dns { " + br + " . " + format_ipv4(n.gateway) + " }",
+                                   "delete element " + t + "same { " + br + " . " + br + " }"};
+  cmds.push_back("delete chain " + t + "en-" + k);
+  cmds.push_back("delete set " + t + "an-" + k);
+  cmds.push_back("delete set " + t + "dn-" + k);
+  return cmds;
+}
+
+std::string nft_endpoint_script(const NetworkEndpoint& ep) {
+  std::string out = "add element " + std::string(kBridgeTable) + " bound { \"" + ep.port + "\" . " + ep.mac + " . " +
+                    format_ipv4(ep.address) + " }\n";
+  const std::string t = std::string(kNftTable) + " ";
+  for (const auto& p : ep.publish)
+    out += "add element " + t + map_name(p) + " { " + pub_key(p) + " : " + format_ipv4(ep.address) + " . " +
+           std::to_string(p.container_port) + " }\n";
+  return out;
+}
+
+std::vector<std::string> nft_endpoint_release_commands(const NetworkEndpoint& ep) {
+  std::vector<std::string> cmds = {"delete element " + std::string(kBridgeTable) + " bound { \"" + ep.port + "\" . " +
+                                   ep.mac + " . " + format_ipv4(ep.address) + " }"};
+  for (const auto& p : ep.publish)
+    cmds.push_back("delete element " + std::string(kNftTable) + " " + map_name(p) + " { " + pub_key(p) + " }");
+  return cmds;
 }
 
 std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions& o) {
-  const std::string s = id12(l.id), t = "inet sbx ";
+  const std::string s = id12(l.id), t = std::string(kNftTable) + " ";
   std::string allow = cidr_elements(o.allow_egress), deny = cidr_elements(o.deny_egress);
   bool has_allow = !o.allow_egress.empty();
   std::string out;
@@ -92,53 +197,35 @@ std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions
   for (const auto& p : l.publish)
     out += "add element " + t + map_name(p) + " { " + pub_key(p) + " : " + format_ipv4(l.address) + " . " +
            std::to_string(p.container_port) + " }\n";
+  // Its DNS proxy on the host side of its veth: the one nameserver it has.
+  if (!allowed_domains(o).empty()) out += "add element " + t + "dns { " + dns_key(l) + " }\n";
   if (!has_egress_rules(o)) return out;
   out += "add set " + t + "a-" + s + " { type ipv4_addr; flags interval; }\n";
   out += "add set " + t + "d-" + s + " { type ipv4_addr; flags interval; }\n";
   if (!allow.empty()) out += "add element " + t + "a-" + s + " { " + allow + " }\n";
   if (!deny.empty()) out += "add element " + t + "d-" + s + " { " + deny + " }\n";
-  // Egress through the host (forward): deny wins, then allow; without an
-  // allow list, back to the shared rules (nft_table_script).
+  // Egress through the host (forward), after the table's refusals: deny
+  // wins, then allow; without an allow list, back to the shared rules.
   std::string e = "add rule " + t + "e-" + s + " ";
   out += "add chain " + t + "e-" + s + "\n";
-  out += e + "ct state established,related accept\n";
-  out += e + "meta nfproto ipv6 goto refuse\n";
   out += e + "ip daddr @d-" + s + " goto refuse\n";
   out += e + "ip daddr @a-" + s + " accept\n";
-  if (has_allow) {
-    out += e + "goto refuse\n";
-  } else {
-    out += e + "return\n";
-  }
-  // To the host itself (input): only what is explicitly allowed.
-  std::string i = "add rule " + t + "i-" + s + " ";
-  out += "add chain " + t + "i-" + s + "\n";
-  out += i + "ct state established,related accept\n";
-  out += i + "meta nfproto ipv6 goto refuse\n";
-  if (!allowed_domains(o).empty()) {
-    // Its DNS proxy on the host side of its veth: the one nameserver it has.
-    out += i + "ip daddr " + format_ipv4(l.gateway) + " udp dport 53 accept\n";
-    out += i + "ip daddr " + format_ipv4(l.gateway) + " tcp dport 53 accept\n";
-  }
-  out += i + "ip daddr @d-" + s + " goto refuse\n";
-  out += i + "ip daddr @a-" + s + " accept\n";
-  out += i + "goto refuse\n";
+  out += e + (has_allow ? "goto refuse\n" : "return\n");
   out += "add element " + t + "egress { \"" + l.veth + "\" : goto e-" + s + " }\n";
-  out += "add element " + t + "ingress { \"" + l.veth + "\" : goto i-" + s + " }\n";
   return out;
 }
 
 std::vector<std::string> nft_release_commands(const NetworkLease& l) {
-  std::string s = id12(l.id);
+  const std::string s = id12(l.id), t = std::string(kNftTable) + " ";
   std::vector<std::string> cmds;
+  if (l.rules) cmds.push_back("delete element " + t + "egress { \"" + l.veth + "\" }");
+  if (has_domains(l.allow_egress)) cmds.push_back("delete element " + t + "dns { " + dns_key(l) + " }");
+  for (const auto& p : l.publish) cmds.push_back("delete element " + t + map_name(p) + " { " + pub_key(p) + " }");
   if (l.rules) {
-    cmds.push_back("delete element inet sbx egress { \"" + l.veth + "\" }");
-    cmds.push_back("delete element inet sbx ingress { \"" + l.veth + "\" }");
+    cmds.push_back("delete chain " + t + "e-" + s);
+    cmds.push_back("delete set " + t + "a-" + s);
+    cmds.push_back("delete set " + t + "d-" + s);
   }
-  for (const auto& p : l.publish) cmds.push_back("delete element inet sbx " + map_name(p) + " { " + pub_key(p) + " }");
-  if (l.rules)
-    for (const char* c : {"chain inet sbx e-", "chain inet sbx i-", "set inet sbx a-", "set inet sbx d-"})
-      cmds.push_back(std::string("delete ") + c + s);
   return cmds;
 }
 

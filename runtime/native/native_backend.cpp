@@ -332,7 +332,8 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     if (::sethostname(c.hostname.data(), c.hostname.size()) < 0) throw_errno("sethostname " + c.hostname);
     if (spec.network != NetworkMode::Host) bring_up_loopback();
     // (eth0 is sbx's to configure, from outside: runtime/linux/sandbox_network.h.)
-    if (spec.network == NetworkMode::Private) write_network_files(c.hostname, c.hosts, c.resolv);
+    if (spec.network == NetworkMode::Private || spec.network == NetworkMode::User)
+      write_network_files(c.hostname, c.hosts, c.resolv);
 
     // 4. user (from the image's /etc/passwd) and working directory (created
     //    as docker does), before / may become read-only.
@@ -510,7 +511,7 @@ Sandbox& Sandbox::operator=(Sandbox&& o) noexcept {
     rusage = o.rusage;
     saved_mask = o.saved_mask;
     commit_fd = std::exchange(o.commit_fd, -1);
-    net = std::exchange(o.net, NetworkLease{});
+    net = std::exchange(o.net, SandboxNetworks{});
     setup_sock = std::exchange(o.setup_sock, -1);
     owns_mask = o.owns_mask;
     o.state_dir.clear();
@@ -562,7 +563,7 @@ void Sandbox::destroy() noexcept {
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
   cgroup.destroy();
   // After the init is reaped: its namespace (and so eth0) is gone or going.
-  if (!net.empty()) release_network(std::exchange(net, NetworkLease{}), pid_reaped);
+  if (!net.empty()) release_network(net, pid_reaped);
   if (id_range.slot >= 0) {
     release_id_range(id_range);
     id_range = {};
@@ -586,7 +587,7 @@ void Sandbox::release() noexcept {
   if (pty_master >= 0) ::close(std::exchange(pty_master, -1));
   cgroup.release();
   id_range = {};  // recorded in the state dir: freed when `sbx rm` removes it
-  net = {};       // its lease names the state dir: released when `sbx rm` removes it
+  net = {};       // its lease and endpoints name the state dir: released when `sbx rm` removes it
   state_dir.clear();
 }
 
@@ -620,13 +621,13 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     }
   } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w, &ctx.err_r, &ctx.err_w, &ctx.commit_r}};
   ctx.pooled = opts.pooled;
-  if (spec.network == NetworkMode::Private) {
-    // The address first (recorded before anything is made); the veth and
+  if (spec.network == NetworkMode::Private || spec.network == NetworkMode::User) {
+    // The addresses first (recorded before anything is made); the veths and
     // rules once the sandbox's namespace exists (after the clone).
     try {
-      sb.net = allocate_network(opts.run_root, sb.id, spec.net);
-      ctx.hosts = hosts_for(ctx.hostname, sb.net.address, spec.net);
-      ctx.resolv = resolv_conf_for(spec.net, sb.net.gateway);
+      sb.net = allocate_sandbox_networks(opts.run_root, sb.id, spec, ctx.hostname, opts.detached);
+      ctx.hosts = sandbox_hosts(sb.net, ctx.hostname, spec.net);
+      ctx.resolv = sandbox_resolv(sb.net, spec.net);
     } catch (...) {
       ::close(sv[0]);
       ::close(sv[1]);
@@ -798,7 +799,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
       // workload runs, so the workload never sees a half-made network.
       Fd netns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
       if (netns.fd < 0) throw_errno("open the sandbox's network namespace");
-      attach_network(sb.net, netns.fd, spec.net, opts.detached);
+      attach_sandbox_networks(sb.net, netns.fd, spec.net, opts.detached);
     }
     if (!sb.cgroup.empty()) sb.cgroup.add(pid);
     // (A failed send means the sandbox already failed: its message follows.)

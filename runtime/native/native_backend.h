@@ -99,8 +99,9 @@ class Sandbox {
   /// sandbox's init dies with this sbx (PR_SET_PDEATHSIG, and EOF here):
   /// a create killed at any moment leaves no live sandbox.
   int commit_fd = -1;
-  /// --network private: its address, veth and rules (released by destroy()).
-  NetworkLease net;
+  /// --network private or user-defined networks: its addresses, veths and
+  /// rules (released by destroy()).
+  SandboxNetworks net;
   /// StartOptions::pooled: sbx's end of the setup channel until run_pooled().
   int setup_sock = -1;
   /// start() blocked signals in its thread and destroy() gives the old mask

@@ -20,6 +20,11 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <linux/bpf.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
 #include <linux/reboot.h>
@@ -464,6 +469,141 @@ static int cmd_connect(int argc, char** argv) {
       return 2;
     }
   }
+  return 0;
+}
+
+// ---- user-defined networks: spoofing a neighbour, UDP ---------------------------
+// udplisten PORT SECONDS: prints each datagram's source and payload ("info").
+static int cmd_udplisten(int port, int seconds) {
+  int s = socket(AF_INET, SOCK_DGRAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  if (s < 0 || bind(s, (struct sockaddr*)&a, sizeof a) < 0) {
+    printf("info    udplisten: cannot bind port %d: %s\n", port, strerror(errno));
+    return 0;
+  }
+  printf("info    udplisten: listening on %d\n", port);
+  time_t end = time(NULL) + seconds;
+  while (time(NULL) < end) {
+    struct timeval tv = {1, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[128];
+    struct sockaddr_in from;
+    socklen_t len = sizeof from;
+    ssize_t n = recvfrom(s, buf, sizeof buf - 1, 0, (struct sockaddr*)&from, &len);
+    if (n <= 0) continue;
+    buf[n] = 0;
+    printf("info    udp from %s: %s\n", inet_ntoa(from.sin_addr), buf);
+  }
+  close(s);
+  return 0;
+}
+
+// udpsend IP PORT PAYLOAD: one datagram through an ordinary socket.
+static int cmd_udpsend(const char* ip, int port, const char* payload) {
+  int s = socket(AF_INET, SOCK_DGRAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  inet_pton(AF_INET, ip, &a.sin_addr);
+  if (s < 0 || sendto(s, payload, strlen(payload), 0, (struct sockaddr*)&a, sizeof a) < 0)
+    printf("info    udpsend %s:%d: %s\n", ip, port, strerror(errno));
+  else
+    printf("info    udpsend %s:%d: sent\n", ip, port);
+  if (s >= 0) close(s);
+  return 0;
+}
+
+static uint16_t ip_checksum(const void* data, size_t len) {
+  const uint16_t* w = data;
+  uint32_t sum = 0;
+  for (; len > 1; len -= 2) sum += *w++;
+  if (len) sum += *(const uint8_t*)w;
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return (uint16_t)~sum;
+}
+
+static int parse_mac(const char* text, uint8_t mac[6]) {
+  unsigned v[6];
+  if (sscanf(text, "%x:%x:%x:%x:%x:%x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6) return -1;
+  for (int i = 0; i < 6; i++) mac[i] = (uint8_t)v[i];
+  return 0;
+}
+
+// spoof IFACE VICTIM_IP VICTIM_MAC TARGET_IP TARGET_MAC PORT: raw frames on
+// IFACE (AF_PACKET, CAP_NET_RAW) that try to take a neighbour's place:
+// gratuitous ARP replies claiming VICTIM_IP with our MAC, a UDP datagram to
+// TARGET_IP:PORT from VICTIM_IP (our MAC), and one from VICTIM_IP and
+// VICTIM_MAC; then, as a control, an ordinary datagram from our own address.
+// What arrived is for run.sh to check at the target (its listener and its
+// ARP table); the probe reports what it could send.
+static int cmd_spoof(char** a) {
+  const char* ifname = a[0];
+  struct in_addr victim, target;
+  uint8_t victim_mac[6], target_mac[6], own[6], bcast[6] = {255, 255, 255, 255, 255, 255};
+  if (inet_pton(AF_INET, a[1], &victim) != 1 || parse_mac(a[2], victim_mac) || inet_pton(AF_INET, a[3], &target) != 1 ||
+      parse_mac(a[4], target_mac))
+    return 2;
+  int port = atoi(a[5]);
+  int s = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+  if (s < 0) {
+    ok("spoof: open a raw packet socket", errno);
+    return 0;
+  }
+  struct ifreq ifr = {0};
+  strncpy(ifr.ifr_name, ifname, IFNAMSIZ - 1);
+  if (ioctl(s, SIOCGIFHWADDR, &ifr) < 0 || ioctl(s, SIOCGIFINDEX, &ifr) < 0) {
+    ok("spoof: look up the interface", errno);
+    close(s);
+    return 0;
+  }
+  ioctl(s, SIOCGIFHWADDR, &ifr);
+  memcpy(own, ifr.ifr_hwaddr.sa_data, 6);
+  ioctl(s, SIOCGIFINDEX, &ifr);
+  struct sockaddr_ll ll = {.sll_family = AF_PACKET, .sll_ifindex = ifr.ifr_ifindex, .sll_halen = 6};
+  int sent = 0;
+  // ARP replies: "VICTIM_IP is at our MAC", broadcast and to the target.
+  for (int k = 0; k < 6; k++) {
+    uint8_t f[42] = {0};
+    const uint8_t* dst = k % 2 ? target_mac : bcast;
+    memcpy(f, dst, 6);
+    memcpy(f + 6, own, 6);
+    f[12] = 0x08, f[13] = 0x06;                                 // ARP
+    f[14] = 0, f[15] = 1, f[16] = 0x08, f[17] = 0, f[18] = 6, f[19] = 4, f[20] = 0, f[21] = 2;  // reply
+    memcpy(f + 22, own, 6);
+    memcpy(f + 28, &victim, 4);
+    memcpy(f + 32, k % 2 ? target_mac : bcast, 6);
+    memcpy(f + 38, k % 2 ? (void*)&target : (void*)&victim, 4);
+    memcpy(ll.sll_addr, dst, 6);
+    if (sendto(s, f, sizeof f, 0, (struct sockaddr*)&ll, sizeof ll) == (ssize_t)sizeof f) sent++;
+  }
+  // UDP from the victim's address: with our MAC, then with the victim's MAC.
+  for (int k = 0; k < 2; k++) {
+    const char* payload = k == 0 ? "spoofed-ip" : "spoofed-mac";
+    size_t plen = strlen(payload);
+    uint8_t f[64] = {0};
+    memcpy(f, target_mac, 6);
+    memcpy(f + 6, k == 0 ? own : victim_mac, 6);
+    f[12] = 0x08, f[13] = 0x00;
+    uint8_t* ip = f + 14;
+    ip[0] = 0x45;
+    uint16_t tot = htons((uint16_t)(20 + 8 + plen));
+    memcpy(ip + 2, &tot, 2);
+    ip[8] = 64, ip[9] = 17;
+    memcpy(ip + 12, &victim, 4);
+    memcpy(ip + 16, &target, 4);
+    uint16_t c = ip_checksum(ip, 20);
+    memcpy(ip + 10, &c, 2);
+    uint8_t* udp = ip + 20;
+    uint16_t sp = htons(4242), dp = htons((uint16_t)port), ul = htons((uint16_t)(8 + plen));
+    memcpy(udp, &sp, 2), memcpy(udp + 2, &dp, 2), memcpy(udp + 4, &ul, 2);  // checksum 0: none (IPv4)
+    memcpy(udp + 8, payload, plen);
+    size_t flen = 14 + 20 + 8 + plen;
+    memcpy(ll.sll_addr, target_mac, 6);
+    for (int r = 0; r < 3; r++)
+      if (sendto(s, f, flen, 0, (struct sockaddr*)&ll, sizeof ll) == (ssize_t)flen) sent++;
+  }
+  printf("info    spoof: %d forged frames sent on %s\n", sent, ifname);
+  close(s);
+  usleep(200000);
+  cmd_udpsend(a[3], port, "legit");
   return 0;
 }
 
@@ -964,6 +1104,9 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "inodes") && argc == 4) rc = cmd_inodes(argv[2], atoi(argv[3]));
   else if (!strcmp(c, "robind") && argc == 3) rc = cmd_robind(argv[2]);
   else if (!strcmp(c, "info")) rc = cmd_info();
+  else if (!strcmp(c, "udplisten") && argc == 4) rc = cmd_udplisten(atoi(argv[2]), atoi(argv[3]));
+  else if (!strcmp(c, "udpsend") && argc == 5) rc = cmd_udpsend(argv[2], atoi(argv[3]), argv[4]);
+  else if (!strcmp(c, "spoof") && argc == 8) rc = cmd_spoof(argv + 2);
   else if (!strcmp(c, "racer") && argc == 5) rc = cmd_racer(argv[2], argv[3], argv[4]);
   else if (!strcmp(c, "setcap") && (argc == 3 || argc == 4)) rc = cmd_setcap(argv[2], argc == 4 ? atol(argv[3]) : -1);
   if (rc == 2) {

@@ -136,6 +136,7 @@ cleanup() {
   [ -n "$serve_pid" ] && serve_stop
   [ -n "$victim" ] && kill "$victim" 2>/dev/null
   [ -n "$listener" ] && kill "$listener" 2>/dev/null
+  declare -F advdns_down >/dev/null && advdns_down
   [ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
   # Anything still mounted under our temp dir (only after a failure).
   findmnt -rn -o TARGET | grep -F "$T" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
@@ -318,6 +319,252 @@ PY
   probe_ok network-none || return
   [ -s "$T/listener.log" ] && { fail network-none "host listener got: $(cat "$T/listener.log")"; return; }
   pass network-none
+}
+
+# User-defined networks (sbx network): the suite's own networks on
+# documentation addresses (a pool of 203.0.113.192/26 for them), removed after.
+net_ok() {  # whether this sbx has networks and the host can make them
+  "$SBX" network --help >/dev/null 2>&1 && command -v nft >/dev/null && command -v dnsmasq >/dev/null
+}
+netsbx() { SBX_NETWORK_POOL=203.0.113.192/26 "$SBX" --root "$R" --run-root "$RR" "$@"; }
+net_field() {  # SANDBOX PYEXPR over inspect's NetworkSettings
+  netsbx inspect "$1" | python3 -c "import json,sys; d=json.load(sys.stdin)[0]['NetworkSettings']; print($2)"
+}
+net_cleanup() {  # SANDBOX... then the suite's networks
+  local x
+  for x in "$@"; do netsbx rm -f "$x" >/dev/null 2>&1; done
+  for x in $(netsbx network ls -q 2>/dev/null); do netsbx network rm "$x" >/dev/null 2>&1; done
+}
+
+case_netisolate() {  # sandboxes on different networks: no TCP, UDP or ICMP; no host service on a gateway
+  net_ok || { unsupported net-isolate "this sbx has no 'sbx network' (or no nft/dnsmasq here)"; return; }
+  netsbx network create "adva$$" >/dev/null && netsbx network create "advb$$" >/dev/null ||
+    { fail net-isolate "cannot create two networks"; net_cleanup; return; }
+  local port=$((20000 + RANDOM % 20000)) a b ip_a ip_b gw_a gw_b hl
+  python3 -c 'import socket,sys,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(8)
+open(sys.argv[2], "w").close()
+while True:
+    c, a = s.accept(); open(sys.argv[2], "a").write("connection from %r\n" % (a,)); c.close()' "$port" "$T/hostnet.log" &
+  hl=$!
+  a=$(netsbx create "${rtflag[@]}" --network "adva$$" "${P[@]}" "${IMG[@]}" -- /bin/sh -c "httpd -f -p 8080 -h /etc & /home/probe udplisten 9999 60")
+  b=$(netsbx create "${rtflag[@]}" --network "advb$$" "${P[@]}" "${IMG[@]}" -- /bin/sh -c "httpd -f -p 8080 -h /etc & /home/probe udplisten 9999 60")
+  ip_a=$(net_field "$a" "d['IPAddress']"); ip_b=$(net_field "$b" "d['IPAddress']")
+  gw_a=$(net_field "$a" "d['Gateway']"); gw_b=$(net_field "$b" "d['Gateway']")
+  # The positive controls: a sandbox on network A reaches A's sandbox (TCP, UDP, ICMP).
+  sb --network "adva$$" "${P[@]}" "${IMG[@]}" -- /bin/sh -c "
+    printf 'GET /hostname HTTP/1.0\r\n\r\n' | nc -w 3 $ip_a 8080 | tail -n 1 | sed 's/^/same-tcp /'
+    ping -c 1 -W 2 $ip_a >/dev/null 2>&1 && echo same-icmp; ping -c 1 -W 2 $ip_b >/dev/null 2>&1 && echo ESCAPE icmp to the other network
+    /home/probe udpsend $ip_a 9999 same-udp; /home/probe udpsend $ip_b 9999 other-udp
+    /home/probe connect tcp:$ip_b:8080 tcp:$gw_a:$port tcp:$gw_b:$port"
+  sleep 1
+  kill $hl 2>/dev/null; wait $hl 2>/dev/null
+  indent <"$T/out/last"
+  local got_a got_b
+  got_a=$(netsbx logs "$a" 2>&1); got_b=$(netsbx logs "$b" 2>&1)
+  if ! grep -q "^same-tcp ${a:0:12}" "$T/out/last" || ! grep -q "same-udp" <<<"$got_a"; then
+    fail net-isolate "the positive control failed (no TCP or UDP within one network): cannot test"
+  elif grep -q '^ESCAPE' "$T/out/last"; then
+    fail net-isolate "$(grep '^ESCAPE' "$T/out/last" | head -3 | tr '\n' ';')"
+  elif grep -q "other-udp" <<<"$got_b"; then
+    fail net-isolate "UDP reached the other network's sandbox"
+  elif [ -s "$T/hostnet.log" ]; then
+    fail net-isolate "the host service got: $(cat "$T/hostnet.log")"
+  else
+    pass net-isolate "TCP, UDP$(grep -q same-icmp "$T/out/last" && echo ', ICMP') to another network and the host's service on both gateways refused"
+  fi
+  net_cleanup "$a" "$b"
+}
+
+case_netspoof() {  # ARP and IP spoofing of a neighbour's address on one network fails
+  net_ok || { unsupported net-spoof "this sbx has no 'sbx network' (or no nft/dnsmasq here)"; return; }
+  netsbx network create "advs$$" >/dev/null || { fail net-spoof "cannot create a network"; return; }
+  local v t ip_v mac_v ip_t mac_t
+  v=$(netsbx create "${rtflag[@]}" --network "advs$$" "${IMG[@]}" -- sleep 120)
+  t=$(netsbx create "${rtflag[@]}" --network "advs$$" "${P[@]}" "${IMG[@]}" -- /home/probe udplisten 9999 60)
+  ip_v=$(net_field "$v" "d['IPAddress']"); mac_v=$(net_field "$v" "d['MacAddress']")
+  ip_t=$(net_field "$t" "d['IPAddress']"); mac_t=$(net_field "$t" "d['MacAddress']")
+  # The target learns the victim's real MAC first (so a forged ARP reply would have to overwrite it).
+  netsbx exec "$t" ping -c 1 -W 2 "$ip_v" >/dev/null 2>&1
+  sb --network "advs$$" "${P[@]}" "${IMG[@]}" -- /home/probe spoof eth0 "$ip_v" "$mac_v" "$ip_t" "$mac_t" 9999
+  sleep 1
+  indent <"$T/out/last"
+  local got arp
+  got=$(netsbx logs "$t" 2>&1)
+  arp=$(netsbx exec "$t" cat /proc/net/arp 2>/dev/null | awk -v ip="$ip_v" '$1 == ip {print $4}')
+  log "    target received: $(grep 'udp from' <<<"$got" | tr '\n' ';') arp $ip_v -> ${arp:-none}"
+  if ! grep -q "spoof:.*sent" "$T/out/last"; then
+    if [ "$runtime" = gvisor ]; then pass net-spoof "gVisor: no raw packet socket for the attack ($(grep -m1 'spoof' "$T/out/last"))"
+    else fail net-spoof "the probe could not send raw frames: cannot test"; fi
+  elif ! grep -q ": legit" <<<"$got"; then
+    fail net-spoof "the control datagram did not arrive: cannot test"
+  elif grep -q "udp from $ip_v" <<<"$got"; then
+    fail net-spoof "a datagram with the neighbour's source address arrived"
+  elif [ -n "$arp" ] && [ "$arp" != "$mac_v" ]; then
+    fail net-spoof "the target's ARP entry for $ip_v is $arp, not $mac_v"
+  else
+    pass net-spoof "forged ARP replies and IP/MAC sources dropped at the bridge port"
+  fi
+  net_cleanup "$v" "$t"
+}
+
+# ---- egress allow-lists against sbx's own (private networks) ----------------
+# A world of the case's own: a DNS server the attacker controls (dnsmasq in a
+# network namespace the case makes, 203.0.113.34 behind the host's 203.0.113.33)
+# and the sandboxes' pool 203.0.113.64/27: every packet goes to a documentation
+# address on this machine; 169.254.169.254 is only ever a DNS answer. (Not
+# 192.0.2.0/24: a machine may sit on that network itself, as this one's eth0.)
+prv_ok() { command -v nft >/dev/null && command -v dnsmasq >/dev/null && command -v ip >/dev/null; }
+prvsbx() { SBX_NETWORK_POOL=203.0.113.64/27 "$SBX" --root "$R" --run-root "$RR" "$@"; }
+advdns_ns=advdns$$ advdns_veth=advd$$ advdns_pid=""
+advdns_up() {  # the attacker's DNS server and an HTTP server (the allowed target) on 203.0.113.34
+  : >"$T/rebind.hosts"
+  ip netns add "$advdns_ns" && ip link add "$advdns_veth" type veth peer name eth0 netns "$advdns_ns" &&
+    ip addr add 203.0.113.33/30 dev "$advdns_veth" && ip link set "$advdns_veth" up &&
+    ip -n "$advdns_ns" addr add 203.0.113.34/30 dev eth0 && ip -n "$advdns_ns" link set eth0 up &&
+    ip -n "$advdns_ns" link set lo up && ip -n "$advdns_ns" route add default via 203.0.113.33 || return 1
+  ip netns exec "$advdns_ns" dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
+    --bind-interfaces --listen-address=203.0.113.34 --pid-file= --user=root --log-facility=/dev/null \
+    --address=/ok.evil.test/203.0.113.34 --addn-hosts="$T/rebind.hosts" &
+  advdns_pid=$!
+  mkdir -p "$T/www-ok" && echo allowed-target >"$T/www-ok/id"
+  ip netns exec "$advdns_ns" python3 -c 'import functools, http.server, socketserver, sys
+socketserver.TCPServer.allow_reuse_address = True
+socketserver.TCPServer(("203.0.113.34", 8080),
+  functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])).serve_forever()' "$T/www-ok" >/dev/null 2>&1 &
+  advdns_http=$!
+  local i
+  for i in $(seq 50); do curl -s -m 1 http://203.0.113.34:8080/id >/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+advdns_down() {
+  [ -n "$advdns_pid" ] && { kill "$advdns_pid" "$advdns_http" 2>/dev/null; wait "$advdns_pid" "$advdns_http" 2>/dev/null; }
+  advdns_pid=""
+  ip link del "$advdns_veth" 2>/dev/null
+  ip netns del "$advdns_ns" 2>/dev/null
+}
+host_listener() {  # PORT LOG: a service on all of the host's addresses (the gateways among them); its pid in $hl
+  python3 -c 'import socket,sys
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(8)
+open(sys.argv[2], "w").close()
+while True:
+    c, a = s.accept(); open(sys.argv[2], "a").write("connection from %r\n" % (a,)); c.close()' "$1" "$2" &
+  hl=$!
+  local i
+  for i in $(seq 50); do [ -f "$2" ] && break; sleep 0.1; done
+}
+
+case_netrebind() {  # DNS answers under an allowed domain pointing at the host, another sandbox, metadata
+  prv_ok || { unsupported net-rebind "needs nft, dnsmasq and ip"; return; }
+  advdns_up || { fail net-rebind "cannot build the attacker's DNS server: cannot test"; advdns_down; return; }
+  local port=$((20000 + RANDOM % 20000)) peer evil gw peer_ip out set_elems dnslog hl
+  host_listener "$port" "$T/rebind-host.log"
+  # (No "--" before the command: `create IMAGE -- CMD -h` shows create's help.)
+  peer=$(prvsbx create "${rtflag[@]}" --network private "${IMG[@]}" httpd -f -p 8000 -h /etc)
+  evil=$(prvsbx create "${rtflag[@]}" --network private --dns 203.0.113.34 --allow-egress '*.evil.test' "${P[@]}" "${IMG[@]}" sleep 300)
+  peer_ip=$(prvsbx inspect "$peer" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['NetworkSettings']['IPAddress'])" 2>/dev/null)
+  gw=$(prvsbx inspect "$evil" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['NetworkSettings']['Gateway'])" 2>/dev/null)
+  if [ -z "$peer_ip" ] || [ -z "$gw" ]; then
+    fail net-rebind "cannot start the peer or the attacker's sandbox: cannot test"
+    prvsbx rm -f $peer $evil >/dev/null 2>&1; kill $hl 2>/dev/null; wait $hl 2>/dev/null; advdns_down; return
+  fi
+  # The attacker's DNS server answers only once the sandbox exists (as a
+  # rebinding server would): its gateway, the peer, metadata, the host's own address.
+  printf '%s gw.evil.test\n%s peer.evil.test\n169.254.169.254 meta.evil.test\n203.0.113.33 host.evil.test\n' "$gw" "$peer_ip" >"$T/rebind.hosts"
+  kill -HUP "$advdns_pid"
+  sleep 0.3
+  # The attack: resolve each name through the sandbox's resolver, connect to
+  # whatever resolved (never to 169.254.*), then straight to the addresses.
+  prvsbx exec "$evil" /bin/sh -c "
+    printf 'GET /id HTTP/1.0\r\n\r\n' | nc -w 3 ok.evil.test 8080 | tail -n 1 | sed 's/^/control /'
+    for n in gw peer meta host; do
+      for a in \$(nslookup \$n.evil.test 2>/dev/null | sed -n '/^Name/,\$ s/^Address[^:]*: *\\([0-9.]*\\).*/\\1/p'); do
+        echo \"ESCAPE \$n.evil.test resolved to \$a\"
+        case \$a in 169.254.*) ;; *) /home/probe connect tcp:\$a:$port tcp:\$a:8000 | grep '^ESCAPE' ;; esac
+      done
+    done
+    /home/probe connect tcp:$gw:$port tcp:$peer_ip:8000 tcp:203.0.113.33:$port" >"$T/out/rebind" 2>&1
+  set_elems=$(nft list set inet sbxnet "a-${evil:0:12}" 2>&1 | tr -s ' \n\t' ' ' | grep -o 'elements.*')
+  dnslog=$(prvsbx inspect "$evil" | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['NetworkSettings'].get('DnsLog',''))")
+  # The same through a CIDR allow-list that covers sbx's own pool and the host's address.
+  SBX_NETWORK_POOL=203.0.113.64/27 sb --network private --allow-egress 203.0.113.0/24 "${P[@]}" "${IMG[@]}" -- /bin/sh -c "
+    gw=\$(ip route | sed -n 's/^default via \\([0-9.]*\\).*/\\1/p')
+    printf 'GET /id HTTP/1.0\r\n\r\n' | nc -w 3 203.0.113.34 8080 | tail -n 1 | sed 's/^/cidr-control /'
+    /home/probe connect tcp:\$gw:$port tcp:$peer_ip:8000 tcp:203.0.113.33:$port" 2>&1
+  cat "$T/out/last" >>"$T/out/rebind"
+  sleep 0.3
+  kill $hl 2>/dev/null; wait $hl 2>/dev/null
+  indent <"$T/out/rebind"
+  log "    allow set of the attacker: ${set_elems:-empty}"
+  if ! grep -q '^control allowed-target' "$T/out/rebind" || ! grep -q '^cidr-control allowed-target' "$T/out/rebind"; then
+    fail net-rebind "the positive control failed (the allowed target did not answer): cannot test"
+  elif grep -q '^ESCAPE' "$T/out/rebind"; then
+    fail net-rebind "$(grep '^ESCAPE' "$T/out/rebind" | head -4 | tr '\n' ';')"
+  elif [ -s "$T/rebind-host.log" ]; then
+    fail net-rebind "the host's service got: $(head -3 "$T/rebind-host.log" | tr '\n' ';')"
+  elif grep -Eq "169\.254|$gw[^0-9]|$peer_ip[^0-9]|203\.0\.113\.33[^0-9]" <<<"$set_elems "; then
+    fail net-rebind "a refused address entered the allow set: $set_elems"
+  elif [ -n "$dnslog" ] && [ "$(grep -cE 'config (gw|peer|meta|host)\.evil\.test is NXDOMAIN' "$dnslog" 2>/dev/null)" -lt 4 ]; then
+    fail net-rebind "the DNS proxy did not log the four drops ($dnslog)"
+  else
+    pass net-rebind "answers into the gateway, a peer, metadata and the host dropped and logged; a CIDR allow-list over the pool reaches none"
+  fi
+  prvsbx rm -f "$peer" "$evil" >/dev/null 2>&1
+  advdns_down
+}
+
+case_netleftover() {  # a sandbox's network state goes with it: kill -9 of sbx run, docker rm -f with sbx serve alive
+  prv_ok || { unsupported net-leftover "needs nft, dnsmasq and ip"; return; }
+  advdns_up || { fail net-leftover "cannot build the DNS server: cannot test"; advdns_down; return; }
+  local port vid victim proxies="" ok=1 why="" p i st cid
+  port=$(free_port)
+  # (sbx itself in the background, not a function's subshell: the kill must hit sbx.)
+  SBX_NETWORK_POOL=203.0.113.64/27 "$SBX" --root "$R" --run-root "$RR" run "${rtflag[@]}" --network private -p "$port:80" \
+    --dns 203.0.113.34 --allow-egress ok.evil.test "${IMG[@]}" sleep 60 >/dev/null 2>&1 &
+  victim=$!
+  for i in $(seq 150); do
+    vid=$(grep -l -F "$RR" "${SBX_NETWORK_STATE:-/run/sbx-net}"/*.json 2>/dev/null | xargs -r grep -h -o '"id": *"[0-9a-f]*"' | grep -o '[0-9a-f]\{64\}' | head -1)
+    [ -n "$vid" ] && proxies=$(pgrep -f "^dnsmasq .*/sandboxes/$vid/" | tr '\n' ' ')
+    [ -n "$proxies" ] && nft list ruleset 2>/dev/null | grep -q "$port : " && break
+    sleep 0.1
+  done
+  [ -n "$proxies" ] || { ok=0; why="the victim's DNS proxy never appeared: cannot test"; }
+  kill -9 "$victim"; wait "$victim" 2>/dev/null
+  for p in $proxies; do
+    for i in $(seq 40); do st=$(ps -o stat= -p "$p" 2>/dev/null); { [ -z "$st" ] || [ "${st:0:1}" = Z ]; } && break; sleep 0.05; done
+    st=$(ps -o stat= -p "$p" 2>/dev/null)
+    [ -n "$st" ] && [ "${st:0:1}" != Z ] && { ok=0; why="$why; the killed run's dnsmasq $p lives on"; }
+  done
+  # No `sbx gc`: the very next start must get the same host port.
+  if ! prvsbx run "${rtflag[@]}" --network private -p "$port:80" "${IMG[@]}" -- true >"$T/out/last" 2>&1; then
+    ok=0; why="$why; the next start could not publish port $port: $(tail -1 "$T/out/last")"
+  fi
+  for i in $(seq 20); do
+    [ -z "$(grep -l -F "$RR" "${SBX_NETWORK_STATE:-/run/sbx-net}"/*.json 2>/dev/null)" ] && ! nft list ruleset 2>/dev/null | grep -q "$port : " && break
+    sleep 0.1
+  done
+  [ -n "$(grep -l -F "$RR" "${SBX_NETWORK_STATE:-/run/sbx-net}"/*.json 2>/dev/null)" ] && { ok=0; why="$why; the killed run's lease is still there"; }
+  nft list ruleset 2>/dev/null | grep -q "$port : " && { ok=0; why="$why; a DNAT for port $port is still there"; }
+  [ -n "$vid" ] && nft list ruleset 2>/dev/null | grep -q "${vid:0:12}" && { ok=0; why="$why; nft objects of ${vid:0:12} are still there"; }
+  advdns_down
+  # docker rm -f while the server that made the container lives on.
+  if serve_start; then
+    port=$(free_port)
+    cid=$(docker run -d -p "$port:8000" busybox httpd -f -p 8000 -h /etc 2>&1)
+    if [ "${#cid}" != 64 ]; then ok=0; why="$why; docker run -d -p failed: $(tail -1 <<<"$cid")"
+    else
+      docker rm -f "$cid" >/dev/null 2>&1
+      nft list ruleset 2>/dev/null | grep -q "$port : " && { ok=0; why="$why; docker rm -f left the DNAT of port $port"; }
+      grep -l -F "${cid:0:12}" "${SBX_NETWORK_STATE:-/run/sbx-net}"/*.json >/dev/null 2>&1 && { ok=0; why="$why; docker rm -f left its lease"; }
+      cid=$(docker run -d -p "$port:8000" busybox httpd -f -p 8000 -h /etc 2>&1)
+      [ "${#cid}" = 64 ] || { ok=0; why="$why; port $port could not be published again: $(tail -1 <<<"$cid")"; }
+      docker rm -f "$cid" >/dev/null 2>&1
+    fi
+  else
+    log "    note: no docker rm -f part: $serve_why"
+  fi
+  if [ $ok = 1 ]; then pass net-leftover "kill -9 of sbx run: its DNS proxy ended, the next start got its port, nothing left; docker rm -f freed its port at once"
+  else fail net-leftover "${why#; }"; fi
 }
 
 case_hostname() {
@@ -1192,6 +1439,9 @@ leaks() {  # WHEN: nothing of this run may be left on the host
   [ -n "$x" ] && { log "leak ($what): sandbox state dirs: $(tr '\n' ' ' <<<"$x")"; bad=1; }
   x=$(ip netns list 2>/dev/null | grep -F sbx || true)
   [ -n "$x" ] && { log "leak ($what): named netns: $x"; bad=1; }
+  # Networks and endpoints (sbx network) of this run: their records name its run root.
+  x=$(grep -l -F "$RR" "${SBX_NETWORK_STATE:-/run/sbx-net}"/networks/*/network.json "${SBX_NETWORK_STATE:-/run/sbx-net}"/sandboxes/*/*.json "${SBX_NETWORK_STATE:-/run/sbx-net}"/*.json 2>/dev/null | head -3)
+  [ -n "$x" ] && { log "leak ($what): network records: $(tr '\n' ' ' <<<"$x")"; bad=1; }
   # User-namespace id ranges: any allocation file left under the run root.
   x=$(find "$RR" -name userns 2>/dev/null | head -3)
   [ -n "$x" ] && { log "leak ($what): user-namespace ranges: $(tr '\n' ' ' <<<"$x")"; bad=1; }
@@ -1214,7 +1464,7 @@ log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$S
 for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
          forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed \
          vsock ids names mount_errors snapshot_symlink end_reason serve_userns serve_racer bounds \
-         serve_bodies serve_flood serve_slow serve_fds; do
+         serve_bodies serve_flood serve_slow serve_fds netisolate netspoof netrebind netleftover; do
   want "$c" || continue
   "case_$c"
 done

@@ -68,8 +68,8 @@ net_left() {
   local f id
   for f in /run/sbx-net/*.json; do [ -e "$f" ] && grep -l -F "$SBX_RUN_ROOT" "$f" 2>/dev/null; done
   for id in $(cat "$T/ids" 2>/dev/null); do
-    ip -o link show "sbx${id:0:12}" >/dev/null 2>&1 && echo "veth sbx${id:0:12}"
-    nft list table inet sbx 2>/dev/null | grep -q "${id:0:12}" && echo "nft ${id:0:12}"
+    ip -o link show "sbv${id:0:12}" >/dev/null 2>&1 && echo "veth sbv${id:0:12}"
+    nft list table inet sbxnet 2>/dev/null | grep -q "${id:0:12}" && echo "nft ${id:0:12}"
   done
 }
 # Records the ids of this test's sandboxes (from the leases) while FILE's batch runs.
@@ -166,7 +166,7 @@ if command -v dnsmasq >/dev/null; then
 {"id": "d2", "script": "$(get web.example.test/id)"}
 {"id": "d3", "script": "nslookup other.test 2>&1 | grep -c 192.0.2.74; $(get 192.0.2.74/id)"}
 J
-  proxies_before=$(pgrep -f "dnsmasq.*nftset=.*inet#sbx#" | sort)
+  proxies_before=$(pgrep -f "dnsmasq.*nftset=.*inet#sbxnet#" | sort)
   expect_rc "a batch with a domain allow-list (exit 0)" 0 $SBX batch -q -P 2 --network private --dns 192.0.2.53 \
     --allow-egress web.example.test --image $BB -o "$T/dns.out" "$T/dns.jsonl"
   check "an allowed domain resolves and connects in pooled tasks ($(stdout_of "$T/dns.out" d1 | tr '\n' ' ')$(stdout_of "$T/dns.out" d2))" \
@@ -175,7 +175,7 @@ J
   check "a name not allowed does not resolve, its address is refused ($(tr '\n' ' ' <<<"$d3"))" \
     bash -c "test \"\$(head -1 <<<\"\$1\")\" = 0 && grep -qi refused <<<\"\$1\"" _ "$d3"
   # (Other users' sandboxes may have proxies of their own: only new ones count.)
-  left=$(comm -13 <(echo "$proxies_before") <(pgrep -f "dnsmasq.*nftset=.*inet#sbx#" | sort) | tr '\n' ' ')
+  left=$(comm -13 <(echo "$proxies_before") <(pgrep -f "dnsmasq.*nftset=.*inet#sbxnet#" | sort) | tr '\n' ' ')
   check "no DNS proxy of the batch left ($left)" test -z "$(tr -d ' ' <<<"$left")"
 else
   echo "skip: dnsmasq not installed (apt-get install dnsmasq-base): no domain allow-list check"

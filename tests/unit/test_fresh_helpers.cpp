@@ -250,6 +250,15 @@ TEST_CASE("spec_to_json / spec_from_json keep every field") {
   CHECK(r.timeout.count() == 1500);
   CHECK(r.stdin_pty_master);
   CHECK(!r.process.no_new_privileges);
+  // A user-defined network's attachments travel too (else the init would see none).
+  s.network = NetworkMode::User;
+  s.net.networks = {{"neta", {"db", "cache"}, "192.0.2.9"}, {"netb", {}, ""}};
+  r = spec::spec_from_json(nlohmann::json::parse(spec::spec_to_json(s).dump()));
+  CHECK(r.network == NetworkMode::User);
+  REQUIRE(r.net.networks.size() == 2);
+  CHECK(r.net.networks[0].aliases.at(1) == "cache");
+  CHECK(r.net.networks[0].ip == "192.0.2.9");
+  CHECK(r.net.networks[1].network == "netb");
   CHECK(r.process.rlimits.at(0).hard == 20);
   // Malformed: the field's name in the error, never a half-read spec.
   auto bad = j;
