@@ -41,7 +41,9 @@ std::map<std::string, Read> read_tar(const std::string& t) {
   struct archive_entry* e;
   int r;
   while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-    Read& x = out[archive_entry_pathname(e)];
+    std::string name = archive_entry_pathname(e);
+    if (name.size() > 1 && name.back() == '/') name.pop_back();  // (directories: "dir/")
+    Read& x = out[name];
     x.size = archive_entry_size(e);
     auto ft = archive_entry_filetype(e);
     x.type = ft == AE_IFDIR ? "dir" : ft == AE_IFLNK ? "link" : ft == AE_IFREG ? "file" : "other";
@@ -62,7 +64,7 @@ std::map<std::string, Read> read_tar(const std::string& t) {
 }  // namespace
 
 TEST_CASE("tar_stream: a 1 TiB sparse file is a few KiB of tar and reads back whole") {
-  TempDir d("tarstream");
+  test::TempDir d("tarstream");
   std::string f = d.path + "/big";
   write_at(f, 0, "head");
   write_at(f, off_t{1} << 39, "middle");
@@ -85,7 +87,7 @@ TEST_CASE("tar_stream: a 1 TiB sparse file is a few KiB of tar and reads back wh
 }
 
 TEST_CASE("tar_stream: a file of holes only, plain files, directories and symlinks") {
-  TempDir d("tarstream");
+  test::TempDir d("tarstream");
   std::string top = d.path + "/top";
   REQUIRE(::mkdir(top.c_str(), 0755) == 0);
   REQUIRE(::mkdir((top + "/sub").c_str(), 0700) == 0);
@@ -113,7 +115,7 @@ TEST_CASE("tar_stream: a file of holes only, plain files, directories and symlin
 }
 
 TEST_CASE("tar_stream: a sink that stops ends the tar") {
-  TempDir d("tarstream");
+  test::TempDir d("tarstream");
   write_at(d.path + "/f", 0, std::string(4 << 20, 'y'));
   size_t n = 0;
   CHECK_FALSE(write_tar(d.path + "/f", "f", [&](std::string_view b) {
@@ -124,7 +126,7 @@ TEST_CASE("tar_stream: a sink that stops ends the tar") {
 }
 
 TEST_CASE("tar_stream: data_extents finds the data between holes") {
-  TempDir d("tarstream");
+  test::TempDir d("tarstream");
   std::string f = d.path + "/x";
   write_at(f, 1 << 20, "data");
   REQUIRE(::truncate(f.c_str(), 8 << 20) == 0);
