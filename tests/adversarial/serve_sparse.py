@@ -45,6 +45,7 @@ import tarfile
 import threading
 import time
 
+sys.dont_write_bytecode = True  # (no __pycache__ in the source tree)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_attack import check, fail, ok, proc_status  # noqa: E402
 
