@@ -277,8 +277,11 @@ class Engine {
   ExecResult exec(const ExecRequest& req);
   /// Host → sandbox (docker cp semantics).
   runtime::CopyResult copy_in(const std::string& sandbox, const std::string& host_path, const std::string& sandbox_path);
-  /// Sandbox → host.
-  runtime::CopyResult copy_out(const std::string& sandbox, const std::string& sandbox_path, const std::string& host_path);
+  /// Sandbox → host; holes of sparse files stay holes. `max_bytes` (0: no
+  /// bound): most bytes read from the sandbox's files, holes kept as holes not
+  /// counted; more: sbx::Error with errno EFBIG, and nothing of it is left.
+  runtime::CopyResult copy_out(const std::string& sandbox, const std::string& sandbox_path, const std::string& host_path,
+                               uint64_t max_bytes = 0);
   /// The full id of `ref` (id, unique prefix or name). Throws sbx::Error.
   std::string resolve(const std::string& ref);
   /// Newest first.

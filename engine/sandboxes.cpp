@@ -163,11 +163,11 @@ runtime::CopyResult Engine::copy_in(const std::string& sandbox, const std::strin
 }
 
 runtime::CopyResult Engine::copy_out(const std::string& sandbox, const std::string& sandbox_path,
-                                     const std::string& host_path) {
+                                     const std::string& host_path, uint64_t max_bytes) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(sandbox));
   auto backend = runtime::backend_for(sb.state, backend_options());
   backend->require(runtime::Operation::CopyOut);
-  return backend->copy_out(sb, sandbox_path, host_path);
+  return backend->copy_out(sb, sandbox_path, host_path, max_bytes);
 }
 
 std::vector<runtime::SandboxInfo> Engine::list(const ListRequest& req) {

@@ -204,8 +204,12 @@ class Backend {
   virtual int exec(const SandboxRef& sb, const ExecRequest& req) = 0;
   /// Copies HOST_PATH into the sandbox at SANDBOX_PATH (docker cp semantics).
   virtual CopyResult copy_in(const SandboxRef& sb, const std::string& host_path, const std::string& sandbox_path) = 0;
-  /// Copies SANDBOX_PATH out to HOST_PATH.
-  virtual CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path) = 0;
+  /// Copies SANDBOX_PATH out to HOST_PATH; holes of sparse files stay holes.
+  /// `max_bytes` (0: no bound): most bytes read from the sandbox's files
+  /// (holes kept as holes do not count); more: sbx::Error with errno EFBIG
+  /// and nothing of the copy left behind.
+  virtual CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path,
+                              uint64_t max_bytes) = 0;
   /// Sends `sig` to the sandbox (SIGKILL: all of it, recorded as "killed").
   virtual void signal(const SandboxRef& sb, int sig);
   /// SIGTERM (or `sig`), then SIGKILL after `grace`; returns once it ended.

@@ -7,9 +7,12 @@
 // (libarchive with its secure-extract flags: no "..", no absolute names, no
 // writing through symlinks; only regular files, directories and symlinks),
 // then copied in with copy_in. A tar a client receives is made from a
-// copy_out into a temp dir. The uploaded tar arrives on disk (the server core
-// spools it, bounded: Api::body_rule); temp dirs live under ROOT/.serve-tmp
-// (server/temp_dir.h) and are removed when the request ends.
+// copy_out into a temp dir and streamed as it is made (common/tar_stream.h:
+// never whole in memory; sparse files as sparse entries, holes kept). The
+// uploaded tar arrives on disk (the server core spools it, bounded:
+// Api::body_rule); temp dirs live under ROOT/.serve-tmp (server/temp_dir.h)
+// and are removed when the request ends. Either way the files staged there
+// hold at most kMaxCopyStage bytes of data (holes stay holes and are free).
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
@@ -18,11 +21,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
+#include "common/tar_stream.h"
 #include "runtime/state.h"
 #include "server/api.h"
 #include "server/temp_dir.h"
@@ -82,8 +88,9 @@ std::string path_stat_header(const std::string& host_path, const std::string& na
 }
 
 /// Unpacks the tar in the file `tar` into `dir` with libarchive's secure
-/// flags; only regular files, directories and symlinks. Throws HttpError 400
-/// on a malformed or hostile archive.
+/// flags; only regular files, directories and symlinks; sparse entries and
+/// runs of zeros become holes. Throws HttpError 400 on a malformed or hostile
+/// archive, 507 when its files hold more than kMaxCopyStage bytes of data.
 void untar(const std::string& tar, const std::string& dir) {
   struct archive* a = ::archive_read_new();
   ::archive_read_support_format_tar(a);
@@ -92,8 +99,10 @@ void untar(const std::string& tar, const std::string& dir) {
   // (Names are checked below and then made absolute under `dir`, so not
   // ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS.)
   ::archive_write_disk_set_options(w, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS);
+                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SPARSE);
   std::string err;
+  int status = 400;
+  uint64_t data = 0;  // bytes written that are not holes
   if (::archive_read_open_filename(a, tar.c_str(), 1 << 20) != ARCHIVE_OK) err = ::archive_error_string(a);
   struct archive_entry* e;
   while (err.empty()) {
@@ -123,53 +132,23 @@ void untar(const std::string& tar, const std::string& dir) {
     const void* buf;
     size_t size;
     la_int64_t off;
-    while ((r = ::archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK)
+    while (err.empty() && (r = ::archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK) {
+      // A block of zeros becomes a hole (ARCHIVE_EXTRACT_SPARSE): only the
+      // rest counts against the bound.
+      const char* p = static_cast<const char*>(buf);
+      if (std::find_if(p, p + size, [](char ch) { return ch != 0; }) != p + size) data += size;
+      if (data > kMaxCopyStage) {
+        err = "its files hold more than " + std::to_string(kMaxCopyStage) + " bytes of data (the server's bound)";
+        status = 507;
+        break;
+      }
       if (::archive_write_data_block(w, buf, size, off) != ARCHIVE_OK) break;
+    }
     ::archive_write_finish_entry(w);
   }
   ::archive_write_free(w);
   ::archive_read_free(a);
-  if (!err.empty()) throw HttpError{400, "archive: " + err};
-}
-
-/// A tar of `host_path` whose top entry is called `name`.
-std::string tar_of(const std::string& host_path, const std::string& name) {
-  std::string out;
-  struct archive* a = ::archive_write_new();
-  ::archive_write_set_format_pax_restricted(a);
-  ::archive_write_open(
-      a, &out, nullptr,
-      [](struct archive*, void* u, const void* b, size_t n) -> la_ssize_t {
-        static_cast<std::string*>(u)->append(static_cast<const char*>(b), n);
-        return static_cast<la_ssize_t>(n);
-      },
-      nullptr);
-  std::function<void(const std::string&, const std::string&)> add = [&](const std::string& p, const std::string& n) {
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) < 0) throw_errno("stat " + p);
-    struct archive_entry* e = ::archive_entry_new();
-    ::archive_entry_copy_stat(e, &st);
-    ::archive_entry_set_pathname(e, n.c_str());
-    if (S_ISLNK(st.st_mode)) {
-      char buf[4096];
-      ssize_t k = ::readlink(p.c_str(), buf, sizeof buf - 1);
-      buf[k > 0 ? k : 0] = 0;
-      ::archive_entry_set_symlink(e, buf);
-    }
-    ::archive_write_header(a, e);
-    ::archive_entry_free(e);
-    if (S_ISREG(st.st_mode)) {
-      std::string data = fs::read_file(p);
-      ::archive_write_data(a, data.data(), data.size());
-    } else if (S_ISDIR(st.st_mode)) {
-      for (const auto& d : std::filesystem::directory_iterator(p))
-        add(d.path().string(), n + "/" + d.path().filename().string());
-    }
-  };
-  add(host_path, name);
-  ::archive_write_close(a);
-  ::archive_write_free(a);
-  return out;
+  if (!err.empty()) throw HttpError{status, "archive: " + err};
 }
 
 }  // namespace
@@ -193,8 +172,9 @@ void Api::container_archive(Connection& c, const Request& r, const std::string& 
   name = name == "/" ? "." : name.substr(name.rfind('/') + 1);
   std::string out = tmp.path() + "/out";
   try {
-    engine_.copy_out(id, path, out);
+    engine_.copy_out(id, path, out, kMaxCopyStage);
   } catch (const Error& e) {
+    if (e.err() == EFBIG) throw HttpError{507, std::string("copy ") + path + " out of container " + ref + ": " + e.what()};
     throw HttpError{404, std::string("Could not find the file ") + path + " in container " + ref + ": " + e.what()};
   }
   std::string stat = path_stat_header(out, name);
@@ -203,7 +183,18 @@ void Api::container_archive(Connection& c, const Request& r, const std::string& 
                        "X-Docker-Container-Path-Stat: " + stat + "\r\nContent-Length: 0\r\n\r\n";
     return (void)c.write_raw(head);
   }
-  c.send(200, tar_of(out, name), "application/x-tar", {{"X-Docker-Container-Path-Stat", stat}});
+  // Chunked, as it is made: a client that leaves stops it.
+  if (!c.begin_chunks(200, "application/x-tar", {{"X-Docker-Container-Path-Stat", stat}})) return;
+  bool done = false;
+  try {
+    done = write_tar(out, name, [&](std::string_view b) { return c.chunk(b); });
+  } catch (const Error& e) {
+    log::warn("archive of " + path + " in container " + ref + ": " + e.what());
+  }
+  // Cut short (the client left, or a file could not be read after the head
+  // went out): the connection ends without the last chunk, so the client
+  // sees a truncated response, never a complete but wrong tar.
+  if (!done || !c.end_chunks()) c.set_close();
 }
 
 void Api::commit(Connection& c, const Request& r) {

@@ -371,8 +371,9 @@ void E2bApi::files_get(Connection& c, const Request& r, const std::shared_ptr<E2
   std::string host = tmp.path() + "/f";
   for (int round = 0;; ++round) {
     try {
-      engine_.copy_out(sb->sbx_id, src, host);
+      engine_.copy_out(sb->sbx_id, src, host, kMaxCopyStage);
     } catch (const Error& e) {
+      if (e.err() == EFBIG) throw HttpError{507, e.what()};
       bool nf = e.err() == ENOENT || std::string(e.what()).find("No such file") != std::string::npos;
       if (!nf) resolve("real");  // a missing path: 404 (gVisor's tar copy says only that the copy failed)
       throw HttpError{nf ? 404 : 500, e.what()};

@@ -136,6 +136,7 @@ const char* reason_phrase(int s) {
     case 501: return "Not Implemented";
     case 502: return "Bad Gateway";
     case 503: return "Service Unavailable";
+    case 507: return "Insufficient Storage";
     default: return "Status";
   }
 }
@@ -194,8 +195,9 @@ std::string json_error_body(const std::string& msg) {
 
 bool Connection::send_error(int status, const std::string& msg) { return send(status, json_error_body(msg)); }
 
-bool Connection::begin_chunks(int status, std::string_view content_type) {
-  return write_head(status, content_type, -1, {});
+bool Connection::begin_chunks(int status, std::string_view content_type,
+                              const std::vector<std::pair<std::string, std::string>>& extra) {
+  return write_head(status, content_type, -1, extra);
 }
 
 bool Connection::chunk(std::string_view data) {

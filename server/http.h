@@ -20,6 +20,11 @@ namespace sbx::server {
 /// the server hold; the socket is root's door to the host).
 inline constexpr uint64_t kMaxJsonBody = 4u << 20;           ///< 4 MiB, held in memory
 inline constexpr uint64_t kMaxArchiveBody = uint64_t{1} << 30;  ///< 1 GiB, spooled to disk (archive PUT, image load, uploads)
+/// 4 GiB: most file data one request stages on the host on its way out of or
+/// into a sandbox (a copy out for an archive GET/HEAD or a file read, the
+/// files an uploaded tar unpacks to). Holes of sparse files do not count:
+/// they stay holes. More: the request fails (507), and nothing stays behind.
+inline constexpr uint64_t kMaxCopyStage = uint64_t{4} << 30;
 
 /// How the body of one request is read, chosen per endpoint from its head
 /// (method, path, headers) before a byte of the body is read.
@@ -76,8 +81,10 @@ class Connection {
   /// {"message": msg} with `status`.
   bool send_error(int status, const std::string& msg);
 
-  /// Starts a chunked response; then chunk() any number of times, then end_chunks().
-  bool begin_chunks(int status, std::string_view content_type);
+  /// Starts a chunked response (`extra`: more headers); then chunk() any
+  /// number of times, then end_chunks().
+  bool begin_chunks(int status, std::string_view content_type,
+                    const std::vector<std::pair<std::string, std::string>>& extra = {});
   bool chunk(std::string_view data);
   bool end_chunks();
 

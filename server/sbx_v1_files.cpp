@@ -62,6 +62,7 @@ bool write_all(int fd, const char* p, size_t n) {
 
 V1Error file_error(const Error& e, const std::string& path) {
   std::string m = e.what();
+  if (e.err() == EFBIG) return {507, "TooLarge", m};
   if (m.find("No such file") != std::string::npos || m.find("no such file") != std::string::npos ||
       m.find("does not exist") != std::string::npos || m.find("can't cd") != std::string::npos)
     return {404, "FileNotFound", "no such file in the sandbox: " + path};
@@ -78,7 +79,7 @@ void SbxV1::file_read(Connection& c, const Request& r, const std::string& id) {
   TempDir tmp(engine_.config().root);
   std::string host = tmp.path() + "/f";
   try {
-    engine_.copy_out(id, path, host);
+    engine_.copy_out(id, path, host, kMaxCopyStage);
   } catch (const Error& e) {
     throw file_error(e, path);
   }
@@ -127,7 +128,7 @@ void SbxV1::file_write(Connection& c, const Request& r, const std::string& id) {
   std::string host = tmp.path() + "/" + base;
   if (append) {
     try {
-      engine_.copy_out(id, path, host);
+      engine_.copy_out(id, path, host, kMaxCopyStage);
     } catch (const Error& e) {
       V1Error ve = file_error(e, path);
       if (ve.kind != "FileNotFound") throw ve;  // absent: append makes it

@@ -81,8 +81,9 @@ CopyResult GvisorBackend::copy_in(const SandboxRef& sb, const std::string& host_
   return copy_into_gvisor(sb.dir, sb.state, sb.spec(), host_path, sandbox_path);
 }
 
-CopyResult GvisorBackend::copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path) {
-  return copy_from_gvisor(sb.dir, sb.state, sb.spec(), sandbox_path, host_path);
+CopyResult GvisorBackend::copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path,
+                                   uint64_t max_bytes) {
+  return copy_from_gvisor(sb.dir, sb.state, sb.spec(), sandbox_path, host_path, max_bytes);
 }
 
 void GvisorBackend::signal(const SandboxRef& sb, int sig) {

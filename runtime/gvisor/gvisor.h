@@ -26,7 +26,8 @@ class GvisorBackend final : public Backend {
   std::string create(SandboxSpec spec, bool userns, int stdin_fd, bool reuse_layer) override;
   int exec(const SandboxRef& sb, const ExecRequest& req) override;
   CopyResult copy_in(const SandboxRef& sb, const std::string& host_path, const std::string& sandbox_path) override;
-  CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path) override;
+  CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path,
+                      uint64_t max_bytes) override;
   /// kill_gvisor: SIGKILL through runsc (kill --all), others to the monitor.
   void signal(const SandboxRef& sb, int sig) override;
   /// `runsc ps`: the processes as the Sentry sees them (pids inside the sandbox).

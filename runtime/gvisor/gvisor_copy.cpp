@@ -161,6 +161,7 @@ struct TarStream {
   uint64_t total = 0;
   std::string error;
   int error_code = kExitSbxFailed;
+  int error_errno = 0;  // EFBIG: past `limit`
   char buf[65536];
 
   /// Up to sizeof buf bytes into buf: >0, 0 at EOF, -1 on a breach or error.
@@ -184,7 +185,8 @@ struct TarStream {
       total += static_cast<uint64_t>(n);
       if (limit && total > limit) {
         error = "the sandbox sent more than " + std::to_string(limit) +
-                " bytes; stopped (SBX_CP_MAX_BYTES=BYTES sets the limit)";
+                " bytes of tar; stopped (the copy's bound; SBX_CP_MAX_BYTES=BYTES sets it for sbx cp)";
+        error_errno = EFBIG;
         return -1;
       }
       return n;
@@ -208,9 +210,11 @@ CopyResult extract_as(TarStream& src, const std::string& prefix, int parent_fd, 
   archive_read_support_format_tar(in.get());
   if (archive_read_open(in.get(), &src, nullptr, tar_stream_read, nullptr) != ARCHIVE_OK)
     throw Error("sbx cp: " + (src.error.empty() ? std::string("read the tar from the sandbox: ") + aerr(in.get()) : src.error),
-                0, src.error_code);
+                src.error_errno, src.error_code);
   ArchivePtr out(archive_write_disk_new(), archive_write_free);
-  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+  // ARCHIVE_EXTRACT_SPARSE: runs of zeros become holes (a tar without
+  // sparse entries, busybox's, sends a sparse file's holes as zeros).
+  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SPARSE |
                                                 ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
                                                 ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
   // Relative paths below `parent`: the destination's own path is the user's.
@@ -277,14 +281,14 @@ CopyResult extract_as(TarStream& src, const std::string& prefix, int parent_fd, 
     (void)!::fchdir(saved);
     ::close(saved);
   }
-  if (!src.error.empty()) throw Error("sbx cp: " + src.error, 0, src.error_code);
+  if (!src.error.empty()) throw Error("sbx cp: " + src.error, src.error_errno, src.error_code);
   if (!err.empty()) throw Error("sbx cp: " + err);
   // What follows the archive's end (tar pads to whole records) is read and
   // dropped, up to 1 MiB: a tar that keeps sending is stopped there.
   for (uint64_t after = 0;;) {
     ssize_t n = src.next();
     if (n == 0) break;
-    if (n < 0) throw Error("sbx cp: " + src.error, 0, src.error_code);
+    if (n < 0) throw Error("sbx cp: " + src.error, src.error_errno, src.error_code);
     after += static_cast<uint64_t>(n);
     if (after > (1u << 20)) throw Error("sbx cp: the sandbox's tar kept sending after the end of the archive; stopped");
   }
@@ -303,7 +307,7 @@ uint64_t env_number(const char* name, uint64_t dflt) {
 }  // namespace
 
 CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,
-                            const std::string& sandbox_path, const std::string& host_path) {
+                            const std::string& sandbox_path, const std::string& host_path, uint64_t max_bytes) {
   const std::string name = base_name(sandbox_path);
   if (name.empty() || name == "/" || name == "." || name == "..")
     throw Error("sbx cp: give a file or directory below / to copy out of a gVisor sandbox (not '" + sandbox_path + "')");
@@ -325,7 +329,7 @@ CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, cons
   // breach writes to `cancel`, which makes it SIGKILL the tar in the sandbox.
   TempFile err(dir, "out.err");
   TarStream src;
-  src.limit = env_number("SBX_CP_MAX_BYTES", 0);
+  src.limit = max_bytes ? max_bytes : env_number("SBX_CP_MAX_BYTES", 0);
   src.stall_ms = static_cast<int>(std::min<uint64_t>(env_number("SBX_CP_STALL_TIMEOUT", 30), 86400) * 1000);
   if (src.stall_ms == 0) src.stall_ms = 30000;
   int data[2], cancel[2];
@@ -351,7 +355,10 @@ CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, cons
   ::pthread_sigmask(SIG_BLOCK, &chld, &old_mask);
   std::thread runner([&] {
     try {
-      code = run_script(dir, st, spec, "cd \"$(dirname \"$1\")\" && exec tar -cf - \"./$(basename \"$1\")\"",
+      // GNU tar's --sparse sends holes as a sparse map, not as zeros.
+      code = run_script(dir, st, spec,
+                        "cd \"$(dirname \"$1\")\" || exit 2; s=; tar --version 2>/dev/null | grep -q 'GNU tar' && s=--sparse\n"
+                        "exec tar $s -cf - \"./$(basename \"$1\")\"",
                         {sandbox_path}, -1, data[1], err.fd, cancel[0]);
     } catch (...) {
       exec_error = std::current_exception();
@@ -403,18 +410,37 @@ CopyResult copy_into_gvisor(const std::string& dir, const SandboxState& st, cons
   const std::string name = base_name(host_path);
   if (name.empty() || name == "/" || name == "." || name == "..")
     throw Error("sbx cp: give a file or directory to copy, not '" + host_path + "'");
-  TempFile tar(dir, "in.tar"), err(dir, "in.err");
+  TempFile err(dir, "in.err");
+  // Streamed: a thread writes the tar into a pipe that the sandbox's tar
+  // reads as its stdin, so nothing is staged on the host (a sparse file of
+  // 1 TiB would be 1 TiB of tar: the image's tar may not read sparse
+  // entries). The writer blocks SIGPIPE: when the sandbox's tar stops
+  // reading, its write fails with EPIPE (the thread's pending SIGPIPE goes
+  // with the thread). SIGCHLD stays blocked there too: it is for the
+  // signalfd of runsc exec's runner in the calling thread.
+  int sv[2];
+  if (::pipe2(sv, O_CLOEXEC) < 0) throw_errno("sbx cp: pipe");
   CopyResult r;
-  {
-    ArchivePtr a(archive_write_new(), archive_write_free);
-    archive_write_set_format_pax_restricted(a.get());
-    if (archive_write_open_fd(a.get(), tar.fd) != ARCHIVE_OK)
-      throw Error(std::string("sbx cp: write the tar: ") + archive_error_string(a.get()));
-    r = add_tree(a.get(), host_path, name);
-    if (archive_write_close(a.get()) != ARCHIVE_OK)
-      throw Error(std::string("sbx cp: write the tar: ") + archive_error_string(a.get()));
-  }
-  if (::lseek(tar.fd, 0, SEEK_SET) < 0) throw_errno("sbx cp: rewind the tar");
+  std::exception_ptr tar_error;
+  std::thread writer([&] {
+    sigset_t pipe_sig;
+    sigemptyset(&pipe_sig);
+    sigaddset(&pipe_sig, SIGPIPE);
+    sigaddset(&pipe_sig, SIGCHLD);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_sig, nullptr);
+    try {
+      ArchivePtr a(archive_write_new(), archive_write_free);
+      archive_write_set_format_pax_restricted(a.get());
+      if (archive_write_open_fd(a.get(), sv[1]) != ARCHIVE_OK)
+        throw Error(std::string("sbx cp: write the tar: ") + aerr(a.get()));
+      r = add_tree(a.get(), host_path, name);
+      if (archive_write_close(a.get()) != ARCHIVE_OK)
+        throw Error(std::string("sbx cp: write the tar: ") + aerr(a.get()));
+    } catch (...) {
+      tar_error = std::current_exception();
+    }
+    ::close(sv[1]);  // EOF for the sandbox's tar
+  });
   // Into an existing directory under its own name; else as the destination,
   // through a temp dir and rename, so that a symlink there is replaced.
   const char* script =
@@ -425,8 +451,18 @@ CopyResult copy_into_gvisor(const std::string& dir, const SandboxState& st, cons
       "mkdir \"$t\" || exit 3\n"
       "if (cd \"$t\" && tar -xf -); then rm -f \"$b\" 2>/dev/null; mv \"$t/$n\" \"$b\"; s=$?; else s=1; fi\n"
       "rm -rf \"$t\"; exit $s\n";
-  int code = run_script(dir, st, spec, script, {sandbox_path, name}, tar.fd, -1, err.fd);
+  int code = -1;
+  std::exception_ptr exec_error;
+  try {
+    code = run_script(dir, st, spec, script, {sandbox_path, name}, sv[0], -1, err.fd);
+  } catch (...) {
+    exec_error = std::current_exception();
+  }
+  ::close(sv[0]);  // a writer still sending gets EPIPE
+  writer.join();
+  if (exec_error) std::rethrow_exception(exec_error);
   if (code != 0) script_failed(st, code, "writing " + sandbox_path, err);
+  if (tar_error) std::rethrow_exception(tar_error);
   return r;
 }
 

@@ -21,10 +21,15 @@
 namespace sbx::runtime {
 
 /// Copies SANDBOX_PATH (absolute, not "/") of the gVisor sandbox in `dir` to
-/// HOST_PATH. Throws sbx::Error when the sandbox is not running, the path
-/// does not exist, the image has no `sh`/`tar`, or a write fails.
+/// HOST_PATH. Holes stay holes: the image's GNU tar sends sparse entries
+/// (--sparse), and runs of zero bytes from any tar are written as holes.
+/// `max_bytes` (0: SBX_CP_MAX_BYTES or no bound): most bytes of tar stream
+/// read from the sandbox; more: sbx::Error with errno EFBIG, the tar in the
+/// sandbox is killed and nothing of the copy is left. Throws sbx::Error when
+/// the sandbox is not running, the path does not exist, the image has no
+/// `sh`/`tar`, or a write fails.
 CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,
-                            const std::string& sandbox_path, const std::string& host_path);
+                            const std::string& sandbox_path, const std::string& host_path, uint64_t max_bytes = 0);
 
 /// Copies HOST_PATH (not followed when a symlink) into the sandbox at
 /// SANDBOX_PATH, owned by the sandbox's root, modes and mtimes kept; an

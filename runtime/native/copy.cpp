@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
+#include <filesystem>
 #include <random>
 #include <utility>
 
@@ -29,6 +31,7 @@ struct Ctx {
   std::string what;  // for messages: "sandbox abc:/x"
   CopyResult result;
   int depth = 0;
+  uint64_t max_bytes = 0;  // most data bytes in all (0: no bound)
 };
 
 void split(const std::string& path, std::string& dir, std::string& base) {
@@ -44,32 +47,72 @@ void split(const std::string& path, std::string& dir, std::string& base) {
   }
 }
 
-void copy_data(int in, int out, const std::string& name, Ctx& c) {
-  for (;;) {
-    ssize_t n = ::copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
-    if (n == 0) return;
-    if (n > 0) {
-      c.result.bytes += static_cast<uint64_t>(n);
-      continue;
+// Counts `n` more data bytes against c.max_bytes.
+void count_bytes(uint64_t n, const std::string& name, Ctx& c) {
+  if (c.max_bytes && c.result.bytes + n > c.max_bytes)
+    throw Error("copy " + name + ": more than " + std::to_string(c.max_bytes) +
+                    " bytes of file data; stopped (the copy's bound)",
+                EFBIG);
+  c.result.bytes += n;
+}
+
+// Copies bytes [off, end) of `in` to the same offsets of `out`.
+void copy_range(int in, int out, off_t off, off_t end, const std::string& name, Ctx& c) {
+  bool splice = true;
+  while (off < end) {
+    size_t want = static_cast<size_t>(std::min<off_t>(end - off, off_t{1} << 30));
+    if (c.max_bytes) want = static_cast<size_t>(std::min<uint64_t>(want, c.max_bytes - c.result.bytes + 1));
+    if (splice) {
+      loff_t ioff = off, ooff = off;
+      ssize_t n = ::copy_file_range(in, &ioff, out, &ooff, want, 0);
+      if (n > 0) {
+        count_bytes(static_cast<uint64_t>(n), name, c);
+        off += n;
+        continue;
+      }
+      if (n == 0) return;  // the file shrank under the copy
+      if (errno == EINTR) continue;
+      if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) throw_errno("copy " + name);
+      splice = false;  // fall back to pread/pwrite
     }
-    if (errno == EINTR) continue;
-    if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) throw_errno("copy " + name);
-    break;  // fall back to read/write
-  }
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(in, buf, sizeof buf);
+    char buf[65536];
+    ssize_t n = ::pread(in, buf, std::min(want, sizeof buf), off);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw_errno("read " + name);
     if (n == 0) return;
-    for (ssize_t off = 0; off < n;) {
-      ssize_t w = ::write(out, buf + off, static_cast<size_t>(n - off));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) throw_errno("write " + name);
-      off += w;
+    count_bytes(static_cast<uint64_t>(n), name, c);
+    for (ssize_t w = 0; w < n;) {
+      ssize_t k = ::pwrite(out, buf + w, static_cast<size_t>(n - w), off + w);
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) throw_errno("write " + name);
+      w += k;
     }
-    c.result.bytes += static_cast<uint64_t>(n);
+    off += n;
   }
+}
+
+// Copies the regular file `in` to the empty file `out`, its data extents
+// only (lseek(2) SEEK_DATA/SEEK_HOLE): a hole stays a hole, so a sparse file
+// of 1 TiB costs the blocks it has, not 1 TiB. The size is the one `in` had
+// when the copy began.
+void copy_data(int in, int out, const std::string& name, Ctx& c) {
+  struct stat st;
+  if (::fstat(in, &st) < 0) throw_errno("stat " + name);
+  const off_t size = st.st_size;
+  for (off_t pos = 0; pos < size;) {
+    off_t data = ::lseek(in, pos, SEEK_DATA);
+    if (data < 0 && errno == ENXIO) break;  // a hole up to the end
+    off_t hole = data < 0 ? -1 : ::lseek(in, data, SEEK_HOLE);
+    if (data < 0 || hole < 0) {  // no SEEK_DATA here: all of it is data
+      data = pos;
+      hole = size;
+    }
+    if (data >= size) break;
+    hole = std::min(hole, size);
+    copy_range(in, out, data, hole, name, c);
+    pos = hole;
+  }
+  if (::ftruncate(out, size) < 0) throw_errno("write " + name);  // a hole at the end
 }
 
 std::string temp_name(const char* name) {
@@ -332,9 +375,10 @@ Fd open_root(const SandboxState& st) {
 
 }  // namespace
 
-CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_path, const std::string& host_path) {
+CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_path, const std::string& host_path,
+                             uint64_t max_bytes) {
   Fd root = open_root(st);  // (/proc/PID/root itself needs the ptrace access: opened first)
-  Ctx c{false, 0, 0, sandbox_root_uid(st.pid), "sandbox " + st.id.substr(0, 12), {}, 0};
+  Ctx c{false, 0, 0, sandbox_root_uid(st.pid), "sandbox " + st.id.substr(0, 12), {}, 0, max_bytes};
   std::string sdir, sbase;
   split(sandbox_path, sdir, sbase);
   Fd src_dir;
@@ -358,14 +402,25 @@ CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_
   }
   Fd dst_dir(::open(ddir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dst_dir.fd < 0) throw_errno("open the host directory " + ddir);
-  copy_entry(src_dir.fd, sbase.c_str(), dst_dir.fd, dbase.c_str(), c);
+  struct stat before;
+  const bool existed = ::fstatat(dst_dir.fd, dbase.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
+  try {
+    copy_entry(src_dir.fd, sbase.c_str(), dst_dir.fd, dbase.c_str(), c);
+  } catch (const Error& e) {
+    // Past the bound: what was copied goes (an entry that was there before stays).
+    if (e.err() == EFBIG && !existed) {
+      std::error_code ec;
+      std::filesystem::remove_all(std::filesystem::path("/proc/self/fd/" + std::to_string(dst_dir.fd)) / dbase, ec);
+    }
+    throw;
+  }
   return c.result;
 }
 
 CopyResult copy_into_sandbox(const SandboxState& st, const std::string& host_path, const std::string& sandbox_path,
                              uint32_t owner_uid, uint32_t owner_gid) {
   Fd root = open_root(st);  // (/proc/PID/root itself needs the ptrace access: opened first)
-  Ctx c{true, owner_uid, owner_gid, 0, "sandbox " + st.id.substr(0, 12), {}, 0};
+  Ctx c{true, owner_uid, owner_gid, 0, "sandbox " + st.id.substr(0, 12), {}, 0, 0};
   std::string hdir, hbase;
   split(host_path, hdir, hbase);
   Fd src_dir(::open(hdir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -25,9 +25,13 @@
 namespace sbx::runtime {
 
 /// Copies SANDBOX_PATH (absolute, inside the sandbox) to HOST_PATH. Files
-/// created on the host are owned by the caller. Throws sbx::Error when the
-/// sandbox is not running, the path does not exist, or a write fails.
-CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_path, const std::string& host_path);
+/// created on the host are owned by the caller; holes of sparse files stay
+/// holes (lseek SEEK_DATA/SEEK_HOLE: only data extents are read and written).
+/// `max_bytes` (0: no bound): most data bytes copied in all; more: sbx::Error
+/// with errno EFBIG, and the partial copy is removed. Throws sbx::Error when
+/// the sandbox is not running, the path does not exist, or a write fails.
+CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_path, const std::string& host_path,
+                             uint64_t max_bytes = 0);
 
 /// Copies HOST_PATH into the sandbox at SANDBOX_PATH. Entries are owned by the
 /// sandbox's root (uid/gid `owner_uid`/`owner_gid` on the host, as mapped), and

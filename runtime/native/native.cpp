@@ -146,8 +146,9 @@ CopyResult NativeBackend::copy_in(const SandboxRef& sb, const std::string& host_
   return copy_into_sandbox(sb.state, host_path, sandbox_path, uid, gid);
 }
 
-CopyResult NativeBackend::copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path) {
-  return copy_from_sandbox(sb.state, sandbox_path, host_path);
+CopyResult NativeBackend::copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path,
+                                   uint64_t max_bytes) {
+  return copy_from_sandbox(sb.state, sandbox_path, host_path, max_bytes);
 }
 
 ProcessTable NativeBackend::processes(const SandboxRef& sb) { return cgroup_process_table(sb.state.cgroups); }

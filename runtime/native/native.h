@@ -25,7 +25,8 @@ class NativeBackend final : public Backend {
   std::unique_ptr<WarmSandbox> start_warm(const SandboxSpec& spec, bool userns) override;
   int exec(const SandboxRef& sb, const ExecRequest& req) override;
   CopyResult copy_in(const SandboxRef& sb, const std::string& host_path, const std::string& sandbox_path) override;
-  CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path) override;
+  CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path,
+                      uint64_t max_bytes) override;
   /// Its cgroups' processes (runtime/linux/process_table.h): host pids and uids.
   ProcessTable processes(const SandboxRef& sb) override;
   /// The cgroup freezer, as a snapshot freezes it (runtime/linux/cgroup_freeze.h):

@@ -3,7 +3,9 @@
 # static C probe of probe.c, busybox sh, or a hostile rootfs), then checks the
 # HOST. A case passes only when the attack failed AND the host is intact.
 # The serve_* cases attack `sbx serve` from outside instead: clients without
-# a token, floods, slow clients and descriptor exhaustion (serve_attack.py).
+# a token, floods, slow clients and descriptor exhaustion (serve_attack.py),
+# and a sandbox's 1 GiB and 1 TiB sparse files fetched through every copy
+# path (serve_sparse.py; SERVE_SPARSE_ARGS="--sizes 1g" for the small one).
 #
 #   tests/adversarial/run.sh [--runtime native|gvisor] [--userns host] [--loop N] [CASE...]
 #
@@ -1417,6 +1419,18 @@ case_serve_fds() {  # out of descriptors: accept must back off, not spin, and re
   command -v prlimit >/dev/null || { na serve-fd-exhaustion "needs prlimit (util-linux)"; return; }
   serve_case serve-fd-exhaustion fds "${f[@]}"
 }
+case_serve_sparse() {  # a sandbox's 1 GiB and 1 TiB sparse files fetched through every copy path
+  command -v python3 >/dev/null && command -v curl >/dev/null || { na serve-sparse-files "needs python3 and curl"; return; }
+  attack_serve_start --runtime "$runtime" || { fail serve-sparse-files "sbx serve did not start"; attack_serve_stop; return; }
+  python3 "$here/serve_sparse.py" --pid "$SERVE_PID" --unix "$T/serve.sock" --e2b "$SP_E2B" \
+    --token "$(cat "$T/token")" --root "$R" --sbx "$SBX --root $R --run-root $RR" --out "$T/sparse" \
+    --runtime "$runtime" ${SERVE_SPARSE_ARGS:-} >"$T/out/last" 2>&1
+  local rc=$?
+  attack_serve_stop
+  indent <"$T/out/last"
+  if [ $rc = 0 ]; then pass serve-sparse-files "$(grep -c '^ok' "$T/out/last") checks"
+  else fail serve-sparse-files "$(grep '^FAIL' "$T/out/last" | head -3 | tr '\n' ';')"; fi
+}
 
 # ----------------------------------------------------------- leak checks ---
 leaks() {  # WHEN: nothing of this run may be left on the host
@@ -1464,7 +1478,7 @@ log "sbx adversarial suite: runtime=$runtime${rtflag[*]:+ (${rtflag[*]})} sbx=$S
 for c in info syscalls devices procsys masked fds hostread robind volume_setid network hostname kill \
          forkbomb threads membomb disk spin argv hostile_rootfs exe created cp_out sbx_killed \
          vsock ids names mount_errors snapshot_symlink end_reason serve_userns serve_racer bounds \
-         serve_bodies serve_flood serve_slow serve_fds netisolate netspoof netrebind netleftover; do
+         serve_bodies serve_flood serve_slow serve_fds serve_sparse netisolate netspoof netrebind netleftover; do
   want "$c" || continue
   "case_$c"
 done

@@ -5,6 +5,7 @@
 // whichever way it is reached.
 #include <doctest.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -149,6 +150,34 @@ TEST_CASE("engine: import, create, exec, cp, fs snapshot, rm without the CLI") {
   CHECK(exec_capture(eng, id, {"sh", "-c", "echo made inside > /tmp/out.txt"}).first == 0);
   eng.copy_out(id, "/tmp/out.txt", host.path + "/out.txt");
   CHECK(fs::read_file(host.path + "/out.txt") == "made inside\n");
+
+  // A sparse file comes out sparse: its holes are neither read nor written.
+  CHECK(exec_capture(eng, id, {"sh", "-c", "printf head >/tmp/sparse && truncate -s 1073741824 /tmp/sparse && "
+                                           "printf tail >>/tmp/sparse"}).first == 0);
+  auto sparse = eng.copy_out(id, "/tmp/sparse", host.path + "/sparse");
+  struct stat sst {};
+  REQUIRE(::stat((host.path + "/sparse").c_str(), &sst) == 0);
+  CHECK(sst.st_size == 1073741828);
+  CHECK(sst.st_blocks * 512 < (1 << 20));
+  CHECK(sparse.bytes < (1u << 20));
+  {
+    char head[5] = {};
+    int fd = ::open((host.path + "/sparse").c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    CHECK(::pread(fd, head, 4, 0) == 4);
+    CHECK(::pread(fd, head + 4, 1, 1073741827) == 1);
+    ::close(fd);
+    CHECK(std::string(head, 5) == "headl");
+  }
+  // Past the bound: EFBIG, and nothing of the copy stays.
+  int bound_err = 0;
+  try {
+    eng.copy_out(id, "/tmp/out.txt", host.path + "/bounded", 4);
+  } catch (const Error& e) {
+    bound_err = e.err();
+  }
+  CHECK(bound_err == EFBIG);
+  CHECK_FALSE(stdfs::exists(host.path + "/bounded"));
 
   // fs snapshot: the writable layer as a new image with both files.
   engine::FsSnapshotRequest snap;
