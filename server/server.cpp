@@ -253,6 +253,7 @@ void serve(const ServeOptions& opts) {
   if (!opts.socket.empty() && listeners.front().where.rfind("unix://", 0) == 0) ::unlink(opts.socket.c_str());
   api.cancel_all_execs();
   if (e2b) e2b->shutdown();
+  if (sfusion) sfusion->shutdown();
   // The SandboxFusion pools' waiting sandboxes go with the runner (the
   // pools' guardian removes them if this process dies first); a handler
   // still running keeps using it, so then it is left (as the other APIs).

@@ -34,6 +34,9 @@ class Api {
 
   void handle(Connection& c, Request& r);
 
+  /// The server stops (Runner::shutdown).
+  void shutdown() { runner_->shutdown(); }
+
  private:
   std::optional<HttpError> authorize(const Request& r) const;
   /// The request's path without its query and token; nullopt: no valid token.

@@ -57,7 +57,7 @@ std::string seconds_arg(double s) {
 std::string driver_script(const std::vector<Runner::Step>& steps, size_t max_output) {
   std::ostringstream s;
   s << "D=" << kCtlDir << "\nM=" << max_output << "\n"
-    << "cd " << kWorkDir << " || { echo 'X cannot enter the work dir " << kWorkDir << "'; exit 0; }\n"
+    << "mkdir -p " << kWorkDir << "; cd " << kWorkDir << " || { echo 'X cannot enter the work dir " << kWorkDir << "'; exit 0; }\n"
     << "step() {\n"
        "  t=$1; s=$2; i=$3; shift 3\n"
        "  mkfifo \"$D/$t.o\" \"$D/$t.e\" || { echo 'X mkfifo failed in the sandbox'; exit 0; }\n"
@@ -261,11 +261,20 @@ void Runner::acquire_slot() {
   const auto t0 = clock::now();
   std::unique_lock lk(mu_);
   metrics_.queued(1);
-  bool ok = cv_.wait_until(lk, t0 + opts_.queue_timeout, [&] { return running_ < opts_.max_concurrency; });
+  bool ok = cv_.wait_until(lk, t0 + opts_.queue_timeout,
+                           [&] { return stopping_ || running_ < opts_.max_concurrency; });
   metrics_.queued(-1);
+  if (stopping_) throw Error("the server is stopping");
   if (!ok) throw QueueTimeout{std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - t0)};
   ++running_;
   metrics_.running(1);
+}
+
+void Runner::shutdown() {
+  std::lock_guard lk(mu_);
+  stopping_ = true;
+  for (auto* sb : active_) sb->kill();
+  cv_.notify_all();
 }
 
 void Runner::release_slot() {
@@ -287,6 +296,24 @@ Runner::JobResult Runner::run_job(const Job& job) {
   auto entry = pool_for(job.language, job.image, job.memory_mb);
   metrics_.pool_take(entry->pool->ready() > 0);
   std::unique_ptr<runtime::WarmSandbox> sb = entry->pool->take();
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) throw Error("the server is stopping");
+    active_.insert(sb.get());
+  }
+  struct ActiveGuard {
+    Runner* r;
+    runtime::WarmSandbox* sb;
+    ActiveGuard(Runner* r_, runtime::WarmSandbox* sb_) : r(r_), sb(sb_) {}
+    ActiveGuard(const ActiveGuard&) = delete;
+    ~ActiveGuard() {
+      std::lock_guard lk(r->mu_);
+      r->active_.erase(sb);
+    }
+  };
+  // (Declared after `sb`: leaves the set before the sandbox is destroyed.)
+  std::optional<ActiveGuard> active;
+  active.emplace(this, sb.get());
 
   runtime::PooledCommand cmd;
   cmd.args = {"/bin/sh", "-c", driver_script(job.steps, opts_.max_output), "sbx-sandbox-fusion"};
@@ -378,6 +405,7 @@ Runner::JobResult Runner::run_job(const Job& job) {
     sb->wait();
   } catch (const Error&) {
   }
+  active.reset();
   sb.reset();
   res.steps = std::move(reader.results());
   if (!reader.error().empty()) throw Error("sandbox driver: " + reader.error());
@@ -441,8 +469,136 @@ json Runner::run_code(const RunCodeRequest& req) {
   return out;
 }
 
-json Runner::run_jupyter(const RunJupyterRequest&) {
-  return sandbox_error("run_jupyter is not available yet");
+namespace {
+
+/// The cells' driver of /run_jupyter: one Python process keeps its globals
+/// between cells; each cell's fds 1 and 2 go to files (so output of child
+/// processes is caught too); the value of a cell's last expression goes to
+/// "display" as {"text/plain": repr}, an exception to "error" as Jupyter's
+/// {ename, evalue, traceback} and the next cell runs; a cell past
+/// cell_timeout (SIGALRM) ends the run as TimeLimitExceeded. The result is
+/// one JSON object on the driver's own stdout.
+constexpr const char* kJupyterDriver = R"PY(
+import ast, json, os, signal, sys, tempfile, traceback
+cells = json.load(open(sys.argv[1]))
+cell_timeout = float(sys.argv[2])
+out = os.fdopen(os.dup(1), "w")
+class CellTimeout(BaseException):
+    pass
+def on_alarm(signum, frame):
+    raise CellTimeout()
+signal.signal(signal.SIGALRM, on_alarm)
+ns = {"__name__": "__main__"}
+results, status = [], "Finished"
+for i, src in enumerate(cells):
+    display, error = [], []
+    fo, fe = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    sys.stdout.flush(); sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    os.dup2(fo.fileno(), 1); os.dup2(fe.fileno(), 2)
+    timed_out = False
+    try:
+        if cell_timeout > 0:
+            signal.setitimer(signal.ITIMER_REAL, cell_timeout)
+        tree = ast.parse(src, "<cell-%d>" % i, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, "<cell-%d>" % i, "exec"), ns)
+        if last is not None:
+            value = eval(compile(last, "<cell-%d>" % i, "eval"), ns)
+            if value is not None:
+                display.append({"text/plain": repr(value)})
+    except CellTimeout:
+        timed_out = True
+    except BaseException as e:
+        error.append({"ename": type(e).__name__, "evalue": str(e),
+                      "traceback": traceback.format_exception(type(e), e, e.__traceback__)})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        try:
+            sys.stdout.flush(); sys.stderr.flush()
+        except Exception:
+            pass
+        os.dup2(saved[0], 1); os.dup2(saved[1], 2)
+        os.close(saved[0]); os.close(saved[1])
+    limit = 4 << 20
+    fo.seek(0); fe.seek(0)
+    results.append({"stdout": fo.read(limit).decode("utf-8", "replace"),
+                    "stderr": fe.read(limit).decode("utf-8", "replace"),
+                    "display": display, "error": error})
+    if timed_out:
+        status = "TimeLimitExceeded"
+        break
+json.dump({"status": status, "cells": results}, out)
+out.flush()
+)PY";
+
+}  // namespace
+
+json Runner::run_jupyter(const RunJupyterRequest& req) {
+  json out = {{"status", "Success"}, {"message", ""},   {"driver", nullptr},
+              {"cells", json::array()}, {"executor_pod_name", nullptr}, {"files", json::object()}};
+  auto error = [&](const std::string& why) {
+    out["status"] = "SandboxError";
+    out["message"] = why;
+    return out;
+  };
+  auto lang = opts_.languages.find("python");
+  if (lang == opts_.languages.end()) return error("run_jupyter runs in the python language's image: add \"python\" to --languages");
+  Job job;
+  job.language = "python";
+  job.image = lang->second.image;
+  job.memory_mb = req.memory_limit_mb;
+  const std::string driver = std::string(kCtlDir) + "/jupyter_driver.py", cells = std::string(kCtlDir) + "/cells.json";
+  try {
+    for (const auto& [path, content] : req.files) {
+      std::string abs = sandbox_path(kWorkDir, path);
+      try {
+        job.files.emplace_back(abs, content ? oci::base64_decode(*content) : std::string());
+      } catch (const Error&) {
+        throw Error("files[\"" + path + "\"] is not valid base64 (RFC 4648, with padding)");
+      }
+    }
+    for (const auto& f : req.fetch_files) job.fetch.emplace_back(f, sandbox_path(kWorkDir, f));
+  } catch (const Error& e) {
+    return error(e.what());
+  }
+  job.files.emplace_back(driver, kJupyterDriver);
+  job.files.emplace_back(cells, json(req.cells).dump(-1, ' ', false, json::error_handler_t::replace));
+  char ct[64];
+  std::snprintf(ct, sizeof ct, "%.3f", std::max(req.cell_timeout, 0.0));
+  job.steps.push_back({"r", {"python3", driver, cells, ct}, req.total_timeout > 0 ? req.total_timeout : 45, "/dev/null"});
+  JobResult r;
+  try {
+    r = run_job(job);
+  } catch (const Error& e) {
+    return error(e.what());
+  }
+  StepResult d = r.steps.empty() ? StepResult{"Error", 0, std::nullopt, "", ""} : r.steps[0];
+  json result;
+  if (d.status == "Finished") {
+    try {
+      result = json::parse(d.out);
+    } catch (const std::exception&) {
+      d.status = "Error";
+    }
+  }
+  std::string status = d.status;
+  if (status == "Finished" && result.value("status", "Finished") != "Finished") status = result["status"];
+  StepResult shown = d;
+  shown.status = status;
+  shown.out.clear();
+  out["driver"] = shown.to_json();
+  if (status != "Finished") {
+    // As SandboxFusion: the cells are given only when all of them ran.
+    out["status"] = d.status == "Error" ? "SandboxError" : "Failed";
+    if (d.status == "Error") out["message"] = d.err.empty() ? "the cells' driver failed" : d.err;
+    return out;
+  }
+  out["cells"] = result.value("cells", json::array());
+  for (const auto& [k, v] : r.files) out["files"][k] = v;
+  return out;
 }
 
 }  // namespace sbx::server::sandbox_fusion

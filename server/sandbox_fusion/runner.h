@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,10 @@ class Runner {
   /// /run_jupyter: RunJupyterResponse as JSON (cells run by a Python driver
   /// of sbx's in the python language's image). Throws QueueTimeout.
   nlohmann::json run_jupyter(const RunJupyterRequest& req);
+
+  /// The server stops: kills the sandboxes of running requests (they are
+  /// answered at once) and refuses new ones; queued ones get SandboxError.
+  void shutdown();
 
   Metrics& metrics() { return metrics_; }
   const RunnerOptions& options() const { return opts_; }
@@ -117,6 +122,8 @@ class Runner {
   std::mutex mu_;
   std::condition_variable cv_;
   int running_ = 0;
+  bool stopping_ = false;
+  std::set<runtime::WarmSandbox*> active_;  ///< sandboxes running requests (guarded by mu_)
   uint64_t serial_ = 0;
   std::mutex pools_mu_;  ///< guards pools_ (held while a pool is made)
   std::map<std::string, std::shared_ptr<PoolEntry>> pools_;

@@ -86,8 +86,7 @@ check "/metrics: pool hits counted" grep -q 'sbx_sandbox_fusion_pool_takes_total
 cpid=$!
 victim=""
 for _ in $(seq 200); do
-  victim=$(pgrep -f 'time.sleep\(30\)' | head -1)  # (nothing else runs this code)
-  [ -z "$victim" ] && victim=$(for p in $(pgrep -x python3); do grep -qs workspace/main.py /proc/$p/cmdline && echo $p; done | head -1)
+  victim=$(pgrep -f '^python3 main\.py$' | head -1)  # the request's program (in its sandbox)
   [ -n "$victim" ] && break
   sleep 0.05
 done
@@ -96,17 +95,26 @@ check "the request's program found on the host" [ -n "$victim" ]
 wait $cpid
 check "a request whose program was killed (SIGKILL) is answered: Failed, return code 137" \
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["status"]=="Failed" and r["run_result"]["return_code"]==137))' "$T/killed.json"
+# A request still running when the server stops: its sandbox is killed, the
+# request answered, and nothing is left.
+( curl -s "$URL/run_code" -d '{"code": "import time\ntime.sleep(60)", "language": "python", "run_timeout": 90}' >"$T/stopped.json" ) &
+cpid=$!
+for _ in $(seq 200); do pgrep -f '^python3 main\.py$' >/dev/null && break; sleep 0.05; done
 stop_server
+wait $cpid
+check "a request running when the server stops is answered" grep -q '"status"' "$T/stopped.json"
 check "after the server's SIGTERM no sandbox is left in the run root" [ -z "$(ls "$SBX_RUN_ROOT" | grep -E '^[0-9a-f]{64}$')" ]
 
 # --- the queue: a slot not free within --queue-timeout is 504 --------------------------------
 start_server --max-concurrency 1 --queue-timeout 1s || finish
 URL=http://127.0.0.1:$PORT
 slow='{"code": "import time\ntime.sleep(3)", "language": "python", "run_timeout": 10}'
+qpids=""
 for i in 1 2 3; do
   curl -s -o /dev/null -w '%{http_code}\n' "$URL/run_code" -d "$slow" >"$T/q$i" &
+  qpids="$qpids $!"
 done
-wait
+wait $qpids
 codes=$(cat "$T"/q? | sort | tr '\n' ' ')
 echo "  3 slow requests at --max-concurrency 1 --queue-timeout 1s: $codes"
 check "one request ran (200), the ones that could not start within 1 s got 504" [ "$codes" = "200 504 504 " ]
