@@ -188,7 +188,7 @@ void serve(const ServeOptions& opts) {
     ro.languages = opts.languages_file.empty() ? sandbox_fusion::default_languages()
                                                : sandbox_fusion::load_languages(opts.languages_file);
     ro.max_concurrency = opts.max_concurrency > 0 ? opts.max_concurrency : default_max_concurrency();
-    ro.pool_size = static_cast<size_t>(std::min(ro.max_concurrency, 4));
+    ro.pool_size = static_cast<size_t>(std::min(ro.max_concurrency, 8));
     if (opts.queue_timeout.count() <= 0) throw Error("sbx serve: --queue-timeout must be above 0");
     ro.queue_timeout = opts.queue_timeout;
     listeners.push_back(listen_tcp(opts.sandbox_fusion, /*loopback_only=*/opts.token_file.empty()));

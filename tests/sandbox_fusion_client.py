@@ -102,6 +102,12 @@ def verl_cases(base):
           st == 200 and r["status"] == "Failed" and r["run_result"]["status"] == "TimeLimitExceeded" and
           r["run_result"]["stdout"] == "started\n" and r["run_result"]["execution_time"] >= 1.0, r)
 
+    # Outputs are bounded (4 MiB of each kept), the program is not blocked.
+    st, r = post(run, verl_reward("import sys\nsys.stdout.write('x' * (10 << 20))\nsys.stderr.write('e' * (6 << 20))\nprint('end', file=sys.stderr)", ""))
+    check("10 MiB of stdout, 6 MiB of stderr: Success, 4 MiB of each kept",
+          st == 200 and r["status"] == "Success" and len(r["run_result"]["stdout"]) == 4 << 20 and
+          len(r["run_result"]["stderr"]) == 4 << 20, (st, str(r)[:300]))
+
     # The tool's request: memory_limit_MB and stdin "None".
     st, r = post(run, verl_tool("import sys\nprint(repr(sys.stdin.read()))"))
     check("tool: memory_limit_MB 1024, stdin 'None' reaches the program as text",

@@ -19,6 +19,7 @@
 #include "oci/auth_config.h"
 #include "runtime/state.h"
 #include "server/docker_spec.h"
+#include "server/http.h"
 
 namespace sbx::server::sandbox_fusion {
 
@@ -53,120 +54,179 @@ std::string seconds_arg(double s) {
   return buf;
 }
 
-/// The driver (runner.h) for `steps`.
-std::string driver_script(const std::vector<Runner::Step>& steps, size_t max_output) {
+/// The driver (runner.h) for `steps`: its markers carry `nonce`. Only shell
+/// builtins besides `timeout`, so a step costs one process more than its
+/// program.
+std::string driver_script(const std::vector<Runner::Step>& steps, const std::string& nonce) {
   std::ostringstream s;
-  s << "D=" << kCtlDir << "\nM=" << max_output << "\n"
-    << "mkdir -p " << kWorkDir << "; cd " << kWorkDir << " || { echo 'X cannot enter the work dir " << kWorkDir << "'; exit 0; }\n"
+  s << "N=" << nonce << "\n"
+    << "mkdir -p " << kWorkDir << "; cd " << kWorkDir
+    << " || { printf '\\n%s X cannot enter the work dir\\n' \"$N\" >&2; exit 0; }\n"
     << "step() {\n"
        "  t=$1; s=$2; i=$3; shift 3\n"
-       "  mkfifo \"$D/$t.o\" \"$D/$t.e\" || { echo 'X mkfifo failed in the sandbox'; exit 0; }\n"
-       "  { head -c $M > \"$D/$t.out\"; cat > /dev/null; } < \"$D/$t.o\" &\n"
-       "  { head -c $M > \"$D/$t.err\"; cat > /dev/null; } < \"$D/$t.e\" &\n"
-       "  echo \"S $t\"\n"
-       "  timeout -s KILL \"$s\" \"$@\" < \"$i\" > \"$D/$t.o\" 2> \"$D/$t.e\"\n"
+       "  printf '\\n%s S %s\\n' \"$N\" \"$t\" >&2\n"
+       "  timeout -s KILL \"$s\" \"$@\" < \"$i\"\n"
        "  rc=$?\n"
-       "  echo \"T $t $rc\"\n"
-       "  wait\n"
-       "  echo \"E $t $rc $(wc -c < \"$D/$t.out\") $(wc -c < \"$D/$t.err\")\"\n"
-       "  cat \"$D/$t.out\" \"$D/$t.err\"\n"
+       "  printf '\\n%s\\n' \"$N\"\n"
+       "  printf '\\n%s T %s %d\\n' \"$N\" \"$t\" \"$rc\" >&2\n"
        "  return $rc\n"
        "}\n";
   for (const auto& st : steps) {
     s << "step " << st.tag << " " << seconds_arg(st.timeout) << " " << sh_quote(st.stdin_path);
     for (const auto& a : st.argv) s << " " << sh_quote(a);
-    s << " || { echo F; read x; exit 0; }\n";
+    s << " || { printf '\\n%s F\\n' \"$N\" >&2; read x; exit 0; }\n";
   }
-  s << "echo F\nread x\n";
+  s << "printf '\\n%s F\\n' \"$N\" >&2\nread x\n";
   return s.str();
 }
 
-/// What the driver reported, read from its stdout.
-class DriverReader {
+/// Splits one output stream of the driver at its markers ("\n" NONCE
+/// [" " TEXT] "\n"), keeping the bytes between them.
+class MarkerSplitter {
  public:
-  explicit DriverReader(const std::vector<Runner::Step>& steps) : steps_(steps) {}
+  explicit MarkerSplitter(const std::string& nonce) : marker_("\n" + nonce) {}
 
-  /// Consumes bytes; returns true once "F" was read.
-  bool feed(const char* p, size_t n) {
-    buf_.append(p, n);
+  /// Feeds bytes: `data(bytes)` for output, `mark(text)` for each marker.
+  template <class Data, class Mark>
+  void feed(const char* p, size_t n, Data&& data, Mark&& mark) {
+    pending_.append(p, n);
     for (;;) {
-      if (need_ > 0) {
-        if (buf_.size() < need_) return false;
-        auto& r = results_.back();
-        r.out = buf_.substr(0, out_len_);
-        r.err = buf_.substr(out_len_, need_ - out_len_);
-        buf_.erase(0, need_);
-        need_ = 0;
-        continue;
+      size_t at = pending_.find(marker_);
+      if (at == std::string::npos) {
+        // Keep what could be the start of a marker.
+        size_t keep = std::min(pending_.size(), marker_.size() - 1);
+        size_t emit = pending_.size() - keep;
+        // Only a "\n" can start one: keep from the last newline in the tail.
+        size_t nl = pending_.rfind('\n');
+        if (nl == std::string::npos || nl < emit) emit = pending_.size();
+        else emit = nl;
+        if (emit) data(pending_.data(), emit);
+        pending_.erase(0, emit);
+        return;
       }
-      auto nl = buf_.find('\n');
-      if (nl == std::string::npos) return false;
-      std::string line = buf_.substr(0, nl);
-      buf_.erase(0, nl + 1);
-      std::istringstream in(line);
-      std::string kind, tag;
-      in >> kind;
-      if (kind == "F") {
-        done_ = true;
-        return true;
+      size_t end = pending_.find('\n', at + marker_.size());
+      if (at) data(pending_.data(), at);
+      if (end == std::string::npos) {
+        pending_.erase(0, at);
+        return;
       }
-      if (kind == "X") {
-        error_ = line.size() > 2 ? line.substr(2) : "the driver failed";
-        continue;
-      }
-      in >> tag;
-      if (kind == "S") {
-        results_.push_back({});
-        results_.back().status = "Running";
-        started_ = clock::now();
-        running_ = true;
-      } else if (kind == "T" && running_) {
-        int rc = 0;
-        in >> rc;
-        auto& r = results_.back();
-        r.execution_time = std::chrono::duration<double>(clock::now() - started_).count();
-        r.return_code = rc;
-        r.status = "Finished";
-        running_ = false;
-        const Runner::Step& st = steps_.at(results_.size() - 1);
-        // `timeout -s KILL` answers 137 for the command it killed.
-        if ((rc == 137 || rc == 124) && r.execution_time >= st.timeout - 0.05) {
-          r.status = "TimeLimitExceeded";
-          r.return_code.reset();
-        }
-      } else if (kind == "E" && !results_.empty()) {
-        int rc = 0;
-        uint64_t ol = 0, el = 0;
-        in >> rc >> ol >> el;
-        out_len_ = ol;
-        need_ = ol + el;
-        if (need_ == 0) results_.back().out.clear(), results_.back().err.clear();
-      }
+      std::string text = pending_.substr(at + marker_.size(), end - at - marker_.size());
+      if (!text.empty() && text[0] == ' ') text.erase(0, 1);
+      pending_.erase(0, end + 1);
+      mark(text);
     }
   }
+
+  /// At EOF: what is left is output.
+  template <class Data>
+  void finish(Data&& data) {
+    if (!pending_.empty()) data(pending_.data(), pending_.size());
+    pending_.clear();
+  }
+
+ private:
+  std::string marker_;
+  std::string pending_;
+};
+
+/// Appends to `out`, keeping at most `max` bytes.
+void append_bounded(std::string& out, const char* p, size_t n, size_t max) {
+  if (out.size() < max) out.append(p, std::min(n, max - out.size()));
+}
+
+/// What the driver reported, from its stdout and stderr.
+class DriverReader {
+ public:
+  DriverReader(const std::vector<Runner::Step>& steps, const std::string& nonce, size_t max_output)
+      : steps_(steps), out_(nonce), err_(nonce), max_(max_output) {}
+
+  void feed_out(const char* p, size_t n) {
+    out_.feed(
+        p, n, [&](const char* d, size_t k) { append_bounded(step(out_step_).out, d, k, max_); },
+        [&](const std::string&) { ++out_step_; });
+  }
+
+  void feed_err(const char* p, size_t n) {
+    err_.feed(
+        p, n,
+        [&](const char* d, size_t k) {
+          if (running_) append_bounded(step(err_step_).err, d, k, max_);
+          else append_bounded(stray_, d, k, 4096);
+        },
+        [&](const std::string& text) { mark(text); });
+  }
+
+  void out_eof() {
+    out_.finish([&](const char* d, size_t k) { append_bounded(step(out_step_).out, d, k, max_); });
+    out_eof_ = true;
+  }
+
+  /// "F" read, and every step's stdout separator.
+  bool done() const { return done_ && (out_eof_ || out_step_ >= started_); }
+  bool finished_steps() const { return done_; }
 
   /// At the hard deadline or an early end: the step still running (if any)
   /// ended as `status`.
   void cut(const std::string& status) {
-    if (running_ && !results_.empty()) {
-      auto& r = results_.back();
+    if (running_) {
+      auto& r = step(err_step_);
       r.status = status;
-      r.execution_time = std::chrono::duration<double>(clock::now() - started_).count();
+      r.execution_time = std::chrono::duration<double>(clock::now() - started_at_).count();
       running_ = false;
     }
   }
 
-  bool done() const { return done_; }
   const std::string& error() const { return error_; }
-  std::vector<Runner::StepResult>& results() { return results_; }
+  const std::string& stray() const { return stray_; }
+  /// The steps that started, in order.
+  std::vector<Runner::StepResult> results() {
+    results_.resize(std::min(results_.size(), started_));
+    return std::move(results_);
+  }
 
  private:
+  Runner::StepResult& step(size_t i) {
+    if (results_.size() <= i) results_.resize(i + 1);
+    return results_[i];
+  }
+
+  void mark(const std::string& text) {
+    std::istringstream in(text);
+    std::string kind;
+    in >> kind;
+    if (kind == "F") {
+      done_ = true;
+    } else if (kind == "X") {
+      error_ = text.size() > 2 ? text.substr(2) : "the driver failed";
+    } else if (kind == "S" && started_ < steps_.size()) {
+      err_step_ = started_++;
+      step(err_step_).status = "Error";
+      started_at_ = clock::now();
+      running_ = true;
+    } else if (kind == "T" && running_) {
+      std::string tag;
+      int rc = 0;
+      in >> tag >> rc;
+      auto& r = step(err_step_);
+      r.execution_time = std::chrono::duration<double>(clock::now() - started_at_).count();
+      r.return_code = rc;
+      r.status = "Finished";
+      running_ = false;
+      // `timeout -s KILL` answers 137 for the command it killed.
+      if ((rc == 137 || rc == 124) && r.execution_time >= steps_.at(err_step_).timeout - 0.05) {
+        r.status = "TimeLimitExceeded";
+        r.return_code.reset();
+      }
+    }
+  }
+
   const std::vector<Runner::Step>& steps_;
-  std::string buf_;
-  size_t need_ = 0, out_len_ = 0;
-  bool done_ = false, running_ = false;
-  std::string error_;
-  clock::time_point started_{};
+  MarkerSplitter out_, err_;
+  size_t max_;
+  size_t out_step_ = 0, err_step_ = 0, started_ = 0;
+  bool done_ = false, running_ = false, out_eof_ = false;
+  std::string error_, stray_;
+  clock::time_point started_at_{};
   std::vector<Runner::StepResult> results_;
 };
 
@@ -316,7 +376,8 @@ Runner::JobResult Runner::run_job(const Job& job) {
   active.emplace(this, sb.get());
 
   runtime::PooledCommand cmd;
-  cmd.args = {"/bin/sh", "-c", driver_script(job.steps, opts_.max_output), "sbx-sandbox-fusion"};
+  const std::string nonce = random_hex(32);
+  cmd.args = {"/bin/sh", "-c", driver_script(job.steps, nonce), "sbx-sandbox-fusion"};
   cmd.env = entry->env;
   cmd.files = job.files;
   int in_p[2], out_p[2], err_p[2];
@@ -339,45 +400,42 @@ Runner::JobResult Runner::run_job(const Job& job) {
   double budget = 0;
   for (const auto& s : job.steps) budget += std::max(s.timeout, 0.01);
   const auto deadline = sb->started() + std::chrono::milliseconds(static_cast<int64_t>(budget * 1000)) + kHardMargin;
-  DriverReader reader(job.steps);
-  std::string driver_err;
+  DriverReader reader(job.steps, nonce, opts_.max_output);
   bool out_open = true, err_open = true, killed = false;
   char buf[65536];
-  while (out_open && !reader.done()) {
+  while ((out_open || err_open) && !reader.done()) {
     auto now = clock::now();
     if (now >= deadline) {
       killed = true;
       break;
     }
-    struct pollfd p[2] = {{out_r.fd, POLLIN, 0}, {err_open ? err_r.fd : -1, POLLIN, 0}};
+    struct pollfd p[2] = {{out_open ? out_r.fd : -1, POLLIN, 0}, {err_open ? err_r.fd : -1, POLLIN, 0}};
     int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
     int rc = ::poll(p, 2, ms);
     if (rc < 0 && errno != EINTR) throw_errno("poll a sandbox-fusion driver");
     if (rc <= 0) continue;
     if (p[0].revents) {
-      for (;;) {
-        ssize_t n = ::read(out_r.fd, buf, sizeof buf);
-        if (n > 0) {
-          if (reader.feed(buf, static_cast<size_t>(n))) break;
-          continue;
-        }
-        if (n == 0) out_open = false;
-        break;
+      ssize_t n = ::read(out_r.fd, buf, sizeof buf);
+      if (n > 0) reader.feed_out(buf, static_cast<size_t>(n));
+      else if (n == 0) {
+        out_open = false;
+        reader.out_eof();
       }
     }
     if (p[1].revents) {
       ssize_t n = ::read(err_r.fd, buf, sizeof buf);
-      if (n > 0 && driver_err.size() < 4096) driver_err.append(buf, static_cast<size_t>(std::min<ssize_t>(n, 4096)));
-      if (n == 0) err_open = false;
+      if (n > 0) reader.feed_err(buf, static_cast<size_t>(n));
+      else if (n == 0) err_open = false;
     }
   }
+  const std::string driver_err = reader.stray();
   JobResult res;
   if (killed) {
     reader.cut("TimeLimitExceeded");
   } else if (!reader.done()) {
     reader.cut("Error");
   }
-  if (reader.done()) {
+  if (reader.finished_steps()) {
     // fetch_files through the engine's safe copy, while the driver waits.
     uint64_t total = 0;
     const std::string dir = tmp_root_ + "/" + sb->id().substr(0, 16);
@@ -407,7 +465,7 @@ Runner::JobResult Runner::run_job(const Job& job) {
   }
   active.reset();
   sb.reset();
-  res.steps = std::move(reader.results());
+  res.steps = reader.results();
   if (!reader.error().empty()) throw Error("sandbox driver: " + reader.error());
   if (res.steps.empty() && !killed)
     throw Error("the sandbox ended before its command started" + (driver_err.empty() ? std::string() : ": " + driver_err));
