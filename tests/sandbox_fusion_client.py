@@ -10,6 +10,7 @@ usage:
   sandbox_fusion_client.py humaneval URL HumanEval.jsonl.gz [--wrong] [-P N]
                                               prints "passed N/164"
   sandbox_fusion_client.py jupyter URL        /run_jupyter cases
+  sandbox_fusion_client.py stress URL N P     N requests at concurrency P: "answered A/N right R {status: count}"
 URL is the server's base, e.g. http://127.0.0.1:8080 (or .../TOKEN).
 Exit status: 0 when every check passed.
 """
@@ -212,6 +213,25 @@ def humaneval(base, data, wrong, parallel):
     return passed, len(problems)
 
 
+def stress(base, n, parallel):
+    """N requests at concurrency P (each sleeps a little so some are running
+    when the test kills one); prints how many were answered, by status."""
+    def one(i):
+        code = "import time\ntime.sleep(0.2)\nprint(%d * 2)" % i
+        st, r = post(base + "/run_code", verl_reward(code, "", timeout=10), timeout=120)
+        ok = st == 200 and isinstance(r, dict) and r.get("status") in ("Success", "Failed", "SandboxError")
+        right = ok and r["status"] == "Success" and r["run_result"]["stdout"] == "%d\n" % (i * 2)
+        return ok, right, r.get("status") if isinstance(r, dict) else st
+    counts = {}
+    answered = right = 0
+    with concurrent.futures.ThreadPoolExecutor(parallel) as ex:
+        for ok, good, status in ex.map(one, range(n)):
+            answered += ok
+            right += good
+            counts[status] = counts.get(status, 0) + 1
+    print("answered %d/%d right %d %s" % (answered, n, right, json.dumps(counts, sort_keys=True)))
+
+
 def jupyter_cases(base):
     url = base + "/run_jupyter"
     st, r = post(url, {"cells": ["a = 123", "a", "print(a * 2)", "import sys; sys.stderr.write('to stderr')",
@@ -246,6 +266,9 @@ def main():
     mode, base = sys.argv[1], sys.argv[2].rstrip("/")
     if mode == "verl":
         verl_cases(base)
+    elif mode == "stress":
+        stress(base, int(sys.argv[3]), int(sys.argv[4]))
+        return 0
     elif mode == "jupyter":
         jupyter_cases(base)
     elif mode == "humaneval":

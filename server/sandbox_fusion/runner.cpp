@@ -35,6 +35,8 @@ constexpr const char* kCtlDir = "/tmp/.sbx-sf";
 /// How long past its steps' time-outs a sandbox may take before it is killed
 /// (setup, the driver's reads and writes, fetch_files).
 constexpr auto kHardMargin = std::chrono::seconds(5);
+/// The smallest memory limit a request gets (MB).
+constexpr int64_t kMinMemoryMb = 16;
 
 std::string sh_quote(const std::string& s) {
   std::string o = "'";
@@ -279,6 +281,9 @@ Runner::~Runner() {
 
 std::shared_ptr<Runner::PoolEntry> Runner::pool_for(const std::string& language, const std::string& image,
                                                    int64_t memory_mb) {
+  // -1 (or any value below 1): the default bound; a sandbox needs a few MB
+  // to start at all, so less than kMinMemoryMb is raised to it.
+  memory_mb = memory_mb < 1 ? -1 : std::max(memory_mb, kMinMemoryMb);
   const std::string key = image + "\n" + std::to_string(memory_mb);
   std::lock_guard lk(pools_mu_);
   auto it = pools_.find(key);

@@ -2,14 +2,17 @@
 // a warm pool (engine/pool.h) per language image and memory limit: never
 // reused, no network, destroyed when the request is answered.
 //
-// In the sandbox, one command runs: a small POSIX sh driver (sbx writes it
-// with the request's files) that runs the compile step, then the run step,
-// each under `timeout -s KILL` from the image, with its stdout and stderr
-// through `head -c` (at most RunnerOptions::max_output bytes each are kept;
-// the rest is read and dropped, so the program never blocks on a full pipe),
-// and reports to sbx on its stdout: "S TAG" when a step starts, "T TAG RC"
-// when it ended, then "E TAG RC OUTLEN ERRLEN" and the two outputs, "F" when
-// done. sbx times each step from its S and T lines. The driver then waits
+// In the sandbox, one command runs: a small POSIX sh driver that runs the
+// compile step, then the run step, each under `timeout -s KILL` from the
+// image (nothing else but shell builtins), with the steps' stdout and stderr
+// on the driver's own, which are pipes to sbx. Between steps the driver
+// writes markers carrying a random nonce of the request ("\nNONCE S TAG",
+// "\nNONCE T TAG RC" on stderr, "\nNONCE" on stdout, "\nNONCE F" when done);
+// sbx splits the streams at them, keeps at most RunnerOptions::max_output
+// bytes of each step's stdout and stderr (the rest is read and dropped, so
+// the program never blocks on a full pipe) and times each step from its S
+// to its T marker. (A program that prints the nonce, which it could read
+// from /proc/1/cmdline, confuses only its own result.) The driver then waits
 // on its stdin while sbx reads `fetch_files` out through the engine's safe
 // copy (Engine::copy_out: resolved in the sandbox's root by the kernel).
 // A sandbox that overruns its steps' time-outs by kHardMargin is killed.

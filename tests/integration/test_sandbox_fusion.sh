@@ -5,7 +5,8 @@
 # stdin/stdout, runtime and compile errors, time-outs, memory limits, files
 # and fetch_files, bad input; HumanEval's 164 problems at concurrency 4 (the
 # canonical solutions pass, wrong ones fail); the queue's 504; the token in
-# the URL path; a sandbox killed mid-request; and that the server's SIGTERM
+# the URL path; a sandbox killed mid-request (500 requests at concurrency 8
+# with programs killed meanwhile); and that the server's SIGTERM
 # leaves nothing behind.
 source "$(dirname "$0")/../sandbox_lib.sh"
 [ "$BB" = busybox ] && [ "$PY" = python ] || { echo "SKIP: needs the busybox and python images in a store"; exit 77; }
@@ -95,6 +96,23 @@ check "the request's program found on the host" [ -n "$victim" ]
 wait $cpid
 check "a request whose program was killed (SIGKILL) is answered: Failed, return code 137" \
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r["status"]=="Failed" and r["run_result"]["return_code"]==137))' "$T/killed.json"
+# --- 500 requests at concurrency 8, programs killed (SIGKILL) meanwhile: every
+# request answered (the killed ones Failed), the others right.
+python3 "$CLIENT" stress "$URL" 500 8 >"$T/stress.out" 2>&1 &
+spid=$!
+killed=0
+while kill -0 $spid 2>/dev/null; do
+  v=$(pgrep -f '^python3 main\.py$' | shuf -n 1)
+  [ -n "$v" ] && [ $killed -lt 5 ] && kill -9 "$v" 2>/dev/null && killed=$((killed + 1))
+  sleep 0.5
+done
+wait $spid
+out=$(cat "$T/stress.out")
+echo "  500 requests at P=8, $killed programs killed: $out"
+check "500 requests at concurrency 8 with programs killed: every one answered" grep -q "^answered 500/500 " <<<"$out"
+right=$(sed -n 's/^answered [0-9]*\/500 right \([0-9]*\).*/\1/p' <<<"$out")
+check "all but the killed ones right (right $right, killed $killed)" [ "$((right + killed))" -ge 500 ]
+
 # A request still running when the server stops: its sandbox is killed, the
 # request answered, and nothing is left.
 ( curl -s "$URL/run_code" -d '{"code": "import time\ntime.sleep(60)", "language": "python", "run_timeout": 90}' >"$T/stopped.json" ) &
