@@ -17,6 +17,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "oci/auth_config.h"
+#include "runtime/backends.h"
 #include "runtime/state.h"
 #include "server/docker_spec.h"
 #include "server/http.h"
@@ -267,6 +268,9 @@ struct Runner::PoolEntry {
 
 Runner::Runner(RunnerOptions opts) : opts_(std::move(opts)), engine_(opts_.engine) {
   if (opts_.max_concurrency < 1) throw Error("--max-concurrency must be 1 or more");
+  if (!runtime::backend_for(opts_.runtime)->supports(runtime::Operation::Warm))
+    throw Error("sbx serve --sandbox-fusion runs each request in a warm-pool sandbox, which the '" + opts_.runtime +
+                "' runtime does not offer; serve it with --runtime native");
   tmp_root_ = opts_.engine.run_root + "/.sandbox-fusion-" + std::to_string(::getpid());
   fs::mkdir_p(tmp_root_, 0700);
 }

@@ -54,6 +54,8 @@ trap 'stop_server' EXIT
 # --- flags refused --------------------------------------------------------------------
 expect_rc "--sandbox-fusion on a non-loopback address without a token is refused" 125 \
   "$SBX" serve --socket "$T/x.sock" --sandbox-fusion 0.0.0.0:1
+expect_rc "--sandbox-fusion with a runtime without warm sandboxes (gvisor) is refused" 125 \
+  "$SBX" serve --socket "$T/x.sock" --sandbox-fusion 127.0.0.1:1 --runtime gvisor
 echo '{"python": {"image": "python", "colour": "blue"}}' >"$T/bad-languages.json"
 out=$("$SBX" serve --socket "$T/x.sock" --sandbox-fusion 127.0.0.1:1 --languages "$T/bad-languages.json" 2>&1)
 check "a languages file with an unknown key is refused, naming it" grep -q '"python": unknown key "colour"' <<<"$out"
@@ -151,4 +153,20 @@ check "http://HOST:PORT/TOKEN/run_code answers" grep -q '"stdout":"42\\n"' <<<"$
 check "http://HOST:PORT/TOKEN/v1/ping answers pong" [ "$(curl -s "$URL/$TOKEN/v1/ping")" = '"pong"' ]
 stop_server
 check "nothing of the fetch_files copies is left" [ -z "$(ls -A "$SBX_RUN_ROOT" | grep sandbox-fusion)" ]
+
+# --- the scientific python image (tests/images/python_sci.sh), when built ---------------
+if [ -d "$SBX_IMAGES/python-sci-oci" ]; then
+  $SBX import -q "$SBX_IMAGES/python-sci-oci" python-sci:latest >/dev/null
+  echo '{"python": {"image": "python-sci"}, "pytest": {"image": "python-sci"}}' >"$T/languages.json"
+  start_server || finish
+  URL=http://127.0.0.1:$PORT
+  out=$(curl -s "$URL/run_code" -d '{"code": "import numpy, scipy, pandas, sympy, networkx\nprint(int(numpy.arange(10).sum()), sympy.factor(\"x**2-1\"), pandas.DataFrame({\"a\": [1, 2]}).a.sum())", "language": "python"}')
+  check "python-sci: numpy, scipy, pandas, sympy, networkx import and compute" grep -q '"stdout":"45 (x - 1)\*(x + 1) 3\\n"' <<<"$out"
+  out=$(curl -s "$URL/run_code" -d '{"code": "def test_ok():\n    assert 1 + 1 == 2\n\ndef test_bad():\n    assert 1 + 1 == 3\n", "language": "pytest", "args": ["-q"]}')
+  check "pytest: one test passes, one fails -> Failed, return code 1, pytest's summary" \
+    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); sys.exit(not (r["status"]=="Failed" and r["run_result"]["return_code"]==1 and "1 failed, 1 passed" in r["run_result"]["stdout"]))' "$out"
+  stop_server
+else
+  echo "skip: no python-sci image in $SBX_IMAGES (tests/images/python_sci.sh builds it): numpy/pytest cases not run"
+fi
 finish
