@@ -161,6 +161,21 @@ void serve(const ServeOptions& opts) {
       opts.tcp.empty() && opts.e2b.empty() && (opts.sandbox_fusion.empty() || opts.token_file.empty())
           ? ""
           : read_token(opts.token_file);
+  // The SandboxFusion endpoint's table and runner first: a bad --languages
+  // or runtime is refused before any socket exists.
+  std::unique_ptr<sandbox_fusion::Api> sfusion;
+  if (!opts.sandbox_fusion.empty()) {
+    sandbox_fusion::RunnerOptions ro;
+    ro.engine = opts.engine;
+    ro.runtime = opts.runtime;
+    ro.languages = opts.languages_file.empty() ? sandbox_fusion::default_languages()
+                                               : sandbox_fusion::load_languages(opts.languages_file);
+    ro.max_concurrency = opts.max_concurrency > 0 ? opts.max_concurrency : default_max_concurrency();
+    ro.pool_size = static_cast<size_t>(std::min(ro.max_concurrency, 8));
+    if (opts.queue_timeout.count() <= 0) throw Error("sbx serve: --queue-timeout must be above 0");
+    ro.queue_timeout = opts.queue_timeout;
+    sfusion = std::make_unique<sandbox_fusion::Api>(std::move(ro), opts.token_file.empty() ? "" : token);
+  }
   std::vector<Listener> listeners;
   // systemd socket activation (sd_listen_fds(3)): fd 3 is the unix socket.
   const char* lpid = ::getenv("LISTEN_PID");
@@ -180,21 +195,10 @@ void serve(const ServeOptions& opts) {
     listeners.back().e2b = true;
     listeners.back().where = "http://" + listeners.back().where.substr(6) + " (E2B API)";
   }
-  std::unique_ptr<sandbox_fusion::Api> sfusion;
-  if (!opts.sandbox_fusion.empty()) {
-    sandbox_fusion::RunnerOptions ro;
-    ro.engine = opts.engine;
-    ro.runtime = opts.runtime;
-    ro.languages = opts.languages_file.empty() ? sandbox_fusion::default_languages()
-                                               : sandbox_fusion::load_languages(opts.languages_file);
-    ro.max_concurrency = opts.max_concurrency > 0 ? opts.max_concurrency : default_max_concurrency();
-    ro.pool_size = static_cast<size_t>(std::min(ro.max_concurrency, 8));
-    if (opts.queue_timeout.count() <= 0) throw Error("sbx serve: --queue-timeout must be above 0");
-    ro.queue_timeout = opts.queue_timeout;
+  if (sfusion) {
     listeners.push_back(listen_tcp(opts.sandbox_fusion, /*loopback_only=*/opts.token_file.empty()));
     listeners.back().sandbox_fusion = true;
     listeners.back().where = "http://" + listeners.back().where.substr(6) + " (SandboxFusion API)";
-    sfusion = std::make_unique<sandbox_fusion::Api>(std::move(ro), opts.token_file.empty() ? "" : token);
   }
   if (listeners.empty()) throw Error("sbx serve: nothing to listen on (give --socket or --tcp)");
 
