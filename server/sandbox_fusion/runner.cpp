@@ -287,7 +287,7 @@ std::shared_ptr<Runner::PoolEntry> Runner::pool_for(const std::string& language,
                                                    int64_t memory_mb) {
   // -1 (or any value below 1): the default bound; a sandbox needs a few MB
   // to start at all, so less than kMinMemoryMb is raised to it.
-  memory_mb = memory_mb < 1 ? -1 : std::max(memory_mb, kMinMemoryMb);
+  memory_mb = memory_mb < 1 ? -1 : std::clamp(memory_mb, kMinMemoryMb, int64_t{1} << 32);
   const std::string key = image + "\n" + std::to_string(memory_mb);
   std::lock_guard lk(pools_mu_);
   auto it = pools_.find(key);
