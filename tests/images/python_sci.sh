@@ -33,7 +33,7 @@ exec 9>"$out/.lock-$n"
 flock 9
 work=$(mktemp -d "$out/.work-$n.XXXXXX")
 cleanup() {
-  findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m" || true; done
+  { findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m" || true; done; } || true
   rm -rf "$work"
 }
 trap cleanup EXIT

@@ -145,9 +145,9 @@ stop_server
 start_server --token-file "$T/token" || finish
 URL=http://127.0.0.1:$PORT
 code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/run_code" -d '{"code": "print(1)", "language": "python"}')
-check "with --token-file, a request without the token: 401" [ "$code" = 401 ]
+check "with --token-file, a request without the token: 401 (got $code)" [ "$code" = 401 ]
 code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/sf_wrong$TOKEN/run_code" -d '{"code": "print(1)", "language": "python"}')
-check "a wrong token: 401" [ "$code" = 401 ]
+check "a wrong token: 401 (got $code)" [ "$code" = 401 ]
 out=$(curl -s "$URL/$TOKEN/run_code" -d '{"code": "print(6 * 7)", "language": "python"}')
 check "http://HOST:PORT/TOKEN/run_code answers" grep -q '"stdout":"42\\n"' <<<"$out"
 check "http://HOST:PORT/TOKEN/v1/ping answers pong" [ "$(curl -s "$URL/$TOKEN/v1/ping")" = '"pong"' ]
