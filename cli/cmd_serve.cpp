@@ -13,6 +13,7 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action) {
   auto opts = std::make_shared<server::ServeOptions>();
   auto header_timeout = std::make_shared<std::string>("10s");
   auto idle_timeout = std::make_shared<std::string>("60s");
+  auto queue_timeout = std::make_shared<std::string>("8s");
   auto* cmd = app.add_subcommand("serve", "Serve the Docker Engine API (docker, docker-py, dockerode) on a socket");
   cmd->footer(
       "Runs in the foreground until SIGTERM/SIGINT; sandboxes it started keep running after it stops.\n"
@@ -29,6 +30,22 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--e2b", opts->e2b,
                   "Also serve an E2B-compatible API (REST + envd) on loopback ADDR:PORT (needs --token-file; docs/e2b.md)")
       ->type_name("ADDR:PORT");
+  cmd->add_option("--sandbox-fusion", opts->sandbox_fusion,
+                  "Also serve a SandboxFusion-compatible API (/run_code, /run_jupyter, /v1/ping, /metrics) on "
+                  "ADDR:PORT: loopback only, unless --token-file is given (then URLs start with /TOKEN; "
+                  "docs/sandbox-fusion.md)")
+      ->type_name("ADDR:PORT");
+  cmd->add_option("--languages", opts->languages_file,
+                  "SandboxFusion languages table (JSON: name -> {image, file, compile, run}) over the defaults")
+      ->type_name("FILE");
+  cmd->add_option("--max-concurrency", opts->max_concurrency,
+                  "SandboxFusion sandboxes running at once; more requests wait (default: min(cores, GiB of RAM / 2))")
+      ->type_name("N")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--queue-timeout", *queue_timeout,
+                  "Most time a SandboxFusion request waits for a sandbox slot; then 504 (verl retries on 504)")
+      ->type_name("DURATION")
+      ->capture_default_str();
   cmd->add_option("--runtime", opts->runtime,
                   "Runtime of containers that name none (HostConfig.Runtime): native or gvisor; default from $SBX_RUNTIME")
       ->envname("SBX_RUNTIME")
@@ -51,8 +68,9 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action) {
                   "body (attach, exec, logs and event streams are exempt)")
       ->type_name("DURATION")
       ->capture_default_str();
-  cmd->callback([&g, &action, opts, header_timeout, idle_timeout] {
-    action = [&g, opts, header_timeout, idle_timeout] {
+  cmd->callback([&g, &action, opts, header_timeout, idle_timeout, queue_timeout] {
+    action = [&g, opts, header_timeout, idle_timeout, queue_timeout] {
+      opts->queue_timeout = units::parse_duration(*queue_timeout, "--queue-timeout");
       opts->limits.header_timeout = units::parse_duration(*header_timeout, "--header-timeout");
       opts->limits.idle_timeout = units::parse_duration(*idle_timeout, "--idle-timeout");
       opts->engine = {g.root, g.run_root};

@@ -71,7 +71,7 @@ _sbx() {
     tag) words_list=$images ;;
     rmi) opts="-f --force"; words_list=$images ;;
     gc) opts="--older-than" ;;
-    serve) opts="--socket --tcp --token-file --e2b --runtime --max-connections --max-client-connections --header-timeout --idle-timeout" ;;
+    serve) opts="--socket --tcp --token-file --e2b --sandbox-fusion --languages --max-concurrency --queue-timeout --runtime --max-connections --max-client-connections --header-timeout --idle-timeout" ;;
     info) opts="--json --runsc" ;;
     snapshot) opts="--name --upper --image"; words_list=$sandboxes ;;
     export) opts="-o --output --format --name --json"; words_list=$images ;;

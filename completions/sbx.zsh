@@ -171,6 +171,10 @@ _sbx_serve() {
     '--tcp[Also listen on loopback TCP ADDR\:PORT (needs --token-file)]:value: ' \
     '--token-file[File with the bearer token TCP clients must send]:file:_files' \
     '--e2b[Also serve an E2B-compatible API on loopback ADDR\:PORT (needs --token-file)]:value: ' \
+    '--sandbox-fusion[Also serve a SandboxFusion-compatible API on ADDR\:PORT]:value: ' \
+    '--languages[SandboxFusion languages table (JSON) over the defaults]:file:_files' \
+    '--max-concurrency[SandboxFusion sandboxes running at once]:value: ' \
+    '--queue-timeout[Most wait of a SandboxFusion request for a slot; then 504]:value: ' \
     '--runtime[Runtime of containers that name none]:runtime:(native gvisor)' \
     '--max-connections[Most connections open at once on each listener]:value: ' \
     '--max-client-connections[Most connections open at once from one client on each listener]:value: ' \

@@ -27,6 +27,7 @@
 #include "server/api.h"
 #include "server/e2b.h"
 #include "server/http.h"
+#include "server/sandbox_fusion/api.h"
 #include "server/temp_dir.h"
 
 namespace sbx::server {
@@ -41,6 +42,7 @@ struct Listener {
   Fd fd;
   bool tcp = false;
   bool e2b = false;  ///< the E2B endpoint (--e2b): its own authentication
+  bool sandbox_fusion = false;  ///< the SandboxFusion endpoint (--sandbox-fusion)
   std::string where;
 };
 
@@ -82,15 +84,18 @@ Listener listen_unix(const std::string& path) {
   return l;
 }
 
-Listener listen_tcp(const std::string& spec) {
+Listener listen_tcp(const std::string& spec, bool loopback_only = true) {
   auto colon = spec.rfind(':');
   if (colon == std::string::npos) throw Error("invalid --tcp '" + spec + "': use 127.0.0.1:PORT");
   std::string host = spec.substr(0, colon), port = spec.substr(colon + 1);
   if (host == "localhost") host = "127.0.0.1";
   struct sockaddr_in a4 {};
   a4.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, host.c_str(), &a4.sin_addr) != 1 || (ntohl(a4.sin_addr.s_addr) >> 24) != 127)
-    throw Error("invalid --tcp '" + spec + "': sbx serve listens on TCP only on loopback (127.0.0.0/8)");
+  if (::inet_pton(AF_INET, host.c_str(), &a4.sin_addr) != 1)
+    throw Error("invalid address '" + spec + "': use an IPv4 address and a port (127.0.0.1:PORT)");
+  if (loopback_only && (ntohl(a4.sin_addr.s_addr) >> 24) != 127)
+    throw Error("invalid address '" + spec + "': sbx serve listens on TCP only on loopback (127.0.0.0/8)" +
+                " unless a token is required (--token-file: --sandbox-fusion only)");
   int p = 0;
   try {
     p = std::stoi(port);
@@ -124,6 +129,14 @@ std::string read_token(const std::string& file) {
   return t;
 }
 
+/// --max-concurrency's default: min(cores, GiB of RAM / 2), at least 1.
+int default_max_concurrency() {
+  long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  long gib = pages > 0 && page > 0 ? static_cast<long>((static_cast<unsigned long long>(pages) * page) >> 30) : 2;
+  return static_cast<int>(std::max(1L, std::min(cores > 0 ? cores : 1L, gib / 2)));
+}
+
 }  // namespace
 
 void serve(const ServeOptions& opts) {
@@ -144,7 +157,25 @@ void serve(const ServeOptions& opts) {
     throw Error("sbx serve --tcp needs --token-file FILE: TCP clients must send Authorization: Bearer <token>");
   if (!opts.e2b.empty() && opts.token_file.empty())
     throw Error("sbx serve --e2b needs --token-file FILE: E2B clients send its token as the API key (E2B_API_KEY)");
-  std::string token = opts.tcp.empty() && opts.e2b.empty() ? "" : read_token(opts.token_file);
+  std::string token =
+      opts.tcp.empty() && opts.e2b.empty() && (opts.sandbox_fusion.empty() || opts.token_file.empty())
+          ? ""
+          : read_token(opts.token_file);
+  // The SandboxFusion endpoint's table and runner first: a bad --languages
+  // or runtime is refused before any socket exists.
+  std::unique_ptr<sandbox_fusion::Api> sfusion;
+  if (!opts.sandbox_fusion.empty()) {
+    sandbox_fusion::RunnerOptions ro;
+    ro.engine = opts.engine;
+    ro.runtime = opts.runtime;
+    ro.languages = opts.languages_file.empty() ? sandbox_fusion::default_languages()
+                                               : sandbox_fusion::load_languages(opts.languages_file);
+    ro.max_concurrency = opts.max_concurrency > 0 ? opts.max_concurrency : default_max_concurrency();
+    ro.pool_size = static_cast<size_t>(std::min(ro.max_concurrency, 8));
+    if (opts.queue_timeout.count() <= 0) throw Error("sbx serve: --queue-timeout must be above 0");
+    ro.queue_timeout = opts.queue_timeout;
+    sfusion = std::make_unique<sandbox_fusion::Api>(std::move(ro), opts.token_file.empty() ? "" : token);
+  }
   std::vector<Listener> listeners;
   // systemd socket activation (sd_listen_fds(3)): fd 3 is the unix socket.
   const char* lpid = ::getenv("LISTEN_PID");
@@ -163,6 +194,11 @@ void serve(const ServeOptions& opts) {
     listeners.push_back(listen_tcp(opts.e2b));
     listeners.back().e2b = true;
     listeners.back().where = "http://" + listeners.back().where.substr(6) + " (E2B API)";
+  }
+  if (sfusion) {
+    listeners.push_back(listen_tcp(opts.sandbox_fusion, /*loopback_only=*/opts.token_file.empty()));
+    listeners.back().sandbox_fusion = true;
+    listeners.back().where = "http://" + listeners.back().where.substr(6) + " (SandboxFusion API)";
   }
   if (listeners.empty()) throw Error("sbx serve: nothing to listen on (give --socket or --tcp)");
 
@@ -185,7 +221,9 @@ void serve(const ServeOptions& opts) {
   std::string where;
   for (auto& l : listeners) {
     Site site;
-    if (l.e2b) {
+    if (l.sandbox_fusion) {
+      site = sfusion->site();
+    } else if (l.e2b) {
       site.authorize = [e2b](const Request& r) { return e2b->authorize(r); };
       site.body_rule = [](const Request& r) { return E2bApi::body_rule(r); };
       site.error_body = [](const Request* r, int status, const std::string& msg) {
@@ -219,7 +257,12 @@ void serve(const ServeOptions& opts) {
   if (!opts.socket.empty() && listeners.front().where.rfind("unix://", 0) == 0) ::unlink(opts.socket.c_str());
   api.cancel_all_execs();
   if (e2b) e2b->shutdown();
-  http.wait_handlers(std::chrono::seconds(3));
+  if (sfusion) sfusion->shutdown();
+  // The SandboxFusion pools' waiting sandboxes go with the runner (the
+  // pools' guardian removes them if this process dies first); a handler
+  // still running keeps using it, so then it is left (as the other APIs).
+  if (http.wait_handlers(std::chrono::seconds(3))) sfusion.reset();
+  else (void)sfusion.release();
 }
 
 }  // namespace sbx::server

@@ -2,6 +2,7 @@
 // bearer token, and the E2B endpoint), each with its API on the server core
 // (server/http_server.h), and shutdown on SIGTERM/SIGINT.
 #pragma once
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -19,6 +20,16 @@ struct ServeOptions {
   /// E2B-compatible endpoint (server/e2b.h) on loopback "127.0.0.1:PORT";
   /// empty: none. Needs token_file: its token is the E2B API key.
   std::string e2b;
+  /// SandboxFusion-compatible endpoint (server/sandbox_fusion/api.h) on
+  /// "ADDR:PORT"; empty: none. Loopback only unless token_file is given
+  /// (then its token starts every path: http://HOST:PORT/TOKEN/run_code).
+  std::string sandbox_fusion;
+  std::string languages_file;  ///< its languages table over the defaults (--languages); empty: defaults
+  /// Its sandboxes running at once; 0: from the cores and memory
+  /// (min(cores, GiB of RAM / 2), at least 1).
+  int max_concurrency = 0;
+  /// Its most wait for a slot before a 504 (verl retries on 504).
+  std::chrono::milliseconds queue_timeout{8000};
   /// Connection bounds and time-outs. max_connections 0: a quarter of the
   /// open-file limit (RLIMIT_NOFILE), at most 4096; max_client_connections
   /// 0: 1024, at most max_connections.

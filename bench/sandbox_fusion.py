@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""SandboxFusion-compatible endpoint bench: HumanEval through `sbx serve
+--sandbox-fusion`'s /run_code beside `sbx batch` (warm pool) and a chroot loop.
+
+    sudo python3 bench/sandbox_fusion.py SBX [--par 4,8] [--rounds R] [--problems K] [--out FILE.md]
+
+Each problem's program (prompt + canonical_solution + test + check(entry_point))
+runs in the python test image, P at a time, three ways, interleaved in a
+random order each round:
+
+* /run_code: P client threads POST verl's reward request (urllib, one
+  connection per request, as verl's `requests.post`) to one `sbx serve
+  --sandbox-fusion --max-concurrency P` started for the bench;
+* sbx batch: one `sbx batch -P P` (its warm pool) of the same programs
+  (`python3 -c PROGRAM`);
+* chroot loop: `chroot ROOTFS python3 -c PROGRAM`, P workers.
+
+Every problem must pass every way (else the bench fails). Reported per P:
+wall s and requests/s (median of the rounds), /run_code's client latency
+p50/p99 and its ratio to sbx batch's throughput (target ≥ 90 %), and the p50
+added latency of /run_code over the program's own run (its execution_time)
+next to sbx batch's (start to end of a pooled task minus its duration_ms is not
+reported by batch; its per-task duration_ms p50 is shown). Leaves nothing:
+temp store, run root and server removed.
+"""
+import argparse
+import concurrent.futures
+import gzip
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def programs(path, k):
+    out = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            p = json.loads(line)
+            out.append((p["task_id"], p["prompt"] + p["canonical_solution"] + "\n\n" + p["test"] + "\n\n" +
+                        f"check({p['entry_point']})\n"))
+    return out[:k] if k else out
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
+def run_code(url, progs, par):
+    def one(item):
+        tid, prog = item
+        body = json.dumps({"compile_timeout": 10, "run_timeout": 10, "code": prog, "stdin": "",
+                           "language": "python", "files": {}, "fetch_files": []}).encode()
+        req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(req, timeout=60) as r:
+            res = json.loads(r.read())
+        lat = time.perf_counter() - t0
+        ok = res.get("status") == "Success"
+        ex = (res.get("run_result") or {}).get("execution_time") or 0
+        return tid, ok, lat, ex, str(res)[:200]
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(par) as ex:
+        res = list(ex.map(one, progs))
+    wall = time.perf_counter() - t0
+    bad = [(tid, err) for tid, ok, _, _, err in res if not ok]
+    return wall, bad, [r[2] for r in res], [r[2] - r[3] for r in res]
+
+
+def batch(sbx, g, tasks, out, par, n):
+    t0 = time.perf_counter()
+    rc = subprocess.run([sbx, *g, "batch", "-q", "-P", str(par), "--image", "python", "--network", "none",
+                         "-o", out, tasks], stdout=subprocess.DEVNULL).returncode
+    wall = time.perf_counter() - t0
+    bad, durs = [], []
+    with open(out) as f:
+        for line in f:
+            r = json.loads(line)
+            durs.append((r.get("duration_ms") or 0) / 1000)
+            if r.get("exit_code") != 0:
+                bad.append((r["id"], r.get("error") or (r.get("stderr") or "")[-200:]))
+    if rc not in (0, 1) or len(durs) != n:
+        bad.append(("-", f"sbx batch exited {rc} with {len(durs)} results for {n}"))
+    return wall, bad, durs, []
+
+
+def chroot_loop(rootfs, progs, par):
+    def one(item):
+        tid, prog = item
+        r = subprocess.run(["chroot", rootfs, "python3", "-c", prog], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        return tid, r.returncode == 0, r.stderr[-200:]
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(par) as ex:
+        res = list(ex.map(one, progs))
+    return time.perf_counter() - t0, [(t, e) for t, ok, e in res if not ok], [], []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sbx")
+    ap.add_argument("--par", default="4,8")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--problems", type=int, default=0, help="the first K problems only (0: all 164)")
+    ap.add_argument("--humaneval", default=os.path.join(REPO, "tests/data/HumanEval.jsonl.gz"))
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    sbx = os.path.abspath(a.sbx)
+    images = os.environ.get("SBX_IMAGES", os.path.join(REPO, "tests/images/out"))
+    progs = programs(a.humaneval, a.problems)
+    tmp = tempfile.mkdtemp(prefix="sbx-bench-sf.")
+    g = ["--root", os.path.join(tmp, "root"), "--run-root", os.path.join(tmp, "run")]
+    lines = [f"# SandboxFusion endpoint bench (bench/sandbox_fusion.py)\n\n"
+             f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, load average at start {os.getloadavg()[0]:.1f}, "
+             f"{os.cpu_count()} CPUs. Command: `sudo python3 bench/sandbox_fusion.py {' '.join(sys.argv[1:])}`\n"]
+    server = None
+    try:
+        subprocess.run([sbx, *g, "import", "-q", os.path.join(images, "python-oci"), "python"], check=True,
+                       stdout=subprocess.DEVNULL)
+        rootfs = json.loads(subprocess.run([sbx, *g, "inspect", "python"], check=True,
+                                           capture_output=True).stdout)["LayerDirs"][0]
+        langs = os.path.join(tmp, "languages.json")
+        with open(langs, "w") as f:
+            json.dump({"python": {"image": "python"}}, f)
+        tasks = os.path.join(tmp, "he.jsonl")
+        with open(tasks, "w") as f:
+            for tid, prog in progs:
+                f.write(json.dumps({"id": tid, "cmd": ["python3", "-c", prog]}) + "\n")
+        for par in [int(p) for p in a.par.split(",")]:
+            port = free_port()
+            log = open(os.path.join(tmp, "serve.log"), "w")
+            server = subprocess.Popen([sbx, *g, "serve", "--socket", os.path.join(tmp, "d.sock"), "--sandbox-fusion",
+                                       f"127.0.0.1:{port}", "--languages", langs, "--max-concurrency", str(par)],
+                                      stderr=log)
+            url = f"http://127.0.0.1:{port}/run_code"
+            for _ in range(200):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/ping", timeout=1).read()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+            run_code(url, progs[:8], par)  # warm the pool
+            ways = {
+                "/run_code": lambda: run_code(url, progs, par),
+                "sbx batch (warm pool)": lambda: batch(sbx, g, tasks, os.path.join(tmp, "he.out"), par, len(progs)),
+                "chroot loop": lambda: chroot_loop(rootfs, progs, par),
+            }
+            walls = {k: [] for k in ways}
+            lat, added, bdur = [], [], []
+            for _ in range(a.rounds):
+                order = list(ways)
+                random.shuffle(order)
+                for k in order:
+                    wall, bad, x, y = ways[k]()
+                    if bad:
+                        raise SystemExit(f"{k}: {len(bad)} of {len(progs)} problems did not pass, first: {bad[0]}")
+                    walls[k].append(wall)
+                    if k == "/run_code":
+                        lat += x
+                        added += y
+                    elif k.startswith("sbx batch"):
+                        bdur += x
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+            server = None
+            med = {k: statistics.median(v) for k, v in walls.items()}
+            b = med["sbx batch (warm pool)"]
+            lines.append(f"\n## P = {par}\n\nHumanEval {len(progs)} problems (all pass every way), median of "
+                         f"{a.rounds} interleaved rounds (load average now {os.getloadavg()[0]:.1f}):\n")
+            lines.append("| | wall s | requests/s | × sbx batch throughput |\n|---|--:|--:|--:|")
+            for k, v in med.items():
+                lines.append(f"| {k} | {v:.2f} | {len(progs) / v:.1f} | {b / v:.2f} |")
+            lines.append(f"\n/run_code client latency p50 {1000 * pct(lat, 0.5):.1f} ms, p99 {1000 * pct(lat, 0.99):.1f} ms; "
+                         f"latency minus the program's execution_time p50 {1000 * pct(added, 0.5):.1f} ms "
+                         f"(sbx batch's per-task duration_ms p50 {1000 * pct(bdur, 0.5):.1f} ms).")
+            r = b / med["/run_code"]
+            lines.append(f"Target /run_code ≥ 90 % of sbx batch's throughput: {'met' if r >= 0.9 else 'missed'} ({100 * r:.0f} %).")
+    finally:
+        if server:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+        subprocess.run([sbx, *g, "gc"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(tmp, ignore_errors=True)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
