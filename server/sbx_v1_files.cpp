@@ -21,6 +21,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "runtime/state.h"
+#include "server/error_status.h"
 #include "server/sbx_v1.h"
 #include "server/temp_dir.h"
 
@@ -61,14 +62,10 @@ bool write_all(int fd, const char* p, size_t n) {
 }
 
 V1Error file_error(const Error& e, const std::string& path) {
-  std::string m = e.what();
-  if (m.find("No such file") != std::string::npos || m.find("no such file") != std::string::npos ||
-      m.find("does not exist") != std::string::npos || m.find("can't cd") != std::string::npos)
-    return {404, "FileNotFound", "no such file in the sandbox: " + path};
-  if (m.find("Is a directory") != std::string::npos) return {400, "IsADirectory", path + " is a directory"};
-  if (m.find("no such sandbox") != std::string::npos) return {404, "SandboxNotFound", m};
-  if (m.find("not running") != std::string::npos) return {409, "Conflict", m};
-  return {500, "Internal", m};
+  V1Status s = v1_status(e);
+  if (s.kind == ErrorKind::FileNotFound) return {404, "FileNotFound", "no such file in the sandbox: " + path};
+  if (e.err() == EISDIR) return {400, "IsADirectory", path + " is a directory"};
+  return classify(e);
 }
 
 }  // namespace

@@ -98,7 +98,7 @@ void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o
       for (const auto& p : l.publish)
         ports += (ports.empty() ? "" : ", ") + (p.host_ip.empty() ? "" : p.host_ip + ":") +
                  std::to_string(p.host_port) + "/" + p.protocol;
-      throw Error("cannot publish " + ports + ": the host port is already allocated to another sandbox ('sbx ps'); "
+      throw Error(ErrorKind::Conflict, "cannot publish " + ports + ": the host port is already allocated to another sandbox ('sbx ps'); "
                   "pick another HOST_PORT",
                   EADDRINUSE);
     }
