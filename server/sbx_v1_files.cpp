@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -189,12 +190,12 @@ std::pair<int, std::string> SbxV1::run_capture(const std::string& id, const std:
   req.stderr_fd = devnull.fd;
   req.forward_signals = false;
   int code = 0;
-  std::string failure;
+  std::optional<Error> failure;
   std::thread t([&] {
     try {
       code = engine_.exec(req).exit_code;
     } catch (const Error& e) {
-      failure = e.what();
+      failure = e;
     }
     w = Fd();
   });
@@ -207,7 +208,7 @@ std::pair<int, std::string> SbxV1::run_capture(const std::string& id, const std:
     if (out.size() < max) out.append(buf, static_cast<size_t>(k));
   }
   t.join();
-  if (!failure.empty()) throw Error(failure);
+  if (failure) throw *failure;
   return {code, out};
 }
 
