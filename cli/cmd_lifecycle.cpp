@@ -208,6 +208,10 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
       if (!f->args.empty() && f->args[0] == "--") f->args.erase(f->args.begin());
       action = [f, &g] {
         if (f->id.empty()) throw Error("sbx exec: give a SANDBOX and a COMMAND; see 'sbx exec --help'");
+        // Options CLI11 does not know come through as the first word (the
+        // prefix command takes everything): a sandbox name never starts with '-'.
+        if (f->id.size() > 1 && f->id[0] == '-')
+          throw Error("sbx exec: unknown option " + f->id.substr(0, f->id.find('=')) + "; see 'sbx exec --help'");
         engine::ExecRequest req;
         req.sandbox = f->id;
         req.args = f->args;

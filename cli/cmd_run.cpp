@@ -49,7 +49,7 @@ int run(const Globals& g, RunFlags& f) {
     throw;
   }
   if (!f.end_record.empty())
-    runtime::write_end_record_json(f.end_record, runtime::EndRecord{runtime::end_reason(st), st.exit_code, st.signal, 0},
+    runtime::write_end_record_json(f.end_record, runtime::EndRecord{runtime::end_reason(st), runtime::reported_exit_code(st), st.signal, 0},
                                    st.oom_kills, st.pids_max_hits, st.usage);
   return code;
 }

@@ -136,7 +136,9 @@ int stats(const Globals& g, const StatsFlags& f) {
   for (;;) {
     auto rows = sample(g, f, prev);
     if (f.json) {
-      std::cout << rows_json(rows).dump(2) << std::endl;
+      // --no-stream: one JSON document; streaming: JSON Lines, one sample
+      // (an array of the sandboxes' rows) per line, as a reader can split them.
+      std::cout << rows_json(rows).dump(f.no_stream ? 2 : -1) << std::endl;
     } else {
       if (tty && !f.no_stream) std::printf("\033[2J\033[H");  // redraw in place, as podman
       print_table(rows, f.no_trunc);
@@ -160,7 +162,7 @@ void register_stats_command(CLI::App& app, Globals& g, Action& action) {
       "are in 'sbx inspect' (State.CpuMs, MaxRssBytes, …) and 'sbx run --end-record'.");
   cmd->add_option("SANDBOX", f->refs, "Sandboxes (id, prefix or name; default: every running one)");
   cmd->add_flag("--no-stream", f->no_stream, "Print one sample and exit");
-  cmd->add_flag("--json", f->json, "Print JSON (an array per sample)");
+  cmd->add_flag("--json", f->json, "Print JSON: with --no-stream one array; streaming, JSON Lines (an array per sample per line)");
   cmd->add_flag("--no-trunc", f->no_trunc, "Print full ids");
   cmd->add_flag("-a,--all", f->all, "Accepted for podman compatibility (only running sandboxes have live usage)");
   cmd->add_option("-i,--interval", f->interval, "Seconds between samples when streaming")->capture_default_str();

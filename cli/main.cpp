@@ -1,16 +1,66 @@
 // sbx: entry point. Parses global flags, dispatches to a subcommand, turns
 // library errors into a message on stderr and exit code 125.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/report.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/backends.h"
+
+namespace {
+
+/// Levenshtein distance of two short words (a mistyped command name).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// The command (or alias) `word` is most likely a typo of: within two edits,
+/// or `word` a prefix of it; empty when none is close.
+std::string closest_command(CLI::App& app, const std::string& word) {
+  std::string best;
+  size_t best_d = 3;
+  for (auto* s : app.get_subcommands({})) {
+    std::vector<std::string> names{s->get_name()};
+    for (const auto& a : s->get_aliases()) names.push_back(a);
+    for (const auto& n : names) {
+      size_t d = n.rfind(word, 0) == 0 ? 1 : edit_distance(word, n);
+      if (d < best_d) best_d = d, best = s->get_name();
+    }
+  }
+  return best;
+}
+
+/// An option given more times than it takes (e.g. --root twice), in `app`
+/// or the subcommands parsed; nullptr when the parse error is another.
+const CLI::Option* repeated_option(CLI::App& app) {
+  for (const auto* o : app.get_options())
+    if (o->count() > 1 && o->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw &&
+        o->get_expected_max() <= 1)
+      return o;
+  for (auto* s : app.get_subcommands())
+    if (const CLI::Option* o = repeated_option(*s)) return o;
+  return nullptr;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace sbx;
@@ -62,9 +112,16 @@ int main(int argc, char** argv) {
         continue;
       }
       if (!app.get_subcommands([&](CLI::App* s) { return s->check_name(w); }).empty()) break;
-      std::cerr << "sbx: unknown command '" << w << "'\nCommands:";
+      std::cerr << "sbx: unknown command '" << w << "'";
+      if (std::string near = closest_command(app, w); !near.empty())
+        std::cerr << "; did you mean '" << near << "'?";
+      std::cerr << "\nCommands:";
       for (const auto* s : app.get_subcommands({})) std::cerr << " " << s->get_name();
       std::cerr << "\nRun 'sbx --help' (or 'sbx COMMAND --help') for usage.\n";
+      return static_cast<int>(kExitSbxFailed);
+    }
+    if (const CLI::Option* o = repeated_option(app)) {
+      std::cerr << "sbx: " << o->get_name() << " was given " << o->count() << " times; give it once\n";
       return static_cast<int>(kExitSbxFailed);
     }
     std::cerr << "sbx: " << e.what() << "\nRun 'sbx --help' (or 'sbx COMMAND --help') for usage.\n";

@@ -51,7 +51,7 @@ void split_command_line(CLI::App& run_cmd, size_t n, SandboxFlags& f) {
       const CLI::Option* o = run_cmd.get_option_no_throw(name);
       if (!o) {
         if (name == "--help") continue;
-        f.unknown = a;
+        f.unknown = name;
         return;
       }
       if (o->get_expected_max() > 0 && a.find('=') == std::string::npos) ++i;
@@ -96,8 +96,14 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
     // Runs before CLI11 checks the main app's extras: for "IMAGE -- CMD"
     // CLI11 hands the words after "--" to the main app; they are ours.
     split_command_line(*c, f->nargs, *f);
-    if (!f->exact) return;
     auto& extras = app.*MissingAccess::ptr();
+    // An unknown option before IMAGE is the cause, whatever CLI11 did with
+    // the words after "--": the command reports it (not the words).
+    if (!f->unknown.empty()) {
+      extras.clear();
+      return;
+    }
+    if (!f->exact) return;
     bool ours = true;
     for (const auto& [cls, word] : extras)
       ours &= cls != CLI::detail::Classifier::SUBCOMMAND &&
@@ -150,7 +156,7 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
       ->envname("SBX_RUNTIME")
       ->capture_default_str();
   cmd.add_option("--pull", f->pull,
-                 "Pull the image: missing (when not in the store and the name has a registry), always, never, newer")
+                 "Pull the image: missing (when it is not in the store; a short name from registries.conf's search registries, else docker.io), always, never, newer")
       ->check(CLI::IsMember({"missing", "always", "never", "newer"}))
       ->each([f](const std::string&) { f->pull_set = true; })
       ->capture_default_str();

@@ -148,8 +148,13 @@ void Api::ping(Connection& c, const Request& r) {
 void Api::version(Connection& c, const Request&) {
   struct utsname u {};
   ::uname(&u);
+  // The docker CLI prints the Engine component's Details (OS/Arch, minimum
+  // API version), not the top-level fields: both carry them.
+  json details = {{"ApiVersion", "1.44"}, {"MinAPIVersion", "1.24"}, {"Os", "linux"}, {"Arch", "amd64"},
+                  {"KernelVersion", u.release}, {"GitCommit", ""}, {"GoVersion", "n/a"}, {"BuildTime", ""},
+                  {"Experimental", "false"}};
   json v = {{"Platform", {{"Name", "sbx"}}},
-            {"Components", json::array({{{"Name", "Engine"}, {"Version", SBX_VERSION}, {"Details", {{"ApiVersion", "1.44"}}}}})},
+            {"Components", json::array({{{"Name", "Engine"}, {"Version", SBX_VERSION}, {"Details", details}}})},
             {"Version", SBX_VERSION},
             {"ApiVersion", "1.44"},
             {"MinAPIVersion", "1.24"},

@@ -75,7 +75,7 @@ int64_t parse_time(const std::string& s) {
 }
 
 [[noreturn]] void not_found(const std::string& name) {
-  throw Error(ErrorKind::SnapshotNotFound, "snapshot '" + name + "' not found; see 'sbx snapshots'", ENOENT, 1);
+  throw Error(ErrorKind::SnapshotNotFound, "snapshot '" + name + "' not found; see 'sbx snapshots'", ENOENT);
 }
 
 /// Deletes what a catalog record owns, unless another record still uses it.
@@ -121,7 +121,7 @@ SnapshotRecord find_record(const std::string& root, const std::string& name, con
   for (const auto& r : read_catalog(root))
     if (r.name == name) {
       if (!kind.empty() && r.kind != kind)
-        throw Error("snapshot '" + name + "' is a " + r.kind + " snapshot, not a " + kind + " snapshot", 0, 1);
+        throw Error("snapshot '" + name + "' is a " + r.kind + " snapshot, not a " + kind + " snapshot", 0);
       return r;
     }
   not_found(name);

@@ -40,14 +40,26 @@ inline const char* end_reason(const ExitStatus& s) {
   return "exit";
 }
 
+/// The exit code sbx reports for `s` on every path (sbx run's own status,
+/// its --end-record, inspect, batch results): 124 when sbx's timeout killed
+/// the workload (as timeout(1)), 137 when the OOM killer did (as docker), the
+/// workload's own code (128+N for signal N) otherwise.
+inline int reported_exit_code(const ExitStatus& s) {
+  if (s.timed_out) return 124;
+  if (s.oom_killed) return 137;
+  return s.exit_code;
+}
+
 }  // namespace sbx::spec
 
 namespace sbx {
 using spec::ExitStatus;
+using spec::reported_exit_code;
 using spec::ResourceUsage;
 }
 namespace sbx::runtime {
 using spec::ExitStatus;  // runtime::ExitStatus, as the backends return it
 using spec::ResourceUsage;
 using spec::end_reason;
+using spec::reported_exit_code;
 }

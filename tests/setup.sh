@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-step set-up on a fresh Debian 12 machine (run as root): installs the
-# build and test dependencies (.ci/packages), builds sbx into build/, builds
+# build and test dependencies (.ci/packages), builds sbx into build/ and
+# installs it (/usr/local), builds
 # the real test images (tests/images/build.sh), imports the python image and
 # runs the main job in a sandbox.
 set -euo pipefail
@@ -30,11 +31,16 @@ fi
 # libcurl and libnftables are dlopen'd on first use (README, "Set-up").
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
 cmake --build build -j"$(nproc)"
+# Install what a user types (prefix /usr/local; `cmake --build build --target
+# uninstall` removes it again): sbx and sbx-runc, sbx-pause, the man pages,
+# bash/zsh/fish completions and the Python SDK (`import sbx`).
+cmake --install build >build/install.log
+echo "setup.sh: installed sbx, sbx-runc, man pages, completions and the Python SDK under $(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' build/CMakeCache.txt) (list: build/install_manifest.txt)"
 # Real OCI test images (busybox, python), built with umoci/skopeo/debootstrap;
 # cached, so a second run is instant.
 tests/images/build.sh
 # The main job: import the python image into the default store and run python
 # in a sandbox (isolated: no network, a timeout and a memory limit).
-build/sbx import tests/images/out/python-oci python
-build/sbx run --network none --timeout 10s --memory 256m python -- \
+sbx import tests/images/out/python-oci python
+sbx run --network none --timeout 10s --memory 256m python -- \
   python3 -c 'import platform, sys; print("hello from a sandbox: python", sys.version.split()[0], "on", platform.node())'

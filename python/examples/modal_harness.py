@@ -5,7 +5,7 @@ Everything else is Modal's API as harnesses use it: App.lookup,
 Image.from_registry, Sandbox.create(app=, image=, timeout=), sb.open,
 sb.exec(...).stdout.read(), wait(), returncode, terminate().
 
-Run: sbx serve & ; python3 modal_harness.py   (needs python:latest in sbx's store)
+Run (as root): sbx serve & sleep 1; python3 modal_harness.py   (needs python:latest in sbx's store)
 """
 import sbx as modal  # was: import modal
 

@@ -70,8 +70,25 @@ for c in $cmds; do
   check "zsh: subcommand $c not in _sbx" 'grep -q -- "\b$c:" <<<"$top_zsh"'
   [ "$c" = list ] && continue # the alias of ps: documented there
   tag=$(printf '\\fB%s\\fR' "${c//-/\\-}")
-  check "man: $c has no man/sbx-$c.1 nor a .TP entry in man/sbx.1" '[ -f "$MAN/sbx-$c.1" ] || grep -qF -- "$tag" <<<"$man_tags"'
+  # sbx.1 says its COMMANDS list has every command: those with a page of
+  # their own too (a line there, and the page in SEE ALSO).
+  check "man: $c has no .TP entry in man/sbx.1's COMMANDS" 'grep -qF -- "$tag" <<<"$man_tags"'
 done
+see_also=$(awk '/^\.SH SEE ALSO/ {s = 1; next} /^\.SH/ {s = 0} s' "$MAN/sbx.1" | sed 's/\\-/-/g')
+for page in "$MAN"/sbx-*.1; do
+  name=$(basename "$page" .1)
+  check "man: sbx.1's SEE ALSO lacks $name" 'grep -qF -- "\\fB$name\\fR(1)" <<<"$see_also"'
+done
+# The man text that documents command WORDS: its own page (man/sbx-CMD.1, for
+# a nested command its parent's), else sbx.1; with roff's "\-" as "-".
+man_text() {
+  local first=${1%% *}
+  case $first in
+    create) first=run ;;     # "takes sbx run's options": documented in sbx-run(1)
+    logout) first=login ;;   # one page for both
+  esac
+  if [ -f "$MAN/sbx-$first.1" ]; then sed 's/\\-/-/g' "$MAN/sbx-$first.1"; else sed 's/\\-/-/g' "$MAN/sbx.1"; fi
+}
 for o in $(long_options <<<"$help_top") --help; do
   check "bash: global option $o not offered" 'grep -qx -- "$o" <<<"$(bash_complete --)"'
   [ $have_fish = 1 ] && check "fish: global option $o not offered" 'grep -qx -- "$o" <<<"$(fish_complete --)"'
@@ -90,7 +107,10 @@ check_command() {
   check "zsh: no function $zfunc in sbx.zsh" '[ -n "$z" ]'
   b=$(bash_complete $words --)
   [ $have_fish = 1 ] && f=$(fish_complete "$words --")
+  local mt
+  mt=$(man_text "$words")
   for o in $(long_options <<<"$help"); do
+    check "man: 'sbx $words $o' is not in its man page" 'grep -q -- "$o\b" <<<"$mt"'
     check "bash: 'sbx $words' does not offer $o" 'grep -qx -- "$o" <<<"$b"'
     [ $have_fish = 1 ] && check "fish: 'sbx $words' does not offer $o" 'grep -qx -- "$o" <<<"$f"'
     check "zsh: $zfunc does not name $o" 'grep -q -- "$o\b" <<<"$z"'

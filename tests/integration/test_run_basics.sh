@@ -22,6 +22,20 @@ expect_rc "unknown command is 125" 125 $SBX --log-level warn no-such-command x
 out=$($SBX --log-level warn no-such-command x 2>&1)
 check "unknown command is named" grep -qx "sbx: unknown command 'no-such-command'" <<<"$out"
 check "unknown command lists the commands" grep -q '^Commands:.* run .*exec' <<<"$out"
+out=$($SBX rn 2>&1)
+check "a mistyped command gets a suggestion" grep -q "unknown command 'rn'; did you mean 'run'?" <<<"$out"
+# An unknown option before "--" is the error named, not the command's words.
+for bad in --nosuchflag --memroy=1g; do
+  expect_rc "run $bad IMAGE -- CMD is 125" 125 run $bad $BB -- echo hi
+  out=$(run $bad $BB -- echo hi 2>&1)
+  check "run $bad IMAGE -- CMD names the option" grep -q "unknown option ${bad%%=*}; see 'sbx run --help'" <<<"$out"
+done
+out=$($SBX exec --nosuch agent -- true 2>&1)
+check "exec --nosuch names the option" grep -q "unknown option --nosuch; see 'sbx exec --help'" <<<"$out"
+out=$($SBX --root "$T/r1" --root "$T/r2" ps 2>&1)
+check "an option given twice says so" grep -qx "sbx: --root was given 2 times; give it once" <<<"$out"
+expect_rc "a missing snapshot is 125" 125 $SBX snapshots rm no-such-snapshot-sbx
+expect_rc "restore of a missing snapshot is 125" 125 $SBX restore no-such-snapshot-sbx
 expect_rc "missing --rootfs dir is 125" 125 run --rootfs /nonexistent-sbx-dir true
 expect_rc "bad --memory is 125" 125 run --memory lots $BB true
 expect_rc "bad --network is 125" 125 run --network no-such-mode $BB true

@@ -58,6 +58,9 @@ if command -v docker >/dev/null; then
   EVENTS_PID=$!
   out=$(docker run --rm "${RT_ARGS[@]}" $IMG echo hi 2>&1)
   check "docker run --rm echo hi prints hi" [ "$out" = hi ]
+  ver=$(docker version 2>&1)
+  check "docker version: the server's OS/Arch" grep -q "OS/Arch: *linux/amd64" <<<"$(sed -n '/^Server/,$p' <<<"$ver")"
+  check "docker version: the server's minimum API version" grep -q "minimum version 1.24" <<<"$ver"
   expect_rc "docker run --rm passes the exit code" 3 docker run --rm "${RT_ARGS[@]}" $IMG sh -c 'exit 3'
   expect_rc "docker run of a missing command exits 127" 127 docker run --rm $IMG /no/such/cmd
   check "docker run --rm leaves no container" [ -z "$(docker ps -aq)" ]

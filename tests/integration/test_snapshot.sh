@@ -119,8 +119,8 @@ sbx snapshots prune --older-than 1d >/dev/null
 sbx snapshots rm proj snap:v1 >/dev/null
 [ "$(sbx snapshots --json)" = "[]" ] || fail "snapshots left after rm"
 sbx run busybox -- true || fail "parent image broken after removing its snapshot"
-expect_code 1 "not found" sbx snapshots rm proj
-expect_code 1 "not found" sbx restore nosuch
+expect_code 125 "not found" sbx snapshots rm proj
+expect_code 125 "not found" sbx restore nosuch
 # Sandbox ids resolve as in every lifecycle command (full id, name, unique prefix).
 expect_code 125 "no such sandbox 'nosuch'" sbx snapshot nosuch
 expect_code 125 "no such sandbox 'nosuch'" sbx snapshot-dir nosuch /root

@@ -46,6 +46,12 @@ fi
 expect_rc "an idle run" 0 $SBX run --end-record "$T/idle.json" $BB true
 check "an idle run uses < 100 ms cpu ($(val "$T/idle.json" CpuMs))" test "$(val "$T/idle.json" CpuMs)" -lt 100
 
+# The end record's exit code is the one sbx run exits with (124 on --timeout,
+# as inspect and batch report it), its reason beside it.
+expect_rc "a timed-out run exits 124" 124 $SBX run --timeout 1s --end-record "$T/timeout.json" $BB sleep 5
+check "end record of a timeout: ExitCode 124 ($(val "$T/timeout.json" ExitCode))" test "$(val "$T/timeout.json" ExitCode)" = 124
+check "end record of a timeout: Reason timeout" test "$(val "$T/timeout.json" Reason)" = timeout
+
 # A created sandbox: live stats while it runs, the end record after.
 id=$($SBX create $PY python3 -c "$busy
 import time; time.sleep(4)")
@@ -61,6 +67,15 @@ check "sbx stats: podman's columns" grep -q "CPU %.*MEM USAGE / LIMIT.*MEM %.*NE
 check "sbx stats: one row for the sandbox" grep -q "^${id:0:12} " <<<"$table"
 check "sbx stats (all running) lists it" grep -q "^${id:0:12} " <<<"$($SBX stats --no-stream)"
 expect_rc "stats of an unknown sandbox exits 125" 125 $SBX stats --no-stream nosuchsandbox
+# Streaming --json is JSON Lines: every line one sample (a JSON array).
+sid=$($SBX create $BB sleep 60)
+timeout 2.5 $SBX stats --json -i 0.5 "$sid" >"$T/stream.jsonl" 2>/dev/null
+$SBX rm -f "$sid" >/dev/null
+check "streaming stats --json: ≥ 2 lines, each a JSON array" python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) >= 2, lines
+for l in lines: assert isinstance(json.loads(l), list), l' "$T/stream.jsonl"
 
 $SBX wait "$id" >/dev/null
 $SBX inspect "$id" >"$T/inspect.json"

@@ -1,0 +1,25 @@
+# Removes every file the last `cmake --install` wrote, as listed in its
+# manifest (build/install_manifest.txt); directories shared with other
+# packages (bin, man1, completions) stay.
+if(NOT EXISTS "${MANIFEST}")
+  message(FATAL_ERROR "nothing to uninstall: ${MANIFEST} does not exist (run cmake --install first)")
+endif()
+file(STRINGS "${MANIFEST}" files)
+foreach(f IN LISTS files)
+  if(IS_SYMLINK "$ENV{DESTDIR}${f}" OR EXISTS "$ENV{DESTDIR}${f}")
+    message(STATUS "Removing $ENV{DESTDIR}${f}")
+    file(REMOVE "$ENV{DESTDIR}${f}")
+  endif()
+endforeach()
+# The SDK's package directory and sbx's libexec directory are sbx's own.
+foreach(f IN LISTS files)
+  get_filename_component(d "$ENV{DESTDIR}${f}" DIRECTORY)
+  get_filename_component(name "${d}" NAME)
+  if(name STREQUAL "sbx" AND IS_DIRECTORY "${d}")
+    file(GLOB left "${d}/*")
+    list(FILTER left EXCLUDE REGEX "__pycache__$")
+    if(NOT left)
+      file(REMOVE_RECURSE "${d}")
+    endif()
+  endif()
+endforeach()
