@@ -58,11 +58,13 @@ std::string rate_text(const engine::BatchProgress& p) {
 int batch(const Globals& g, const BatchFlags& f) {
   engine::BatchRequest req;
   req.tasks = f.tasks;
+  if (f.tasks == "-") req.input = &std::cin;
   req.output = f.output;
   req.resume = f.resume;
   if (f.resume && f.output.empty()) throw Error("--resume needs -o FILE (the results to resume from)");
   req.parallel = f.parallel;
-  if (f.pool < -1) throw Error("invalid --pool " + std::to_string(f.pool) + ": give 0 (off) or a size");
+  if (f.pool < -1) throw Error(ErrorKind::InvalidArgument,
+              "invalid --pool " + std::to_string(f.pool) + ": give 0 (off) or a size");
   req.pool = static_cast<size_t>(f.pool < 0 ? f.parallel : f.pool);
   req.image = f.image;
   if (!f.timeout.empty()) req.timeout = units::parse_duration(f.timeout, "--timeout");

@@ -180,7 +180,8 @@ int run_build(const Globals& g, BuildFlags& f) {
   // The context.
   if (f.context.empty()) throw Error("sbx build needs a CONTEXT: a directory, or - for a tar or a Dockerfile on stdin");
   if (f.context.find("://") != std::string::npos || f.context.rfind("git@", 0) == 0)
-    throw Error("sbx build " + f.context + ": remote contexts (URLs, git) are not supported; give a directory or -");
+    throw Error(ErrorKind::Unsupported,
+                "sbx build " + f.context + ": remote contexts (URLs, git) are not supported; give a directory or -");
   if (f.file == "-" && f.context == "-") throw Error("sbx build: the Dockerfile and the context cannot both come from stdin");
   if (f.context == "-") {
     std::string p = read_stdin_to_file(stdin_file);
@@ -205,7 +206,7 @@ int run_build(const Globals& g, BuildFlags& f) {
   for (const auto& t : f.tags) o.tags.push_back(oci::normalize_name(t));  // bad names fail before the build
   for (const auto& a : f.build_args) {
     size_t eq = a.find('=');
-    if (eq == 0) throw Error("invalid --build-arg '" + a + "': expected KEY=VALUE");
+    if (eq == 0) throw Error(ErrorKind::InvalidArgument, "invalid --build-arg '" + a + "': expected KEY=VALUE");
     if (eq == std::string::npos) {
       const char* v = std::getenv(a.c_str());
       if (v) o.build_args.emplace_back(a, v);  // KEY alone: from the environment (or not given)
@@ -215,7 +216,8 @@ int run_build(const Globals& g, BuildFlags& f) {
   }
   for (const auto& l : f.labels) {
     size_t eq = l.find('=');
-    if (eq == 0 || eq == std::string::npos) throw Error("invalid --label '" + l + "': expected KEY=VALUE");
+    if (eq == 0 || eq == std::string::npos) throw Error(ErrorKind::InvalidArgument,
+                "invalid --label '" + l + "': expected KEY=VALUE");
     o.labels[l.substr(0, eq)] = l.substr(eq + 1);
   }
   for (const auto& s : f.secrets) {
@@ -232,9 +234,10 @@ int run_build(const Globals& g, BuildFlags& f) {
       else if (k == "src" || k == "source") src = v;
       else if (k == "type" && v == "file") continue;
       else if (k == "env") src = "env:" + v;
-      else throw Error("invalid --secret '" + s + "': expected id=ID,src=FILE");
+      else throw Error(ErrorKind::InvalidArgument, "invalid --secret '" + s + "': expected id=ID,src=FILE");
     }
-    if (id.empty() || src.empty()) throw Error("invalid --secret '" + s + "': expected id=ID,src=FILE");
+    if (id.empty() || src.empty()) throw Error(ErrorKind::InvalidArgument,
+                "invalid --secret '" + s + "': expected id=ID,src=FILE");
     if (src.rfind("env:", 0) == 0) {
       // From an environment variable: written to a temp file only sbx reads.
       const char* v = std::getenv(src.substr(4).c_str());
@@ -265,7 +268,8 @@ int run_build(const Globals& g, BuildFlags& f) {
   else if (f.network == "host")
     o.network = NetworkMode::Host;
   else
-    throw Error("invalid --network '" + f.network + "': use private (the default), none or host");
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid --network '" + f.network + "': use private (the default), none or host");
   o.platform = f.platform;
   Progress progress(f.quiet);
   if (f.json)

@@ -24,17 +24,13 @@ int create(const Globals& g, const CreateFlags& f) {
   BuildOptions bo;
   bo.command = "create";
   bo.hold_without_command = true;  // a long-lived sandbox is for execs
-  SandboxSpec spec = build_spec(g, f.sandbox, bo);
-  if (!f.idle_timeout.empty()) spec.idle_timeout = units::parse_duration(f.idle_timeout, "--idle-timeout");
+  if (!f.idle_timeout.empty()) bo.idle_timeout = units::parse_duration(f.idle_timeout, "--idle-timeout");
   for (const auto& l : f.labels) {
     auto eq = l.find('=');
-    if (eq == 0 || l.empty()) throw Error("invalid --label '" + l + "': use KEY=VALUE");
-    spec.labels[l.substr(0, eq)] = eq == std::string::npos ? "" : l.substr(eq + 1);
+    if (eq == 0 || l.empty()) throw Error(ErrorKind::InvalidArgument, "invalid --label '" + l + "': use KEY=VALUE");
+    bo.labels[l.substr(0, eq)] = eq == std::string::npos ? "" : l.substr(eq + 1);
   }
-  engine::SandboxRequest req;
-  req.userns = userns_mode(f.sandbox);  // as sbx run
-  req.runsc = f.sandbox.runsc;
-  req.spec = std::move(spec);
+  engine::SandboxRequest req = build_request(g, f.sandbox, bo);
   std::cout << make_engine(g).create(req) << std::endl;
   return 0;
 }

@@ -113,7 +113,8 @@ std::string format_sandbox(const std::string& tmpl, const runtime::SandboxInfo& 
     out += lit;
     if (open == std::string::npos) break;
     size_t close = tmpl.find("}}", open);
-    if (close == std::string::npos) throw Error("invalid --format '" + tmpl + "': '{{' without '}}'");
+    if (close == std::string::npos) throw Error(ErrorKind::InvalidArgument,
+                "invalid --format '" + tmpl + "': '{{' without '}}'");
     std::string field = tmpl.substr(open + 2, close - open - 2);
     field.erase(0, field.find_first_not_of(' '));
     field.erase(field.find_last_not_of(' ') + 1);
@@ -131,7 +132,7 @@ std::string format_sandbox(const std::string& tmpl, const runtime::SandboxInfo& 
     else if (field == ".IoWriteBytes") out += std::to_string(i.usage.io_write_bytes);
     else if (field == ".DurationMs") out += std::to_string(i.usage.duration_ms);
     else
-      throw Error("invalid --format field {{" + field + "}}: use .ID .Names .Image .Status .State .Command .CpuMs "
+      throw Error(ErrorKind::InvalidArgument, "invalid --format field {{" + field + "}}: use .ID .Names .Image .Status .State .Command .CpuMs "
                   ".MaxRssBytes .IoReadBytes .IoWriteBytes .DurationMs");
     pos = close + 2;
   }
@@ -454,12 +455,13 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
         if (split_sandbox_path(*src, ref, path)) {
           std::string other_ref, other_path;
           if (split_sandbox_path(*dst, other_ref, other_path))
-            throw Error("sbx cp: copying between two sandboxes is not supported; copy through the host");
+            throw Error(ErrorKind::Unsupported,
+                        "sbx cp: copying between two sandboxes is not supported; copy through the host");
           make_engine(g).copy_out(ref, path, *dst);
         } else if (split_sandbox_path(*dst, ref, path)) {
           make_engine(g).copy_in(ref, *src, path);
         } else {
-          throw Error("sbx cp: one of SRC and DEST must be SANDBOX:PATH");
+          throw Error(ErrorKind::InvalidArgument, "sbx cp: one of SRC and DEST must be SANDBOX:PATH");
         }
         return 0;
       };

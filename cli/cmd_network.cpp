@@ -19,7 +19,7 @@ using json = nlohmann::json;
 std::pair<std::string, std::string> parse_label(const std::string& text) {
   size_t eq = text.find('=');
   std::string key = text.substr(0, eq);
-  if (key.empty()) throw Error(ErrorKind::Invalid, "invalid --label '" + text + "': expected KEY=VALUE");
+  if (key.empty()) throw Error(ErrorKind::InvalidArgument, "invalid --label '" + text + "': expected KEY=VALUE");
   return {key, eq == std::string::npos ? "" : text.substr(eq + 1)};
 }
 

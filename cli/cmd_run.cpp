@@ -58,14 +58,13 @@ int run_sandbox(const Globals& g, RunFlags& f, runtime::ExitStatus& st) {
   BuildOptions bo;
   bo.command = "run";
   bo.terminal = f.tty;
-  engine::RunRequest req;
-  req.spec = build_spec(g, f.sandbox, bo);
-  req.spec.stdin_open = f.interactive;
-  apply_gpu_options(f.gpu, req.spec, f.sandbox.runsc);
-  req.mount_snapshots = f.mount_snapshots;
+  bo.stdin_open = f.interactive;
+  bo.gpus = f.gpu.gpus;
+  bo.devices = f.gpu.devices;
+  bo.gpu_host_root = f.gpu.host_root;
+  bo.mount_snapshots = f.mount_snapshots;
   // Root inside is not root on the host: a user namespace by default (native).
-  req.userns = userns_mode(f.sandbox);
-  req.runsc = f.sandbox.runsc;
+  engine::RunRequest req = build_request(g, f.sandbox, bo);
   st = make_engine(g).run(req).status;
   if (st.timed_out) {
     std::cerr << "sbx: sandbox killed: timeout after " << f.sandbox.timeout << "\n";

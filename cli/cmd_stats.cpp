@@ -62,7 +62,8 @@ std::vector<Row> sample(const Globals& g, const StatsFlags& f, std::map<std::str
       auto info = eng.inspect(id);
       r.name = info.state.name;
       if (info.status != "running") {
-        if (!f.refs.empty()) throw Error("sandbox " + id.substr(0, 12) + " is not running (" + info.status + ")");
+        if (!f.refs.empty()) throw Error(ErrorKind::Conflict,
+                    "sandbox " + id.substr(0, 12) + " is not running (" + info.status + ")");
         continue;
       }
       r.s = eng.stats(id);
@@ -129,7 +130,7 @@ void print_table(const std::vector<Row>& rows, bool no_trunc) {
 }
 
 int stats(const Globals& g, const StatsFlags& f) {
-  if (f.interval <= 0) throw Error("invalid --interval: must be above 0 seconds");
+  if (f.interval <= 0) throw Error(ErrorKind::InvalidArgument, "invalid --interval: must be above 0 seconds");
   std::map<std::string, std::pair<uint64_t, uint64_t>> prev;
   const bool tty = ::isatty(1);
   for (;;) {

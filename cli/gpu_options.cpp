@@ -26,15 +26,6 @@ void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
       ->allow_extra_args(false);
 }
 
-void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec, const std::string& runsc) {
-  engine::GpuRequest r;
-  r.gpus = o.gpus;
-  r.devices = o.devices;
-  r.host_root = o.host_root;
-  r.runsc = runsc;
-  engine::Engine({}).apply_gpus(r, spec);
-}
-
 void print_gpu_info(std::ostream& out, const engine::HostInfo& h) {
   out << "gpus:";
   if (!h.gpu_error.empty()) {

@@ -33,18 +33,6 @@ struct GpuOptions {
 /// Adds `--gpus` and `--device` (repeatable) to `cmd`, storing into `o`.
 void add_gpu_options(CLI::App& cmd, GpuOptions& o);
 
-/// Applies the options to `spec` (does nothing when neither was given):
-///  --gpus: NVIDIA discovery + selection + gpu::apply_gpus; when the spec's
-///          backend passes GPUs through nvproxy (gVisor) it first requires
-///          runsc (`runsc`, empty: $PATH's) with --nvproxy and records
-///          annotation "dev.sbx.gvisor.nvproxy"="true" (engine::Engine::apply_gpus);
-///  --device vendor/class=name: CDI (gpu::CdiRegistry);
-///  --device /dev/x[:/dev/y][:rwm]: a host device node.
-/// Call it after the spec's env, mounts and runtime are set (it overrides env
-/// keys such as CUDA_VISIBLE_DEVICES). Throws sbx::Error with a clear message;
-/// `spec` is not changed when it throws.
-void apply_gpu_options(const GpuOptions& o, SandboxSpec& spec, const std::string& runsc = "");
-
 /// Prints the "gpus:" and "cdi devices:" sections of `sbx info` (human text).
 void print_gpu_info(std::ostream& out, const engine::HostInfo& info);
 

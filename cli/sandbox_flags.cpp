@@ -2,22 +2,16 @@
 #include "cli/sandbox_flags.h"
 
 #include <CLI/CLI.hpp>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "engine/engine.h"
-#include "engine/network_choice.h"
+#include "engine/sandbox_options.h"
 #include "oci/pull.h"
 #include "oci/store.h"
 #include "runtime/backends.h"
-#include "runtime/default_bounds.h"
-#include "runtime/image_config.h"
-#include "runtime/state.h"
-#include "runtime/linux/rlimits.h"
-#include "runtime/linux/sandbox_network.h"
 
 namespace sbx::cli {
 
@@ -184,164 +178,21 @@ void finish_command_line(CLI::App& cmd, SandboxFlags& f) {
   split_command_line(cmd, f.nargs, f);
 }
 
+engine::RunRequest build_request(const Globals& g, const SandboxFlags& f, const BuildOptions& b) {
+  engine::SandboxOptions o = sandbox_options(f, b);
+  if (o.image.empty() && o.rootfs.empty())
+    throw Error(ErrorKind::InvalidArgument,
+                "sbx " + b.command + " needs an IMAGE (or --rootfs DIR); see 'sbx " + b.command + " --help'");
+  o.pull_options.progress = make_pull_printer(false, false);
+  engine::Engine eng = make_engine(g);
+  std::vector<std::string> warnings;
+  engine::RunRequest req = engine::build_sandbox(eng, o, "", &warnings);
+  for (const auto& w : warnings) log::warn(w);
+  return req;
+}
+
 SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptions& b) {
-  if (!f.unknown.empty())
-    throw Error("sbx " + b.command + ": unknown option " + f.unknown + "; see 'sbx " + b.command + " --help'");
-  SandboxSpec spec;
-  spec.id = runtime::new_sandbox_id();
-  spec.name = f.name;
-  std::vector<std::string> args = f.positional;
-  if (!f.exact && !args.empty() && args[0] == "--") args.erase(args.begin());
-  oci::ImageConfig image;
-  if (!f.rootfs.empty()) {
-    char* real = ::realpath(f.rootfs.c_str(), nullptr);
-    if (!real) throw_errno("--rootfs " + f.rootfs);
-    spec.layer_dirs = {real};
-    spec.image_ref = real;
-    ::free(real);
-  } else {
-    if (args.empty())
-      throw Error("sbx " + b.command + " needs an IMAGE (or --rootfs DIR); see 'sbx " + b.command + " --help'");
-    spec.image_ref = args[0];
-    args.erase(args.begin());
-    if (!args.empty() && args[0] == "--") args.erase(args.begin());
-    oci::PullOptions po;
-    po.progress = make_pull_printer(false, false);
-    engine::Engine eng = make_engine(g);
-    oci::ImageRecord rec = eng.resolve_or_pull(spec.image_ref, oci::parse_pull_policy(f.pull), f.pull_set, po);
-    spec.image_id = rec.id;
-    spec.layer_dirs = eng.layer_dirs(rec);
-    image = rec.config;
-  }
-
-  spec.hostname = f.hostname.empty() ? spec.id.substr(0, 12) : f.hostname;
-  runtime::ProcessOverrides o;
-  o.command = args;
-  if (f.entrypoint_set) o.entrypoint = std::vector<std::string>{f.entrypoint};
-  for (const auto& file : f.env_files)
-    for (auto& kv : runtime::parse_env_file(file)) o.env.push_back(kv);
-  for (const auto& e : f.env)
-    if (auto kv = runtime::expand_env_arg(e)) o.env.push_back(*kv);
-  if (f.workdir_set) o.workdir = f.workdir;
-  if (f.user_set) o.user = f.user;
-  o.terminal = b.terminal;
-  // Without a COMMAND (create) the sandbox just holds: the image's Cmd is
-  // not run. "true" satisfies apply_image_config; the args are cleared after.
-  bool hold_only = b.hold_without_command && args.empty() && !f.entrypoint_set;
-  if (hold_only) o.command = {"true"};
-  runtime::apply_image_config(spec, image, o);
-  if (hold_only) spec.process.args.clear();
-  spec.process.capabilities = default_capabilities();
-  spec.readonly_rootfs = f.read_only;
-  engine::apply_network_choice(spec, f.network, f.network_aliases, f.ip);
-  spec.net.allow_egress = f.allow_egress;
-  spec.net.deny_egress = f.deny_egress;
-  spec.net.dns = f.dns;
-  for (const auto& p : f.publish) spec.net.publish.push_back(runtime::parse_publish(p));
-  for (const auto& h : f.add_hosts) {
-    size_t c = h.find(':');
-    if (c == std::string::npos) throw Error("invalid --add-host '" + h + "': expected NAME:IP");
-    spec.net.extra_hosts.emplace_back(h.substr(0, c), h.substr(c + 1));
-  }
-  if (spec.network == NetworkMode::User && !(f.allow_egress.empty() && f.deny_egress.empty() && f.dns.empty()))
-    throw Error("--allow-egress, --deny-egress and --dns belong to the network on a user-defined one: give them to "
-                "'sbx network create' (its egress rules and its DNS server's upstreams)");
-  if (spec.network != NetworkMode::Private && spec.network != NetworkMode::User &&
-      !(f.allow_egress.empty() && f.deny_egress.empty() && f.publish.empty() && f.dns.empty() && f.add_hosts.empty()))
-    throw Error("--allow-egress, --deny-egress, --publish, --dns and --add-host need --network private (or, for "
-                "--publish and --add-host, a user-defined network)");
-  if (spec.network == NetworkMode::Private || spec.network == NetworkMode::User)
-    runtime::validate_network_options(spec.net);
-  for (const auto& v : f.volumes) spec.mounts.push_back(parse_volume(v));
-  for (const auto& t : f.tmpfs) spec.mounts.push_back(parse_tmpfs(t));
-  if (!f.memory.empty()) spec.resources.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));
-  if (!f.disk.empty()) spec.disk_bytes = parse_disk(f.disk);
-  if (f.userns != "auto" && f.userns != "host") throw Error("invalid --userns '" + f.userns + "': use auto or host");
-  if (f.cpus) {
-    if (*f.cpus <= 0) throw Error("invalid --cpus: must be above 0");
-    spec.resources.cpus = f.cpus;
-  }
-  if (f.pids_limit > 0) spec.resources.pids_limit = f.pids_limit;
-  for (const auto& u : f.ulimits) spec.process.rlimits.push_back(runtime::parse_ulimit(u));
-  runtime::validate_backend_name(f.runtime);  // the registry knows the names
-  // What the user left unset gets the default bounds (runtime/default_bounds.h).
-  runtime::apply_default_bounds(spec, b.command == "run" && runtime::backend_for(f.runtime)->run_layer_takes_disk_bound());
-  for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) log::warn(w);
-  if (!f.timeout.empty()) spec.timeout = units::parse_duration(f.timeout, "--timeout");
-  spec.runtime = f.runtime;
-  return spec;
-}
-
-engine::UsernsMode userns_mode(const SandboxFlags& f) {
-  return f.userns == "host" ? engine::UsernsMode::Host : engine::UsernsMode::Auto;
-}
-
-Mount parse_volume(const std::string& text) {
-  // HOST:CTR[:OPTS], OPTS a comma list of ro, rw, nosuid, nodev, noexec.
-  auto parts = std::vector<std::string>{};
-  size_t start = 0;
-  for (;;) {
-    size_t c = text.find(':', start);
-    parts.push_back(text.substr(start, c == std::string::npos ? std::string::npos : c - start));
-    if (c == std::string::npos) break;
-    start = c + 1;
-  }
-  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
-    throw Error("invalid --volume '" + text + "': expected HOST-DIR:CONTAINER-DIR[:ro]");
-  if (parts[0][0] != '/')
-    throw Error("invalid --volume '" + text + "': the host path must be absolute (named volumes are not supported)");
-  if (parts[1][0] != '/') throw Error("invalid --volume '" + text + "': the container path must be absolute");
-  char* real = ::realpath(parts[0].c_str(), nullptr);
-  if (!real) throw_errno("--volume source " + parts[0]);
-  Mount m{parts[1], "bind", real, {"rbind"}};
-  ::free(real);
-  if (parts.size() == 3) {
-    std::istringstream in(parts[2]);
-    std::string o;
-    while (std::getline(in, o, ',')) {
-      if (o == "ro" || o == "rw" || o == "nosuid" || o == "nodev" || o == "noexec" || o == "z" || o == "Z") {
-        if (o != "rw" && o != "z" && o != "Z") m.options.push_back(o);
-      } else if (o == "idmap=host") {
-        m.options.push_back(o);  // opt-in: sandbox ids are host ids on disk (runtime/linux/userns.h)
-      } else {
-        throw Error("invalid --volume '" + text + "': unknown option '" + o + "' (ro, rw, nosuid, nodev, noexec, idmap=host)");
-      }
-    }
-  }
-  return m;
-}
-
-uint64_t parse_disk(const std::string& text) {
-  uint64_t bytes = units::parse_size(text, "--disk");
-  if (bytes < (uint64_t{1} << 20))
-    throw Error("invalid --disk '" + text + "': the writable layer needs at least 1m (e.g. --disk 512m)");
-  return bytes;
-}
-
-Mount parse_tmpfs(const std::string& text) {
-  auto colon = text.find(':');
-  std::string dest = text.substr(0, colon);
-  if (dest.empty() || dest[0] != '/') throw Error("invalid --tmpfs '" + text + "': the path must be absolute");
-  // podman's defaults; the user's options come after and win.
-  Mount m{dest, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
-  if (colon != std::string::npos) {
-    std::istringstream in(text.substr(colon + 1));
-    std::string o;
-    while (std::getline(in, o, ',')) {
-      if (o == "exec") {
-        std::erase(m.options, "noexec");
-      } else if (o == "suid" || o == "dev" || o == "rw") {
-        std::erase(m.options, "no" + (o == "rw" ? std::string("rw") : o));
-      } else if (o.rfind("size=", 0) == 0 || o.rfind("mode=", 0) == 0 || o.rfind("uid=", 0) == 0 ||
-                 o.rfind("gid=", 0) == 0 || o == "ro" || o == "noexec" || o == "nosuid" || o == "nodev" ||
-                 o.rfind("nr_inodes=", 0) == 0) {
-        m.options.push_back(o);
-      } else {
-        throw Error("invalid --tmpfs '" + text + "': unknown option '" + o + "'");
-      }
-    }
-  }
-  return m;
+  return build_request(g, f, b).spec;
 }
 
 }  // namespace sbx::cli

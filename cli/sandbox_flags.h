@@ -3,13 +3,16 @@
 // built from them. Each command adds only its own flags (run: -i, -t, --rm,
 // --gpus, --mount-snapshot; create: --idle-timeout, --label).
 #pragma once
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "engine/sandbox_options.h"
 #include "engine/userns.h"
 #include "runtime/backends.h"
 #include "spec/sandbox_spec.h"
@@ -65,33 +68,32 @@ struct BuildOptions {
   std::string command;         ///< "run" or "create", for messages
   bool terminal = false;       ///< -t: TERM=xterm
   bool hold_without_command = false;  ///< no CMD: empty process.args (create: the sandbox only holds)
+  bool stdin_open = false;            ///< run -i
+  std::string gpus;                   ///< run --gpus
+  std::vector<std::string> devices;   ///< run --device
+  std::string gpu_host_root = "/";    ///< where the host's /dev, /proc are (cli/gpu_options.h)
+  std::vector<std::string> mount_snapshots;   ///< run --mount-snapshot NAME:/TARGET
+  std::chrono::milliseconds idle_timeout{0};  ///< create --idle-timeout
+  std::map<std::string, std::string> labels;  ///< create --label
 };
 
-/// The SandboxSpec for the shared flags: a new id; the image resolved in
-/// g.root (or --rootfs made absolute); process from the image config with
-/// CMD, --entrypoint, --env-file then -e, -w, -u; hostname, network, volumes,
-/// tmpfs, --read-only, memory/disk (bytes), cpus, pids, rlimits (clamped to
-/// the hard limits, with a warning), --timeout; default capabilities.
-/// Throws sbx::Error (exit 125) on an unknown option, a missing image or a
-/// bad value, naming the flag. --userns is checked, not applied (see
-/// userns_mode).
-SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptions& o);
+/// The flags as the engine's options (engine/sandbox_options.h), nothing
+/// decided: the IMAGE [--] CMD split, sizes and durations parsed (naming the
+/// flag), --pull, --userns checked. Throws sbx::Error (exit 125) on an
+/// unknown option or a malformed value.
+engine::SandboxOptions sandbox_options(const SandboxFlags& f, const BuildOptions& b);
 
-/// --userns (auto or host, checked by build_spec) as the engine's mode; the
-/// engine decides from it and the spec (engine/userns.h use_userns).
+/// The request for the shared flags: sandbox_options, then the engine's
+/// builder (engine::build_sandbox: image resolved in g.root or pulled, its
+/// config, defaults, bounds, mounts, network), its warnings (rlimits clamped
+/// to the hard limits) logged. Throws sbx::Error (exit 125) naming the flag.
+engine::RunRequest build_request(const Globals& g, const SandboxFlags& f, const BuildOptions& b);
+
+/// build_request's spec.
+SandboxSpec build_spec(const Globals& g, const SandboxFlags& f, const BuildOptions& b);
+
+/// --userns (auto or host, checked by sandbox_options) as the engine's mode;
+/// the engine decides from it and the spec (engine/userns.h use_userns).
 engine::UsernsMode userns_mode(const SandboxFlags& f);
-
-/// -v HOST:CTR[:ro,nosuid,nodev,noexec] → a bind mount (host path made
-/// absolute with realpath). Throws sbx::Error on a malformed value.
-Mount parse_volume(const std::string& text);
-
-/// --tmpfs PATH[:size=64m,mode=1777,exec,…] → a tmpfs mount (podman's
-/// defaults nosuid,nodev,noexec first). Throws sbx::Error.
-Mount parse_tmpfs(const std::string& text);
-
-/// --disk SIZE ("512m", "2g", bytes) → bytes for SandboxSpec::disk_bytes.
-/// Throws sbx::Error on a malformed or zero size, or one below 1 MiB (an
-/// overlay needs room for its work dir and the sandbox for its mount points).
-uint64_t parse_disk(const std::string& text);
 
 }  // namespace sbx::cli

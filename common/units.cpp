@@ -11,7 +11,8 @@ namespace sbx::units {
 uint64_t parse_size(const std::string& text, const std::string& what) {
   size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0) throw Error("invalid " + what + " '" + text + "': expected a number with an optional unit (b, k, m, g)");
+  if (i == 0) throw Error(ErrorKind::InvalidArgument,
+              "invalid " + what + " '" + text + "': expected a number with an optional unit (b, k, m, g)");
   double value = std::stod(text.substr(0, i));
   std::string unit = text.substr(i);
   for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -21,19 +22,21 @@ uint64_t parse_size(const std::string& text, const std::string& what) {
   else if (unit == "m" || unit == "mb" || unit == "mib") mult = 1024.0 * 1024;
   else if (unit == "g" || unit == "gb" || unit == "gib") mult = 1024.0 * 1024 * 1024;
   else if (unit == "t" || unit == "tb" || unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  else throw Error("invalid " + what + " '" + text + "': unknown unit '" + unit + "' (use b, k, m, g or t)");
+  else throw Error(ErrorKind::InvalidArgument,
+              "invalid " + what + " '" + text + "': unknown unit '" + unit + "' (use b, k, m, g or t)");
   return static_cast<uint64_t>(std::llround(value * mult));
 }
 
 std::chrono::milliseconds parse_duration(const std::string& text, const std::string& what) {
-  if (text.empty()) throw Error("invalid " + what + ": empty");
+  if (text.empty()) throw Error(ErrorKind::InvalidArgument, "invalid " + what + ": empty");
   double total_ms = 0;
   size_t i = 0;
   bool any = false;
   while (i < text.size()) {
     size_t j = i;
     while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.')) ++j;
-    if (j == i) throw Error("invalid " + what + " '" + text + "': expected e.g. 10s, 500ms, 1m30s");
+    if (j == i) throw Error(ErrorKind::InvalidArgument,
+                "invalid " + what + " '" + text + "': expected e.g. 10s, 500ms, 1m30s");
     double v = std::stod(text.substr(i, j - i));
     size_t k = j;
     while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k]))) ++k;
@@ -42,11 +45,12 @@ std::chrono::milliseconds parse_duration(const std::string& text, const std::str
     else if (unit == "ms") total_ms += v;
     else if (unit == "m") total_ms += v * 60000;
     else if (unit == "h") total_ms += v * 3600000;
-    else throw Error("invalid " + what + " '" + text + "': unknown unit '" + unit + "' (use ms, s, m or h)");
+    else throw Error(ErrorKind::InvalidArgument,
+                "invalid " + what + " '" + text + "': unknown unit '" + unit + "' (use ms, s, m or h)");
     any = true;
     i = k;
   }
-  if (!any) throw Error("invalid " + what + " '" + text + "'");
+  if (!any) throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "'");
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
 }
 

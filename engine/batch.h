@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 
@@ -54,7 +55,10 @@ struct BatchProgress {
 };
 
 struct BatchRequest {
-  std::string tasks;   ///< path of the JSON-lines file; "-": stdin
+  std::string tasks;   ///< path of the JSON-lines file; "-": `input`
+  /// The task lines when `tasks` is "-" (the CLI passes its stdin): the
+  /// engine reads no stream of its own.
+  std::istream* input = nullptr;
   std::string output;  ///< results appended here (JSON lines); empty: on_result only
   bool resume = false; ///< skip ids that have a result line in `output` already
   int parallel = 1;    ///< sandboxes at a time (-P)

@@ -116,6 +116,10 @@ struct SandboxRequest {
   /// Docker's restart of an ended container: replaces the ended sandbox
   /// spec.id on its writable layer (runtime::Backend::create).
   bool reuse_layer = false;
+  /// NAME:/TARGET: a private, writable copy of each directory snapshot under
+  /// RUN_ROOT/.snapshot-copies/<id>/<n>; run removes them when it ends,
+  /// create when it fails (else the caller, or 'sbx gc' once the sandbox is gone).
+  std::vector<std::string> mount_snapshots;
 };
 
 /// GPUs and devices for a spec (gpu/nvidia.h, gpu/cdi.h).
@@ -127,9 +131,6 @@ struct GpuRequest {
 };
 
 struct RunRequest : SandboxRequest {
-  /// --mount-snapshot NAME:/TARGET: a private, writable copy of each directory
-  /// snapshot, removed when the run ends (or by gc after a crash).
-  std::vector<std::string> mount_snapshots;
   runtime::RunIo io;
 };
 

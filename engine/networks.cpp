@@ -8,7 +8,7 @@
 #include "common/error.h"
 #include "engine/engine.h"
 #include "engine/network_choice.h"
-#include "runtime/gvisor/gvisor.h"
+#include "runtime/backends.h"
 #include "runtime/linux/sandbox_network.h"
 #include "runtime/state.h"
 
@@ -25,7 +25,7 @@ void apply_network_choice(SandboxSpec& spec, const std::string& network, const s
     start = c + 1;
   }
   if (nets.empty())
-    throw Error(ErrorKind::Invalid, "invalid --network '': use none, host, private or the name of a network");
+    throw Error(ErrorKind::InvalidArgument, "invalid --network '': use none, host, private or the name of a network");
   const std::string& mode = nets[0];
   spec.net.networks.clear();
   if (nets.size() == 1 && mode == "none") {
@@ -37,7 +37,7 @@ void apply_network_choice(SandboxSpec& spec, const std::string& network, const s
   } else {
     for (const auto& n : nets)
       if (runtime::is_reserved_network_name(n))
-        throw Error(ErrorKind::Invalid, "invalid --network '" + network + "': " + n +
+        throw Error(ErrorKind::InvalidArgument, "invalid --network '" + network + "': " + n +
                                             " is a mode of its own (none, host, private), not a network to join "
                                             "beside others");
     spec.network = NetworkMode::User;
@@ -46,7 +46,7 @@ void apply_network_choice(SandboxSpec& spec, const std::string& network, const s
     spec.net.networks[0].ip = ip;
   }
   if (spec.network != NetworkMode::User && (!aliases.empty() || !ip.empty()))
-    throw Error(ErrorKind::Invalid,
+    throw Error(ErrorKind::InvalidArgument,
                 "--network-alias and --ip need a user-defined network (--network NAME; see 'sbx network create')");
 }
 
@@ -57,7 +57,7 @@ bool matches(const runtime::UserNetwork& n, const std::vector<std::string>& filt
   for (const auto& f : filters) {
     size_t eq = f.find('=');
     if (eq == std::string::npos)
-      throw Error(ErrorKind::Invalid, "invalid network filter '" + f + "': use name=, id=, label= or driver=");
+      throw Error(ErrorKind::InvalidArgument, "invalid network filter '" + f + "': use name=, id=, label= or driver=");
     std::string key = f.substr(0, eq), value = f.substr(eq + 1);
     if (key == "name") {
       if (n.name.find(value) == std::string::npos) return false;
@@ -71,7 +71,7 @@ bool matches(const runtime::UserNetwork& n, const std::vector<std::string>& filt
       if (it == n.labels.end()) return false;
       if (e2 != std::string::npos && it->second != value.substr(e2 + 1)) return false;
     } else {
-      throw Error(ErrorKind::Invalid, "invalid network filter '" + f + "': use name=, id=, label= or driver=");
+      throw Error(ErrorKind::InvalidArgument, "invalid network filter '" + f + "': use name=, id=, label= or driver=");
     }
   }
   return true;
@@ -133,10 +133,9 @@ void Engine::connect_network(const std::string& network, const std::string& sand
   runtime::UserNetwork n = runtime::find_user_network(cfg_.run_root, network);  // NotFound first, as docker
   const std::string id = resolve(sandbox);
   runtime::SandboxState st = runtime::read_state(runtime::sandbox_dir(cfg_.run_root, id));
-  if (st.runtime == runtime::GvisorBackend::kName)
-    throw Error(ErrorKind::Conflict, "cannot connect sandbox " + id.substr(0, 12) + " to network " + n.name +
-                                         ": runsc (gVisor) takes a sandbox's interfaces when it starts; give the "
-                                         "networks to 'sbx create --network' instead");
+  if (auto b = runtime::backend_of(st, backend_options()); b && !b->supports(runtime::Operation::NetworkConnect))
+    throw Error(ErrorKind::Conflict, "cannot connect sandbox " + id.substr(0, 12) + " to network " + n.name + ": " +
+                                         b->refusal(runtime::Operation::NetworkConnect));
   if (st.creator_pid == 0)
     throw Error(ErrorKind::Conflict, "cannot connect sandbox " + id.substr(0, 12) +
                                          ": only sandboxes made by 'sbx create' or 'sbx serve' can be connected");
@@ -172,9 +171,10 @@ void Engine::disconnect_network(const std::string& network, const std::string& s
   const std::string id = resolve(sandbox);
   try {
     runtime::SandboxState st = runtime::read_state(runtime::sandbox_dir(cfg_.run_root, id));
-    if (st.runtime == runtime::GvisorBackend::kName && runtime::state_alive(st))
-      throw Error(ErrorKind::Conflict, "cannot disconnect running gVisor sandbox " + id.substr(0, 12) +
-                                           ": runsc keeps the interfaces it started with; stop it first");
+    auto b = runtime::backend_of(st, backend_options());
+    if (b && !b->supports(runtime::Operation::NetworkConnect) && runtime::state_alive(st))
+      throw Error(ErrorKind::Conflict, "cannot disconnect running sandbox " + id.substr(0, 12) + " (stop it first): " +
+                                           b->refusal(runtime::Operation::NetworkConnect));
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::Conflict) throw;
   }

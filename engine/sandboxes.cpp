@@ -31,8 +31,10 @@ class SnapshotCopies {
   SnapshotCopies(const std::string& run_root, const std::string& id)
       : base_(run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id) {}
   ~SnapshotCopies() {
-    if (used_) runtime::remove_snapshot_copies(base_);
+    if (used_ && !kept_) runtime::remove_snapshot_copies(base_);
   }
+  /// The sandbox lives on: its copies stay.
+  void keep() { kept_ = true; }
   SnapshotCopies(const SnapshotCopies&) = delete;
   SnapshotCopies& operator=(const SnapshotCopies&) = delete;
   std::string dir(size_t i) {
@@ -43,14 +45,15 @@ class SnapshotCopies {
 
  private:
   std::string base_;
-  bool used_ = false;
+  bool used_ = false, kept_ = false;
 };
 
 // label=k[=v] | name=N | status=S | id=PREFIX
 bool matches(const runtime::SandboxInfo& i, const std::vector<std::string>& filters) {
   for (const auto& f : filters) {
     auto eq = f.find('=');
-    if (eq == std::string::npos) throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
+    if (eq == std::string::npos) throw Error(ErrorKind::InvalidArgument,
+                "invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
     std::string key = f.substr(0, eq), val = f.substr(eq + 1);
     if (key == "label") {
       auto eq2 = val.find('=');
@@ -64,7 +67,8 @@ bool matches(const runtime::SandboxInfo& i, const std::vector<std::string>& filt
     } else if (key == "id") {
       if (i.state.id.rfind(val, 0) != 0) return false;
     } else {
-      throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
+      throw Error(ErrorKind::InvalidArgument,
+                  "invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
     }
   }
   return true;
@@ -138,7 +142,16 @@ RunResult Engine::run(const RunRequest& req) {
 std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
-  return backend->create(req.spec, use_userns(req.spec, req.userns), req.stdin_fd, req.reuse_layer);
+  if (req.mount_snapshots.empty())
+    return backend->create(req.spec, use_userns(req.spec, req.userns), req.stdin_fd, req.reuse_layer);
+  SandboxSpec spec = req.spec;
+  if (spec.id.empty()) spec.id = runtime::new_sandbox_id();
+  SnapshotCopies copies(cfg_.run_root, spec.id);
+  for (size_t i = 0; i < req.mount_snapshots.size(); ++i)
+    spec.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
+  std::string id = backend->create(spec, use_userns(spec, req.userns), req.stdin_fd, req.reuse_layer);
+  copies.keep();
+  return id;
 }
 
 std::string Engine::resolve(const std::string& ref) { return runtime::resolve_id(cfg_.run_root, ref); }
@@ -176,7 +189,8 @@ std::vector<runtime::SandboxInfo> Engine::list(const ListRequest& req) {
     auto eq = f.find('=');
     std::string key = eq == std::string::npos ? "" : f.substr(0, eq);
     if (key != "label" && key != "name" && key != "status" && key != "id")
-      throw Error("invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
+      throw Error(ErrorKind::InvalidArgument,
+                  "invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
   }
   std::vector<runtime::SandboxInfo> out;
   for (const auto& id : runtime::list_ids(cfg_.run_root)) {

@@ -219,7 +219,7 @@ CdiSpec parse_cdi_spec(std::string_view text, const std::string& file) {
     try {
       doc = json::parse(text);
     } catch (const json::parse_error& e) {
-      throw Error("CDI spec " + file + ": invalid JSON: " + e.what());
+      throw Error(ErrorKind::InvalidArgument, "CDI spec " + file + ": invalid JSON: " + e.what());
     }
   }
   Reader r{file};
@@ -390,12 +390,14 @@ void apply_host_device(const std::string& arg, const HostRoot& root, SandboxSpec
   } else if (parts.size() == 3) {
     inside = parts[1];
     perms = parts[2];
-    if (!is_perm(perms)) throw Error("--device " + arg + ": access '" + perms + "' must be a combination of r, w and m");
+    if (!is_perm(perms)) throw Error(ErrorKind::InvalidArgument,
+                "--device " + arg + ": access '" + perms + "' must be a combination of r, w and m");
   } else if (parts.size() > 3) {
     throw Error("--device " + arg + ": expected /dev/HOST[:/dev/SANDBOX][:rwm]");
   }
   if (host.empty() || host.front() != '/' || inside.empty() || inside.front() != '/')
-    throw Error("--device " + arg + ": device paths must be absolute (or use a CDI name vendor/class=name)");
+    throw Error(ErrorKind::InvalidArgument,
+                "--device " + arg + ": device paths must be absolute (or use a CDI name vendor/class=name)");
   add_device(spec, stat_device_node(root.join(host), inside), perms);
 }
 

@@ -14,7 +14,7 @@ DeviceNode stat_device_node(const std::string& host_path, const std::string& con
   struct stat st;
   if (::stat(host_path.c_str(), &st) < 0) {
     if (errno == ENOENT)
-      throw Error("device node " + host_path + " does not exist; is the driver loaded (for NVIDIA: run 'nvidia-smi' "
+      throw Error(ErrorKind::NotFound, "device node " + host_path + " does not exist; is the driver loaded (for NVIDIA: run 'nvidia-smi' "
                   "or 'nvidia-modprobe' once on the host to create the nodes)?", ENOENT);
     throw_errno("stat device node " + host_path);
   }

@@ -216,7 +216,7 @@ NvidiaHost discover_nvidia(const DiscoverOptions& o) {
                   "'nvidia' modules) or an old copy shadows it");
     std::string where = o.ldcache;
     for (const auto& d : o.driver_lib_dirs) where += ", " + d;
-    throw Error("NVIDIA driver libraries missing: " + prefix + h.driver_version + " not found in " + where +
+    throw Error(ErrorKind::NotFound, "NVIDIA driver libraries missing: " + prefix + h.driver_version + " not found in " + where +
                 "; install the user-space driver matching kernel module " + h.driver_version +
                 " (e.g. the libcuda1/libnvidia-ml1 packages or the .run installer) and run 'ldconfig'");
   }
@@ -259,7 +259,8 @@ std::vector<GpuInfo> select_gpus(const NvidiaHost& host, const std::string& spec
       c = std::stol(v, &used);
     } catch (const std::exception&) {
     }
-    if (used != v.size() || c < 1) throw Error("--gpus " + spec_in + ": count must be a positive number or 'all'");
+    if (used != v.size() || c < 1) throw Error(ErrorKind::InvalidArgument,
+                "--gpus " + spec_in + ": count must be a positive number or 'all'");
     if (static_cast<size_t>(c) > n) throw Error("--gpus " + spec_in + ": asked for " + v + " GPUs but " + range());
     return std::vector<GpuInfo>(host.gpus.begin(), host.gpus.begin() + c);
   }
@@ -281,7 +282,8 @@ std::vector<GpuInfo> select_gpus(const NvidiaHost& host, const std::string& spec
       g = &host.gpus[idx];
     } else if (item.rfind("GPU-", 0) == 0 || item.rfind("MIG-", 0) == 0) {
       if (item.rfind("MIG-", 0) == 0)
-        throw Error("--gpus " + item + ": MIG devices are not supported; use CDI (--device nvidia.com/gpu=...) for MIG");
+        throw Error(ErrorKind::Unsupported,
+                    "--gpus " + item + ": MIG devices are not supported; use CDI (--device nvidia.com/gpu=...) for MIG");
       for (const auto& x : host.gpus)
         if (x.uuid == item) g = &x;
       if (!g) throw Error("no GPU with UUID " + item + " on this host; list them with 'nvidia-smi -L' or 'sbx info'");

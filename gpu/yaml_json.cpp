@@ -78,7 +78,8 @@ nlohmann::json convert(yaml_document_t* doc, yaml_node_t* n, int depth, long& bu
       nlohmann::json o = nlohmann::json::object();
       for (yaml_node_pair_t* p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; ++p) {
         yaml_node_t* k = yaml_document_get_node(doc, p->key);
-        if (!k || k->type != YAML_SCALAR_NODE) throw Error(what + ": YAML mapping keys must be plain strings");
+        if (!k || k->type != YAML_SCALAR_NODE) throw Error(ErrorKind::InvalidArgument,
+                    what + ": YAML mapping keys must be plain strings");
         std::string key(reinterpret_cast<const char*>(k->data.scalar.value), k->data.scalar.length);
         o[key] = convert(doc, yaml_document_get_node(doc, p->value), depth + 1, budget, what);
       }

@@ -131,7 +131,7 @@ std::string base64_decode(const std::string& in) {
   for (char ch : in) {
     if (ch == '=' || ch == '\n' || ch == '\r') continue;
     const char* p = std::strchr(kB64, ch);
-    if (!p || !ch) throw Error("invalid base64 in an auth file entry");
+    if (!p || !ch) throw Error(ErrorKind::InvalidArgument, "invalid base64 in an auth file entry");
     v = (v << 6) | static_cast<uint32_t>(p - kB64);
     bits += 6;
     if (bits >= 8) {

@@ -291,7 +291,8 @@ ImageRecord pull_one(Store& store, const RemoteRef& ref, const std::string& loca
   client.ping(s);
   std::string platform = opts.platform.empty() ? host_platform() : opts.platform;
   if (std::count(platform.begin(), platform.end(), '/') < 1)
-    throw Error("invalid --platform '" + platform + "': expected os/arch[/variant], e.g. linux/amd64");
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid --platform '" + platform + "': expected os/arch[/variant], e.g. linux/amd64");
 
   FetchedManifest m = client.get_manifest(s, ref.digest.empty() ? ref.tag : ref.digest);
   json j = parse(m.body, "manifest of " + ref.str());
@@ -425,12 +426,12 @@ ImageRecord pull_image(Store& store, const std::string& text, const PullOptions&
           log::info("mirror " + endpoints[i].first.registry + " failed (" + e.what() + "); trying the next");
           continue;
         }
-        if (cands.size() > 1 && std::string(e.what()).find("not found on the registry") != std::string::npos) break;
+        if (cands.size() > 1 && e.kind() == ErrorKind::ImageNotFound) break;
         throw;
       }
     }
   }
-  if (last) throw Error(std::string(last->what()) + " (searched: unqualified-search-registries in " + opts.registries_conf + ")");
+  if (last) throw Error(*last, std::string(last->what()) + " (searched: unqualified-search-registries in " + opts.registries_conf + ")");
   throw Error("sbx pull " + text + ": no registry to pull from");
 }
 
@@ -439,7 +440,7 @@ PullPolicy parse_pull_policy(const std::string& s) {
   if (s == "always") return PullPolicy::Always;
   if (s == "never") return PullPolicy::Never;
   if (s == "newer") return PullPolicy::Newer;
-  throw Error("invalid --pull '" + s + "': use missing, always, never or newer");
+  throw Error(ErrorKind::InvalidArgument, "invalid --pull '" + s + "': use missing, always, never or newer");
 }
 
 ImageRecord resolve_or_pull(Store& store, const std::string& ref, PullPolicy policy, bool policy_explicit,
@@ -456,15 +457,14 @@ ImageRecord resolve_or_pull(Store& store, const std::string& ref, PullPolicy pol
     try {
       return store.resolve(ref);
     } catch (const Error& e) {
-      if (std::string(e.what()).find("not found") == std::string::npos) throw;  // e.g. an ambiguous id prefix
+      if (e.kind() != ErrorKind::ImageNotFound) throw;  // e.g. an ambiguous id prefix
     }
     try {
       return pull_image(store, ref, opts);
     } catch (const Error& e) {
       // Say both: it is not here, and the registry could not give it.
-      throw Error("image '" + ref + "' is not in the store, and pulling it failed: " + e.what() +
-                      (qualified || policy_explicit ? "" : " (import a local image with 'sbx import')"),
-                  e.err(), e.exit_code());
+      throw Error(e, "image '" + ref + "' is not in the store, and pulling it failed: " + e.what() +
+                         (qualified || policy_explicit ? "" : " (import a local image with 'sbx import')"));
     }
   }
   if (policy == PullPolicy::Newer) {

@@ -9,7 +9,7 @@ namespace sbx::oci {
 namespace {
 
 [[noreturn]] void bad(std::string_view text, const std::string& why) {
-  throw Error("invalid image reference '" + std::string(text.substr(0, 256)) + "': " + why);
+  throw Error(ErrorKind::InvalidArgument, "invalid image reference '" + std::string(text.substr(0, 256)) + "': " + why);
 }
 
 bool is_hex(std::string_view s) {

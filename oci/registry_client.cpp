@@ -306,7 +306,7 @@ FetchedManifest RegistryClient::get_manifest(http::Session& s, const std::string
   req.max_body = 4u << 20;
   http::Response r = send(s, req);
   if (r.status == 404)
-    throw Error("image " + ref_.registry + "/" + ref_.repository + (ref.rfind("sha256:", 0) == 0 ? "@" : ":") + ref +
+    throw Error(ErrorKind::ImageNotFound, "image " + ref_.registry + "/" + ref_.repository + (ref.rfind("sha256:", 0) == 0 ? "@" : ":") + ref +
                 " not found on the registry (" + (registry_error(r.body).empty() ? "HTTP 404" : registry_error(r.body)) +
                 "); check the name and tag");
   if (r.status / 100 != 2) fail("get manifest " + ref_.repository + ":" + ref, r);
@@ -344,7 +344,8 @@ bool RegistryClient::get_blob(http::Session& s, const std::string& digest, uint6
   req.max_body = 64 << 10;
   http::Response r = send(s, req);
   if (r.status == 404)
-    throw Error("blob " + digest + " of " + ref_.str() + " not found on the registry; the image there is incomplete");
+    throw Error(ErrorKind::NotFound,
+                "blob " + digest + " of " + ref_.str() + " not found on the registry; the image there is incomplete");
   if (r.status == 416) return false;  // range not satisfiable: the caller starts again
   if (r.status / 100 != 2) fail("get blob " + digest, r);
   return true;

@@ -79,7 +79,8 @@ std::chrono::milliseconds annotation_ms(const std::string& key, const std::strin
   int64_t ms = 0;
   auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), ms);
   if (ec != std::errc() || ptr != val.data() + val.size() || ms < 0)
-    throw Error("config.json: annotation " + key + " must be a number of milliseconds, not '" + val + "'");
+    throw Error(ErrorKind::InvalidArgument,
+                "config.json: annotation " + key + " must be a number of milliseconds, not '" + val + "'");
   return std::chrono::milliseconds(ms);
 }
 
@@ -563,7 +564,8 @@ SandboxSpec from_runtime_config(std::string_view text) {
   const spec::CgroupLimits& r = c.resources;
   s.resources.memory_bytes = r.memory_limit;
   if (r.cpu_quota && r.cpu_period) {
-    if (*r.cpu_period == 0) throw Error("config.json: linux.resources.cpu.period must be positive");
+    if (*r.cpu_period == 0) throw Error(ErrorKind::InvalidArgument,
+                "config.json: linux.resources.cpu.period must be positive");
     s.resources.cpus = static_cast<double>(*r.cpu_quota) / static_cast<double>(*r.cpu_period);
   }
   s.resources.pids_limit = r.pids_limit;
@@ -590,7 +592,8 @@ SandboxSpec from_runtime_config(std::string_view text) {
     else if (key == "disk-bytes") {
       auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), s.disk_bytes);
       if (ec != std::errc() || ptr != val.data() + val.size() || val.empty())
-        throw Error("config.json: annotation " + k + " must be a number of bytes, not '" + val + "'");
+        throw Error(ErrorKind::InvalidArgument,
+                    "config.json: annotation " + k + " must be a number of bytes, not '" + val + "'");
     }
     else if (key.rfind("label.", 0) == 0) s.labels[key.substr(6)] = val;
     else s.annotations[k] = val;

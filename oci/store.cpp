@@ -46,7 +46,8 @@ std::string hex_of(const std::string& digest) {
 }
 
 [[noreturn]] void not_found(const std::string& ref, int code = kExitSbxFailed) {
-  throw Error("image '" + ref + "' not found; see 'sbx images' or import it with 'sbx import'", ENOENT, code);
+  throw Error(ErrorKind::ImageNotFound,
+              "image '" + ref + "' not found; see 'sbx images' or import it with 'sbx import'", ENOENT, code);
 }
 
 // Finds the index of the record `ref` names among visible (not removed) records.
@@ -73,7 +74,7 @@ size_t find_record(const std::vector<ImageRecord>& imgs, const std::string& ref,
   for (size_t i = 0; i < imgs.size(); ++i) {
     if (!visible(i) || imgs[i].id.compare(0, r.id.size(), r.id) != 0) continue;
     if (found != SIZE_MAX && imgs[found].id != imgs[i].id)
-      throw Error("image id prefix '" + r.id + "' is ambiguous (it matches " + imgs[found].id.substr(0, 12) + " and " +
+      throw Error(ErrorKind::InvalidArgument, "image id prefix '" + r.id + "' is ambiguous (it matches " + imgs[found].id.substr(0, 12) + " and " +
                       imgs[i].id.substr(0, 12) + "); give more digits",
                   0, not_found_code);
     found = i;
@@ -218,7 +219,7 @@ RemoveResult Store::remove(const std::string& ref, const std::string& run_root, 
     if (!users.empty() && !force) {
       std::string list;
       for (const auto& u : users) list += (list.empty() ? "" : ", ") + u;
-      throw Error("image " + img.id.substr(0, 12) + " is in use by sandbox(es) " + list +
+      throw Error(ErrorKind::Conflict, "image " + img.id.substr(0, 12) + " is in use by sandbox(es) " + list +
                       "; remove them first or use 'sbx rmi --force'",
                   EBUSY, kExitImageInUse);
     }

@@ -36,6 +36,7 @@ const char* operation_name(Operation op) noexcept {
     case Operation::Pause: return "pausing";
     case Operation::Processes: return "process listings";
     case Operation::Warm: return "warm sandboxes";
+    case Operation::NetworkConnect: return "network connect/disconnect of a running sandbox";
   }
   return "?";
 }
@@ -161,7 +162,8 @@ SnapshotView Backend::snapshot_view(const SandboxRef&) {
 void Backend::check_checkpoint(const SandboxRef& sb) {
   require(Operation::Checkpoint);
   if (!state_alive(sb.state))
-    throw Error("sandbox " + sb.state.id.substr(0, 12) + " is not running; only a running sandbox can be checkpointed");
+    throw Error(ErrorKind::Conflict,
+                "sandbox " + sb.state.id.substr(0, 12) + " is not running; only a running sandbox can be checkpointed");
 }
 
 CheckpointResult Backend::checkpoint(const SandboxRef& sb, const CheckpointRequest&) {

@@ -52,6 +52,7 @@ enum class Operation {
   Pause,        ///< freeze every process, and thaw (docker pause/unpause)
   Processes,    ///< list its processes (docker top)
   Warm,         ///< set up ahead of its command (the warm pool)
+  NetworkConnect,  ///< join or leave a user-defined network while it runs
 };
 
 /// "fs snapshot", "checkpoint", ... (for messages).

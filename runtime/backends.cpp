@@ -21,7 +21,7 @@ void validate_backend_name(const std::string& name) {
   std::string list;
   for (size_t i = 0; i < backend_names().size(); ++i)
     list += (i == 0 ? "" : i + 1 == backend_names().size() ? " or " : ", ") + backend_names()[i];
-  throw Error("invalid --runtime '" + name + "': use " + list);
+  throw Error(ErrorKind::InvalidArgument, "invalid --runtime '" + name + "': use " + list);
 }
 
 std::string backend_name_for_runtime(const std::string& name) {

@@ -41,7 +41,8 @@ std::vector<std::string> parse_env_file(const std::string& path) {
     line = line.substr(start);
     std::string key = line.substr(0, line.find('='));
     if (key.empty() || key.find_first_of(" \t") != std::string::npos)
-      throw Error("--env-file " + path + " line " + std::to_string(n) + ": invalid variable name '" + key + "'");
+      throw Error(ErrorKind::InvalidArgument,
+                  "--env-file " + path + " line " + std::to_string(n) + ": invalid variable name '" + key + "'");
     if (auto kv = expand_env_arg(line)) out.push_back(*kv);
   }
   return out;
@@ -56,7 +57,8 @@ void apply_image_config(SandboxSpec& spec, const oci::ImageConfig& image, const 
   p.args = entry;
   p.args.insert(p.args.end(), cmd.begin(), cmd.end());
   if (p.args.empty())
-    throw Error("no command to run: give one after the image, or use an image with an Entrypoint or Cmd");
+    throw Error(ErrorKind::InvalidArgument,
+                "no command to run: give one after the image, or use an image with an Entrypoint or Cmd");
 
   p.env.clear();
   set_env(p.env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
@@ -66,7 +68,8 @@ void apply_image_config(SandboxSpec& spec, const oci::ImageConfig& image, const 
   for (const auto& e : o.env) set_env(p.env, e);
 
   p.cwd = o.workdir ? *o.workdir : (image.working_dir.empty() ? "/" : image.working_dir);
-  if (p.cwd.empty() || p.cwd[0] != '/') throw Error("the working directory '" + p.cwd + "' must be an absolute path");
+  if (p.cwd.empty() || p.cwd[0] != '/') throw Error(ErrorKind::InvalidArgument,
+              "the working directory '" + p.cwd + "' must be an absolute path");
   p.user = o.user ? *o.user : image.user;
   p.terminal = o.terminal;
 }

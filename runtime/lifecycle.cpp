@@ -67,7 +67,7 @@ bool wait_pidfd(int pidfd, int ms) {
 void kill_sandbox(const std::string& dir, int sig) {
   SandboxState st = read_state(dir);
   int fd = open_init_pidfd(st);
-  if (fd < 0) throw Error("sandbox " + short_id(dir) + " is not running; see 'sbx ps -a'");
+  if (fd < 0) throw Error(ErrorKind::Conflict, "sandbox " + short_id(dir) + " is not running; see 'sbx ps -a'");
   // The init cannot record a SIGKILL itself: record it first (the init's own
   // record, if it is ending right now anyway, wins the link(2) race).
   if (sig == SIGKILL) write_end_if_absent(dir, EndRecord{"killed", 137, SIGKILL, 0});
@@ -171,7 +171,7 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
   if (have_state) {
     SandboxInfo info = inspect_dir(dir);
     if ((info.status == "running" || info.status == "creating") && !force)
-      throw Error("sandbox " + sid + " is " + info.status + "; stop it first ('sbx stop " + sid +
+      throw Error(ErrorKind::Conflict, "sandbox " + sid + " is " + info.status + "; stop it first ('sbx stop " + sid +
                   "') or remove it with 'sbx rm -f " + sid + "'");
     if (info.status == "creating" && st.creator_pid > 0 && st.creator_pid != ::getpid() && !st.creator_shared) {
       // Its creator is alive: it would go on building. Kill it too (unless the

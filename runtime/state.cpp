@@ -309,11 +309,13 @@ std::string resolve_id(const std::string& run_root, const std::string& ref) {
     for (const auto& id : list_ids(run_root)) {
       if (id.compare(0, ref.size(), ref) != 0) continue;
       if (!found.empty())
-        throw Error("sandbox id prefix '" + ref + "' is ambiguous; give more characters or the full id");
+        throw Error(ErrorKind::InvalidArgument,
+                    "sandbox id prefix '" + ref + "' is ambiguous; give more characters or the full id");
       found = id;
     }
   }
-  if (found.empty()) throw Error("no such sandbox '" + ref + "' (in " + run_root + "); see 'sbx ps -a'");
+  if (found.empty()) throw Error(ErrorKind::SandboxNotFound,
+              "no such sandbox '" + ref + "' (in " + run_root + "); see 'sbx ps -a'");
   return found;
 }
 
@@ -327,7 +329,7 @@ static bool valid_name(const std::string& name) {
 
 void validate_name(const std::string& name) {
   if (!valid_name(name))
-    throw Error("invalid sandbox name '" + name + "': use letters, digits, '_', '.', '-' (starting with a letter or digit)",
+    throw Error(ErrorKind::InvalidArgument, "invalid sandbox name '" + name + "': use letters, digits, '_', '.', '-' (starting with a letter or digit)",
                 EINVAL, kExitSbxFailed);
 }
 
@@ -357,7 +359,8 @@ ScopedName::ScopedName(std::string run_root, std::string name, std::string id)
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) < 0) {
     ::close(lock_fd_);
     lock_fd_ = -1;
-    throw Error("the name '" + name_ + "' is already used by a running sandbox; pick another name");
+    throw Error(ErrorKind::Conflict,
+                "the name '" + name_ + "' is already used by a running sandbox; pick another name");
   }
   try {
     claim_name(run_root_, name_, id_);
@@ -390,7 +393,7 @@ void claim_name(const std::string& run_root, const std::string& name, const std:
     if (n > 0) {
       target[n] = 0;
       if (fs::exists(sandbox_dir(run_root, target)) || name_lock_held(run_root, name))
-        throw Error("the name '" + name + "' is already used by sandbox " + std::string(target).substr(0, 12) +
+        throw Error(ErrorKind::Conflict, "the name '" + name + "' is already used by sandbox " + std::string(target).substr(0, 12) +
                     "; remove it ('sbx rm -f " + name + "') or pick another name");
     }
     // Stale: its sandbox is gone. Remove and retry once (a racing claimer

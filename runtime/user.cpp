@@ -39,7 +39,8 @@ uint32_t parse_id(const std::string& text, const std::string& what) {
   // (uid_t)-1 = 4294967295 means "leave unchanged" to setresuid(2)/chown(2):
   // accepting it ran the workload as whatever the init was (root).
   if (!is_number(text) || text.size() > 10 || std::stoull(text) >= 4294967295ULL)
-    throw Error("invalid " + what + " '" + text + "': ids are numbers from 0 to 4294967294", EINVAL, 125);
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid " + what + " '" + text + "': ids are numbers from 0 to 4294967294", EINVAL, 125);
   return static_cast<uint32_t>(std::stoull(text));
 }
 

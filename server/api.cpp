@@ -1,4 +1,5 @@
 // Routing and the system endpoints of the Docker Engine API (server/api.h).
+#include "server/error_status.h"
 #include "server/api.h"
 
 #include <sys/utsname.h>
@@ -46,28 +47,6 @@ bool Container::auto_remove() const {
 }
 
 bool Container::tty() const { return config.value("Tty", false); }
-
-namespace {
-
-/// The status a library error means for an API client.
-int status_for(const Error& e) {
-  switch (e.kind()) {
-    case ErrorKind::Invalid: return 400;
-    case ErrorKind::NotFound: return 404;
-    case ErrorKind::Conflict: return 409;
-    case ErrorKind::Forbidden: return 403;
-    case ErrorKind::Other: break;
-  }
-  std::string m = e.what();
-  if (m.find("no such") != std::string::npos || m.find("not found") != std::string::npos) return 404;
-  if (m.find("ambiguous") != std::string::npos || m.find("invalid") != std::string::npos) return 400;
-  if (m.find("already") != std::string::npos || m.find("in use") != std::string::npos ||
-      m.find("stop it first") != std::string::npos || m.find("is not running") != std::string::npos)
-    return 409;
-  return 500;
-}
-
-}  // namespace
 
 BodyRule Api::body_rule(const Request& r) {
   if ((r.method == "PUT" && r.path.rfind("/containers/", 0) == 0 && r.path.ends_with("/archive")) ||
@@ -143,7 +122,7 @@ void Api::handle(Connection& c, Request& r) {
   } catch (const HttpError& e) {
     c.send_error(e.status, e.message);
   } catch (const Error& e) {
-    c.send_error(status_for(e), e.what());
+    c.send_error(docker_status(e), e.what());
   } catch (const json::exception& e) {
     c.send_error(400, std::string("malformed JSON: ") + e.what());
   } catch (const std::exception& e) {

@@ -97,15 +97,10 @@ void Api::container_create(Connection& c, const Request& r) {
   ctr->config = cfg;
   ctr->created_ms = runtime::now_ms();
   // Checked now (a bad bind or network fails create, as in Docker); built again at start.
+  // (no GPU on this host, an unknown device: refused now too)
   try {
-    SandboxSpec spec = spec_from_docker(cfg, ctr->image, {}, ctr->id, name, default_runtime_);
-    (void)userns_mode_from_docker(cfg);
-    if (auto g = gpus_from_docker(cfg)) {  // no GPU on this host, an unknown device: refused now
-      engine::GpuRequest gr;
-      gr.gpus = g->gpus;
-      gr.devices = g->devices;
-      engine_.apply_gpus(gr, spec);
-    }
+    (void)engine::build_sandbox(options_from_docker(cfg, ctr->id, name),
+                                engine::ResolvedImage{image, ctr->image.id, ctr->image.config, {}}, default_runtime_);
   } catch (const Error& e) {
     throw HttpError{400, e.what()};
   }
@@ -151,16 +146,9 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
   const std::string& id = ctr->id;
   runtime::SandboxState created;
   try {
-    engine::SandboxRequest req;
-    req.spec = spec_from_docker(ctr->config, ctr->image, engine_.layer_dirs(ctr->image), ctr->id, ctr->name,
-                                default_runtime_);
-    if (auto g = gpus_from_docker(ctr->config)) {  // GPUs and devices: CDI edits (gpu/)
-      engine::GpuRequest gr;
-      gr.gpus = g->gpus;
-      gr.devices = g->devices;
-      engine_.apply_gpus(gr, req.spec);
-    }
-    req.userns = userns_mode_from_docker(ctr->config);  // the engine decides (engine/userns.h)
+    engine::SandboxRequest req = engine::build_sandbox(
+        options_from_docker(ctr->config, ctr->id, ctr->name),
+        engine::resolved(engine_, ctr->image, ctr->config.value("Image", "")), default_runtime_);
     if (again) {  // (a start that failed left no sandbox: nothing to keep)
       try {
         engine_.inspect(id);

@@ -1,19 +1,9 @@
 // Docker container config → SandboxSpec (server/docker_spec.h).
 #include "server/docker_spec.h"
 
-#include <stdlib.h>
-
-#include <algorithm>
-#include <cctype>
 #include <sstream>
 
 #include "common/error.h"
-#include "runtime/backends.h"
-#include "runtime/default_bounds.h"
-#include "runtime/image_config.h"
-#include "runtime/linux/capabilities.h"
-#include "runtime/linux/rlimits.h"
-#include "runtime/linux/sandbox_network.h"
 
 namespace sbx::server {
 
@@ -42,168 +32,163 @@ int64_t num(const json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
 }
 
-/// "HOST:CTR[:OPTS]" (HostConfig.Binds) → a bind mount, as `sbx run -v`.
-Mount parse_bind(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  std::string p;
-  while (std::getline(in, p, ':')) parts.push_back(p);
-  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
-    throw Error("invalid bind '" + text + "': expected HOST-DIR:CONTAINER-DIR[:ro]");
-  if (parts[0][0] != '/') throw Error("invalid bind '" + text + "': named volumes are not supported; use a host path");
-  if (parts[1][0] != '/') throw Error("invalid bind '" + text + "': the container path must be absolute");
-  char* real = ::realpath(parts[0].c_str(), nullptr);
-  if (!real) throw_errno("bind source " + parts[0]);
-  Mount m{parts[1], "bind", real, {"rbind"}};
-  ::free(real);
-  if (parts.size() == 3) {
-    std::stringstream opts(parts[2]);
-    while (std::getline(opts, p, ',')) {
-      if (p == "ro" || p == "nosuid" || p == "nodev" || p == "noexec") m.options.push_back(p);
-      else if (p != "rw" && p != "z" && p != "Z" && p != "rprivate" && p != "private")
-        throw Error("invalid bind '" + text + "': unknown option '" + p + "' (ro, rw, nosuid, nodev, noexec)");
-    }
-  }
-  return m;
-}
-
-/// HostConfig.Mounts entry: {"Type": "bind"|"tmpfs", "Source", "Target", "ReadOnly"}.
-Mount parse_mount(const json& m) {
+/// HostConfig.Mounts entry {"Type": "bind"|"tmpfs", "Source", "Target",
+/// "ReadOnly", "TmpfsOptions"} as sbx's -v or --tmpfs text.
+void add_mount(const json& m, engine::SandboxOptions& o) {
   std::string type = str(m, "Type"), target = str(m, "Target");
-  if (target.empty() || target[0] != '/') throw Error("invalid mount: Target must be an absolute path");
+  if (target.empty() || target[0] != '/')
+    throw Error(ErrorKind::InvalidArgument, "invalid HostConfig.Mounts entry: Target must be an absolute path");
   bool ro = m.value("ReadOnly", false);
   if (type == "bind") {
-    std::string src = str(m, "Source");
-    return parse_bind(src + ":" + target + (ro ? ":ro" : ""));
+    o.volumes.push_back(str(m, "Source") + ":" + target + (ro ? ":ro" : ""));
+    return;
   }
   if (type == "tmpfs") {
-    Mount t{target, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
-    if (ro) t.options.push_back("ro");
-    if (auto o = m.find("TmpfsOptions"); o != m.end() && o->is_object()) {
-      if (int64_t size = num(*o, "SizeBytes"); size > 0) t.options.push_back("size=" + std::to_string(size));
-      if (int64_t mode = num(*o, "Mode"); mode > 0) {
+    std::string opts;
+    auto add = [&opts](const std::string& x) { opts += (opts.empty() ? "" : ",") + x; };
+    if (ro) add("ro");
+    if (auto t = m.find("TmpfsOptions"); t != m.end() && t->is_object()) {
+      if (int64_t size = num(*t, "SizeBytes"); size > 0) add("size=" + std::to_string(size));
+      if (int64_t mode = num(*t, "Mode"); mode > 0) {
         std::ostringstream os;
         os << std::oct << mode;
-        t.options.push_back("mode=" + os.str());
+        add("mode=" + os.str());
       }
     }
-    return t;
+    o.tmpfs.push_back(target + (opts.empty() ? "" : ":" + opts));
+    return;
   }
-  throw Error("invalid mount type '" + type + "': sbx serve supports bind and tmpfs (no named volumes)");
+  throw Error(ErrorKind::Unsupported,
+              "invalid mount type '" + type + "': sbx serve supports bind and tmpfs (no named volumes)");
+}
+
+[[noreturn]] void refuse(const std::string& field, const std::string& value, const std::string& why) {
+  throw Error(ErrorKind::Unsupported, "HostConfig." + field + " " + value + " is not supported by sbx serve: " + why);
+}
+
+/// The security fields sbx cannot honour safely are refused, naming the
+/// field, when they ask for something other than the default (the docker
+/// CLI sends "Privileged": false, "PidMode": "" on every create); never
+/// ignored (man sbx-serve has the table).
+void check_security_fields(const json& hc) {
+  if (auto p = hc.find("Privileged"); p != hc.end() && p->is_boolean() && p->get<bool>())
+    refuse("Privileged", "true", "a sandbox never gets all capabilities and devices; name them with CapAdd/Devices");
+  if (auto so = hc.find("SecurityOpt"); so != hc.end() && so->is_array()) {
+    for (const auto& e : *so) {
+      std::string v = e.is_string() ? e.get<std::string>() : e.dump();
+      // sbx always sets no_new_privs: asking for it is honoured.
+      if (v == "no-new-privileges" || v == "no-new-privileges=true" || v == "no-new-privileges:true") continue;
+      refuse("SecurityOpt", "'" + v + "'",
+             "sbx's seccomp filter and no_new_privs are always on and there is no AppArmor/SELinux profile to choose "
+             "(only no-new-privileges is accepted)");
+    }
+  }
+  if (auto sc = hc.find("Sysctls"); sc != hc.end() && sc->is_object() && !sc->empty())
+    refuse("Sysctls", sc->dump(), "sbx sets no sysctls in a sandbox");
+  auto mode = [&hc](const char* field, std::initializer_list<const char*> ok) {
+    std::string v = str(hc, field);
+    for (const char* k : ok)
+      if (v == k) return;
+    refuse(field, "'" + v + "'",
+           "a sandbox always has namespaces of its own (leave it empty" + std::string(ok.size() > 1 ? " or private" : "") + ")");
+  };
+  mode("PidMode", {"", "private"});
+  mode("IpcMode", {"", "private", "shareable"});
+  mode("UTSMode", {""});
+  if (std::string cg = str(hc, "CgroupParent"); !cg.empty())
+    refuse("CgroupParent", "'" + cg + "'", "sbx places each sandbox in its own cgroup under sbx's");
 }
 
 }  // namespace
 
-SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const std::vector<std::string>& layer_dirs,
-                             const std::string& id, const std::string& name, const std::string& default_runtime) {
+engine::SandboxOptions options_from_docker(const json& cfg, const std::string& id, const std::string& name) {
   const json empty = json::object();
   const json& hc = cfg.contains("HostConfig") && cfg["HostConfig"].is_object() ? cfg["HostConfig"] : empty;
-  SandboxSpec spec;
-  spec.id = id;
-  spec.name = name;
-  spec.image_ref = str(cfg, "Image");
-  spec.image_id = img.id;
-  spec.layer_dirs = layer_dirs;
-  std::string hostname = str(cfg, "Hostname");
-  spec.hostname = hostname.empty() ? id.substr(0, 12) : hostname;
-
-  runtime::ProcessOverrides o;
+  check_security_fields(hc);
+  engine::SandboxOptions o;
+  o.names.volume = "HostConfig.Binds";
+  o.names.tmpfs = "HostConfig.Tmpfs";
+  o.names.network = "HostConfig.NetworkMode";
+  o.names.cap_add = "HostConfig.CapAdd";
+  o.names.cap_drop = "HostConfig.CapDrop";
+  o.id = id;
+  o.name = name;
+  o.image = str(cfg, "Image");
+  o.hostname = str(cfg, "Hostname");
   o.command = string_list(cfg.value("Cmd", json()));
   // Entrypoint: null/absent keeps the image's; [] or "" clears it (docker --entrypoint "").
-  if (auto e = cfg.find("Entrypoint"); e != cfg.end() && !e->is_null()) {
-    std::vector<std::string> ep = string_list(*e);
-    if (ep.size() == 1 && ep[0].empty()) ep.clear();
-    o.entrypoint = ep;
-  }
-  for (const auto& e : string_list(cfg.value("Env", json())))
-    if (auto kv = runtime::expand_env_arg(e)) o.env.push_back(*kv);
+  if (auto e = cfg.find("Entrypoint"); e != cfg.end() && !e->is_null()) o.entrypoint = string_list(*e);
+  o.env = string_list(cfg.value("Env", json()));
   if (std::string w = str(cfg, "WorkingDir"); !w.empty()) o.workdir = w;
   if (std::string u = str(cfg, "User"); !u.empty()) o.user = u;
-  runtime::apply_image_config(spec, img.config, o);
-  spec.process.capabilities = default_capabilities();
-
   if (auto l = cfg.find("Labels"); l != cfg.end() && l->is_object())
     for (const auto& [k, v] : l->items())
-      if (v.is_string()) spec.labels[k] = v.get<std::string>();
+      if (v.is_string()) o.labels[k] = v.get<std::string>();
 
   std::string net = str(hc, "NetworkMode");
   if (net.empty() || net == "default" || net == "bridge" || net == "none") {
-    spec.network = NetworkMode::None;  // sbx has no bridge: loopback only
+    o.network = "none";  // sbx has no bridge: loopback only
   } else if (net == "host") {
-    spec.network = NetworkMode::Host;
+    o.network = "host";
   } else {
-    throw Error("network mode '" + net + "' is not supported by sbx serve (none, default, bridge, host)");
+    throw Error(ErrorKind::Unsupported,
+                "network mode '" + net + "' is not supported by sbx serve (none, default, bridge, host)");
   }
   // PortBindings {"80/tcp": [{"HostIp": "", "HostPort": "8080"}]}: sbx's -p,
   // which needs a network of the sandbox's own (--network private): the
   // default/bridge mode with ports published is that, as docker's bridge.
   if (auto pb = hc.find("PortBindings"); pb != hc.end() && pb->is_object() && !pb->empty()) {
     if (net == "none" || net == "host")
-      throw Error("port bindings need a network of the container's own: NetworkMode '" + net +
-                  "' has none (leave it default or bridge)");
+      throw Error(ErrorKind::InvalidArgument, "port bindings need a network of the container's own: NetworkMode '" +
+                                                  net + "' has none (leave it default or bridge)");
     for (const auto& [port, binds] : pb->items()) {
       std::string cport = port.substr(0, port.find('/'));
       std::string proto = port.find('/') == std::string::npos ? "tcp" : port.substr(port.find('/') + 1);
       if (!binds.is_array()) continue;
       for (const auto& b : binds) {
         std::string hip = b.is_object() ? str(b, "HostIp") : "", hport = b.is_object() ? str(b, "HostPort") : "";
-        if (hport.empty()) throw Error("port binding " + port + ": sbx needs a HostPort (no random host ports)");
+        if (hport.empty())
+          throw Error(ErrorKind::Unsupported, "port binding " + port + ": sbx needs a HostPort (no random host ports)");
         if (hip == "0.0.0.0" || hip == "::") hip.clear();
-        spec.net.publish.push_back(runtime::parse_publish((hip.empty() ? "" : hip + ":") + hport + ":" + cport + "/" + proto));
+        o.publish.push_back((hip.empty() ? "" : hip + ":") + hport + ":" + cport + "/" + proto);
       }
     }
-    if (!spec.net.publish.empty()) spec.network = NetworkMode::Private;
+    if (!o.publish.empty()) o.network = "private";
   }
-  for (const auto& b : string_list(hc.value("Binds", json()))) spec.mounts.push_back(parse_bind(b));
+  o.volumes = string_list(hc.value("Binds", json()));
   if (auto m = hc.find("Mounts"); m != hc.end() && m->is_array())
-    for (const auto& e : *m) spec.mounts.push_back(parse_mount(e));
+    for (const auto& e : *m) add_mount(e, o);
   if (auto t = hc.find("Tmpfs"); t != hc.end() && t->is_object())
     for (const auto& [path, opts] : t->items()) {
-      Mount tm{path, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
-      if (opts.is_string() && !opts.get<std::string>().empty()) {
-        std::stringstream in(opts.get<std::string>());
-        std::string x;
-        while (std::getline(in, x, ',')) tm.options.push_back(x);
-      }
-      spec.mounts.push_back(tm);
+      std::string text = opts.is_string() ? opts.get<std::string>() : "";
+      o.tmpfs.push_back(path + (text.empty() ? "" : ":" + text));
     }
-  spec.readonly_rootfs = hc.value("ReadonlyRootfs", false);
-  // CapAdd/CapDrop over the default set ("ALL" in either; names with or without CAP_).
-  auto cap_name = [](std::string c) {
-    for (auto& ch : c) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    return c == "ALL" || c.rfind("CAP_", 0) == 0 ? c : "CAP_" + c;
-  };
-  auto& caps = spec.process.capabilities;
-  for (const auto& d : string_list(hc.value("CapDrop", json()))) {
-    std::string n = cap_name(d);
-    if (n == "ALL") caps.clear();
-    else {
-      runtime::parse_capabilities({n});  // an unknown name is an error, as in docker
-      caps.erase(std::remove(caps.begin(), caps.end(), n), caps.end());
-    }
-  }
-  for (const auto& a : string_list(hc.value("CapAdd", json()))) {
-    std::string n = cap_name(a);
-    if (n == "ALL") throw Error("CapAdd ALL is not supported by sbx serve: name the capabilities to add");
-    runtime::parse_capabilities({n});
-    if (std::find(caps.begin(), caps.end(), n) == caps.end()) caps.push_back(n);
-  }
-  if (int64_t mem = num(hc, "Memory"); mem > 0) spec.resources.memory_bytes = mem;
-  if (int64_t nano = num(hc, "NanoCpus"); nano > 0) spec.resources.cpus = static_cast<double>(nano) / 1e9;
-  int64_t pids = num(hc, "PidsLimit");
-  spec.resources.pids_limit = pids > 0 ? pids : 1024;  // `sbx create`'s default; -1/0 in Docker: unlimited
-  if (hc.contains("PidsLimit") && hc["PidsLimit"].is_number() && pids <= 0 && hc["PidsLimit"].get<int64_t>() != 0)
-    spec.resources.pids_limit.reset();
+  o.read_only = hc.value("ReadonlyRootfs", false);
+  o.cap_drop = string_list(hc.value("CapDrop", json()));
+  o.cap_add = string_list(hc.value("CapAdd", json()));
+  o.allow_host_idmap = false;  // root in the container writing as host root: not offered over the API
+  if (int64_t mem = num(hc, "Memory"); mem > 0) o.memory_bytes = mem;
+  if (int64_t nano = num(hc, "NanoCpus"); nano > 0) o.cpus = static_cast<double>(nano) / 1e9;
+  // PidsLimit: 0 or absent the default; -1 (any value below 0) unlimited.
+  if (int64_t pids = num(hc, "PidsLimit"); pids != 0) o.pids_limit = pids;
 
   std::string rt = str(hc, "Runtime");
-  if (auto l = spec.labels.find("sbx.runtime"); l != spec.labels.end() && (rt.empty() || rt == "runc")) rt = l->second;
-  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? runtime::default_backend_name() : default_runtime;
-  rt = runtime::backend_name_for_runtime(rt);  // Docker's "runsc"
-  runtime::validate_backend_name(rt);
-  spec.runtime = rt;
-  runtime::apply_default_bounds(spec, false);
-  for (const auto& w : runtime::clamp_rlimits(spec.process.rlimits)) (void)w;
-  return spec;
+  if (auto l = o.labels.find("sbx.runtime"); l != o.labels.end() && (rt.empty() || rt == "runc")) rt = l->second;
+  o.runtime = rt == "runc" ? "" : rt;
+  o.userns = userns_mode_from_docker(cfg);
+  if (auto g = gpus_from_docker(cfg)) {
+    o.gpu.gpus = g->gpus;
+    o.gpu.devices = g->devices;
+  }
+  return o;
+}
+
+SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const std::vector<std::string>& layer_dirs,
+                             const std::string& id, const std::string& name, const std::string& default_runtime) {
+  engine::SandboxOptions o = options_from_docker(cfg, id, name);
+  o.gpu = {};  // GPUs need the host's devices: applied when the container starts
+  return engine::build_sandbox(o, engine::ResolvedImage{o.image, img.id, img.config, layer_dirs}, default_runtime)
+      .spec;
 }
 
 std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
@@ -215,7 +200,8 @@ std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
       if (!d.is_object()) continue;
       std::string driver = str(d, "Driver");
       if (!driver.empty() && driver != "nvidia" && driver != "cdi")
-        throw Error("device request driver '" + driver + "' is not supported by sbx serve (nvidia, cdi)");
+        throw Error(ErrorKind::Unsupported,
+                    "device request driver '" + driver + "' is not supported by sbx serve (nvidia, cdi)");
       if (auto caps = d.find("Capabilities"); caps != d.end() && caps->is_array() && !caps->empty()) {
         bool gpu = false;
         for (const auto& set : *caps)
@@ -257,7 +243,7 @@ engine::UsernsMode userns_mode_from_docker(const json& cfg) {
   auto m = hc->find("UsernsMode");
   if (m == hc->end() || m->is_null() || (m->is_string() && m->get<std::string>().empty())) return engine::UsernsMode::Auto;
   if (m->is_string() && m->get<std::string>() == "host") return engine::UsernsMode::Host;
-  throw Error("HostConfig.UsernsMode " + m->dump() +
+  throw Error(ErrorKind::Unsupported, "HostConfig.UsernsMode " + m->dump() +
               " is not supported by sbx serve: leave it empty (the container gets a user namespace of its own) or "
               "give \"host\" (none: uid 0 inside is root on the host)");
 }

@@ -8,21 +8,30 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/sandbox_options.h"
 #include "engine/userns.h"
 #include "oci/image.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::server {
 
+/// Docker's create body as the engine's options (engine/sandbox_options.h),
+/// translated, nothing decided: Entrypoint/Cmd, Env, WorkingDir, User,
+/// Hostname, Labels; HostConfig Binds, Mounts (bind/tmpfs), Tmpfs, Memory
+/// (bytes), NanoCpus, PidsLimit, CapAdd/CapDrop, ReadonlyRootfs, NetworkMode
+/// ("none", "default", "bridge" → loopback only, or private with
+/// PortBindings; "host"), Runtime (or the label sbx.runtime), UsernsMode,
+/// DeviceRequests/Devices. Refuses (sbx::Error Unsupported, naming the
+/// field) what sbx cannot honour safely when it is not the default:
+/// Privileged, SecurityOpt (but no-new-privileges), Sysctls,
+/// PidMode/IpcMode/UTSMode other than private, CgroupParent.
+engine::SandboxOptions options_from_docker(const nlohmann::json& cfg, const std::string& id, const std::string& name);
+
 /// The spec for container `id` (`name` may be empty) from its create body
-/// `cfg`, the image `img` and its layer dirs: Entrypoint/Cmd over the image's,
-/// Env, WorkingDir, User, Hostname, Labels; HostConfig Binds (HOST:CTR[:ro]),
-/// Mounts (type bind/tmpfs), Memory (bytes), NanoCpus, PidsLimit,
-/// NetworkMode ("none", "default", "bridge" → sbx's loopback-only network;
-/// "host"), ReadonlyRootfs, Runtime ("gvisor"/"runsc"; also the label
-/// sbx.runtime). Default bounds as `sbx create`. Throws sbx::Error (the
-/// server answers 400) for what sbx cannot do: a named volume, a network
-/// other than these, a relative bind path.
+/// `cfg` on the image `img` and its layer dirs: options_from_docker built by
+/// the engine's builder (engine::build_sandbox), GPUs left out (they need the
+/// host's devices: applied when the container starts). Throws sbx::Error
+/// (the server answers 400) for what sbx cannot do.
 /// `default_runtime`: the backend when the config names none (sbx serve --runtime).
 SandboxSpec spec_from_docker(const nlohmann::json& cfg, const oci::ImageRecord& img,
                              const std::vector<std::string>& layer_dirs, const std::string& id,

@@ -12,7 +12,9 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/state.h"
+#include "server/error_status.h"
 #include "server/api.h"
+#include "engine/sandbox_options.h"
 #include "server/docker_spec.h"
 #include "server/e2b.h"
 
@@ -149,7 +151,7 @@ void E2bApi::handle(Connection& c, Request& r) {
   } catch (const HttpError& e) {
     send_rest_error(c, e.status, e.message);
   } catch (const Error& e) {
-    send_rest_error(c, std::string(e.what()).find("no such") != std::string::npos ? 404 : 500, e.what());
+    send_rest_error(c, e2b_status(e), e.what());
   } catch (const json::exception& e) {
     send_rest_error(c, 400, std::string("malformed JSON: ") + e.what());
   } catch (const std::exception& e) {
@@ -230,11 +232,17 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
   } catch (const Error& e) {
     throw RestError{404, "template '" + tmpl + "' is not an sbx image (sbx pull / sbx import it first): " + e.what()};
   }
-  json env = json::array();
+  // E2B's create as the engine's options (engine/sandbox_options.h): it only
+  // holds (envd's processes are execs), as `sbx create` without a command.
+  engine::SandboxOptions o;
+  o.names.command = "create";
+  o.image = tmpl;
+  o.hold_without_command = true;
+  o.allow_host_idmap = false;
   if (auto ev = body.find("envVars"); ev != body.end() && ev->is_object())
-    for (auto& [k, v] : ev->items()) env.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+    for (auto& [k, v] : ev->items()) o.env.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
   json metadata = body.contains("metadata") && body["metadata"].is_object() ? body["metadata"] : json::object();
-  json cfg = {{"Image", tmpl}, {"Env", env}, {"Labels", {{"sbx.e2b", "1"}, {"sbx.e2b.template", tmpl}}}};
+  o.labels = {{"sbx.e2b", "1"}, {"sbx.e2b.template", tmpl}};
 
   auto sb = std::make_shared<E2bSandbox>();
   sb->sbx_id = runtime::new_sandbox_id();
@@ -243,14 +251,13 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
   sb->access_token = random_hex(40);
   sb->metadata = metadata;
   sb->cpu_count = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+  o.id = sb->sbx_id;
   engine::SandboxRequest req;
   try {
-    req.spec = spec_from_docker(cfg, img, engine_.layer_dirs(img), sb->sbx_id, "", runtime_);
+    req = engine::build_sandbox(o, engine::resolved(engine_, img, tmpl), runtime_);
   } catch (const Error& e) {
     throw RestError{400, e.what()};
   }
-  req.spec.process.args.clear();  // it only holds: envd's processes are execs
-  req.userns = engine::UsernsMode::Auto;  // the engine decides, as for `sbx create` (engine/userns.h)
   if (req.spec.resources.memory_bytes) sb->memory_mb = static_cast<int>(*req.spec.resources.memory_bytes >> 20);
   if (req.spec.resources.cpus) sb->cpu_count = std::max(1, static_cast<int>(*req.spec.resources.cpus + 0.5));
   engine_.create(req);
@@ -456,8 +463,8 @@ void E2bApi::envd(Connection& c, Request& r) {
   } catch (const HttpError& e) {
     fail(e.status, e.status == 404 ? "not_found" : "invalid_argument", e.message);
   } catch (const Error& e) {
-    bool nf = e.err() == ENOENT || std::string(e.what()).find("No such file") != std::string::npos;
-    fail(nf ? 404 : 500, nf ? "not_found" : "internal", e.what());
+    const char* code = connect_code(e);
+    fail(connect_http_status(code), code, e.what());
   } catch (const json::exception& e) {
     fail(400, "invalid_argument", std::string("malformed JSON: ") + e.what());
   } catch (const std::exception& e) {

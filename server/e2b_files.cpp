@@ -25,6 +25,7 @@
 #include "common/fd.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "server/error_status.h"
 #include "server/api.h"
 #include "server/e2b.h"
 #include "server/temp_dir.h"
@@ -373,8 +374,8 @@ void E2bApi::files_get(Connection& c, const Request& r, const std::shared_ptr<E2
     try {
       engine_.copy_out(sb->sbx_id, src, host, kMaxCopyStage);
     } catch (const Error& e) {
-      if (e.err() == EFBIG) throw HttpError{507, e.what()};
-      bool nf = e.err() == ENOENT || std::string(e.what()).find("No such file") != std::string::npos;
+      if (e.err() == EFBIG) throw HttpError{507, e.what()};  // past the staging bound
+      bool nf = v1_status(e).kind == ErrorKind::FileNotFound;
       if (!nf) resolve("real");  // a missing path: 404 (gVisor's tar copy says only that the copy failed)
       throw HttpError{nf ? 404 : 500, e.what()};
     }

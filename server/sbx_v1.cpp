@@ -17,8 +17,9 @@
 #include "common/log.h"
 #include "runtime/snapshot_copies.h"
 #include "runtime/state.h"
+#include "engine/sandbox_options.h"
 #include "server/docker_spec.h"
-#include "snapshot/dir_snapshot.h"
+#include "server/error_status.h"
 
 namespace sbx::server {
 
@@ -43,22 +44,14 @@ SbxV1& sbx_v1(const engine::Config& cfg, const std::string& default_runtime) {
 
 namespace {
 
-bool has(const std::string& m, const char* w) { return m.find(w) != std::string::npos; }
+}  // namespace
 
-/// An engine error as a V1Error: its status and kind from its words (the
-/// layers below say "no such sandbox", "already in use", …).
 V1Error classify(const Error& e) {
-  std::string m = e.what();
-  if (has(m, "no such sandbox")) return {404, "SandboxNotFound", m};
-  if (has(m, "No such file") || has(m, "no such file") || has(m, "does not exist")) return {404, "FileNotFound", m};
-  if (has(m, "no such snapshot") || (has(m, "snapshot") && has(m, "not found"))) return {404, "SnapshotNotFound", m};
-  if (has(m, "no such image") || (has(m, "image") && has(m, "not found"))) return {404, "ImageNotFound", m};
-  if (has(m, "not found") || has(m, "no such")) return {404, "NotFound", m};
-  if (has(m, "already") || has(m, "in use") || has(m, "is not running") || has(m, "not running")) return {409, "Conflict", m};
-  if (has(m, "invalid") || has(m, "ambiguous") || has(m, "must be")) return {400, "InvalidArgument", m};
-  if (has(m, "not supported") || has(m, "cannot") || has(m, "refuse")) return {400, "Unsupported", m};
-  return {500, "Internal", m};
+  V1Status s = v1_status(e);
+  return {s.status, error_kind_name(s.kind), e.what()};
 }
+
+namespace {
 
 void send_v1_error(Connection& c, const V1Error& e) {
   c.send(e.status, json{{"message", e.message}, {"kind", e.kind}}.dump());
@@ -169,6 +162,71 @@ json SbxV1::sandbox_json(const std::string& id) {
   return j;
 }
 
+engine::SandboxOptions v1_create_options(const json& b) {
+  std::string image = b.value("image", "");
+  // The SDK's options as the engine's (engine/sandbox_options.h): the
+  // builder decides, as for `sbx create`.
+  engine::SandboxOptions o;
+  o.names.volume = "volumes";
+  o.names.network = "network";
+  o.names.cpus = "cpu";
+  o.names.command = "create";
+  o.id = random_hex(64);
+  o.name = b.value("name", "");
+  o.image = image;
+  o.command = strings(b.value("cmd", json()), "cmd");
+  if (!o.command.empty()) o.entrypoint = std::vector<std::string>{};  // the command is the whole argv, as Modal's
+  o.hold_without_command = true;  // no command: the sandbox holds until terminated
+  if (auto e = b.find("env"); e != b.end() && e->is_object()) {
+    for (const auto& [k, v] : e->items()) {
+      if (!v.is_string()) throw V1Error{400, "InvalidArgument", "env values must be strings"};
+      o.env.push_back(k + "=" + v.get<std::string>());
+    }
+  }
+  if (std::string w = b.value("workdir", ""); !w.empty()) o.workdir = w;
+  if (auto l = b.find("labels"); l != b.end() && l->is_object())
+    for (const auto& [k, v] : l->items())
+      if (v.is_string()) o.labels[k] = v.get<std::string>();
+  if (auto v = b.find("volumes"); v != b.end() && v->is_object()) {
+    for (const auto& [host, ctr] : v->items()) {
+      if (!ctr.is_string()) throw V1Error{400, "InvalidArgument", "volumes: {host path: sandbox path[:ro]}"};
+      o.volumes.push_back(host + ":" + ctr.get<std::string>());
+    }
+  }
+  o.allow_host_idmap = false;
+  if (auto mem = b.find("memory"); mem != b.end() && !mem->is_null()) {
+    if (!mem->is_number_integer() || mem->get<int64_t>() <= 0)
+      throw V1Error{400, "InvalidArgument", "memory must be a number of bytes > 0"};
+    o.memory_bytes = mem->get<int64_t>();
+  }
+  if (auto cpu = b.find("cpu"); cpu != b.end() && !cpu->is_null()) {
+    if (!cpu->is_number() || cpu->get<double>() <= 0) throw V1Error{400, "InvalidArgument", "cpu must be a number > 0"};
+    // As Docker's NanoCpus, which /sbx/v1 once went through.
+    o.cpus = static_cast<double>(static_cast<int64_t>(cpu->get<double>() * 1e9)) / 1e9;
+  }
+  o.runtime = b.value("runtime", "");
+  std::string net = b.value("network", "none");
+  if (net != "none" && net != "private")
+    throw V1Error{400, "InvalidArgument", "network must be none or private, not '" + net + "'"};
+  o.network = net;
+  o.allow_egress = strings(b.value("allow_egress", json()), "allow_egress");
+  if (net != "private" && !o.allow_egress.empty())
+    throw V1Error{400, "InvalidArgument", "allow_egress needs network='private'"};
+  o.timeout = seconds(b, "timeout");
+  o.idle_timeout = seconds(b, "idle_timeout");
+  o.gpu.gpus = b.value("gpu", "");
+  // Directory snapshots as volumes: a private, writable copy each
+  // (RUN_ROOT/.snapshot-copies/<id>/<n>, made by the engine's create; the
+  // watcher removes them when the sandbox ends, sbx gc after a crash).
+  if (auto s = b.find("snapshots"); s != b.end() && s->is_object()) {
+    for (const auto& [name, target] : s->items()) {
+      if (!target.is_string()) throw V1Error{400, "InvalidArgument", "snapshots: {snapshot name: sandbox path}"};
+      o.snapshot_mounts.push_back(name + ":" + target.get<std::string>());
+    }
+  }
+  return o;
+}
+
 void SbxV1::create(Connection& c, const Request& r) {
   json b = json::parse(r.body.empty() ? "{}" : r.body);
   if (!b.is_object()) throw V1Error{400, "InvalidArgument", "the body must be a JSON object"};
@@ -180,94 +238,11 @@ void SbxV1::create(Connection& c, const Request& r) {
   } catch (const Error& e) {
     throw V1Error{404, "ImageNotFound", "no such image: " + image + " (sbx pull or sbx import it first)"};
   }
-  // Docker's create body is the one spec builder the server has
-  // (server/docker_spec.h): the SDK's options map onto it, then the sbx-only
-  // ones (timeouts, private network, snapshots) onto the spec.
-  std::vector<std::string> cmd = strings(b.value("cmd", json()), "cmd");
-  json dc = {{"Image", image}, {"HostConfig", json::object()}};
-  if (!cmd.empty()) {
-    dc["Cmd"] = cmd;
-    dc["Entrypoint"] = json::array();  // the command is the whole argv, as Modal's
-  }
-  if (auto e = b.find("env"); e != b.end() && e->is_object()) {
-    json env = json::array();
-    for (const auto& [k, v] : e->items()) {
-      if (!v.is_string()) throw V1Error{400, "InvalidArgument", "env values must be strings"};
-      env.push_back(k + "=" + v.get<std::string>());
-    }
-    dc["Env"] = env;
-  }
-  if (std::string w = b.value("workdir", ""); !w.empty()) dc["WorkingDir"] = w;
-  if (auto l = b.find("labels"); l != b.end() && l->is_object()) dc["Labels"] = *l;
-  json& hc = dc["HostConfig"];
-  if (auto v = b.find("volumes"); v != b.end() && v->is_object()) {
-    json binds = json::array();
-    for (const auto& [host, ctr] : v->items()) {
-      if (!ctr.is_string()) throw V1Error{400, "InvalidArgument", "volumes: {host path: sandbox path[:ro]}"};
-      binds.push_back(host + ":" + ctr.get<std::string>());
-    }
-    hc["Binds"] = binds;
-  }
-  if (auto mem = b.find("memory"); mem != b.end() && !mem->is_null()) {
-    if (!mem->is_number_integer() || mem->get<int64_t>() <= 0)
-      throw V1Error{400, "InvalidArgument", "memory must be a number of bytes > 0"};
-    hc["Memory"] = mem->get<int64_t>();
-  }
-  if (auto cpu = b.find("cpu"); cpu != b.end() && !cpu->is_null()) {
-    if (!cpu->is_number() || cpu->get<double>() <= 0) throw V1Error{400, "InvalidArgument", "cpu must be a number > 0"};
-    hc["NanoCpus"] = static_cast<int64_t>(cpu->get<double>() * 1e9);
-  }
-  std::string rt = b.value("runtime", "");
-  if (!rt.empty()) hc["Runtime"] = rt;
-  std::string net = b.value("network", "none");
-  if (net != "none" && net != "private")
-    throw V1Error{400, "InvalidArgument", "network must be none or private, not '" + net + "'"};
-
-  engine::SandboxRequest req;
-  std::string id = random_hex(64);
-  req.spec = spec_from_docker(dc, img, engine_.layer_dirs(img), id, b.value("name", ""), default_runtime_);
-  if (cmd.empty()) req.spec.process.args.clear();  // no command: the sandbox holds until terminated
-  req.spec.timeout = seconds(b, "timeout");
-  req.spec.idle_timeout = seconds(b, "idle_timeout");
-  if (net == "private") {
-    req.spec.network = NetworkMode::Private;
-    req.spec.net.allow_egress = strings(b.value("allow_egress", json()), "allow_egress");
-  } else if (b.contains("allow_egress") && !strings(b["allow_egress"], "allow_egress").empty()) {
-    throw V1Error{400, "InvalidArgument", "allow_egress needs network='private'"};
-  }
-  req.userns = engine::UsernsMode::Auto;  // the engine decides, as for `sbx create` (engine/userns.h)
-  if (std::string gpu = b.value("gpu", ""); !gpu.empty()) {
-    engine::GpuRequest g;
-    g.gpus = gpu;
-    engine_.apply_gpus(g, req.spec);
-  }
-  // Directory snapshots as volumes: a private, writable copy each
-  // (RUN_ROOT/.snapshot-copies/<id>/<n>, as `sbx run --mount-snapshot`; the
-  // watcher removes it when the sandbox ends, sbx gc after a crash).
-  std::string copies = engine_.config().run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id;
-  if (auto s = b.find("snapshots"); s != b.end() && s->is_object()) {
-    size_t n = 0;
-    for (const auto& [name, target] : s->items()) {
-      if (!target.is_string()) throw V1Error{400, "InvalidArgument", "snapshots: {snapshot name: sandbox path}"};
-      fs::mkdir_p(copies, 0700);
-      try {
-        req.spec.mounts.push_back(
-            snapshot::mount_snapshot(engine_.config().root, name + ":" + target.get<std::string>(),
-                                     copies + "/" + std::to_string(n++)));
-      } catch (...) {
-        runtime::remove_snapshot_copies(copies);
-        throw;
-      }
-    }
-  }
-  runtime::SandboxState created;
-  try {
-    engine_.create(req);
-    created = engine_.inspect(id).state;
-  } catch (...) {
-    runtime::remove_snapshot_copies(copies);
-    throw;
-  }
+  engine::SandboxOptions o = v1_create_options(b);
+  engine::SandboxRequest req = engine::build_sandbox(o, engine::resolved(engine_, img, image), default_runtime_);
+  const std::string& id = o.id;
+  engine_.create(req);
+  runtime::SandboxState created = engine_.inspect(id).state;
   std::thread([this, id, created] { watch(id, created); }).detach();
   c.send(201, sandbox_json(id).dump());
 }

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine.h"
+#include "engine/sandbox_options.h"
 #include "server/http.h"
 
 namespace sbx::server {
@@ -48,6 +49,15 @@ struct V1Error {
   std::string kind;
   std::string message;
 };
+
+/// A library error as a V1Error: status and kind from its ErrorKind
+/// (server/error_status.h), its message as is.
+V1Error classify(const Error& e);
+
+/// POST /sbx/v1/sandboxes's body (docs/api.md) as the engine's options,
+/// translated, nothing decided (a new random id). Throws V1Error 400 for a
+/// field of the wrong JSON type.
+engine::SandboxOptions v1_create_options(const nlohmann::json& body);
 
 /// The /sbx/v1 API. One instance per server; thread-safe (each connection
 /// on its own thread).

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "common/fd.h"
 #include "common/log.h"
 #include "runtime/state.h"
+#include "server/error_status.h"
 #include "server/sbx_v1.h"
 #include "server/temp_dir.h"
 
@@ -61,15 +63,11 @@ bool write_all(int fd, const char* p, size_t n) {
 }
 
 V1Error file_error(const Error& e, const std::string& path) {
-  std::string m = e.what();
-  if (e.err() == EFBIG) return {507, "TooLarge", m};
-  if (m.find("No such file") != std::string::npos || m.find("no such file") != std::string::npos ||
-      m.find("does not exist") != std::string::npos || m.find("can't cd") != std::string::npos)
-    return {404, "FileNotFound", "no such file in the sandbox: " + path};
-  if (m.find("Is a directory") != std::string::npos) return {400, "IsADirectory", path + " is a directory"};
-  if (m.find("no such sandbox") != std::string::npos) return {404, "SandboxNotFound", m};
-  if (m.find("not running") != std::string::npos) return {409, "Conflict", m};
-  return {500, "Internal", m};
+  if (e.err() == EFBIG) return {507, "TooLarge", e.what()};  // past the staging bound
+  V1Status s = v1_status(e);
+  if (s.kind == ErrorKind::FileNotFound) return {404, "FileNotFound", "no such file in the sandbox: " + path};
+  if (e.err() == EISDIR) return {400, "IsADirectory", path + " is a directory"};
+  return classify(e);
 }
 
 }  // namespace
@@ -193,12 +191,12 @@ std::pair<int, std::string> SbxV1::run_capture(const std::string& id, const std:
   req.stderr_fd = devnull.fd;
   req.forward_signals = false;
   int code = 0;
-  std::string failure;
+  std::optional<Error> failure;
   std::thread t([&] {
     try {
       code = engine_.exec(req).exit_code;
     } catch (const Error& e) {
-      failure = e.what();
+      failure = e;
     }
     w = Fd();
   });
@@ -211,7 +209,7 @@ std::pair<int, std::string> SbxV1::run_capture(const std::string& id, const std:
     if (out.size() < max) out.append(buf, static_cast<size_t>(k));
   }
   t.join();
-  if (!failure.empty()) throw Error(failure);
+  if (failure) throw *failure;
   return {code, out};
 }
 

@@ -86,22 +86,25 @@ Listener listen_unix(const std::string& path) {
 
 Listener listen_tcp(const std::string& spec, bool loopback_only = true) {
   auto colon = spec.rfind(':');
-  if (colon == std::string::npos) throw Error("invalid --tcp '" + spec + "': use 127.0.0.1:PORT");
+  if (colon == std::string::npos) throw Error(ErrorKind::InvalidArgument,
+              "invalid --tcp '" + spec + "': use 127.0.0.1:PORT");
   std::string host = spec.substr(0, colon), port = spec.substr(colon + 1);
   if (host == "localhost") host = "127.0.0.1";
   struct sockaddr_in a4 {};
   a4.sin_family = AF_INET;
   if (::inet_pton(AF_INET, host.c_str(), &a4.sin_addr) != 1)
-    throw Error("invalid address '" + spec + "': use an IPv4 address and a port (127.0.0.1:PORT)");
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid address '" + spec + "': use an IPv4 address and a port (127.0.0.1:PORT)");
   if (loopback_only && (ntohl(a4.sin_addr.s_addr) >> 24) != 127)
-    throw Error("invalid address '" + spec + "': sbx serve listens on TCP only on loopback (127.0.0.0/8)" +
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid address '" + spec + "': sbx serve listens on TCP only on loopback (127.0.0.0/8)" +
                 " unless a token is required (--token-file: --sandbox-fusion only)");
   int p = 0;
   try {
     p = std::stoi(port);
   } catch (...) {
   }
-  if (p <= 0 || p > 65535) throw Error("invalid --tcp '" + spec + "': bad port");
+  if (p <= 0 || p > 65535) throw Error(ErrorKind::InvalidArgument, "invalid --tcp '" + spec + "': bad port");
   a4.sin_port = htons(static_cast<uint16_t>(p));
   Listener l;
   l.tcp = true;
@@ -211,7 +214,7 @@ void serve(const ServeOptions& opts) {
   }
   if (limits.max_client_connections <= 0) limits.max_client_connections = std::min(1024, limits.max_connections);
   if (limits.header_timeout.count() <= 0 || limits.idle_timeout.count() <= 0)
-    throw Error("sbx serve: --header-timeout and --idle-timeout must be above 0");
+    throw Error(ErrorKind::InvalidArgument, "sbx serve: --header-timeout and --idle-timeout must be above 0");
 
   // Never freed: handlers still ending when serve() returns use them.
   Api& api = *new Api(opts.engine, opts.runtime);

@@ -75,7 +75,7 @@ int64_t parse_time(const std::string& s) {
 }
 
 [[noreturn]] void not_found(const std::string& name) {
-  throw Error("snapshot '" + name + "' not found; see 'sbx snapshots'", ENOENT);
+  throw Error(ErrorKind::SnapshotNotFound, "snapshot '" + name + "' not found; see 'sbx snapshots'", ENOENT);
 }
 
 /// Deletes what a catalog record owns, unless another record still uses it.
@@ -205,7 +205,7 @@ int64_t parse_age_seconds(const std::string& text) {
   if (!text.empty() && (text.back() == 'd' || text.back() == 'w')) {
     std::string n = text.substr(0, text.size() - 1);
     if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos)
-      throw Error("invalid age '" + text + "': expected e.g. 7d, 2w, 12h, 30m");
+      throw Error(ErrorKind::InvalidArgument, "invalid age '" + text + "': expected e.g. 7d, 2w, 12h, 30m");
     return std::stoll(n) * (text.back() == 'd' ? 86400 : 7 * 86400);
   }
   return std::chrono::duration_cast<std::chrono::seconds>(units::parse_duration(text, "age")).count();

@@ -39,7 +39,8 @@ SnapshotRecord checkpoint_sandbox(const std::string& root, runtime::Backend& bac
   if (sid.empty()) throw Error("checkpoint: no sandbox id given");
   std::string name = name_in.empty() ? "ckpt-" + sid.substr(0, 12) + "-" + random_hex(6) : name_in;
   if (name.find('/') != std::string::npos || name.find(':') != std::string::npos || name[0] == '.')
-    throw Error("invalid snapshot name '" + name + "': use letters, digits, '.', '-', '_' (no '/' or ':')");
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid snapshot name '" + name + "': use letters, digits, '.', '-', '_' (no '/' or ':')");
   const std::string id = random_hex(32);  // content dir: names can be reused while an old copy is removed
   runtime::CheckpointRequest req;
   req.dir = ckpt_dir(root, id);
@@ -89,7 +90,7 @@ SnapshotRecord checkpoint_sandbox(const std::string& root, runtime::Backend& bac
 
 std::vector<RestoredSandbox> restore_sandboxes(const std::string& root, runtime::Backend& backend,
                                                const std::string& snapshot, const std::string& name, int count) {
-  if (count < 1 || count > 4096) throw Error("--count must be between 1 and 4096");
+  if (count < 1 || count > 4096) throw Error(ErrorKind::InvalidArgument, "--count must be between 1 and 4096");
   SnapshotRecord rec = find_record(root, snapshot, "memory");
   runtime::RestoreRequest req;
   req.dir = ckpt_dir(root, rec.id);

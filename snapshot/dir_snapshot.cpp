@@ -139,7 +139,7 @@ void extract_dir_snapshot(const std::string& root, const std::string& name, cons
 Mount mount_snapshot(const std::string& root, const std::string& spec, const std::string& copy_dir) {
   size_t c = spec.find(':');
   if (c == std::string::npos || c == 0 || c + 1 >= spec.size() || spec[c + 1] != '/')
-    throw Error("invalid --mount-snapshot '" + spec + "': expected NAME:/ABSOLUTE/TARGET");
+    throw Error(ErrorKind::InvalidArgument, "invalid --mount-snapshot '" + spec + "': expected NAME:/ABSOLUTE/TARGET");
   std::string name = spec.substr(0, c), target = spec.substr(c + 1);
   extract_dir_snapshot(root, name, copy_dir);
   return Mount{target, "bind", copy_dir, {"rbind", "rw"}};

@@ -115,7 +115,7 @@ std::vector<SourceTree::Match> SourceTree::sources(const std::string& pattern) c
     glob(split(rel), 0, "/", "", out);
   }
   if (out.empty())
-    throw Error("'" + pattern + "' not found in " + what_ +
+    throw Error(ErrorKind::NotFound, "'" + pattern + "' not found in " + what_ +
                 (confined_ ? " (or excluded by .dockerignore)" : "") + "");
   return out;
 }

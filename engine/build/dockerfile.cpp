@@ -459,7 +459,7 @@ StagePlan plan_stages(const Dockerfile& df) {
       if (words.size() == 3 && lower(words[1]) == "as") {
         st.name = lower(words[2]);
         if (!valid_stage_name(st.name))
-          throw Error(at(df, ins, "invalid stage name '" + words[2] +
+          throw Error(ErrorKind::InvalidArgument, at(df, ins, "invalid stage name '" + words[2] +
                                       "': it must start with a letter and hold only letters, digits, '-', '_' and '.'"));
         if (!names.insert(st.name).second) throw Error(at(df, ins, "duplicate stage name '" + st.name + "'"));
       } else if (words.size() != 1) {

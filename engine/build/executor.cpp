@@ -185,7 +185,7 @@ std::string normalize_port(const std::string& p) {
   }
   if (port.empty() || port.find_first_not_of("0123456789-") != std::string::npos ||
       (proto != "tcp" && proto != "udp" && proto != "sctp"))
-    throw Error("invalid port '" + p + "': use PORT[/tcp|udp|sctp]");
+    throw Error(ErrorKind::InvalidArgument, "invalid port '" + p + "': use PORT[/tcp|udp|sctp]");
   return port + "/" + proto;
 }
 
@@ -360,7 +360,7 @@ std::string Executor::read_dockerfile(std::string& name) {
     RootfsView v({context_dir_}, true);
     auto r = v.resolve(name, true, true);
     if (!r.entry || !S_ISREG(r.entry->st.st_mode))
-      throw Error("cannot read the Dockerfile: " + name + " not found in the build context" +
+      throw Error(ErrorKind::NotFound, "cannot read the Dockerfile: " + name + " not found in the build context" +
                   (o_.context_dir.empty() ? "" : " " + context_dir_));
     path = r.entry->host_path;
   }

@@ -281,7 +281,7 @@ class Scanner {
       }
       return out;
     }
-    throw Error(std::string("unsupported modifier (") + (null_is_unset ? ":" : "") +
+    throw Error(ErrorKind::Unsupported, std::string("unsupported modifier (") + (null_is_unset ? ":" : "") +
                 (ch == kEof ? std::string() : std::string(1, static_cast<char>(ch))) + ") in substitution");
   }
 

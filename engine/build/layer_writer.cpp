@@ -228,7 +228,8 @@ bool LayerWriter::empty() const {
 
 mode_t parse_chmod(const std::string& text) {
   if (text.empty() || text.size() > 4 || text.find_first_not_of("01234567") != std::string::npos)
-    throw Error("invalid --chmod=" + text + ": give the mode in octal, e.g. --chmod=755 or --chmod=0644");
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid --chmod=" + text + ": give the mode in octal, e.g. --chmod=755 or --chmod=0644");
   return static_cast<mode_t>(std::strtoul(text.c_str(), nullptr, 8));
 }
 
@@ -272,7 +273,7 @@ bool numeric(const std::string& s) { return !s.empty() && s.find_first_not_of("0
 std::pair<uid_t, gid_t> resolve_chown(const std::string& text, const RootfsView& image) {
   size_t colon = text.find(':');
   std::string user = text.substr(0, colon), group = colon == std::string::npos ? "" : text.substr(colon + 1);
-  if (user.empty()) throw Error("invalid --chown=" + text + ": give USER[:GROUP]");
+  if (user.empty()) throw Error(ErrorKind::InvalidArgument, "invalid --chown=" + text + ": give USER[:GROUP]");
   uid_t uid;
   if (numeric(user)) {
     uid = runtime::parse_id(user, "--chown user id");

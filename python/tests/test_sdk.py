@@ -206,6 +206,16 @@ def test_create_options(client, tmp_path):
         sbx.Sandbox.create(BB, network="bridge", client=client)
 
 
+@pytest.mark.skipif(not os.environ.get("SBX_TEST_NOCMD_IMAGE"), reason="needs the image without Cmd (test_sdk.sh)")
+def test_create_image_without_cmd_holds(client):
+    # Sandbox.create(image) without a command holds until terminated, as
+    # `sbx create IMAGE` does, also on an image without Cmd or Entrypoint.
+    with sbx.Sandbox.create(os.environ["SBX_TEST_NOCMD_IMAGE"], client=client) as sb:
+        assert sb.refresh()["status"] == "running"
+        assert sb.exec("echo", "held").stdout.read() == "held\n"
+        assert sb.wait(timeout=0.5) is None  # still holding
+
+
 def test_errors(client, tmp_path):
     with pytest.raises(sbx.ImageNotFound):
         sbx.Sandbox.create("no-such-image:1", client=client)

@@ -29,7 +29,8 @@ std::function<void()> gc_while_starting(const BackendOptions& o) {
 }  // namespace
 
 bool GvisorBackend::supports(Operation op) const noexcept {
-  return op != Operation::FsSnapshot && op != Operation::DirSnapshot && op != Operation::Warm;
+  return op != Operation::FsSnapshot && op != Operation::DirSnapshot && op != Operation::Warm &&
+         op != Operation::NetworkConnect;
 }
 
 std::string GvisorBackend::refusal(Operation op) const {
@@ -38,6 +39,9 @@ std::string GvisorBackend::refusal(Operation op) const {
     return "file system snapshots need a native sandbox (its writes live in runsc's memory, not in a host directory); "
            "save it with 'sbx checkpoint' instead";
   if (op == Operation::Warm) return "the warm pool holds native sandboxes only (runsc cannot be set up ahead of its command)";
+  if (op == Operation::NetworkConnect)
+    return "runsc (gVisor) takes a sandbox's interfaces when it starts and keeps them; give the networks to "
+           "'sbx create --network' instead";
   return Backend::refusal(op);
 }
 

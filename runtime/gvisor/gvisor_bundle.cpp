@@ -176,7 +176,8 @@ void throw_if_command_error(const std::string& errors, const std::string& cmd) {
     return;
   if (errors.find("no such file or directory") != std::string::npos ||
       errors.find("not found") != std::string::npos)
-    throw Error("exec: \"" + cmd + "\": executable file not found in $PATH", ENOENT, kExitNotFound);
+    throw Error(ErrorKind::NotFound,
+                "exec: \"" + cmd + "\": executable file not found in $PATH", ENOENT, kExitNotFound);
   if (errors.find("permission denied") != std::string::npos)
     throw Error("exec: \"" + cmd + "\": permission denied", EACCES, kExitCannotExec);
 }
@@ -309,7 +310,8 @@ namespace sbx::runtime {
 std::string find_runsc(const std::string& explicit_path) {
   if (!explicit_path.empty()) {
     if (!gvisor::is_executable(explicit_path))
-      throw Error("runsc not found at " + explicit_path + ": not an executable file; check --runsc");
+      throw Error(ErrorKind::NotFound,
+                  "runsc not found at " + explicit_path + ": not an executable file; check --runsc");
     return explicit_path;
   }
   const char* path = std::getenv("PATH");
@@ -322,7 +324,8 @@ std::string find_runsc(const std::string& explicit_path) {
     if (j > i && gvisor::is_executable(cand)) return cand;
     i = j + 1;
   }
-  throw Error("runsc not found on PATH: the gvisor runtime needs gVisor's runsc; install the Debian package 'runsc' or pass --runsc PATH");
+  throw Error(ErrorKind::NotFound,
+              "runsc not found on PATH: the gvisor runtime needs gVisor's runsc; install the Debian package 'runsc' or pass --runsc PATH");
 }
 
 }  // namespace sbx::runtime

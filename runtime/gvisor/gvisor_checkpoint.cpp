@@ -139,7 +139,8 @@ void checkpoint_gvisor(const std::string& dir, const GvisorCheckpointRequest& re
 
 std::vector<RestoredSandbox> restore_gvisor(const std::string& cdir, const std::string& name,
                                             const GvisorRestoreOptions& opts) {
-  if (opts.count < 1 || opts.count > 4096) throw Error("--count must be between 1 and 4096");
+  if (opts.count < 1 || opts.count > 4096) throw Error(ErrorKind::InvalidArgument,
+              "--count must be between 1 and 4096");
   if (opts.resume && opts.count != 1) throw Error("restore: resuming a sandbox needs --count 1");
   json meta, config;
   try {

@@ -85,8 +85,11 @@ int run_script(const std::string& dir, const SandboxState& st, const SandboxSpec
       msg.find("tar: command not found") != std::string::npos)
     throw Error("sbx cp: the image of sandbox " + st.id.substr(0, 12) +
                 " has no 'tar'; gVisor sandboxes copy files through the image's tar");
-  throw Error("sbx cp: " + what + " in sandbox " + st.id.substr(0, 12) + " failed (exit " + std::to_string(code) +
-              ")" + (msg.empty() ? "" : ": " + msg));
+  // The image's sh/tar say a path is missing only in words.
+  bool missing = msg.find("No such file") != std::string::npos || msg.find("can't cd") != std::string::npos;
+  throw Error(missing ? ErrorKind::FileNotFound : ErrorKind::Internal,
+              "sbx cp: " + what + " in sandbox " + st.id.substr(0, 12) + " failed (exit " + std::to_string(code) + ")" +
+                  (msg.empty() ? "" : ": " + msg));
 }
 
 // Adds HOST_PATH (not followed) and everything below it to `a` as NAME/...,
@@ -300,7 +303,8 @@ uint64_t env_number(const char* name, uint64_t dflt) {
   if (!v || !*v) return dflt;
   char* end = nullptr;
   unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end) throw Error(std::string("invalid ") + name + "='" + v + "': expected a whole number");
+  if (*end) throw Error(ErrorKind::InvalidArgument,
+              std::string("invalid ") + name + "='" + v + "': expected a whole number");
   return n;
 }
 

@@ -511,7 +511,8 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
   if (spec.layer_dirs.empty()) throw Error("gvisor: the image has no layers to use as a rootfs");
   if (!spec.devices.empty())
     throw Error("gvisor: device passthrough (--gpus/--device) needs runsc --nvproxy; use --runtime native");
-  if (spec.process.terminal) throw Error("gvisor: -t is not supported by 'sbx create --runtime gvisor'");
+  if (spec.process.terminal) throw Error(ErrorKind::Unsupported,
+              "gvisor: -t is not supported by 'sbx create --runtime gvisor'");
   GvisorLaunch launch;
   launch.runsc = find_runsc(runsc_path);
   // A long-lived sandbox keeps its writes in runsc's memory overlay, so that
@@ -627,7 +628,7 @@ std::string create_gvisor_sandbox(SandboxSpec spec, const std::string& run_root,
 
 void kill_gvisor(const std::string& dir, const SandboxState& st, int sig) {
   int fd = open_init_pidfd(st);
-  if (fd < 0) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
+  if (fd < 0) throw Error(ErrorKind::Conflict, "sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
   if (sig != SIGKILL) {
     // The monitor forwards it (and remembers it, to record "signal N").
     int r = static_cast<int>(::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0));
@@ -654,7 +655,8 @@ void kill_gvisor(const std::string& dir, const SandboxState& st, int sig) {
 }
 
 void pause_gvisor(const std::string& dir, const SandboxState& st, bool pause) {
-  if (!state_alive(st)) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
+  if (!state_alive(st)) throw Error(ErrorKind::Conflict,
+              "sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
   GvisorLaunch l = read_gvisor_meta(dir);
   std::vector<std::string> a = runsc_base(l, dir, "");
   a.insert(a.end(), {pause ? "pause" : "resume", st.id});
@@ -665,7 +667,8 @@ void pause_gvisor(const std::string& dir, const SandboxState& st, bool pause) {
 }
 
 std::string ps_gvisor(const std::string& dir, const SandboxState& st) {
-  if (!state_alive(st)) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
+  if (!state_alive(st)) throw Error(ErrorKind::Conflict,
+              "sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'");
   GvisorLaunch l = read_gvisor_meta(dir);
   std::vector<std::string> a = runsc_base(l, dir, "");
   a.insert(a.end(), {"ps", st.id});  // (its --format json gives only pids)
@@ -722,7 +725,8 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
                       int in_fd, int out_fd, int err_fd) {
   if (req.args.empty()) throw Error("sbx exec: give a COMMAND");
   if (!state_alive(st) || fs::exists(dir + "/end"))
-    throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
+    throw Error(ErrorKind::Conflict,
+                "sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
   GvisorLaunch l = read_gvisor_meta(dir);
   // Debian 12's runsc (20221219) does not give `exec --process` a pty of its
   // own through --console-socket reliably: the command's terminal is runsc
@@ -946,7 +950,8 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       if (end)
         throw Error("sandbox " + st.id.substr(0, 12) + " ended while the command ran (" + end->reason + ")", 0,
                     end->exit_code > 0 ? end->exit_code : kExitSbxFailed);
-      if (!state_alive(st)) throw Error("sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
+      if (!state_alive(st)) throw Error(ErrorKind::Conflict,
+                  "sandbox " + st.id.substr(0, 12) + " is not running; see 'sbx ps -a'", 0, kExitSbxFailed);
       throw Error("runsc exec in sandbox " + st.id.substr(0, 12) + " failed:\n" + errors, 0, kExitSbxFailed);
     }
   }

@@ -20,7 +20,7 @@ ConsoleSocket::ConsoleSocket(std::string path) : path_(std::move(path)) {
   struct sockaddr_un addr {};
   addr.sun_family = AF_UNIX;
   if (path_.empty() || path_.size() >= sizeof addr.sun_path)
-    throw Error("console socket path " + path_ + " is " + std::to_string(path_.size()) +
+    throw Error(ErrorKind::InvalidArgument, "console socket path " + path_ + " is " + std::to_string(path_.size()) +
                 " bytes; an AF_UNIX socket path must be under " + std::to_string(sizeof addr.sun_path) +
                 " bytes: use a shorter --run-root");
   std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);

@@ -260,7 +260,8 @@ void RtNetlink::add_default_route(const std::string& name, uint32_t gateway) {
 uint32_t parse_ipv4(const std::string& text, const std::string& what) {
   in_addr a{};
   if (::inet_pton(AF_INET, text.c_str(), &a) != 1)
-    throw Error("invalid " + what + " '" + text + "': expected an IPv4 address such as 198.51.100.7");
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid " + what + " '" + text + "': expected an IPv4 address such as 198.51.100.7");
   return ntohl(a.s_addr);
 }
 
@@ -279,7 +280,7 @@ Ipv4Prefix parse_cidr(const std::string& text, const std::string& what) {
     std::string len = text.substr(slash + 1);
     if (len.empty() || len.size() > 2 || len.find_first_not_of("0123456789") != std::string::npos ||
         std::stoi(len) > 32)
-      throw Error("invalid " + what + " '" + text + "': the prefix length must be 0 to 32");
+      throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': the prefix length must be 0 to 32");
     p.len = std::stoi(len);
   }
   if (p.len < 32) p.addr &= p.len == 0 ? 0 : ~((1u << (32 - p.len)) - 1);

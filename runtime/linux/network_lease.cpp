@@ -47,7 +47,8 @@ Ipv4Prefix network_pool() {
   const char* e = std::getenv("SBX_NETWORK_POOL");
   Ipv4Prefix p = parse_cidr(e && *e ? e : kDefaultNetworkPool, "SBX_NETWORK_POOL");
   if (p.len < 8 || p.len > 28)
-    throw Error("invalid SBX_NETWORK_POOL '" + std::string(e) + "': use a prefix of /8 to /28, such as 10.213.0.0/16");
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid SBX_NETWORK_POOL '" + std::string(e) + "': use a prefix of /8 to /28, such as 10.213.0.0/16");
   return p;
 }
 

@@ -59,21 +59,21 @@ spec::PortMapping parse_publish(const std::string& text) {
 void validate_network_options(const spec::NetworkOptions& o) {
   for (const auto& a : o.allow_egress) {
     if (is_ipv4_cidr(a) || is_domain_pattern(a)) continue;
-    throw Error("invalid --allow-egress '" + a +
+    throw Error(ErrorKind::InvalidArgument, "invalid --allow-egress '" + a +
                 "': expected an IPv4 address or CIDR (198.51.100.0/24), a domain (example.com) or *.DOMAIN");
   }
   for (const auto& d : o.deny_egress) parse_cidr(d, "--deny-egress");
   for (const auto& d : o.dns) parse_ipv4(d, "--dns");
   for (const auto& [name, ip] : o.extra_hosts) {
     if (name.empty() || name.find_first_of(" \t\n#") != std::string::npos)
-      throw Error("invalid --add-host '" + name + ":" + ip + "': expected NAME:IP");
+      throw Error(ErrorKind::InvalidArgument, "invalid --add-host '" + name + ":" + ip + "': expected NAME:IP");
     parse_ipv4(ip, "--add-host address");
   }
   for (size_t i = 0; i < o.publish.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (o.publish[i].host_port == o.publish[j].host_port && o.publish[i].protocol == o.publish[j].protocol &&
           (o.publish[i].host_ip == o.publish[j].host_ip || o.publish[i].host_ip.empty() || o.publish[j].host_ip.empty()))
-        throw Error("invalid --publish: host port " + std::to_string(o.publish[i].host_port) + "/" +
+        throw Error(ErrorKind::InvalidArgument, "invalid --publish: host port " + std::to_string(o.publish[i].host_port) + "/" +
                     o.publish[i].protocol + " is given twice");
 }
 

@@ -37,7 +37,8 @@ const Known* find(const std::string& oci) {
 uint64_t parse_value(const std::string& v, const std::string& text) {
   if (v == "unlimited" || v == "-1") return RLIM_INFINITY;
   if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
-    throw Error("invalid --ulimit '" + text + "': expected NAME=SOFT[:HARD] with numbers or 'unlimited'");
+    throw Error(ErrorKind::InvalidArgument,
+                "invalid --ulimit '" + text + "': expected NAME=SOFT[:HARD] with numbers or 'unlimited'");
   return std::stoull(v);
 }
 
@@ -45,18 +46,21 @@ uint64_t parse_value(const std::string& v, const std::string& text) {
 
 Rlimit parse_ulimit(const std::string& text) {
   auto eq = text.find('=');
-  if (eq == std::string::npos) throw Error("invalid --ulimit '" + text + "': expected NAME=SOFT[:HARD]");
+  if (eq == std::string::npos) throw Error(ErrorKind::InvalidArgument,
+              "invalid --ulimit '" + text + "': expected NAME=SOFT[:HARD]");
   std::string name = text.substr(0, eq), vals = text.substr(eq + 1);
   const Known* k = nullptr;
   for (const auto& kk : kKnown)
     if (name == kk.docker) k = &kk;
-  if (!k) throw Error("invalid --ulimit '" + text + "': unknown limit '" + name + "' (nofile, nproc, core, stack, …)");
+  if (!k) throw Error(ErrorKind::InvalidArgument,
+              "invalid --ulimit '" + text + "': unknown limit '" + name + "' (nofile, nproc, core, stack, …)");
   Rlimit r;
   r.type = k->oci;
   auto colon = vals.find(':');
   r.soft = parse_value(vals.substr(0, colon), text);
   r.hard = colon == std::string::npos ? r.soft : parse_value(vals.substr(colon + 1), text);
-  if (r.soft > r.hard) throw Error("invalid --ulimit '" + text + "': the soft limit is above the hard limit");
+  if (r.soft > r.hard) throw Error(ErrorKind::InvalidArgument,
+              "invalid --ulimit '" + text + "': the soft limit is above the hard limit");
   return r;
 }
 

@@ -64,7 +64,8 @@ void apply_sandbox_rules(const NetworkLease& l, const spec::NetworkOptions& o) {
       for (const auto& p : l.publish)
         ports += (ports.empty() ? "" : ", ") + (p.host_ip.empty() ? "" : p.host_ip + ":") +
                  std::to_string(p.host_port) + "/" + p.protocol;
-      throw Error("cannot publish " + ports + ": the host port is already allocated to another sandbox ('sbx ps'); "
+      throw Error(ErrorKind::Conflict,
+                  "cannot publish " + ports + ": the host port is already allocated to another sandbox ('sbx ps'); "
                   "pick another HOST_PORT",
                   EADDRINUSE);
     }
@@ -90,7 +91,8 @@ void attach_network(NetworkLease& l, int netns_fd, const spec::NetworkOptions& o
     int e = errno;
     ::close(fd);
     if (rc < 0 && e == EADDRINUSE)
-      throw Error("cannot publish " + (p.host_ip.empty() ? "" : p.host_ip + ":") + std::to_string(p.host_port) + "/" +
+      throw Error(ErrorKind::Conflict,
+                  "cannot publish " + (p.host_ip.empty() ? "" : p.host_ip + ":") + std::to_string(p.host_port) + "/" +
                       p.protocol + ": the host port is already in use; pick another with -p HOST_PORT:" +
                       std::to_string(p.container_port),
                   EADDRINUSE);

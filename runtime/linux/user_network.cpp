@@ -252,10 +252,10 @@ void validate_network_name(const std::string& name) {
   bool ok = !name.empty() && name.size() <= 64 && std::isalnum(static_cast<unsigned char>(name[0]));
   for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
   if (!ok)
-    throw Error(ErrorKind::Invalid, "invalid network name '" + name +
+    throw Error(ErrorKind::InvalidArgument, "invalid network name '" + name +
                                         "': use letters, digits, '_', '.' and '-' (first a letter or digit; at most 64)");
   if (is_reserved_network_name(name))
-    throw Error(ErrorKind::Invalid, "invalid network name '" + name + "': none, host, private and bridge are sbx's own "
+    throw Error(ErrorKind::InvalidArgument, "invalid network name '" + name + "': none, host, private and bridge are sbx's own "
                                     "network modes (--network)");
 }
 
@@ -263,7 +263,7 @@ void validate_dns_name(const std::string& n, const std::string& what) {
   bool ok = !n.empty() && n.size() <= 253;
   for (char c : n) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_');
   if (!ok || n.front() == '.' || n.front() == '-')
-    throw Error(ErrorKind::Invalid, "invalid " + what + " '" + n + "': use letters, digits, '-', '_' and '.'");
+    throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + n + "': use letters, digits, '-', '_' and '.'");
 }
 
 /// Applies `cmds` one by one (some may be gone already). Under the lock.
@@ -503,7 +503,7 @@ std::string port_name(const std::string& sandbox_id, const std::string& network_
 UserNetwork create_user_network(const std::string& run_root, const NetworkCreateOptions& o) {
   validate_network_name(o.name);
   if (!o.driver.empty() && o.driver != "bridge")
-    throw Error(ErrorKind::Invalid, "invalid network driver '" + o.driver + "': sbx has bridge networks only");
+    throw Error(ErrorKind::InvalidArgument, "invalid network driver '" + o.driver + "': sbx has bridge networks only");
   spec::NetworkOptions eg;
   eg.allow_egress = o.allow_egress;
   eg.deny_egress = o.deny_egress;
@@ -511,10 +511,10 @@ UserNetwork create_user_network(const std::string& run_root, const NetworkCreate
   try {
     validate_network_options(eg);
   } catch (const Error& e) {
-    throw Error(ErrorKind::Invalid, e.what());
+    throw Error(ErrorKind::InvalidArgument, e.what());
   }
   if (o.internal && (!o.allow_egress.empty() || !o.deny_egress.empty()))
-    throw Error(ErrorKind::Invalid, "--internal takes no --allow-egress or --deny-egress: an internal network has no "
+    throw Error(ErrorKind::InvalidArgument, "--internal takes no --allow-egress or --deny-egress: an internal network has no "
                                     "way out at all");
   std::optional<Ipv4Prefix> subnet;
   if (!o.subnet.empty()) {
@@ -522,16 +522,16 @@ UserNetwork create_user_network(const std::string& run_root, const NetworkCreate
     try {
       p = parse_cidr(o.subnet, "--subnet");
     } catch (const Error& e) {
-      throw Error(ErrorKind::Invalid, e.what());
+      throw Error(ErrorKind::InvalidArgument, e.what());
     }
     if (p.len < 8 || p.len > 29)
-      throw Error(ErrorKind::Invalid, "invalid --subnet '" + o.subnet + "': use a prefix of /8 to /29");
+      throw Error(ErrorKind::InvalidArgument, "invalid --subnet '" + o.subnet + "': use a prefix of /8 to /29");
     if (o.subnet.find('/') == std::string::npos || parse_ipv4(o.subnet.substr(0, o.subnet.find('/')), "x") != p.addr)
-      throw Error(ErrorKind::Invalid, "invalid --subnet '" + o.subnet + "': give the network's first address (" +
+      throw Error(ErrorKind::InvalidArgument, "invalid --subnet '" + o.subnet + "': give the network's first address (" +
                                           format_cidr(p) + ")");
     subnet = p;
   }
-  if (!o.gateway.empty() && !subnet) throw Error(ErrorKind::Invalid, "--gateway needs --subnet");
+  if (!o.gateway.empty() && !subnet) throw Error(ErrorKind::InvalidArgument, "--gateway needs --subnet");
   fs::mkdir_p(networks_dir(), 0700);
   fs::mkdir_p(run_root, 0700);  // its scope: gc removes the network once this dir is gone
   UserNetwork n;
@@ -576,7 +576,7 @@ UserNetwork create_user_network(const std::string& run_root, const NetworkCreate
       try {
         pool = network_pool();
       } catch (const Error& e) {
-        throw Error(ErrorKind::Invalid, e.what());
+        throw Error(ErrorKind::InvalidArgument, e.what());
       }
       for (const auto& [ifname, p] : host) taken.push_back(p);
       for (const auto& s : private_slots()) taken.push_back(s);
@@ -588,10 +588,10 @@ UserNetwork create_user_network(const std::string& run_root, const NetworkCreate
       try {
         g = parse_ipv4(o.gateway, "--gateway");
       } catch (const Error& e) {
-        throw Error(ErrorKind::Invalid, e.what());
+        throw Error(ErrorKind::InvalidArgument, e.what());
       }
       if (!contains(n.subnet, g) || g == n.subnet.addr || g == last_addr(n.subnet))
-        throw Error(ErrorKind::Invalid, "invalid --gateway " + o.gateway + ": not a host address of " + format_cidr(n.subnet));
+        throw Error(ErrorKind::InvalidArgument, "invalid --gateway " + o.gateway + ": not a host address of " + format_cidr(n.subnet));
       n.gateway = g;
     }
     // The record first: a create killed at any later point leaves a record
@@ -647,7 +647,7 @@ std::vector<UserNetwork> list_user_networks(const std::string& run_root) {
 }
 
 UserNetwork find_user_network(const std::string& run_root, const std::string& ref) {
-  if (ref.empty()) throw Error(ErrorKind::Invalid, "no network given");
+  if (ref.empty()) throw Error(ErrorKind::InvalidArgument, "no network given");
   std::vector<UserNetwork> mine = list_user_networks(run_root);
   for (const auto& n : mine)
     if (n.name == ref || n.id == ref) return n;
@@ -657,7 +657,7 @@ UserNetwork find_user_network(const std::string& run_root, const std::string& re
       if (n.id.rfind(ref, 0) == 0) hits.push_back(&n);
   if (hits.size() == 1) return *hits[0];
   if (hits.size() > 1)
-    throw Error(ErrorKind::Invalid, "network id prefix '" + ref + "' is ambiguous: give more of the id or the name");
+    throw Error(ErrorKind::InvalidArgument, "network id prefix '" + ref + "' is ambiguous: give more of the id or the name");
   throw Error(ErrorKind::NotFound, "no such network: " + ref + " (see 'sbx network ls')", ENOENT);
 }
 
@@ -726,12 +726,12 @@ std::vector<NetworkEndpoint> allocate_endpoints(const std::string& run_root, con
     UserNetwork n = find_user_network(run_root, a.network);
     for (const auto& seen : nets)
       if (seen.id == n.id)
-        throw Error(ErrorKind::Invalid, "network " + n.name + " is given twice: a sandbox joins a network once");
+        throw Error(ErrorKind::InvalidArgument, "network " + n.name + " is given twice: a sandbox joins a network once");
     for (const auto& al : a.aliases) validate_dns_name(al, "--network-alias");
     nets.push_back(std::move(n));
   }
   if (!opts.publish.empty() && !nets.empty() && nets[0].internal)
-    throw Error(ErrorKind::Invalid, "-p publishes to the sandbox's first network, and " + nets[0].name +
+    throw Error(ErrorKind::InvalidArgument, "-p publishes to the sandbox's first network, and " + nets[0].name +
                                         " is --internal: put a network with a way out first");
   fs::mkdir_p(sandbox_network_index(sandbox_id), 0700);
   bool have_route = false;
@@ -766,13 +766,13 @@ std::vector<NetworkEndpoint> allocate_endpoints(const std::string& run_root, con
         try {
           want = parse_ipv4(a.ip, "--ip");
         } catch (const Error& err) {
-          throw Error(ErrorKind::Invalid, err.what());
+          throw Error(ErrorKind::InvalidArgument, err.what());
         }
         if (!contains(n.subnet, want) || want == n.subnet.addr || want == last_addr(n.subnet))
-          throw Error(ErrorKind::Invalid, "invalid --ip " + a.ip + ": not a host address of network " + n.name + " (" +
+          throw Error(ErrorKind::InvalidArgument, "invalid --ip " + a.ip + ": not a host address of network " + n.name + " (" +
                                               format_cidr(n.subnet) + ")");
         if (want == n.gateway)
-          throw Error(ErrorKind::Invalid, "invalid --ip " + a.ip + ": the gateway of network " + n.name);
+          throw Error(ErrorKind::InvalidArgument, "invalid --ip " + a.ip + ": the gateway of network " + n.name);
         reclaim_address(n, want);
       }
       fs::FileLock lock(network_lock_path());

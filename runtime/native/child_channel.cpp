@@ -119,7 +119,8 @@ std::string resolve_command(const std::string& cmd, const std::vector<std::strin
   std::string exe = find_executable(cmd, env);
   if (exe.empty()) {
     int err = errno;
-    if (err == EACCES) throw Error("exec: \"" + cmd + "\": permission denied", err, kExitCannotExec);
+    if (err == EACCES) throw Error(ErrorKind::NotFound,
+                "exec: \"" + cmd + "\": permission denied", err, kExitCannotExec);
     throw Error("exec: \"" + cmd + "\": executable file not found in $PATH", err, kExitNotFound);
   }
   return exe;

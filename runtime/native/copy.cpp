@@ -358,11 +358,12 @@ void copy_entry(int src_dirfd, const char* name, int dst_dirfd, const char* dst_
 
 Fd open_root(const SandboxState& st) {
   std::string sid = st.id.substr(0, 12);
-  if (st.runtime != "native") throw Error("sbx cp: sandbox " + sid + " uses runtime '" + st.runtime + "', not supported yet");
+  if (st.runtime != "native") throw Error(ErrorKind::Unsupported,
+              "sbx cp: sandbox " + sid + " uses runtime '" + st.runtime + "', not supported yet");
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0));
   if (pidfd < 0 || process_start_time(st.pid) != st.pid_start) {
     if (pidfd >= 0) ::close(pidfd);
-    throw Error("sandbox " + sid + " is not running; 'sbx cp' needs a running sandbox");
+    throw Error(ErrorKind::Conflict, "sandbox " + sid + " is not running; 'sbx cp' needs a running sandbox");
   }
   Fd root(::open(("/proc/" + std::to_string(st.pid) + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   int e = errno;
@@ -439,7 +440,8 @@ CopyResult copy_into_sandbox(const SandboxState& st, const std::string& host_pat
     dst_dir = Fd(openat2_in_root(root.fd, ddir, O_RDONLY | O_DIRECTORY));
     if (dst_dir.fd < 0) throw_errno("open " + ddir + " in " + c.what);
   }
-  if (dbase.empty() || dbase == "." || dbase == "..") throw Error("sbx cp: invalid destination " + sandbox_path);
+  if (dbase.empty() || dbase == "." || dbase == "..") throw Error(ErrorKind::InvalidArgument,
+              "sbx cp: invalid destination " + sandbox_path);
   copy_entry(src_dir.fd, hbase.c_str(), dst_dir.fd, dbase.c_str(), c);
   return c.result;
 }

@@ -71,7 +71,8 @@ std::string create_sandbox(SandboxSpec spec, const std::string& run_root, const 
   if (opts.reuse_layer) {
     SandboxState old = read_state(dir);  // throws when there is none
     if (old.status == "creating" || state_alive(old))
-      throw Error("cannot restart sandbox " + id.substr(0, 12) + " on its writable layer: it is still running; stop it first");
+      throw Error(ErrorKind::Conflict,
+                  "cannot restart sandbox " + id.substr(0, 12) + " on its writable layer: it is still running; stop it first");
   }
   if (::mkdir(fresh.c_str(), 0700) < 0) throw_errno("create the sandbox state directory " + fresh);
   bool kept = false;

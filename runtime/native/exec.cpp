@@ -233,7 +233,7 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
   Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, st.pid, 0)));
   // The pidfd pins the process; check that it is still the sandbox's init.
   if (pidfd.fd < 0 || process_start_time(st.pid) != st.pid_start || read_end(dir))
-    throw Error("sandbox " + short_id + " is not running; see 'sbx inspect " + short_id + "'");
+    throw Error(ErrorKind::Conflict, "sandbox " + short_id + " is not running; see 'sbx inspect " + short_id + "'");
   int ns_flags = namespace_flags(st.pid);
 
   std::vector<Fd> procs;

@@ -157,7 +157,8 @@ void NativeBackend::pause(const SandboxRef& sb) {
   // The cgroups that freeze all of it: the ones a snapshot freezes.
   std::vector<std::string> cgroups, members;
   freeze_cgroups(opts_.run_root, sb.state, cgroups, members);
-  if (cgroups.empty()) throw Error("cannot pause sandbox " + sb.state.id.substr(0, 12) + ": it is not running");
+  if (cgroups.empty()) throw Error(ErrorKind::Conflict,
+              "cannot pause sandbox " + sb.state.id.substr(0, 12) + ": it is not running");
   CgroupFreeze f(cgroups, std::chrono::milliseconds(5000), members);
   f.release();
 }
@@ -174,7 +175,8 @@ WritableLayer NativeBackend::writable_layer(const SandboxRef& sb) {
 
 SnapshotView NativeBackend::snapshot_view(const SandboxRef& sb) {
   if (!state_alive(sb.state))
-    throw Error("sandbox " + sb.state.id.substr(0, 12) + " is not running; start it to snapshot a directory of it");
+    throw Error(ErrorKind::Conflict,
+                "sandbox " + sb.state.id.substr(0, 12) + " is not running; start it to snapshot a directory of it");
   SnapshotView v;
   freeze_cgroups(opts_.run_root, sb.state, v.freeze_cgroups, v.freeze_members);
   sandbox_id_maps(opts_.run_root, sb.state, v.uid_map, v.gid_map);

@@ -29,9 +29,31 @@ else
   SITE=$SBX_TEST_SRC/python
 fi
 
+# An image without Cmd or Entrypoint (as a `podman import`ed rootfs): busybox's
+# docker-archive with the two removed from its config.
+NOCMD=$T/nocmd
+mkdir -p "$NOCMD" && tar xf "$SBX_IMAGES/busybox.docker.tar" -C "$NOCMD"
+"$PYTHON" - "$NOCMD" <<'PY'
+import hashlib, json, os, sys
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "manifest.json")))
+cfg = json.load(open(os.path.join(d, m[0]["Config"])))
+cfg["config"].pop("Cmd", None)
+cfg["config"].pop("Entrypoint", None)
+body = json.dumps(cfg).encode()
+os.remove(os.path.join(d, m[0]["Config"]))
+m[0]["Config"] = hashlib.sha256(body).hexdigest() + ".json"
+m[0]["RepoTags"] = ["localhost/nocmd:latest"]
+open(os.path.join(d, m[0]["Config"]), "wb").write(body)
+json.dump(m, open(os.path.join(d, "manifest.json"), "w"))
+PY
+tar cf "$T/nocmd.tar" -C "$NOCMD" . && rm -rf "$NOCMD"
+check "import an image without Cmd or Entrypoint" "$SBX" import -q "$T/nocmd.tar" nocmd:latest
+export SBX_TEST_NOCMD_IMAGE=nocmd:latest
+
 K=()
 # gVisor: the smaller set (each sandbox start costs more); HumanEval is native's.
-[ "$RUNTIME" = gvisor ] && K=(-k "exec or bytes or files or lifecycle or errors or checkpoint or asyncio or restart")
+[ "$RUNTIME" = gvisor ] && K=(-k "exec or bytes or files or lifecycle or errors or checkpoint or asyncio or restart or without_cmd")
 PYTHONDONTWRITEBYTECODE=1 SBX_TEST_TMP=$T PYTHONPATH=$SITE:$SBX_TEST_SRC/python/tests "$PYTHON" -m pytest -q -p no:cacheprovider \
   "$SBX_TEST_SRC/python/tests" "${K[@]}" 2>&1 | tee "$T/pytest.log" | tail -40
 rc=${PIPESTATUS[0]}

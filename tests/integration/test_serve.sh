@@ -246,6 +246,22 @@ print(d["memory_stats"]["usage"] > 0, d["memory_stats"]["limit"] > 0, d["pids_st
     check "--gpus all without a GPU: refused at create with sbx's reason ($rc: $out)" [ "$rc" = 125 ]
   fi
   expect_rc "-p with --network none is refused" 125 docker run --rm --network none -p 8080:80 $IMG true 2>/dev/null
+  # Security fields sbx cannot honour are refused naming the field (a 400),
+  # never silently dropped; the defaults the CLI always sends still work.
+  for ask in "--privileged:Privileged" "--security-opt seccomp=unconfined:SecurityOpt" \
+             "--security-opt apparmor=unconfined:SecurityOpt" "--security-opt no-new-privileges=false:SecurityOpt" \
+             "--sysctl net.ipv4.ip_forward=1:Sysctls" "--pid host:PidMode" "--ipc host:IpcMode" "--uts host:UTSMode" \
+             "--cgroup-parent sbxtest:CgroupParent"; do
+    flags=${ask%:*} field=${ask##*:}
+    out=$(docker run --rm $flags "${RT_ARGS[@]}" $IMG true 2>&1); rc=$?
+    check "docker run $flags is refused naming HostConfig.$field ($rc: $out)" \
+      [ "$rc" = 125 ] && grep -q "HostConfig.$field" <<<"$out"
+  done
+  code=$(curl -s -o "$T/priv" -w '%{http_code}' --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+    -d "{\"Image\":\"$IMG\",\"Cmd\":[\"true\"],\"HostConfig\":{\"Privileged\":true}}" http://d/v1.44/containers/create)
+  check "Privileged: true answers 400 ($code: $(cat "$T/priv"))" [ "$code" = 400 ]
+  out=$(docker run --rm --security-opt no-new-privileges "${RT_ARGS[@]}" $IMG echo nnp-ok 2>&1)
+  check "--security-opt no-new-privileges (always on) runs ($out)" [ "$out" = nnp-ok ]
   if native_only && command -v nft >/dev/null; then
     PP=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     docker run -d --name porttest -p 127.0.0.1:$PP:8080 $IMG sh -c 'echo port-ok >/tmp/index.html; exec httpd -f -p 8080 -h /tmp' >/dev/null
@@ -392,6 +408,18 @@ with cf.ThreadPoolExecutor(8) as ex:
     res = list(ex.map(run_one, range(M)))
 check("%d containers.run(remove=True) at parallelism 8: each returns its own output, none hung (%d ok, %.1f s)"
       % (M, res.count("ok"), time.time() - t0), res.count("ok") == M)
+# Security fields sbx cannot honour: an APIError 400 naming the field; the defaults work.
+for kw, field in ((dict(privileged=True), "Privileged"), (dict(security_opt=["seccomp=unconfined"]), "SecurityOpt"),
+                  (dict(sysctls={"net.core.somaxconn": "1024"}), "Sysctls"), (dict(pid_mode="host"), "PidMode"),
+                  (dict(cgroup_parent="sbxtest"), "CgroupParent")):
+    try:
+        c.containers.create(img, "true", **kw).remove(force=True)
+        check("docker-py %r is refused" % kw, False)
+    except docker.errors.APIError as e:
+        check("docker-py %r: 400 naming HostConfig.%s (%s)" % (kw, field, e.explanation),
+              e.status_code == 400 and ("HostConfig." + field) in str(e.explanation))
+out = c.containers.run(img, "echo defaults-ok", remove=True, privileged=False, pid_mode="")
+check("docker-py privileged=False, pid_mode='' run %r" % out, out == b"defaults-ok\n")
 sys.exit(1 if fails else 0)
 EOF
   python3 "$T/py.py" $IMG "$RUNTIME"; rc=$?

@@ -100,7 +100,8 @@ TEST_CASE("directory snapshots round-trip with owners, modes, links and xattrs")
   try {
     snapshot::extract_dir_snapshot(root, "nope", t.base + "/y");
   } catch (const Error& e) {
-    CHECK(e.exit_code() == 1);
+    CHECK(e.exit_code() == 125);  // as documented: sbx failed
+    CHECK(e.kind() == ErrorKind::SnapshotNotFound);
     CHECK(std::string(e.what()).find("sbx snapshots") != std::string::npos);
   }
 }
