@@ -49,24 +49,24 @@ TEST_CASE("user network: bad input is refused with a kind a server maps to a sta
     } catch (const Error& e) {
       return e.kind();
     }
-    return ErrorKind::Other;
+    return ErrorKind::Internal;
   };
   NetworkCreateOptions o;
   o.name = "bad/name";
-  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::Invalid);
+  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::InvalidArgument);
   o.name = "none";
-  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::Invalid);
+  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::InvalidArgument);
   o.name = "ok";
   o.internal = true;
   o.allow_egress = {"198.51.100.0/24"};
-  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::Invalid);
+  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::InvalidArgument);
   o = {};
   o.name = "ok";
   o.subnet = "198.51.100.7/24";  // not the network's first address
-  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::Invalid);
+  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::InvalidArgument);
   o.subnet = "";
   o.driver = "overlay";
-  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::Invalid);
+  CHECK(kind_of([&] { create_user_network("/nonexistent-run-root", o); }) == ErrorKind::InvalidArgument);
   CHECK(kind_of([&] { remove_user_network("/nonexistent-run-root", "host"); }) == ErrorKind::Forbidden);
 }
 
