@@ -130,7 +130,10 @@ check "changes do not persist between sandboxes" test "$out" = "$(printf '1\nls-
 for rs in "$(command -v runsc)" "${SBX_OLD_RUNSC:-/var/cache/sbx-test/runsc-20221219/runsc}"; do
   [ -x "$rs" ] || { echo "SKIP: sbx info features: no runsc at '$rs' (tests/old_runsc.sh fetches the old one)"; continue; }
   ver=$("$rs" --version | head -1)
-  if "$rs" flags 2>&1 | grep -qE '^ +-nvproxy$'; then want=true; yn=yes; else want=false; yn=no; fi
+  # (Not "runsc flags | grep -q": under pipefail, grep's early exit can kill
+  # runsc with SIGPIPE and the pipeline then reads as "no such flag".)
+  flags=$("$rs" flags 2>&1)
+  if grep -qE '^ +-nvproxy$' <<<"$flags"; then want=true; yn=yes; else want=false; yn=no; fi
   got=$($SBX info --json --runsc "$rs" | python3 -c 'import json,sys; print(str(json.load(sys.stdin)["runtimes"]["gvisor"]["features"]["nvproxy"]).lower())')
   check "sbx info --json --runsc ($ver): features.nvproxy=$got, as 'runsc flags' says" test "$got" = "$want"
   check "sbx info --runsc ($ver): names the version and 'nvproxy $yn'" bash -c "'$SBX' info --runsc '$rs' | grep -qE 'gvisor: .*${ver}; nvproxy $yn, overlay-size (yes|no), exec-tty (yes|no)'"
