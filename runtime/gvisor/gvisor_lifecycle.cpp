@@ -845,13 +845,23 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   std::optional<PtyRelay> relay;
   if (master >= 0) relay.emplace(master, 0, 1);
   auto kill_in_sandbox = [&](int sig) {
-    // The process's pid inside the sandbox (runsc writes it once started).
+    // The process's pid inside the sandbox. runsc writes it only after the
+    // process has started, so the process can already run (and print) while
+    // the file is still empty: wait for it (up to 2 s, while runsc exec
+    // lives) rather than signal runsc exec itself, which would die of a ^C
+    // and leave the command running.
     std::string ipid;
-    try {
-      ipid = fs::read_file(ipid_file);
-    } catch (const Error&) {
+    for (int i = 0; i < 100; ++i) {
+      try {
+        ipid = fs::read_file(ipid_file);
+      } catch (const Error&) {
+      }
+      while (!ipid.empty() && (ipid.back() == '\n' || ipid.back() == ' ')) ipid.pop_back();
+      if (!ipid.empty() || sig == SIGKILL) break;
+      siginfo_t ended{};  // runsc exec gone (not reaped here: the loop below does)
+      if (::waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOHANG | WNOWAIT) != 0 || ended.si_pid != 0) break;
+      ::usleep(20 * 1000);
     }
-    while (!ipid.empty() && (ipid.back() == '\n' || ipid.back() == ' ')) ipid.pop_back();
     if (ipid.empty()) {
       ::kill(pid, sig);
       return;
