@@ -43,4 +43,19 @@ int run_with_output(const std::vector<std::string>& argv, int out_fd) {
 
 int run_quiet(const std::vector<std::string>& argv) { return run_with_output(argv, -1); }
 
+int run_logged(const std::vector<std::string>& argv, const std::string& out_file) {
+  int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (out < 0) throw_errno("open " + out_file + " for the output of " + argv[0]);
+  int st;
+  try {
+    st = run_with_output(argv, out);
+  } catch (...) {
+    ::close(out);
+    throw;
+  }
+  ::close(out);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+
 }  // namespace sbx::runtime

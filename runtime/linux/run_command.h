@@ -16,4 +16,9 @@ int run_with_output(const std::vector<std::string>& argv, int out_fd);
 /// run_with_output(argv, -1): commands whose output nobody reads.
 int run_quiet(const std::vector<std::string>& argv);
 
+/// Runs `argv` to completion with stdout+stderr appended to `out_file`
+/// (created 0600), e.g. runsc's or criu's log; returns its exit code (128+N
+/// for signal N). Throws sbx::Error when the file cannot be opened or fork fails.
+int run_logged(const std::vector<std::string>& argv, const std::string& out_file);
+
 }  // namespace sbx::runtime

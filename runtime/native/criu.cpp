@@ -16,22 +16,6 @@ namespace sbx::runtime {
 
 namespace {
 
-/// Runs argv to completion with stdout+stderr appended to `out_file`; returns
-/// its exit code (128+N for signal N).
-int run_logged(const std::vector<std::string>& argv, const std::string& out_file) {
-  int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (out < 0) throw_errno("open " + out_file + " for the output of " + argv[0]);
-  int st;
-  try {
-    st = run_with_output(argv, out);
-  } catch (...) {
-    ::close(out);
-    throw;
-  }
-  ::close(out);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 std::string tail_of(const std::string& path, size_t max) {
   try {
     std::string s = fs::read_file(path);
