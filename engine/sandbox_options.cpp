@@ -135,8 +135,23 @@ ResolvedImage resolved(Engine& engine, const oci::ImageRecord& img, const std::s
   return ResolvedImage{ref, img.id, img.config, engine.layer_dirs(img)};
 }
 
+namespace {
+
+/// The backend `o` asks for (Docker's "runc"/"runsc" mapped, empty: the
+/// default), checked against the registry. Throws sbx::Error on an unknown name.
+std::string chosen_runtime(const SandboxOptions& o, const std::string& default_runtime) {
+  std::string rt = o.runtime;
+  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? runtime::default_backend_name() : default_runtime;
+  rt = runtime::backend_name_for_runtime(rt);  // Docker's "runsc"
+  runtime::validate_backend_name(rt);  // the registry knows the names
+  return rt;
+}
+
+}  // namespace
+
 RunRequest build_sandbox(Engine& engine, const SandboxOptions& o, const std::string& default_runtime,
                          std::vector<std::string>* warnings) {
+  chosen_runtime(o, default_runtime);  // a wrong backend name is refused before anything is pulled
   return build_sandbox(o, resolve_image(engine, o), default_runtime, warnings);
 }
 
@@ -148,12 +163,7 @@ RunRequest build_sandbox(const SandboxOptions& o, const ResolvedImage& image, co
   spec.name = o.name;
   spec.labels = o.labels;
 
-  // The backend first: its name is checked before anything is pulled.
-  std::string rt = o.runtime;
-  if (rt.empty() || rt == "runc") rt = default_runtime.empty() ? runtime::default_backend_name() : default_runtime;
-  rt = runtime::backend_name_for_runtime(rt);  // Docker's "runsc"
-  runtime::validate_backend_name(rt);  // the registry knows the names
-  spec.runtime = rt;
+  spec.runtime = chosen_runtime(o, default_runtime);
 
   spec.image_ref = image.ref;
   spec.image_id = image.id;

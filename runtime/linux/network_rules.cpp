@@ -136,6 +136,32 @@ std::string nft_table_delete_script() {
   return s;
 }
 
+namespace {
+
+/// The egress chain of one interface (a sandbox's veth, a network's bridge,
+/// `iface` quoted): its allow set "a<tag>", deny set "d<tag>", chain
+/// "e<tag>" and the verdict map element that sends the interface's forwarded
+/// traffic there. Runs after the table's refusals: deny wins, then allow;
+/// without an allow list, back to the shared rules.
+std::string egress_chain_script(const spec::NetworkOptions& o, const std::string& tag, const std::string& iface) {
+  const std::string t = std::string(kNftTable) + " ";
+  std::string allow = cidr_elements(o.allow_egress), deny = cidr_elements(o.deny_egress);
+  std::string out;
+  out += "add set " + t + "a" + tag + " { type ipv4_addr; flags interval; }\n";
+  out += "add set " + t + "d" + tag + " { type ipv4_addr; flags interval; }\n";
+  if (!allow.empty()) out += "add element " + t + "a" + tag + " { " + allow + " }\n";
+  if (!deny.empty()) out += "add element " + t + "d" + tag + " { " + deny + " }\n";
+  std::string e = "add rule " + t + "e" + tag + " ";
+  out += "add chain " + t + "e" + tag + "\n";
+  out += e + "ip daddr @d" + tag + " goto refuse\n";
+  out += e + "ip daddr @a" + tag + " accept\n";
+  out += e + (o.allow_egress.empty() ? "return\n" : "goto refuse\n");
+  out += "add element " + t + "egress { " + iface + " : goto e" + tag + " }\n";
+  return out;
+}
+
+}  // namespace
+
 std::string nft_network_script(const UserNetwork& n) {
   const std::string t = std::string(kNftTable) + " ", k = id12(n.id), br = "\"" + n.bridge + "\"";
   std::string out = "add element " + t + "same { " + br + " . " + br + " }\n";
@@ -145,18 +171,7 @@ std::string nft_network_script(const UserNetwork& n) {
   o.allow_egress = n.allow_egress;
   o.deny_egress = n.deny_egress;
   if (!has_egress_rules(o)) return out;
-  std::string allow = cidr_elements(o.allow_egress), deny = cidr_elements(o.deny_egress);
-  out += "add set " + t + "an-" + k + " { type ipv4_addr; flags interval; }\n";
-  out += "add set " + t + "dn-" + k + " { type ipv4_addr; flags interval; }\n";
-  if (!allow.empty()) out += "add element " + t + "an-" + k + " { " + allow + " }\n";
-  if (!deny.empty()) out += "add element " + t + "dn-" + k + " { " + deny + " }\n";
-  std::string e = "add rule " + t + "en-" + k + " ";
-  out += "add chain " + t + "en-" + k + "\n";
-  out += e + "ip daddr @dn-" + k + " goto refuse\n";
-  out += e + "ip daddr @an-" + k + " accept\n";
-  out += e + (o.allow_egress.empty() ? "return\n" : "goto refuse\n");
-  out += "add element " + t + "egress { " + br + " : goto en-" + k + " }\n";
-  return out;
+  return out + egress_chain_script(o, "n-" + k, br);
 }
 
 std::vector<std::string> nft_network_release_commands(const UserNetwork& n) {
@@ -190,8 +205,6 @@ std::vector<std::string> nft_endpoint_release_commands(const NetworkEndpoint& ep
 
 std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions& o) {
   const std::string s = id12(l.id), t = std::string(kNftTable) + " ";
-  std::string allow = cidr_elements(o.allow_egress), deny = cidr_elements(o.deny_egress);
-  bool has_allow = !o.allow_egress.empty();
   std::string out;
   // A port another sandbox holds: the element exists, nft says EEXIST.
   for (const auto& p : l.publish)
@@ -200,19 +213,7 @@ std::string nft_sandbox_script(const NetworkLease& l, const spec::NetworkOptions
   // Its DNS proxy on the host side of its veth: the one nameserver it has.
   if (!allowed_domains(o).empty()) out += "add element " + t + "dns { " + dns_key(l) + " }\n";
   if (!has_egress_rules(o)) return out;
-  out += "add set " + t + "a-" + s + " { type ipv4_addr; flags interval; }\n";
-  out += "add set " + t + "d-" + s + " { type ipv4_addr; flags interval; }\n";
-  if (!allow.empty()) out += "add element " + t + "a-" + s + " { " + allow + " }\n";
-  if (!deny.empty()) out += "add element " + t + "d-" + s + " { " + deny + " }\n";
-  // Egress through the host (forward), after the table's refusals: deny
-  // wins, then allow; without an allow list, back to the shared rules.
-  std::string e = "add rule " + t + "e-" + s + " ";
-  out += "add chain " + t + "e-" + s + "\n";
-  out += e + "ip daddr @d-" + s + " goto refuse\n";
-  out += e + "ip daddr @a-" + s + " accept\n";
-  out += e + (has_allow ? "goto refuse\n" : "return\n");
-  out += "add element " + t + "egress { \"" + l.veth + "\" : goto e-" + s + " }\n";
-  return out;
+  return out + egress_chain_script(o, "-" + s, "\"" + l.veth + "\"");
 }
 
 std::vector<std::string> nft_release_commands(const NetworkLease& l) {
