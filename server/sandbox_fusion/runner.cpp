@@ -19,7 +19,7 @@
 #include "oci/auth_config.h"
 #include "runtime/backends.h"
 #include "runtime/state.h"
-#include "server/docker_spec.h"
+#include "engine/sandbox_options.h"
 #include "server/http.h"
 
 namespace sbx::server::sandbox_fusion {
@@ -302,11 +302,15 @@ std::shared_ptr<Runner::PoolEntry> Runner::pool_for(const std::string& language,
     throw Error("language '" + language + "' needs image " + image + ", which is not in sbx's store: `sbx pull " +
                 image + "` (or import it), or set another image for it in --languages (" + e.what() + ")");
   }
-  json hc = {{"NetworkMode", "none"}};
-  if (memory_mb > 0) hc["Memory"] = memory_mb << 20;
-  json cfg = {{"Image", image}, {"Cmd", json::array({"true"})}, {"HostConfig", hc}};
-  SandboxSpec spec = spec_from_docker(cfg, img, engine_.layer_dirs(img), runtime::new_sandbox_id(), "", opts_.runtime);
-  spec.process.args.clear();
+  // The engine's one builder, as every front end: no network, the memory
+  // limit, and no command (the pool's sandboxes wait for their request's).
+  engine::SandboxOptions so;
+  so.image = image;
+  so.network = "none";
+  so.hold_without_command = true;
+  so.allow_host_idmap = false;
+  if (memory_mb > 0) so.memory_bytes = memory_mb << 20;
+  SandboxSpec spec = engine::build_sandbox(so, engine::resolved(engine_, img, image), opts_.runtime).spec;
   // Evict the least recently used pool that no request holds.
   while (pools_.size() >= opts_.max_pools) {
     auto victim = pools_.end();
