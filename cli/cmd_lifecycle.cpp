@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "cli/images.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -176,8 +177,8 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     };
     auto f = std::make_shared<ExecFlags>();
     CLI::App* cmd = app.add_subcommand("exec", "Run a command in a running sandbox");
+    set_usage(*cmd, {"sbx exec [OPTIONS] SANDBOX [--] COMMAND [ARG...]"});
     cmd->footer(
-        "Usage: sbx exec [OPTIONS] SANDBOX [--] COMMAND [ARG...]\n\n"
         "The command joins the sandbox's namespaces and cgroup, with the same capabilities,\n"
         "no_new_privs and seccomp profile as its first process. Exit status as 'sbx run':\n"
         "the command's code, 124 on --timeout, 125 sbx failed, 126 cannot execute, 127 not found,\n"
@@ -439,9 +440,8 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
   {
     auto src = std::make_shared<std::string>(), dst = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand("cp", "Copy files between a running sandbox and the host");
+    set_usage(*cmd, {"sbx cp [OPTIONS] SANDBOX:SRC HOST-DEST", "sbx cp [OPTIONS] HOST-SRC SANDBOX:DEST"});
     cmd->footer(
-        "Usage: sbx cp SANDBOX:SRC HOST-DEST\n"
-        "       sbx cp HOST-SRC SANDBOX:DEST\n\n"
         "Modes and mtimes are kept; symlinks are copied as symlinks and never followed out of\n"
         "the sandbox. A destination that is an existing directory receives the source under its name.\n"
         "Out of a sandbox, set-uid/set-gid bits are cleared and no file capability is copied.\n"
