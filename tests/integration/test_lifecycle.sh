@@ -190,6 +190,10 @@ J=$(S inspect box)
 echo "$J" | grep -q '"Status": "running"' && ok "inspect: running" || fail "inspect status"
 echo "$J" | grep -q '"team": "a"' && ok "inspect: labels" || fail "inspect labels"
 S create --name box busybox >/dev/null 2>&1 && fail "a second sandbox with the same name" || ok "names are unique"
+# Shell completion offers sandbox names beside short ids (bash; the `sbx` on PATH).
+words=$(PATH=$(dirname "$SBX"):$PATH bash -c 'source "$1"; COMP_WORDS=(sbx --root "$2" --run-root "$3" exec ""); COMP_CWORD=6; _sbx; printf "%s\n" "${COMPREPLY[@]}"' _ "$SBX_TEST_SRC/completions/sbx.bash" "$ROOT" "$RUN")
+grep -qx box <<<"$words" && grep -qx "${ID:0:12}" <<<"$words" && ok "bash completion of exec offers the name and the short id" ||
+  fail "bash completion of exec: got '$words'"
 ID2=$(S create --label team=b busybox)
 expect_eq "$(S ps -q --filter label=team=b)" "${ID2:0:12}" "ps --filter label=k=v"
 S rm box 2>/dev/null && fail "rm of a running sandbox without -f" || ok "rm refuses a running sandbox"
