@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstring>
 #include <ctime>
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -36,17 +37,42 @@ std::string rfc3339(int64_t ms) {
   return buf;
 }
 
-std::string ago(int64_t ms) {
+/// How long since `ms` (epoch ms), as docker words it: "2 seconds", "1 minute".
+std::string since(int64_t ms) {
   if (ms <= 0) return "";
   int64_t s = (runtime::now_ms() - ms) / 1000;
-  if (s < 60) return std::to_string(s) + " seconds ago";
-  if (s < 3600) return std::to_string(s / 60) + " minutes ago";
-  if (s < 86400) return std::to_string(s / 3600) + " hours ago";
-  return std::to_string(s / 86400) + " days ago";
+  auto n = [](int64_t v, const char* unit) { return std::to_string(v) + " " + unit + (v == 1 ? "" : "s"); };
+  if (s < 1) return "Less than a second";
+  if (s < 60) return n(s, "second");
+  if (s < 3600) return n(s / 60, "minute");
+  if (s < 86400) return n(s / 3600, "hour");
+  return n(s / 86400, "day");
+}
+
+std::string ago(int64_t ms) { return ms <= 0 ? "" : since(ms) + " ago"; }
+
+/// Prints ROWS (the first is the header) as columns padded to their widest
+/// cell plus 3 spaces; the last column is not padded.
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) {
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], r[c].size());
+    }
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < r.size(); ++c) {
+      line += r[c];
+      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 3, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
 }
 
 std::string status_text(const runtime::SandboxInfo& i) {
-  if (i.status == "running") return "Up " + ago(i.state.started_ms ? i.state.started_ms : i.state.created_ms);
+  if (i.status == "running") return "Up " + since(i.state.started_ms ? i.state.started_ms : i.state.created_ms);
   if (i.status == "exited" && i.end) {
     std::string s = "Exited (" + std::to_string(i.end->exit_code) + ")";
     if (i.end->reason != "exit") s += " " + i.end->reason;
@@ -272,17 +298,20 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
           for (const auto& i : infos) std::cout << (f->no_trunc ? i.state.id : i.state.id.substr(0, 12)) << "\n";
           return 0;
         }
-        std::printf("%-12s  %-24s  %-20s  %-16s  %-28s  %s\n", "SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS",
-                    "NAMES");
+        // Columns as wide as their longest cell (as docker's tabwriter):
+        // a long STATUS ("Exited (124) timeout 5 seconds ago") never
+        // pushes NAMES out of line.
+        std::vector<std::vector<std::string>> rows = {{"SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS", "NAMES"}};
         for (const auto& i : infos) {
           std::string cmdline;
           for (const auto& a : i.state.command) cmdline += (cmdline.empty() ? "" : " ") + a;
-          if (cmdline.size() > 20) cmdline = cmdline.substr(0, 17) + "...";
-          std::string image = i.state.image_ref.size() > 24 ? i.state.image_ref.substr(0, 21) + "..." : i.state.image_ref;
-          std::printf("%-12s  %-24s  %-20s  %-16s  %-28s  %s\n",
-                      (f->no_trunc ? i.state.id : i.state.id.substr(0, 12)).c_str(), image.c_str(), cmdline.c_str(),
-                      ago(i.state.created_ms).c_str(), status_text(i).c_str(), i.state.name.c_str());
+          if (!f->no_trunc && cmdline.size() > 20) cmdline = cmdline.substr(0, 17) + "...";
+          std::string image = i.state.image_ref;
+          if (!f->no_trunc && image.size() > 24) image = image.substr(0, 21) + "...";
+          rows.push_back({f->no_trunc ? i.state.id : i.state.id.substr(0, 12), image, cmdline, ago(i.state.created_ms),
+                          status_text(i), i.state.name});
         }
+        print_table(rows);
         return 0;
       };
     });
