@@ -121,11 +121,13 @@ int batch(const Globals& g, const BatchFlags& f) {
   engine::BatchSummary s = make_engine(g).batch(req);
   if (tty) std::fprintf(stderr, "\r\033[K");
   const auto& p = s.progress;
-  if (!f.quiet)
-    std::fprintf(stderr, "sbx batch: %zu done, %zu failed, %zu skipped (already in %s), %zu total in %.1fs%s\n", p.done,
-                 p.failed, p.skipped, f.output.empty() ? "the output" : f.output.c_str(), p.total,
-                 static_cast<double>(p.elapsed.count()) / 1000.0,
+  if (!f.quiet) {
+    // Skipped tasks exist only with --resume (their results were in -o's file).
+    std::string skipped = p.skipped ? ", " + std::to_string(p.skipped) + " skipped (already in " + f.output + ")" : "";
+    std::fprintf(stderr, "sbx batch: %zu done, %zu failed%s, %zu total in %.1fs%s\n", p.done, p.failed, skipped.c_str(),
+                 p.total, static_cast<double>(p.elapsed.count()) / 1000.0,
                  s.interrupted ? "; stopped by a signal: unfinished tasks have no result (use --resume)" : "");
+  }
   if (s.interrupted) return 128 + s.signal;
   return p.failed ? 1 : 0;
 }

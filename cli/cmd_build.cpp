@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/fs.h"
@@ -315,8 +316,8 @@ int run_build(const Globals& g, BuildFlags& f) {
 void register_build_command(CLI::App& app, Globals& g, Action& action) {
   auto f = std::make_shared<BuildFlags>();
   CLI::App* cmd = app.add_subcommand("build", "Build an image from a Dockerfile (each RUN in a sandbox)");
+  set_usage(*cmd, {"sbx build [OPTIONS] CONTEXT"});
   cmd->footer(
-      "Usage: sbx build [OPTIONS] CONTEXT\n"
       "CONTEXT is a directory, or - for a tar of one (plain, gzip or zstd) or a Dockerfile alone on stdin.\n"
       "Each RUN runs in a native sandbox as 'sbx run' isolates it (user namespace, seccomp, memory and pids\n"
       "bounds; its writes on disk under --root, without run's 2 GiB bound). Steps are cached in the store:\n"

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "common/units.h"
@@ -40,9 +41,9 @@ int create(const Globals& g, const CreateFlags& f) {
 void register_create_command(CLI::App& app, Globals& g, Action& action) {
   auto f = std::make_shared<CreateFlags>();
   CLI::App* cmd = app.add_subcommand("create", "Start a long-lived sandbox in the background and print its id");
+  set_usage(*cmd, {"sbx create [OPTIONS] IMAGE [--] [COMMAND [ARG...]]",
+                   "sbx create [OPTIONS] --rootfs DIR [--] [COMMAND [ARG...]]"});
   cmd->footer(
-      "Usage: sbx create [OPTIONS] IMAGE [--] [COMMAND [ARG...]]\n"
-      "       sbx create [OPTIONS] --rootfs DIR [--] [COMMAND [ARG...]]\n\n"
       "Without a COMMAND the sandbox just stays alive for 'sbx exec' (the image's Cmd is not run).\n"
       "The first process's output goes to 'sbx logs'. --timeout and --idle-timeout are enforced\n"
       "by the sandbox's own init: they fire even when no sbx process is left.");

@@ -7,10 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <cstring>
 #include <ctime>
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "cli/images.h"
 #include "common/error.h"
 #include "common/fs.h"
@@ -35,17 +37,42 @@ std::string rfc3339(int64_t ms) {
   return buf;
 }
 
-std::string ago(int64_t ms) {
+/// How long since `ms` (epoch ms), as docker words it: "2 seconds", "1 minute".
+std::string since(int64_t ms) {
   if (ms <= 0) return "";
   int64_t s = (runtime::now_ms() - ms) / 1000;
-  if (s < 60) return std::to_string(s) + " seconds ago";
-  if (s < 3600) return std::to_string(s / 60) + " minutes ago";
-  if (s < 86400) return std::to_string(s / 3600) + " hours ago";
-  return std::to_string(s / 86400) + " days ago";
+  auto n = [](int64_t v, const char* unit) { return std::to_string(v) + " " + unit + (v == 1 ? "" : "s"); };
+  if (s < 1) return "Less than a second";
+  if (s < 60) return n(s, "second");
+  if (s < 3600) return n(s / 60, "minute");
+  if (s < 86400) return n(s / 3600, "hour");
+  return n(s / 86400, "day");
+}
+
+std::string ago(int64_t ms) { return ms <= 0 ? "" : since(ms) + " ago"; }
+
+/// Prints ROWS (the first is the header) as columns padded to their widest
+/// cell plus 3 spaces; the last column is not padded.
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) {
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], r[c].size());
+    }
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < r.size(); ++c) {
+      line += r[c];
+      if (c + 1 < r.size()) line += std::string(width[c] - r[c].size() + 3, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    std::cout << line << "\n";
+  }
 }
 
 std::string status_text(const runtime::SandboxInfo& i) {
-  if (i.status == "running") return "Up " + ago(i.state.started_ms ? i.state.started_ms : i.state.created_ms);
+  if (i.status == "running") return "Up " + since(i.state.started_ms ? i.state.started_ms : i.state.created_ms);
   if (i.status == "exited" && i.end) {
     std::string s = "Exited (" + std::to_string(i.end->exit_code) + ")";
     if (i.end->reason != "exit") s += " " + i.end->reason;
@@ -176,8 +203,8 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
     };
     auto f = std::make_shared<ExecFlags>();
     CLI::App* cmd = app.add_subcommand("exec", "Run a command in a running sandbox");
+    set_usage(*cmd, {"sbx exec [OPTIONS] SANDBOX [--] COMMAND [ARG...]"});
     cmd->footer(
-        "Usage: sbx exec [OPTIONS] SANDBOX [--] COMMAND [ARG...]\n\n"
         "The command joins the sandbox's namespaces and cgroup, with the same capabilities,\n"
         "no_new_privs and seccomp profile as its first process. Exit status as 'sbx run':\n"
         "the command's code, 124 on --timeout, 125 sbx failed, 126 cannot execute, 127 not found,\n"
@@ -271,17 +298,20 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
           for (const auto& i : infos) std::cout << (f->no_trunc ? i.state.id : i.state.id.substr(0, 12)) << "\n";
           return 0;
         }
-        std::printf("%-12s  %-24s  %-20s  %-16s  %-28s  %s\n", "SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS",
-                    "NAMES");
+        // Columns as wide as their longest cell (as docker's tabwriter):
+        // a long STATUS ("Exited (124) timeout 5 seconds ago") never
+        // pushes NAMES out of line.
+        std::vector<std::vector<std::string>> rows = {{"SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS", "NAMES"}};
         for (const auto& i : infos) {
           std::string cmdline;
           for (const auto& a : i.state.command) cmdline += (cmdline.empty() ? "" : " ") + a;
-          if (cmdline.size() > 20) cmdline = cmdline.substr(0, 17) + "...";
-          std::string image = i.state.image_ref.size() > 24 ? i.state.image_ref.substr(0, 21) + "..." : i.state.image_ref;
-          std::printf("%-12s  %-24s  %-20s  %-16s  %-28s  %s\n",
-                      (f->no_trunc ? i.state.id : i.state.id.substr(0, 12)).c_str(), image.c_str(), cmdline.c_str(),
-                      ago(i.state.created_ms).c_str(), status_text(i).c_str(), i.state.name.c_str());
+          if (!f->no_trunc && cmdline.size() > 20) cmdline = cmdline.substr(0, 17) + "...";
+          std::string image = i.state.image_ref;
+          if (!f->no_trunc && image.size() > 24) image = image.substr(0, 21) + "...";
+          rows.push_back({f->no_trunc ? i.state.id : i.state.id.substr(0, 12), image, cmdline, ago(i.state.created_ms),
+                          status_text(i), i.state.name});
         }
+        print_table(rows);
         return 0;
       };
     });
@@ -439,9 +469,8 @@ void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action) {
   {
     auto src = std::make_shared<std::string>(), dst = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand("cp", "Copy files between a running sandbox and the host");
+    set_usage(*cmd, {"sbx cp [OPTIONS] SANDBOX:SRC HOST-DEST", "sbx cp [OPTIONS] HOST-SRC SANDBOX:DEST"});
     cmd->footer(
-        "Usage: sbx cp SANDBOX:SRC HOST-DEST\n"
-        "       sbx cp HOST-SRC SANDBOX:DEST\n\n"
         "Modes and mtimes are kept; symlinks are copied as symlinks and never followed out of\n"
         "the sandbox. A destination that is an existing directory receives the source under its name.\n"
         "Out of a sandbox, set-uid/set-gid bits are cleared and no file capability is copied.\n"

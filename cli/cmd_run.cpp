@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "cli/sandbox_flags.h"
 #include "cli/gpu_options.h"
 #include "common/error.h"
@@ -93,8 +94,8 @@ void register_run_command(CLI::App& app, Globals& g, Action& action) {
   CLI::App* run_cmd = app.add_subcommand("run", "Run a command in a new, throw-away sandbox");
   std::string bounds = "\nDefault bounds on this host (raise them with the options named; see also 'sbx info'):\n";
   for (const auto& [what, value] : runtime::describe_default_bounds()) bounds += "  " + what + ": " + value + "\n";
-  run_cmd->footer(std::string("Usage: sbx run [OPTIONS] IMAGE [--] [COMMAND [ARG...]]\n"
-                              "       sbx run [OPTIONS] --rootfs DIR [--] COMMAND [ARG...]\n\n") + kExitCodes + bounds);
+  set_usage(*run_cmd, {"sbx run [OPTIONS] IMAGE [--] [COMMAND [ARG...]]", "sbx run [OPTIONS] --rootfs DIR [--] COMMAND [ARG...]"});
+  run_cmd->footer(std::string(kExitCodes) + bounds);
   SandboxHelp help;
   help.image = "Image to run (name[:tag], id) — or, with --rootfs, the command";
   help.memory = "Memory limit (e.g. 256m; default: see Default bounds below); an OOM kill exits 137";

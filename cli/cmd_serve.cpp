@@ -22,7 +22,8 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action) {
       "Bounds: request heads 64 KiB, JSON bodies 4 MiB (memory), tar and upload bodies 1 GiB (spooled to disk\n"
       "under --root); a TCP or E2B request is authorized on its headers before its body is read.\n"
       "See 'man sbx-serve' for the endpoints served and how containers map onto sandboxes.");
-  cmd->add_option("--socket", opts->socket, "Unix socket to listen on")->capture_default_str();
+  auto* socket_opt = cmd->add_option("--socket", opts->socket,
+                                     "Unix socket to listen on (default: docker.sock in --run-root, /run/sbx/docker.sock)");
   cmd->add_option("--tcp", opts->tcp, "Also listen on loopback TCP ADDR:PORT (127.0.0.0/8 only; needs --token-file)")
       ->type_name("ADDR:PORT");
   cmd->add_option("--token-file", opts->token_file, "File with the bearer token TCP clients must send (mode 0600)")
@@ -68,7 +69,10 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action) {
                   "body (attach, exec, logs and event streams are exempt)")
       ->type_name("DURATION")
       ->capture_default_str();
-  cmd->callback([&g, &action, opts, header_timeout, idle_timeout, queue_timeout] {
+  cmd->callback([&g, &action, opts, socket_opt, header_timeout, idle_timeout, queue_timeout] {
+    // The socket follows --run-root/SBX_RUN_ROOT, as the rest of the live state
+    // does: a second store's server never takes the first one's socket.
+    if (socket_opt->count() == 0) opts->socket = g.run_root + "/docker.sock";
     action = [&g, opts, header_timeout, idle_timeout, queue_timeout] {
       opts->queue_timeout = units::parse_duration(*queue_timeout, "--queue-timeout");
       opts->limits.header_timeout = units::parse_duration(*header_timeout, "--header-timeout");

@@ -40,7 +40,9 @@ void register_system_command(CLI::App& app, Globals& g, Action& action) {
       if (f->json) {
         nlohmann::json j = {{"cgroup2_mount", h.cgroup2_mount},
                             {"favordynmods", h.favordynmods ? nlohmann::json(*h.favordynmods) : nlohmann::json(nullptr)}};
-        if (before) j["favordynmods_before"] = *before;
+        // Always present (null when --favordynmods was not given), so a script
+        // can read it without testing for the key.
+        j["favordynmods_before"] = before ? nlohmann::json(*before) : nlohmann::json(nullptr);
         std::cout << j.dump(2) << "\n";
         return 0;
       }

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/report.h"
+#include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/backends.h"
@@ -60,6 +61,28 @@ const CLI::Option* repeated_option(CLI::App& app) {
   return nullptr;
 }
 
+/// Drops the first "--" after the `run` or `create` subcommand in ARGS when
+/// the word after it does not start with '-' (see the caller).
+void drop_separator_after_image(const CLI::App& app, std::vector<char*>& args) {
+  size_t i = 1;
+  for (; i < args.size(); ++i) {  // the subcommand: the first word that is no global option or its value
+    std::string w = args[i];
+    if (w.size() > 1 && w[0] == '-') {
+      const CLI::Option* o = w.find('=') == std::string::npos ? app.get_option_no_throw(w) : nullptr;
+      if (o && o->get_type_size() != 0) ++i;
+      continue;
+    }
+    if (w != "run" && w != "create") return;
+    break;
+  }
+  for (size_t k = i + 1; k < args.size(); ++k) {
+    if (std::string_view(args[k]) != "--") continue;
+    if (k + 1 < args.size() && args[k + 1][0] == '-') return;
+    args.erase(args.begin() + static_cast<long>(k));
+    return;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +124,16 @@ int main(int argc, char** argv) {
   cli::register_image_prune_command(app, g, action);
   cli::register_network_command(app, g, action);
 
-  std::optional<int> parse_exit = cli::parse_command_line(app, [&] { app.parse(argc, argv); }, [&](const CLI::ParseError& e) {
+  // CLI11 hands the words after a "--" that follows a subcommand's IMAGE back
+  // to the main app, which then takes a command's own "-h" or "-v" as sbx's
+  // (`sbx run busybox -- ls -h` printed run's help). run and create take
+  // everything after IMAGE verbatim anyway (prefix_command), so that "--"
+  // is dropped before parsing — unless the next word starts with '-', which
+  // only "--" can keep from being read as an option.
+  std::vector<char*> args(argv, argv + argc);
+  drop_separator_after_image(app, args);
+  cli::set_command_line(std::vector<std::string>(args.begin(), args.end()));
+  std::optional<int> parse_exit = cli::parse_command_line(app, [&] { app.parse(static_cast<int>(args.size()), args.data()); }, [&](const CLI::ParseError& e) {
     // The first word that is neither an option nor an option's value should
     // name a command: say so when it does not (CLI11 would only say that one
     // is required), and list them.

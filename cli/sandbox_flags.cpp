@@ -22,20 +22,18 @@ const char* const kDiskHelp =
     "writes beyond it fail with ENOSPC. The layer is then a tmpfs: its bytes are memory, counted against "
     "--memory as they are written. Default for sbx run: 2g (see 'sbx info')";
 
-/// The sandbox's part of the command line, exactly as typed. CLI11 (2.1)
-/// with prefix_command() cannot tell "--bad IMAGE" from "IMAGE --bad" nor
-/// "-- CMD" from "CMD --", so sbx finds where its own options end itself,
-/// from the last `n` words of /proc/self/cmdline and the options' metadata.
-/// Sets f.unknown on an unknown option before IMAGE.
+std::vector<std::string>& command_line_words() {
+  static std::vector<std::string> words;
+  return words;
+}
+
+/// The sandbox's part of the command line, exactly as given to CLI11. CLI11
+/// (2.1) with prefix_command() cannot tell "--bad IMAGE" from "IMAGE --bad"
+/// nor "-- CMD" from "CMD --", so sbx finds where its own options end itself,
+/// from the last `n` words of the command line (set_command_line) and the
+/// options' metadata. Sets f.unknown on an unknown option before IMAGE.
 void split_command_line(CLI::App& run_cmd, size_t n, SandboxFlags& f) {
-  std::string raw = fs::read_file("/proc/self/cmdline");
-  std::vector<std::string> argv;
-  for (size_t i = 0; i < raw.size();) {
-    size_t end = raw.find('\0', i);
-    if (end == std::string::npos) end = raw.size();
-    argv.push_back(raw.substr(i, end - i));
-    i = end + 1;
-  }
+  const std::vector<std::string>& argv = command_line_words();
   if (n > argv.size()) return;
   std::vector<std::string> args(argv.end() - static_cast<long>(n), argv.end());
   size_t i = 0;
@@ -82,6 +80,8 @@ struct MissingAccess : CLI::App {
 };
 
 }  // namespace
+
+void set_command_line(std::vector<std::string> words) { command_line_words() = std::move(words); }
 
 void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<SandboxFlags>& f,
                          const SandboxHelp& help) {

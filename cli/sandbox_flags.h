@@ -25,7 +25,7 @@ struct SandboxFlags {
   std::string first;                    ///< the first positional, as CLI11 saw it
   std::string unknown;                  ///< an unknown option before IMAGE
   size_t nargs = 0;                     ///< words after the subcommand's name
-  bool exact = false;                   ///< positional came from /proc/self/cmdline
+  bool exact = false;                   ///< positional came from the command line's words (set_command_line)
   std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS… (with --rootfs: CMD ARGS…)
 
   std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
@@ -62,6 +62,10 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
 /// from "CMD --"). An unknown option before IMAGE is kept in f.unknown for
 /// build_spec to report.
 void finish_command_line(CLI::App& cmd, SandboxFlags& f);
+
+/// The whole command line (argv[0] first) as main hands it to CLI11; `sbx
+/// run`/`create` read the words of their own part from it, exactly.
+void set_command_line(std::vector<std::string> words);
 
 /// What differs in the spec between the commands.
 struct BuildOptions {

@@ -5,7 +5,7 @@ _sbx() {
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
   local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network"
   local global="-h --help -v --version --root --run-root --log-level"
-  local sbx_root=/var/lib/sbx run_root=/run/sbx i
+  local sbx_root=${SBX_ROOT:-/var/lib/sbx} run_root=${SBX_RUN_ROOT:-/run/sbx} i
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
       --root) sbx_root=${COMP_WORDS[i+1]} ;;
@@ -49,7 +49,8 @@ _sbx() {
   fi
   local images sandboxes
   images=$(sbx --root "$sbx_root" images 2>/dev/null | awk 'NR > 1 && $1 != "<none>" {print $1; print $1 ":" $2}')
-  sandboxes=$(ls "$run_root" 2>/dev/null | grep -E '^[0-9a-f]{64}$' | cut -c1-12)
+  # short ids and names (sbx itself reads the state: its layout is its own)
+  sandboxes=$(sbx --root "$sbx_root" --run-root "$run_root" ps -a --format '{{.ID}} {{.Names}}' 2>/dev/null)
   # Options of each subcommand (as its --help lists them; tests/integration/test_cli_docs.sh checks).
   local common="-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --net --network-alias --ip --allow-egress --deny-egress -p --publish --dns --add-host --userns -m --memory --disk --cpus --pids-limit --ulimit --timeout --rootfs --entrypoint --name --runtime --pull --runsc"
   local reg="--tls-verify --authfile --cert-dir"
@@ -91,7 +92,8 @@ _sbx() {
         prune) opts="--older-than" ;;
       esac ;;
     checkpoint) opts="--name --leave-running --runsc"; words_list=$sandboxes ;;
-    restore) opts="--name --count --runsc --json" ;;
+    restore) opts="--name --count --runsc --json"
+      words_list=$(sbx --root "$sbx_root" snapshots 2>/dev/null | awk 'NR > 1 && $2 == "memory" {print $1}') ;;
     pull) opts="--platform -q --quiet --json --registries-conf --jobs $reg"; words_list=$images ;;
     push) opts="-q --quiet --json $reg"; words_list=$images ;;
     login) opts="-u --username -p --password --password-stdin $reg" ;;

@@ -51,7 +51,9 @@ function __sbx_images
 end
 function __sbx_sandboxes
     set -l run_root (__sbx_opt_value --run-root (set -q SBX_RUN_ROOT; and echo $SBX_RUN_ROOT; or echo /run/sbx))
-    ls $run_root 2>/dev/null | string match -r '^[0-9a-f]{64}$' | string sub -l 12
+    set -l root (__sbx_opt_value --root (set -q SBX_ROOT; and echo $SBX_ROOT; or echo /var/lib/sbx))
+    # short ids and names (sbx itself reads the state: its layout is its own)
+    sbx --root $root --run-root $run_root ps -a --format '{{.ID}} {{.Names}}' 2>/dev/null | string split -n ' ' 
 end
 function __sbx_snapshots
     set -l root (__sbx_opt_value --root (set -q SBX_ROOT; and echo $SBX_ROOT; or echo /var/lib/sbx))

@@ -10,7 +10,7 @@ __sbx_images() {
 }
 __sbx_sandboxes() {
   local -a ids
-  ids=(${(f)"$(ls ${_sbx_run_root} 2>/dev/null | grep -E '^[0-9a-f]{64}$' | cut -c1-12)"})
+  ids=(${="$(_call_program sandboxes sbx --root ${(q)_sbx_root} --run-root ${(q)_sbx_run_root} ps -a --format "'{{.ID}} {{.Names}}'" 2>/dev/null)"})
   _describe -t sandboxes sandbox ids "$@"
 }
 __sbx_snapshot_names() {

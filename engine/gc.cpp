@@ -4,6 +4,7 @@
 // older_than_s, also snapshots not used for that long.
 #include "engine/engine.h"
 
+#include "common/log.h"
 #include "runtime/backends.h"
 #include "runtime/snapshot_copies.h"
 
@@ -15,6 +16,8 @@ GcResult Engine::gc(int64_t older_than_s) {
   for (auto& p : runtime::gc_snapshot_copies(cfg_.run_root)) out.removed.push_back(std::move(p));
   if (older_than_s >= 0) out.snapshots = snapshot::gc(cfg_.root, cfg_.run_root, older_than_s);
   out.store = oci::Store(cfg_.root).gc(cfg_.run_root);
+  for (const auto& p : out.removed) log::debug("gc: removed " + p);
+  for (const auto& r : out.snapshots) log::debug("gc: removed snapshot " + r.name);
   return out;
 }
 

@@ -1,6 +1,8 @@
 // Engine: images (oci/store.h, oci/export.h).
 #include "engine/engine.h"
 
+#include "common/log.h"
+
 namespace sbx::engine {
 
 oci::ImageRecord Engine::import_image(const ImportRequest& req) {
@@ -8,7 +10,11 @@ oci::ImageRecord Engine::import_image(const ImportRequest& req) {
   oci::ImportOptions o;
   o.name = req.name;
   o.progress = req.progress;
-  return store.import(req.path, o);
+  log::debug("import " + req.path + (req.name.empty() ? "" : " as " + req.name));
+  oci::ImageRecord rec = store.import(req.path, o);
+  log::debug("import " + req.path + ": image " + rec.id.substr(0, 12) + ", " + std::to_string(rec.diff_ids.size()) +
+             " layers, " + std::to_string(rec.size) + " bytes");
+  return rec;
 }
 
 std::vector<oci::ImageRecord> Engine::list_images() { return oci::Store(cfg_.root).list(); }

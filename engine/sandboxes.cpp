@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
 #include "engine/engine.h"
 #include "gpu/cdi.h"
 #include "gpu/nvidia.h"
@@ -112,6 +113,21 @@ void Engine::apply_gpus(const GpuRequest& o, SandboxSpec& spec) {
   spec = std::move(out);
 }
 
+namespace {
+
+/// One line on what a sandbox is about to be, for --log-level debug.
+std::string describe(const SandboxSpec& s, UsernsMode userns) {
+  std::string cmd;
+  for (const auto& a : s.process.args) cmd += (cmd.empty() ? "" : " ") + a;
+  std::string out = "runtime " + s.runtime + ", image " + (s.image_ref.empty() ? "(rootfs)" : s.image_ref);
+  if (!s.image_id.empty()) out += " (" + s.image_id.substr(0, 12) + ", " + std::to_string(s.layer_dirs.size()) + " layers)";
+  out += std::string(", userns ") + (userns == UsernsMode::Host ? "host" : "auto") + ", " + std::to_string(s.mounts.size()) +
+         " mounts, command [" + cmd + "]";
+  return out;
+}
+
+}  // namespace
+
 RunResult Engine::run(const RunRequest& req) {
   auto t0 = std::chrono::steady_clock::now();
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
@@ -133,8 +149,11 @@ RunResult Engine::run(const RunRequest& req) {
       with_copies.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
     spec = &with_copies;
   }
+  if (log::enabled(log::Level::debug)) log::debug("run " + r.id.substr(0, 12) + ": " + describe(*spec, req.userns));
   r.status = backend->run(*spec, use_userns(*spec, req.userns), req.io);
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  log::debug("run " + r.id.substr(0, 12) + ": ended (" + spec::end_reason(r.status) + ", exit " +
+             std::to_string(spec::reported_exit_code(r.status)) + ") after " + std::to_string(r.elapsed.count()) + " ms");
   if (!r.status.usage.duration_ms) r.status.usage.duration_ms = static_cast<uint64_t>(r.elapsed.count());
   return r;
 }
@@ -142,6 +161,7 @@ RunResult Engine::run(const RunRequest& req) {
 std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
+  if (log::enabled(log::Level::debug)) log::debug("create: " + describe(req.spec, req.userns));
   if (req.mount_snapshots.empty())
     return backend->create(req.spec, use_userns(req.spec, req.userns), req.stdin_fd, req.reuse_layer);
   SandboxSpec spec = req.spec;

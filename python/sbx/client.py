@@ -3,8 +3,8 @@ TCP with a bearer token, standard library only.
 
 Where the server is, in this order: the ``host`` given to :class:`Client`;
 ``SBX_HOST`` (``unix:///path/to.sock`` or ``http://127.0.0.1:PORT``, the
-token in ``SBX_TOKEN``); ``sbx serve``'s default socket
-``/run/sbx/docker.sock``.
+token in ``SBX_TOKEN``); ``sbx serve``'s default socket, ``docker.sock`` in
+sbx's run root (``$SBX_RUN_ROOT``, default ``/run/sbx``).
 """
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 from . import errors
 
 DEFAULT_SOCKET = "/run/sbx/docker.sock"
+
+
+def default_socket() -> str:
+    """``sbx serve``'s default socket: docker.sock in the run root that sbx
+    itself uses (``$SBX_RUN_ROOT``, else /run/sbx)."""
+    run_root = os.environ.get("SBX_RUN_ROOT")
+    return os.path.join(run_root, "docker.sock") if run_root else DEFAULT_SOCKET
 
 # The exec stream's frame kinds (docs/api.md, server/sbx_v1.h).
 STDIN, STDOUT, STDERR, EXIT, STDIN_CLOSE, KILL, RESIZE, ERROR = range(8)
@@ -54,7 +61,7 @@ class Client:
 
     def __init__(self, host: Optional[str] = None, token: Optional[str] = None,
                  timeout: Optional[float] = None) -> None:
-        host = host or os.environ.get("SBX_HOST") or ("unix://" + DEFAULT_SOCKET)
+        host = host or os.environ.get("SBX_HOST") or ("unix://" + default_socket())
         self.host = host
         self.token = token if token is not None else os.environ.get("SBX_TOKEN")
         self.timeout = timeout

@@ -131,6 +131,10 @@ CheckpointResult GvisorBackend::checkpoint(const SandboxRef& sb, const Checkpoin
   // Debian's runsc 20221219 and kills the sandbox: sbx does the same two steps.
   if (req.leave_running) return checkpoint_gvisor_resume(req.dir, req.name, opts_.run_root, g);
   checkpoint_gvisor(req.dir, g);
+  // runsc has stopped the sandbox; its monitor records the end a moment
+  // later. Wait for that record so that `sbx ps` right after the checkpoint
+  // says Exited, not Up (bounded: a monitor that never writes is gc's).
+  wait_sandbox(sb.dir, std::chrono::seconds(10));
   CheckpointResult r;
   r.image = g.image;
   return r;

@@ -66,6 +66,7 @@ GvisorCheckpointRequest gvisor_request(const std::string& run_root, const Sandbo
   r.bundle = dir + "/bundle";
   r.container_id = st.id;
   r.image = st.image_id.empty() ? st.image_ref : st.image_id;
+  r.image_ref = st.image_ref;
   if (!fs::exists(dir + "/meta.json") || !fs::exists(r.bundle + "/config.json"))
     throw Error("sandbox " + st.id + " has no gvisor bundle and meta.json in " + dir + "; it was not started by a version of sbx that can checkpoint it");
   try {
@@ -103,7 +104,8 @@ void checkpoint_gvisor(const std::string& dir, const GvisorCheckpointRequest& re
     json meta = {{"layer_dirs", req.layer_dirs},
                  {"runsc_flags", req.runsc_flags},
                  {"container_id", req.container_id},
-                 {"image", req.image}};
+                 {"image", req.image},
+                 {"image_ref", req.image_ref}};
     fs::write_file_atomic(dir + "/meta.json", meta.dump(2), 0600);
     std::vector<std::string> argv = runsc_base(req.runsc, req.runsc_root, req.runsc_flags, "");
     argv.insert(argv.end(), {"checkpoint", "--image-path", dir + "/image"});
@@ -139,6 +141,7 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& cdir, const std::
   if (layers.empty()) throw Error("memory snapshot '" + name + "' records no image layers");
   std::vector<std::string> flags = meta.value("runsc_flags", std::vector<std::string>{});
   const std::string image = meta.value("image", "");
+  const std::string image_ref = meta.value("image_ref", image);
   // The limits the sandbox ran with (its config, --pids-limit head room
   // included): each copy's cgroup gets them, as create does.
   Resources limits;
@@ -170,7 +173,8 @@ std::vector<RestoredSandbox> restore_gvisor(const std::string& cdir, const std::
       SandboxState st;
       st.id = s.id;
       st.name = nm;
-      st.image_id = st.image_ref = image;
+      st.image_id = image;
+      st.image_ref = image_ref;
       st.runtime = GvisorBackend::kName;
       st.status = "creating";
       st.created_ms = now_ms();

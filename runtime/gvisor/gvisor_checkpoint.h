@@ -12,7 +12,7 @@
 // A checkpoint directory (CheckpointRequest::dir):
 //   image/        runsc's checkpoint image (checkpoint.img)
 //   config.json   the sandbox's OCI runtime config at checkpoint time
-//   meta.json     {"layer_dirs": [...], "runsc_flags": [...], "container_id": …, "image": …}
+//   meta.json     {"layer_dirs": [...], "runsc_flags": [...], "container_id": …, "image": …, "image_ref": …}
 #pragma once
 #include <sys/types.h>
 
@@ -33,6 +33,7 @@ struct GvisorCheckpointRequest {
   std::vector<std::string> runsc_flags;  ///< global flags it was started with (e.g. --network=none, --overlay2=root:memory)
   std::vector<std::string> layer_dirs;   ///< image layers of its rootfs, bottom first
   std::string image;          ///< image ref or id (recorded in meta.json)
+  std::string image_ref;      ///< the image's name as the user gave it (restored copies show it in ps)
   bool leave_running = false; ///< keep the sandbox running (else runsc stops it)
 };
 

@@ -60,6 +60,9 @@ this is not json
 {"id": "ok1", "cmd": ["echo", "duplicate"]}
 {"id": "b64", "cmd": ["cat", "/in/b"], "files": {"/in/b": {"base64": "aGVsbG8="}}, "stdin": "x"}
 J
+echo '{"id": "one", "cmd": ["true"]}' >"$T/one.jsonl"
+$SBX batch -P 1 --image $BB "$T/one.jsonl" >/dev/null 2>"$T/one.err"
+check "the summary of a batch without --resume names no skipped tasks" grep -q "^sbx batch: 1 done, 0 failed, 1 total" "$T/one.err"
 expect_rc "a batch with malformed lines exits 1" 1 $SBX batch -q --image $BB -o "$T/bad.out" "$T/bad.jsonl"
 check "9 lines, 1 blank: 8 results" test "$(wc -l <"$T/bad.out")" = 8
 inv=$(results "$T/bad.out" line end_reason | awk '$3 == "invalid" {print $2}' | sort -n | tr '\n' ' ')

@@ -190,6 +190,19 @@ J=$(S inspect box)
 echo "$J" | grep -q '"Status": "running"' && ok "inspect: running" || fail "inspect status"
 echo "$J" | grep -q '"team": "a"' && ok "inspect: labels" || fail "inspect labels"
 S create --name box busybox >/dev/null 2>&1 && fail "a second sandbox with the same name" || ok "names are unique"
+# ps: NAMES stays in its column whatever STATUS says (a timed-out sandbox's is long).
+S create --name late --timeout 1s busybox sleep 30 >/dev/null
+for _ in $(seq 50); do S ps -a | grep -q 'Exited (124)' && break; sleep 0.1; done
+table=$(S ps -a)
+col=$(awk 'NR == 1 {print index($0, "NAMES")}' <<<"$table")
+name_col() { awk -v n="$1" '$NF == n {print length($0) - length($NF) + 1}' <<<"$table"; }
+[ "$(name_col late)" = "$col" ] && [ "$(name_col box)" = "$col" ] &&
+  grep -q "Exited (124) timeout .* ago" <<<"$table" && ok "ps: columns aligned, the timeout said" || fail "ps columns: $table"
+S rm -f late >/dev/null
+# Shell completion offers sandbox names beside short ids (bash; the `sbx` on PATH).
+words=$(PATH=$(dirname "$SBX"):$PATH bash -c 'source "$1"; COMP_WORDS=(sbx --root "$2" --run-root "$3" exec ""); COMP_CWORD=6; _sbx; printf "%s\n" "${COMPREPLY[@]}"' _ "$SBX_TEST_SRC/completions/sbx.bash" "$ROOT" "$RUN")
+grep -qx box <<<"$words" && grep -qx "${ID:0:12}" <<<"$words" && ok "bash completion of exec offers the name and the short id" ||
+  fail "bash completion of exec: got '$words'"
 ID2=$(S create --label team=b busybox)
 expect_eq "$(S ps -q --filter label=team=b)" "${ID2:0:12}" "ps --filter label=k=v"
 S rm box 2>/dev/null && fail "rm of a running sandbox without -f" || ok "rm refuses a running sandbox"

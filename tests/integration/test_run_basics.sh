@@ -30,6 +30,14 @@ for bad in --nosuchflag --memroy=1g; do
   out=$(run $bad $BB -- echo hi 2>&1)
   check "run $bad IMAGE -- CMD names the option" grep -q "unknown option ${bad%%=*}; see 'sbx run --help'" <<<"$out"
 done
+# After "IMAGE --" every word is the command's: its -h/-v are not sbx's.
+check "run IMAGE -- CMD -v: the command gets -v (not sbx's version)" test "$(run $BB -- echo -v 2>&1)" = "-v"
+check "run IMAGE -- CMD --help: the command gets it (not run's help)" test "$(run $BB -- sh -c 'echo "$1"' sh --help 2>&1)" = "--help"
+check "run -e K=V -- IMAGE CMD: a leading -- still works" test "$(run -e K=V -- $BB sh -c 'echo $K' 2>&1)" = "V"
+check "run IMAGE -- -x: a command word starting with '-' stays the command" grep -q 'executable file not found' <<<"$(run $BB -- -x 2>&1)"
+for c in "run [OPTIONS] IMAGE [--] [COMMAND" "create [OPTIONS] IMAGE [--] [COMMAND" "exec [OPTIONS] SANDBOX [--] COMMAND"; do
+  check "sbx ${c%% *} --help's usage line names its positionals" grep -qF "Usage: sbx $c" <<<"$($SBX ${c%% *} --help)"
+done
 out=$($SBX exec --nosuch agent -- true 2>&1)
 check "exec --nosuch names the option" grep -q "unknown option --nosuch; see 'sbx exec --help'" <<<"$out"
 out=$($SBX --root "$T/r1" --root "$T/r2" ps 2>&1)

@@ -246,11 +246,10 @@ while True:
   fi
   # Without it, the original stops at the checkpoint.
   [ "$(sbx checkpoint "${gid:0:10}" --name c1)" = c1 ] || fail "checkpoint by id prefix"
+  # checkpoint returns once the end is recorded: ps right after it says so.
+  sbx ps -a | grep " counter$" | grep -q Exited || fail "ps right after the checkpoint does not say the original ended: $(sbx ps -a | grep counter)"
   sleep 0.3; at=$(last counter); sleep 0.3
   [ "$(last counter)" = "$at" ] || fail "the original still counts after its checkpoint ($at -> $(last counter))"
-  # (Its monitor notices runsc's end a moment later: runsc 20240729 takes longer to exit after a checkpoint.)
-  for _ in $(seq 50); do sbx ps -a | grep " counter$" | grep -q Exited && break; sleep 0.1; done
-  sbx ps -a | grep " counter$" | grep -q Exited || fail "the checkpointed original is not reported ended: $(sbx ps -a | grep counter)"
   sbx snapshots --json | python3 -c '
 import json, sys
 s = {r["Name"]: r for r in json.load(sys.stdin)}
@@ -264,6 +263,8 @@ assert s["c1"]["Kind"] == "memory" and s["c1"]["Runtime"] == "gvisor" and s["c1"
     [ "$first" = $((at + 1)) ] || fail "copy-$i starts at $first, want $((at + 1)) (the count after the checkpoint)"
   done
   echo "checkpointed at $at; 3 copies continue from $((at + 1))"
+  image_of() { sbx ps -a | awk -v n="$1" '$NF == n {print $2}'; }
+  [ "$(image_of copy-1)" = "$(image_of counter)" ] || fail "a restored copy's IMAGE is '$(image_of copy-1)', want the original's '$(image_of counter)'"
   # Diverge: each copy writes its own file; siblings do not see it.
   for i in 1 2 3; do sbx exec copy-$i sh -c "echo $i > /tmp/mine-$i"; done
   for i in 1 2 3; do

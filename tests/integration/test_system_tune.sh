@@ -17,6 +17,7 @@ check() { local d=$1; shift; if "$@"; then passes=$((passes + 1)); echo "ok   $d
 echo "found: $mnt $before (favordynmods $was)"
 
 check "sbx info reports the state ($was)" grep -q "^favordynmods: $was (cgroup2 at $mnt" <<<"$("$SBX" info)"
+check "system tune --json: favordynmods_before is null when nothing changed" grep -q '"favordynmods_before": null' <<<"$("$SBX" system tune --json)"
 check "sbx info --json too" grep -q "\"favordynmods\": $([ $was = on ] && echo true || echo false)" <<<"$("$SBX" info --json)"
 if ! "$SBX" system tune --favordynmods on >"$(mktemp)" 2>/tmp/tune.err.$$; then
   if grep -q "favordynmods" /tmp/tune.err.$$; then echo "SKIP: this kernel has no favordynmods: $(cat /tmp/tune.err.$$)"; rm -f /tmp/tune.err.$$; exit 77; fi
