@@ -337,7 +337,20 @@ std::vector<std::string> gc(const std::string& run_root, BackendOf backend_of) {
   for (auto& p : gc_id_slots(run_root, true)) removed.push_back(p);
   if (DIR* d = ::opendir((run_root + "/.names").c_str())) {
     while (struct dirent* e = ::readdir(d)) {
-      if (e->d_name[0] == '.') continue;
+      if (e->d_name[0] == '.') {
+        // .<name>.lock of a `sbx run --name` that was killed: no one holds it.
+        size_t len = std::strlen(e->d_name);
+        if (len < 7 || std::strcmp(e->d_name + len - 5, ".lock") != 0) continue;
+        int fd = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) continue;
+        struct stat a {}, b {};
+        // Unlinked while we hold its lock, and only if the name is still this file.
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &a) == 0 &&
+            ::fstatat(::dirfd(d), e->d_name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino)
+          ::unlinkat(::dirfd(d), e->d_name, 0);
+        ::close(fd);
+        continue;
+      }
       std::string link = run_root + "/.names/" + e->d_name;
       char target[128];
       ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
