@@ -373,25 +373,36 @@ std::vector<std::string> gc_step(const std::string& run_root, BackendOf backend_
   if (fd < 0) return removed;
   int64_t cursor = 0;
   if (::fgetxattr(fd, kGcCursorXattr, &cursor, sizeof cursor) != sizeof cursor) cursor = 0;
-  // One getdents64 of at most max_bytes from where the last step stopped: a
-  // few entries, whatever the number of sandboxes.
+  // getdents64 of at most max_bytes in all from where the last step stopped,
+  // around to the start at the end of the dir: a few entries, whatever the
+  // number of sandboxes.
   std::vector<char> buf(std::max<size_t>(max_bytes, 512));
-  long n = -1;
-  if (::lseek(fd, cursor, SEEK_SET) >= 0) n = ::syscall(SYS_getdents64, fd, buf.data(), buf.size());
-  if (n <= 0 && cursor != 0) {
-    // The end of the dir (or a cursor the file system no longer knows): around again.
-    cursor = 0;
-    if (::lseek(fd, 0, SEEK_SET) >= 0) n = ::syscall(SYS_getdents64, fd, buf.data(), buf.size());
-  }
   std::vector<std::string> names;
   int64_t next = cursor;
-  for (long off = 0; off < n;) {
-    auto* e = reinterpret_cast<struct dirent64*>(buf.data() + off);
-    names.emplace_back(e->d_name);
-    next = e->d_off;
-    off += e->d_reclen;
+  size_t budget = buf.size();
+  bool wrapped = false;
+  if (::lseek(fd, cursor, SEEK_SET) < 0) {
+    // (A cursor the file system no longer knows.)
+    next = 0;
+    wrapped = ::lseek(fd, 0, SEEK_SET) == 0;
   }
-  if (n <= 0) next = 0;
+  while (budget >= 128) {
+    long n = ::syscall(SYS_getdents64, fd, buf.data(), budget);
+    if (n < 0) break;
+    if (n == 0) {  // the end: around again, once
+      next = 0;
+      if (wrapped || ::lseek(fd, 0, SEEK_SET) != 0) break;
+      wrapped = true;
+      continue;
+    }
+    for (long off = 0; off < n;) {
+      auto* e = reinterpret_cast<struct dirent64*>(buf.data() + off);
+      if (std::find(names.begin(), names.end(), e->d_name) == names.end()) names.emplace_back(e->d_name);
+      next = e->d_off;
+      off += e->d_reclen;
+    }
+    budget -= static_cast<size_t>(n);
+  }
   (void)::fsetxattr(fd, kGcCursorXattr, &next, sizeof next, 0);
   ::close(fd);
   for (const auto& name : names) {
