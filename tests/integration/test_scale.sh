@@ -106,11 +106,17 @@ for l in "$SBX_RUN_ROOT"/.userns-*; do [ -d "$SBX_RUN_ROOT/$(readlink "$l")" ] |
 check "every claim link names a live state dir ($bad do not)" test $bad = 0
 
 # --- remove them all ------------------------------------------------------------
+# (This test's own cgroups, by name: the leak check below also counts what
+# other sbx users on the host make meanwhile under sbx's parent cgroup.)
+cat "$SBX_RUN_ROOT"/*/state.json | grep -oE '"/sys/fs/cgroup/[^"]*sbx-[0-9a-f]{12}"' | tr -d '"' | sort -u >"$T/cgroups"
+check "the sandboxes' cgroups are recorded ($(wc -l <"$T/cgroups"))" test "$(wc -l <"$T/cgroups")" -ge "$(live)"
 start=$(date +%s%N)
 $SBX ps -aq --no-trunc | xargs -r -P "$p" -n 25 $SBX rm -f >/dev/null 2>"$T/rm.err"
 echo "removed all in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 check "sbx rm -f of all: no error ($(head -3 "$T/rm.err"))" test ! -s "$T/rm.err"
 check "no sandbox left" test "$(live)" = 0
+cg_left=$(while read -r c; do [ -d "$c" ] && echo "$c"; done <"$T/cgroups")
+check "none of this test's $(wc -l <"$T/cgroups") cgroups is left ($(echo $cg_left | head -c 200))" test -z "$cg_left"
 check "no claim link left" test -z "$(ls -A "$SBX_RUN_ROOT" | grep '^\.userns-')"
 rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null
 finish
