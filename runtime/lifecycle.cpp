@@ -7,8 +7,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -206,108 +208,149 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
   if (::rename(dir.c_str(), trash.c_str()) < 0 && errno != ENOENT) throw_errno("rename " + dir + " to " + trash);
   crash_point("rm-renamed");
   if (have_state) release_name(run_root, st.name, id);
+  release_id_slot(run_root, id, trash);
   if (int e = remove_tree(trash)) throw_errno("remove " + trash + "; 'sbx gc' will retry", e);
   // Its network state (a --network private lease), whoever made it: a
   // `sbx serve` that created it lives on, so gc_networks would not see it.
   release_sandbox_networks(id);
 }
 
-std::vector<std::string> gc(const std::string& run_root, BackendOf backend_of) {
-  // Runs on every `sbx run` start too (StartOptions::gc_stale): cheap checks
-  // only, and never a sandbox someone may still want: a created sandbox (it
-  // has a creator_pid) is removed only when its create died half-way ("dead");
-  // an ended one keeps its end record and log until `sbx rm`.
-  std::vector<std::string> removed;
-  for (const auto& id : list_ids(run_root)) {
-    std::string dir = sandbox_dir(run_root, id);
-    bool remove = false;
-    std::unique_ptr<Backend> backend;
+namespace {
+
+// One sandbox dir of gc: removed (with `removed` told) when its sandbox is
+// gone. Reads its state.json and /proc/PID/stat of its init, owner and creator.
+void gc_sandbox(const std::string& run_root, const std::string& id, BackendOf backend_of,
+                std::vector<std::string>& removed) {
+  // Never a sandbox someone may still want: a created sandbox (it has a
+  // creator_pid) is removed only when its create died half-way ("dead"); an
+  // ended one keeps its end record and log until `sbx rm`.
+  std::string dir = sandbox_dir(run_root, id);
+  bool remove = false;
+  std::unique_ptr<Backend> backend;
+  try {
+    // (Settled: a create that has just finished and exited is not "dead".)
+    SandboxState st = read_state_settled(dir);
+    // A create that died before it recorded the sandbox as running: its
+    // sandbox must not live on, even where its init still does (issue 22).
+    const bool orphan = st.creator_pid != 0 && st.status == "creating" && !creator_alive(st);
+    if (state_alive(st) && !orphan) return;
+    if (backend_of) {
+      BackendOptions bo;
+      bo.run_root = run_root;
+      bo.backend_of = backend_of;
+      backend = backend_of(st, bo);
+    }
+    if (st.creator_pid != 0 && st.status != "creating") {
+      // A created sandbox that ended: its record (end, log) stays for
+      // ps -a / rm; what its backend still holds goes (gVisor, whose
+      // monitor was killed: its runsc state, processes and cgroups).
+      if (backend)
+        if (std::string what = backend->release(SandboxRef{dir, st}); !what.empty())
+          removed.push_back(dir + " (" + what + ")");
+      return;
+    }
+    if (st.creator_pid == 0) {
+      // A `sbx run` sandbox: its own sbx removes it when the run ends, so it
+      // is a leftover only once that sbx is gone too (killed). Its init
+      // alone being dead means nothing: that sbx may be about to clean up.
+      // (owner_pid 0: a state of an older sbx, which did not record it.)
+      remove = st.owner_pid <= 0 || process_start_time(st.owner_pid) != st.owner_start;
+    } else if (st.status == "creating") {
+      remove = orphan;
+    }
+  } catch (const Error&) {
+    // No state.json: a start in progress, or one killed before it wrote it.
+    struct stat sb {};
+    remove = ::stat(dir.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime > 10;
+  }
+  if (!remove) return;
+  try {
+    remove_sandbox(run_root, id, true, backend.get());
+    removed.push_back(dir);
+  } catch (const Error& e) {
+    log::warn("gc: " + std::string(e.what()));
+  }
+}
+
+// One dot-entry of the run root: a half-removed sandbox (.trash-<id>), a
+// create that died before its dir got its id (.new-<id>), a killed batch's
+// files (.batch-<pid>), a user-namespace slot whose owner is gone (.userns-N).
+void gc_dot_entry(const std::string& run_root, const char* name, std::vector<std::string>& removed) {
+  bool trash = std::strncmp(name, ".trash-", 7) == 0;
+  bool fresh = std::strncmp(name, ".new-", 5) == 0;
+  std::string path = run_root + "/" + name;
+  if (std::strncmp(name, ".batch-", 7) == 0) {
+    // A `sbx batch` (engine/batch.h) keeps its tasks' files in .batch-<pid>
+    // while it runs: gone with a batch that was killed (a live pid, even a
+    // reused one, keeps it: the conservative side).
+    pid_t owner = static_cast<pid_t>(std::atoi(name + 7));
+    if (owner > 0 && process_start_time(owner) == 0 && remove_tree(path) == 0) removed.push_back(path);
+    return;
+  }
+  if (std::strncmp(name, ".userns-", 8) == 0) {
+    if (release_stale_id_slot(run_root, name)) removed.push_back(path);
+    return;
+  }
+  if (!trash && !fresh) return;
+  if (fresh) {
+    // A create that died before its dir got its id: only once its creator is gone.
+    bool building;
     try {
-      // (Settled: a create that has just finished and exited is not "dead".)
-      SandboxState st = read_state_settled(dir);
-      // A create that died before it recorded the sandbox as running: its
-      // sandbox must not live on, even where its init still does (issue 22).
-      const bool orphan = st.creator_pid != 0 && st.status == "creating" && !creator_alive(st);
-      if (state_alive(st) && !orphan) continue;
-      if (backend_of) {
-        BackendOptions bo;
-        bo.run_root = run_root;
-        bo.backend_of = backend_of;
-        backend = backend_of(st, bo);
-      }
-      if (st.creator_pid != 0 && st.status != "creating") {
-        // A created sandbox that ended: its record (end, log) stays for
-        // ps -a / rm; what its backend still holds goes (gVisor, whose
-        // monitor was killed: its runsc state, processes and cgroups).
-        if (backend)
-          if (std::string what = backend->release(SandboxRef{dir, st}); !what.empty())
-            removed.push_back(dir + " (" + what + ")");
-        continue;
-      }
-      if (st.creator_pid == 0) {
-        // A `sbx run` sandbox: its own sbx removes it when the run ends, so it
-        // is a leftover only once that sbx is gone too (killed). Its init
-        // alone being dead means nothing: that sbx may be about to clean up.
-        // (owner_pid 0: a state of an older sbx, which did not record it.)
-        remove = st.owner_pid <= 0 || process_start_time(st.owner_pid) != st.owner_start;
-      } else if (st.status == "creating") {
-        remove = orphan;
-      }
+      auto st = read_state(path);
+      building = creator_alive(st);
     } catch (const Error&) {
-      // No state.json: a start in progress, or one killed before it wrote it.
       struct stat sb {};
-      remove = ::stat(dir.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime > 10;
+      building = ::stat(path.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime <= 10;
     }
-    if (!remove) continue;
-    try {
-      remove_sandbox(run_root, id, true, backend.get());
-      removed.push_back(dir);
-    } catch (const Error& e) {
-      log::warn("gc: " + std::string(e.what()));
-    }
+    if (building) return;
   }
-  // Half-removed sandboxes and dangling names.
+  // Someone (an `sbx rm`, another gc) is emptying it right now: theirs.
+  DirLock mine(path, false);
+  if (!mine.still_there()) return;
+  try {
+    destroy_cgroup_dirs(read_state(path).cgroups);
+  } catch (const Error&) {
+  }
+  if (trash) release_id_slot(run_root, name + 7, path);
+  if (remove_tree(path) == 0) removed.push_back(path);
+}
+
+// The run root's gc cursor: the readdir position (d_off) the last bounded
+// step stopped at, kept as an xattr of the run root itself (no file in it).
+constexpr const char* kGcCursorXattr = "trusted.sbx.gc-cursor";
+
+}  // namespace
+
+std::vector<std::string> gc(const std::string& run_root, BackendOf backend_of) {
+  std::vector<std::string> removed;
+  for (const auto& id : list_ids(run_root)) gc_sandbox(run_root, id, backend_of, removed);
+  // Half-removed sandboxes, killed batches, stale id slots.
   if (DIR* d = ::opendir(run_root.c_str())) {
-    while (struct dirent* e = ::readdir(d)) {
-      bool trash = std::strncmp(e->d_name, ".trash-", 7) == 0;
-      bool fresh = std::strncmp(e->d_name, ".new-", 5) == 0;
-      if (std::strncmp(e->d_name, ".batch-", 7) == 0) {
-        // A `sbx batch` (engine/batch.h) keeps its tasks' files in .batch-<pid>
-        // while it runs: gone with a batch that was killed (a live pid, even a
-        // reused one, keeps it: the conservative side).
-        pid_t owner = static_cast<pid_t>(std::atoi(e->d_name + 7));
-        std::string path = run_root + "/" + e->d_name;
-        if (owner > 0 && process_start_time(owner) == 0 && remove_tree(path) == 0) removed.push_back(path);
-        continue;
-      }
-      if (!trash && !fresh) continue;
-      std::string path = run_root + "/" + e->d_name;
-      if (fresh) {
-        // A create that died before its dir got its id: only once its creator is gone.
-        bool building;
-        try {
-          auto st = read_state(path);
-          building = creator_alive(st);
-        } catch (const Error&) {
-          struct stat sb {};
-          building = ::stat(path.c_str(), &sb) == 0 && ::time(nullptr) - sb.st_mtime <= 10;
-        }
-        if (building) continue;
-      }
-      // Someone (an `sbx rm`, another gc) is emptying it right now: theirs.
-      DirLock mine(path, false);
-      if (!mine.still_there()) continue;
-      try {
-        destroy_cgroup_dirs(read_state(path).cgroups);
-      } catch (const Error&) {
-      }
-      if (remove_tree(path) == 0) removed.push_back(path);
-    }
+    std::vector<std::string> dots;
+    while (struct dirent* e = ::readdir(d))
+      if (e->d_name[0] == '.' && std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        dots.emplace_back(e->d_name);
     ::closedir(d);
+    for (const auto& n : dots) gc_dot_entry(run_root, n.c_str(), removed);
   }
+  // Slots recorded by an older sbx without a link get one.
+  for (auto& p : gc_id_slots(run_root, true)) removed.push_back(p);
   if (DIR* d = ::opendir((run_root + "/.names").c_str())) {
     while (struct dirent* e = ::readdir(d)) {
-      if (e->d_name[0] == '.') continue;
+      if (e->d_name[0] == '.') {
+        // .<name>.lock of a `sbx run --name` that was killed: no one holds it.
+        size_t len = std::strlen(e->d_name);
+        if (len < 7 || std::strcmp(e->d_name + len - 5, ".lock") != 0) continue;
+        int fd = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0) continue;
+        struct stat a {}, b {};
+        // Unlinked while we hold its lock, and only if the name is still this file.
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && ::fstat(fd, &a) == 0 &&
+            ::fstatat(::dirfd(d), e->d_name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino)
+          ::unlinkat(::dirfd(d), e->d_name, 0);
+        ::close(fd);
+        continue;
+      }
       std::string link = run_root + "/.names/" + e->d_name;
       char target[128];
       ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
@@ -320,9 +363,54 @@ std::vector<std::string> gc(const std::string& run_root, BackendOf backend_of) {
   // sbx-* cgroups no sandbox dir names any more (a create killed before it
   // recorded them, or a `sbx run` killed with SIGKILL).
   for (auto& c : gc_stale_cgroups()) removed.push_back(c);
-  // (User-namespace ranges live in each sandbox's state dir: removing the
-  // dir frees the range; see runtime/linux/userns.h.)
   for (auto& n : gc_networks()) removed.push_back("network " + n);
+  return removed;
+}
+
+std::vector<std::string> gc_step(const std::string& run_root, BackendOf backend_of, size_t max_bytes) {
+  std::vector<std::string> removed;
+  int fd = ::open(run_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return removed;
+  int64_t cursor = 0;
+  if (::fgetxattr(fd, kGcCursorXattr, &cursor, sizeof cursor) != sizeof cursor) cursor = 0;
+  // getdents64 of at most max_bytes in all from where the last step stopped,
+  // around to the start at the end of the dir: a few entries, whatever the
+  // number of sandboxes.
+  std::vector<char> buf(std::max<size_t>(max_bytes, 512));
+  std::vector<std::string> names;
+  int64_t next = cursor;
+  size_t budget = buf.size();
+  bool wrapped = false;
+  if (::lseek(fd, cursor, SEEK_SET) < 0) {
+    // (A cursor the file system no longer knows.)
+    next = 0;
+    wrapped = ::lseek(fd, 0, SEEK_SET) == 0;
+  }
+  while (budget >= 128) {
+    long n = ::syscall(SYS_getdents64, fd, buf.data(), budget);
+    if (n < 0) break;
+    if (n == 0) {  // the end: around again, once
+      next = 0;
+      if (wrapped || ::lseek(fd, 0, SEEK_SET) != 0) break;
+      wrapped = true;
+      continue;
+    }
+    for (long off = 0; off < n;) {
+      auto* e = reinterpret_cast<struct dirent64*>(buf.data() + off);
+      if (std::find(names.begin(), names.end(), e->d_name) == names.end()) names.emplace_back(e->d_name);
+      next = e->d_off;
+      off += e->d_reclen;
+    }
+    budget -= static_cast<size_t>(n);
+  }
+  (void)::fsetxattr(fd, kGcCursorXattr, &next, sizeof next, 0);
+  ::close(fd);
+  for (const auto& name : names) {
+    if (name.size() == 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos)
+      gc_sandbox(run_root, name, backend_of, removed);
+    else if (name[0] == '.' && name != "." && name != "..")
+      gc_dot_entry(run_root, name.c_str(), removed);
+  }
   return removed;
 }
 

@@ -77,6 +77,14 @@ void remove_sandbox(const std::string& run_root, const std::string& id, bool for
 /// without a backend's steps). Returns the removed paths. No throw.
 std::vector<std::string> gc(const std::string& run_root, BackendOf backend_of);
 
+/// The bounded gc a start runs: the next few entries of the run root (one
+/// getdents64 of at most `max_bytes`, from where the last step stopped: a
+/// cursor kept as an xattr of the run root, around again at its end), each
+/// checked as gc checks it. Its cost does not grow with the number of
+/// sandboxes; every dead sandbox is still reached within (sandboxes / entries
+/// per step) starts, and at once by `sbx gc`. Returns the removed paths. No throw.
+std::vector<std::string> gc_step(const std::string& run_root, BackendOf backend_of, size_t max_bytes = 512);
+
 /// Kills every process in the cgroup dirs and removes them (v1 and v2; a dir
 /// that is already gone is fine). Returns the first errno (0 on success).
 int destroy_cgroup_dirs(const std::vector<std::string>& dirs) noexcept;

@@ -20,10 +20,11 @@ namespace sbx::runtime {
 namespace {
 
 /// What a start runs while it waits for runsc: the gc of dead sandboxes of
-/// every backend, when the registry made this backend.
+/// every backend, when the registry made this backend: a bounded step (the
+/// next few entries of the run root); `sbx gc` checks them all.
 std::function<void()> gc_while_starting(const BackendOptions& o) {
   if (!o.backend_of) return {};
-  return [run_root = o.run_root, of = o.backend_of] { gc(run_root, of); };
+  return [run_root = o.run_root, of = o.backend_of] { gc_step(run_root, of); };
 }
 
 }  // namespace

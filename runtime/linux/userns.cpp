@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -80,53 +81,102 @@ IdPool id_pool(const std::string& subuid, const std::string& subgid) {
   return u;
 }
 
+namespace {
+
+// RUN_ROOT/.userns-<slot>: a symlink to the id of the sandbox that holds the
+// slot. symlink(2) fails with EEXIST when the slot is taken, so a start takes
+// a range with one system call and never looks at the other sandboxes.
+std::string slot_link(const std::string& run_root, int slot) {
+  return run_root + "/.userns-" + std::to_string(slot);
+}
+
+// Holds the run root's flock (no extra file in it): taking over a dead
+// owner's slot and releasing one are read-then-unlink, which must not race.
+struct RunRootLock {
+  int fd;
+  explicit RunRootLock(const std::string& run_root) {
+    fd = ::open(run_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw_errno("open the run root " + run_root);
+    while (::flock(fd, LOCK_EX) < 0)
+      if (errno != EINTR) {
+        int e = errno;
+        ::close(fd);
+        throw_errno("lock the run root " + run_root, e);
+      }
+  }
+  ~RunRootLock() { ::close(fd); }  // closing drops the flock
+  RunRootLock(const RunRootLock&) = delete;
+  RunRootLock& operator=(const RunRootLock&) = delete;
+};
+
+// The id a slot link names; empty when there is none (or it is not an id).
+std::string slot_owner(const std::string& link) {
+  char target[80];
+  ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 0) return "";
+  target[n] = 0;
+  return is_sandbox_id(target) ? std::string(target) : std::string();
+}
+
+// Whether the sandbox `owner` still holds its slot: its state dir is there
+// (a range lives as long as the state dir, as before the index existed).
+bool owner_holds(const std::string& run_root, const std::string& owner) {
+  struct stat sb {};
+  return !owner.empty() && ::lstat((run_root + "/" + owner).c_str(), &sb) == 0;
+}
+
+// Takes `slot` for `id` (under the run root's lock): true when the link is
+// ours now, taking it over from an owner whose state dir is gone.
+bool take_slot(const std::string& run_root, const std::string& id, int slot) {
+  const std::string link = slot_link(run_root, slot);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (::symlink(id.c_str(), link.c_str()) == 0) return true;
+    if (errno != EEXIST) throw_errno("record the user-namespace range in " + link);
+    std::string owner = slot_owner(link);
+    if (owner == id) return true;
+    if (owner_holds(run_root, owner)) return false;
+    // Its sandbox is gone (a killed create or rm, a crash): free it.
+    ::unlink(link.c_str());
+  }
+  return false;
+}
+
+uint32_t random_u32() {
+  uint32_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) r = static_cast<uint32_t>(::getpid()) * 2654435761u;
+  return r;
+}
+
+}  // namespace
+
 IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool,
                           int prefer_slot) {
   int slots = static_cast<int>(pool.count / kIdRangeSize);
-  // The run root's own flock: no extra file in it.
-  int lockfd = ::open(run_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lockfd < 0) throw_errno("open the run root " + run_root);
-  struct Unlock {
-    int fd;
-    ~Unlock() { ::close(fd); }  // closing drops the flock
-  } unlock{lockfd};
-  while (::flock(lockfd, LOCK_EX) < 0)
-    if (errno != EINTR) throw_errno("lock the run root " + run_root);
-  // Slots in use: those named by live (or not yet collected) state dirs.
-  std::vector<bool> used(static_cast<size_t>(slots), false);
-  if (DIR* d = ::opendir(run_root.c_str())) {
-    while (struct dirent* e = ::readdir(d)) {
-      if (!is_sandbox_id(e->d_name)) continue;
-      int fd = ::openat(::dirfd(d), (std::string(e->d_name) + "/userns").c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;
-      char buf[16] = {};
-      ssize_t n = ::read(fd, buf, sizeof buf - 1);
-      ::close(fd);
-      int slot = -1;
-      if (n > 0) std::from_chars(buf, buf + n, slot);
-      if (slot >= 0 && slot < slots) used[static_cast<size_t>(slot)] = true;
-    }
-    ::closedir(d);
-  }
-  for (int i = -1; i < slots; ++i) {
-    int slot = i;
-    if (i < 0) {  // the preferred slot first
-      if (prefer_slot < 0 || prefer_slot >= slots) continue;
-      slot = prefer_slot;
-    }
-    if (used[static_cast<size_t>(slot)]) continue;
-    std::string file = run_root + "/" + sandbox_id + "/userns";
+  RunRootLock lock(run_root);
+  const std::string file = run_root + "/" + sandbox_id + "/userns";
+  auto record = [&](int slot) -> IdRange {
+    // The state dir's own copy: `sbx create` of a restarted sandbox reads its
+    // old slot there, and rm/gc find the slot to release.
     int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) throw_errno("record the user-namespace range in " + file);
-    std::string text = std::to_string(slot) + "\n";
-    ssize_t n = ::write(fd, text.data(), text.size());
     int e = errno;
-    ::close(fd);
+    std::string text = std::to_string(slot) + "\n";
+    ssize_t n = fd < 0 ? -1 : ::write(fd, text.data(), text.size());
+    if (fd >= 0) e = errno, ::close(fd);
     if (n != static_cast<ssize_t>(text.size())) {
-      ::unlink(file.c_str());
-      throw_errno("write " + file, n < 0 ? e : EIO);
+      if (fd >= 0) ::unlink(file.c_str());
+      ::unlink(slot_link(run_root, slot).c_str());
+      throw_errno((fd < 0 ? "record the user-namespace range in " : "write ") + file, n < 0 ? e : EIO);
     }
-    return {pool.start + static_cast<uint32_t>(slot) * kIdRangeSize, slot, file};
+    return {pool.start + static_cast<uint32_t>(slot) * kIdRangeSize, slot, file, slot_link(run_root, slot)};
+  };
+  if (prefer_slot >= 0 && prefer_slot < slots && take_slot(run_root, sandbox_id, prefer_slot)) return record(prefer_slot);
+  // From a random slot on: with N of S slots taken a start tries S/(S-N) on
+  // average, the same at 10 or 10,000 live sandboxes; all of them only when
+  // the pool is full.
+  const int first = slots > 0 ? static_cast<int>(random_u32() % static_cast<uint32_t>(slots)) : 0;
+  for (int n = 0; n < slots; ++n) {
+    int slot = (first + n) % slots;
+    if (take_slot(run_root, sandbox_id, slot)) return record(slot);
   }
   throw Error("all " + std::to_string(slots) + " user-namespace ranges of " + std::to_string(kIdRangeSize) +
                   " ids are in use (sandboxes in " + run_root + "); run 'sbx gc', or pass --userns host",
@@ -135,6 +185,79 @@ IdRange allocate_id_range(const std::string& run_root, const std::string& sandbo
 
 void release_id_range(const IdRange& r) noexcept {
   if (!r.file.empty()) ::unlink(r.file.c_str());
+  if (r.link.empty()) return;
+  auto slash = r.link.rfind('/');
+  auto id_slash = r.file.rfind('/');
+  if (slash == std::string::npos || id_slash == std::string::npos) return;
+  std::string run_root = r.link.substr(0, slash);
+  std::string dir = r.file.substr(0, id_slash);
+  std::string id = dir.substr(dir.rfind('/') + 1);
+  try {
+    RunRootLock lock(run_root);
+    if (slot_owner(r.link) == id) ::unlink(r.link.c_str());
+  } catch (const Error&) {
+  }
+}
+
+void release_id_slot(const std::string& run_root, const std::string& id, const std::string& dir) noexcept {
+  int fd = ::open((dir + "/userns").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[16] = {};
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  int slot = -1;
+  if (n <= 0 || std::from_chars(buf, buf + n, slot).ec != std::errc() || slot < 0) return;
+  try {
+    RunRootLock lock(run_root);
+    const std::string link = slot_link(run_root, slot);
+    if (slot_owner(link) == id) ::unlink(link.c_str());
+  } catch (const Error&) {
+  }
+}
+
+bool release_stale_id_slot(const std::string& run_root, const std::string& name) noexcept {
+  if (name.rfind(".userns-", 0) != 0) return false;
+  try {
+    RunRootLock lock(run_root);
+    const std::string link = run_root + "/" + name;
+    struct stat sb {};
+    if (::lstat(link.c_str(), &sb) < 0) return false;
+    if (owner_holds(run_root, slot_owner(link))) return false;
+    return ::unlink(link.c_str()) == 0;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+std::vector<std::string> gc_id_slots(const std::string& run_root, bool repair) noexcept {
+  std::vector<std::string> out;
+  try {
+    RunRootLock lock(run_root);
+    DIR* d = ::opendir(run_root.c_str());
+    if (!d) return out;
+    std::vector<std::pair<std::string, int>> recorded;  // (id, slot) of state dirs that have a range
+    while (struct dirent* e = ::readdir(d)) {
+      if (std::strncmp(e->d_name, ".userns-", 8) == 0) {
+        std::string link = run_root + "/" + e->d_name;
+        if (!owner_holds(run_root, slot_owner(link)) && ::unlink(link.c_str()) == 0) out.push_back(link);
+      } else if (repair && is_sandbox_id(e->d_name)) {
+        int fd = ::openat(::dirfd(d), (std::string(e->d_name) + "/userns").c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        char buf[16] = {};
+        ssize_t n = ::read(fd, buf, sizeof buf - 1);
+        ::close(fd);
+        int slot = -1;
+        if (n > 0 && std::from_chars(buf, buf + n, slot).ec == std::errc() && slot >= 0)
+          recorded.emplace_back(e->d_name, slot);
+      }
+    }
+    ::closedir(d);
+    // A range recorded by an sbx from before the index: put it in the index,
+    // so that no new sandbox gets the same ids.
+    for (const auto& [id, slot] : recorded) (void)!::symlink(id.c_str(), slot_link(run_root, slot).c_str());
+  } catch (const Error&) {
+  }
+  return out;
 }
 
 std::vector<IdMapping> id_maps(const IdRange& r) { return {{0, r.host_start, kIdRangeSize}}; }

@@ -3,10 +3,14 @@
 // Like podman's --userns=auto, every sandbox gets its own range of 65536 host
 // uids/gids (0..65535 inside), taken from a pool: the "sbx" entries of
 // /etc/subuid and /etc/subgid when present, else [2^31, 2^32 - 65536) (ids no
-// login user has). A range is recorded in the sandbox's own state dir
-// (RUN_ROOT/<id>/userns, the slot number), allocated under an flock on the run
-// root itself: so it is released with the state dir when the sandbox ends, and
-// a SIGKILLed sbx's range is held until `sbx gc` removes its state dir.
+// login user has). A slot is taken by creating the symlink
+// RUN_ROOT/.userns-<slot> -> <sandbox id> (EEXIST: taken), from a random slot
+// on, so that a start costs the same whatever the number of live sandboxes;
+// the slot is also recorded in the sandbox's own state dir (RUN_ROOT/<id>/userns).
+// A range is held as long as its owner's state dir exists: released by the
+// sandbox's end or rm; a link whose state dir is gone (a SIGKILLed create or
+// rm, a host crash) is taken over by the next start that hits it, or removed
+// by `sbx gc`.
 //
 // The image layers stay shared and unchanged on disk: the sandbox sees them
 // through idmapped mounts (mount_setattr(2) MOUNT_ATTR_IDMAP with the
@@ -39,6 +43,7 @@ struct IdRange {
   uint32_t host_start = 0;
   int slot = -1;     ///< index in the pool
   std::string file;  ///< RUN_ROOT/<id>/userns, which holds the slot
+  std::string link;  ///< RUN_ROOT/.userns-<slot> -> <id>, the host-wide claim
 };
 
 /// The pool: the first "sbx:START:COUNT" line of `subuid` when it has one and
@@ -47,12 +52,14 @@ struct IdRange {
 /// entries disagree or hold less than one range.
 IdPool id_pool(const std::string& subuid = "/etc/subuid", const std::string& subgid = "/etc/subgid");
 
-/// Takes the first free range of `pool` for sandbox `sandbox_id`, whose state
-/// dir RUN_ROOT/<sandbox_id> must exist. Ranges named in other state dirs are
-/// in use. Throws sbx::Error when every range is in use ("… all N
-/// user-namespace ranges are in use; run 'sbx gc' or pass --userns host").
+/// Takes a free range of `pool` for sandbox `sandbox_id`, whose state dir
+/// RUN_ROOT/<sandbox_id> must exist: the first free slot from a random one on,
+/// by symlink(2) of RUN_ROOT/.userns-<slot> (O(1) expected; reads no other
+/// sandbox's state). A slot whose owner's state dir is gone is taken over.
+/// Throws sbx::Error when every range is in use ("… all N user-namespace
+/// ranges are in use; run 'sbx gc' or pass --userns host").
 /// `prefer_slot` (>= 0): that slot when it is free (a restarted sandbox
-/// whose kept writable layer is owned by its old range), else the first free one.
+/// whose kept writable layer is owned by its old range), else any free one.
 IdRange allocate_id_range(const std::string& run_root, const std::string& sandbox_id, const IdPool& pool,
                           int prefer_slot = -1);
 
@@ -63,8 +70,25 @@ IdRange allocate_id_range(const std::string& run_root, const std::string& sandbo
 /// Throws sbx::Error naming the path when a walk or lchown fails.
 void shift_ids(const std::string& dir, uint32_t from, uint32_t to);
 
-/// Releases `r` (removes its file, so the state dir can be removed). No throw.
+/// Releases `r` (removes its file, so the state dir can be removed, and its
+/// slot link when it still names this sandbox). No throw.
 void release_id_range(const IdRange& r) noexcept;
+
+/// Releases the slot recorded in `dir`/userns (the state dir of sandbox `id`,
+/// or where rm moved it) when RUN_ROOT/.userns-<slot> still names `id`.
+/// For rm and gc. No throw.
+void release_id_slot(const std::string& run_root, const std::string& id, const std::string& dir) noexcept;
+
+/// Removes the slot link RUN_ROOT/`name` (.userns-<slot>) when its owner's
+/// state dir is gone (checked under the lock allocation takes): true when
+/// removed. For gc's bounded step. No throw.
+bool release_stale_id_slot(const std::string& run_root, const std::string& name) noexcept;
+
+/// `sbx gc`: removes every slot link whose owner's state dir is gone (the
+/// paths removed). With `repair`, also links the slots recorded in state dirs
+/// that have no link (sandboxes of an sbx from before the links). Reads every
+/// state dir; never on a start. No throw.
+std::vector<std::string> gc_id_slots(const std::string& run_root, bool repair) noexcept;
 
 /// The maps of a range: container 0 -> host_start, 65536 ids.
 std::vector<IdMapping> id_maps(const IdRange& r);

@@ -214,7 +214,7 @@ expect_eq "$(S logs "$ID3" | sort | tr '\n' ' ')" "err out " "logs has stdout an
 S inspect "$ID3" | grep -q '"Reason": "exit"' && ok "inspect: reason exit" || fail "reason exit"
 S exec "$ID3" true 2>/dev/null; expect_eq "$?" 125 "exec in an ended sandbox: 125"
 S create busybox nosuchcmd >/dev/null 2>&1; expect_eq "$?" 127 "create with a missing command: 127"
-expect_eq "$(ls -A "$RUN" | grep -v '^.names$' | wc -l)" "$(S ps -aq | wc -l)" "a failed create leaves no state dir"
+expect_eq "$(ls -A "$RUN" | grep -vE '^\.(names|userns-[0-9]+)$' | wc -l)" "$(S ps -aq | wc -l)" "a failed create leaves no state dir"
 ID4=$(S create python python3 -c 'import sys,time; print("py", flush=True); time.sleep(30)')
 sleep 1
 expect_eq "$(S logs "$ID4")" "py" "logs of a running python"

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "common/error.h"
@@ -52,29 +53,69 @@ TEST_CASE("allocate_id_range: distinct ranges, release, exhaustion, reclaim with
   for (char c : {'a', 'b', 'c', 'd'}) fs::mkdir_p(t.path + "/" + fake_id(c));
   IdRange a = allocate_id_range(t.path, fake_id('a'), pool);
   IdRange b = allocate_id_range(t.path, fake_id('b'), pool);
-  CHECK(a.host_start == 500000u);
-  CHECK(b.host_start == 500000u + kIdRangeSize);
+  CHECK(a.slot != b.slot);
+  CHECK(a.host_start == 500000u + static_cast<uint32_t>(a.slot) * kIdRangeSize);
+  CHECK(b.host_start == 500000u + static_cast<uint32_t>(b.slot) * kIdRangeSize);
   CHECK(a.file == t.path + "/" + fake_id('a') + "/userns");
-  CHECK(fs::read_file(a.file) == "0\n");
-  CHECK(fs::read_file(b.file) == "1\n");
+  CHECK(fs::read_file(a.file) == std::to_string(a.slot) + "\n");
+  CHECK(fs::read_file(b.file) == std::to_string(b.slot) + "\n");
+  // The host-wide claim: RUN_ROOT/.userns-<slot> -> the sandbox's id.
+  CHECK(a.link == t.path + "/.userns-" + std::to_string(a.slot));
+  CHECK(std::filesystem::read_symlink(a.link).string() == fake_id('a'));
   // Pool exhausted: a clear error, nothing written.
   CHECK_THROWS_AS(allocate_id_range(t.path, fake_id('c'), pool), Error);
   CHECK_FALSE(std::filesystem::exists(t.path + "/" + fake_id('c') + "/userns"));
   // Released: the slot is free again.
   release_id_range(a);
   CHECK_FALSE(std::filesystem::exists(a.file));
+  CHECK_FALSE(std::filesystem::is_symlink(a.link));
   IdRange c = allocate_id_range(t.path, fake_id('c'), pool);
-  CHECK(c.slot == 0);
-  // b's sbx was SIGKILLed; once gc removes its state dir, its range is free.
+  CHECK(c.slot == a.slot);
+  // b's sbx was SIGKILLed; once its state dir is gone, the next allocation
+  // that hits its slot takes it over (no gc needed).
   std::filesystem::remove_all(t.path + "/" + fake_id('b'));
   IdRange d = allocate_id_range(t.path, fake_id('d'), pool);
-  CHECK(d.slot == 1);
-  // Nothing but the state dirs in the run root.
-  int entries = 0;
-  for (auto& e : std::filesystem::directory_iterator(t.path)) entries += e.is_directory() ? 1 : 100;
-  CHECK(entries == 3);
+  CHECK(d.slot == b.slot);
+  CHECK(std::filesystem::read_symlink(d.link).string() == fake_id('d'));
+  // Nothing but the state dirs and one link per live range in the run root.
+  int dirs = 0, links = 0, other = 0;
+  for (auto& e : std::filesystem::directory_iterator(t.path))
+    (e.is_symlink() ? links : e.is_directory() ? dirs : other) += 1;
+  CHECK(dirs == 3);
+  CHECK(links == 2);
+  CHECK(other == 0);
   CHECK(id_maps(d).at(0).host_id == d.host_start);
   CHECK(id_maps(d).at(0).size == kIdRangeSize);
+}
+
+TEST_CASE("allocate_id_range reads no other sandbox; gc_id_slots drops dead owners' links and links old ranges") {
+  TempDir t;
+  IdPool pool{500000, 64 * kIdRangeSize};
+  // 40 live sandboxes whose userns files are gone: allocation must not need
+  // them (a scan of the state dirs would open each one to learn its slot,
+  // and without them hand out the same slot again).
+  std::set<int> taken;
+  for (int i = 0; i < 40; ++i) {
+    std::string id = fake_id('a') .substr(0, 60) + std::to_string(1000 + i);
+    fs::mkdir_p(t.path + "/" + id);
+    IdRange r = allocate_id_range(t.path, id, pool);
+    CHECK(taken.insert(r.slot).second);
+    ::unlink(r.file.c_str());
+  }
+  CHECK(taken.size() == 40);
+  // A state dir removed without a release (rm killed half-way): gc frees its link.
+  std::string gone = fake_id('a').substr(0, 60) + "1000";
+  std::filesystem::remove_all(t.path + "/" + gone);
+  auto freed = gc_id_slots(t.path, false);
+  CHECK(freed.size() == 1);
+  // A range an older sbx recorded only in the state dir: gc links it.
+  std::string old = fake_id('e');
+  fs::mkdir_p(t.path + "/" + old);
+  int free_slot = 0;
+  while (taken.count(free_slot)) ++free_slot;
+  fs::write_file_atomic(t.path + "/" + old + "/userns", std::to_string(free_slot) + "\n");
+  gc_id_slots(t.path, true);
+  CHECK(std::filesystem::read_symlink(t.path + "/.userns-" + std::to_string(free_slot)).string() == old);
 }
 
 namespace {
@@ -127,8 +168,9 @@ TEST_CASE("allocate_id_range prefers a free slot; shift_ids moves a kept layer's
   IdPool pool{500000, 3 * kIdRangeSize};
   for (char c : {'a', 'b', 'c'}) fs::mkdir_p(t.path + "/" + fake_id(c));
   CHECK(allocate_id_range(t.path, fake_id('a'), pool, 2).slot == 2);  // free: taken
-  CHECK(allocate_id_range(t.path, fake_id('b'), pool, 2).slot == 0);  // in use: the first free one
-  CHECK(allocate_id_range(t.path, fake_id('c'), pool, 7).slot == 1);  // outside the pool: ignored
+  int b = allocate_id_range(t.path, fake_id('b'), pool, 2).slot;       // in use: a free one
+  CHECK((b == 0 || b == 1));
+  CHECK(allocate_id_range(t.path, fake_id('c'), pool, 7).slot == 1 - b);  // outside the pool: ignored
 
   // A layer owned by range 500000: files of its root and user 1000, one of the
   // host's own root (not in the range), a symlink (its own owner, not its target's).
