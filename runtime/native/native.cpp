@@ -82,11 +82,15 @@ RuntimeSupport NativeBackend::probe() const {
   }
   if (!fs::exists("/proc/sys/kernel/seccomp/actions_avail")) missing += "seccomp filters missing; ";
   if (missing.empty()) {
-    native.detail = "namespaces, overlayfs, seccomp; cgroups " + cgroup_mode_name();
+    native.detail = "namespaces, overlayfs, seccomp; cgroups " + cgroup_mode_name() + "; " + describe_criu(criu_info());
   } else {
     native.usable = false;
     native.detail = missing.substr(0, missing.size() - 2);
   }
+  // What memory snapshots (CRIU) can use here: "criu" and its features.
+  const CriuInfo& criu = criu_info();
+  native.features["criu"] = criu.works;
+  for (const auto& [f, ok] : criu.features) native.features["criu_" + f] = ok;
   return native;
 }
 
