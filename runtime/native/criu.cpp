@@ -110,6 +110,18 @@ std::string describe_criu(const CriuInfo& i) {
   return s;
 }
 
+std::string criu_spec_blocker(const SandboxSpec& spec) {
+  for (const auto& d : spec.devices) {
+    if (d.path.rfind("/dev/nvidia", 0) == 0 || d.path.rfind("/dev/dri/", 0) == 0 || d.path == "/dev/kfd")
+      return "it has GPUs (" + d.path +
+             "), and CRIU cannot save GPU state: device memory and driver objects live outside the processes "
+             "(CRIU's CUDA and AMD GPU plugins are not built with sbx's CRIU)";
+  }
+  if (!spec.ldconfig_dirs.empty())
+    return "it has GPU driver libraries bind-mounted (--gpus), and CRIU cannot save GPU state";
+  return "";
+}
+
 void fail_native_checkpoint() {
   const std::string hint = "; checkpoint a sandbox started with --runtime gvisor instead";
   const CriuInfo& i = criu_info();

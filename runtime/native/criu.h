@@ -11,6 +11,8 @@
 #include <map>
 #include <string>
 
+#include "spec/sandbox_spec.h"
+
 namespace sbx::runtime {
 
 /// sbx's own prefix for CRIU (bin: kCriuPrefix + "/sbin/criu").
@@ -42,6 +44,11 @@ const CriuInfo& criu_info();
 /// One line for `sbx info`: "CRIU 4.1.1 at PATH (lazy_pages, …)" or why
 /// memory snapshots of native sandboxes are not available.
 std::string describe_criu(const CriuInfo& info);
+
+/// What in `spec` no CRIU can checkpoint, for people ("it has NVIDIA GPUs
+/// (/dev/nvidia0) …"); empty when nothing is known to stand in the way.
+/// Checked before anything is written (Backend::check_checkpoint).
+std::string criu_spec_blocker(const SandboxSpec& spec);
 
 /// Throws sbx::Error explaining why native (CRIU) memory snapshots cannot work
 /// on this host: CRIU missing, or `criu check` failing (its first error line is

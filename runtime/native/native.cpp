@@ -187,7 +187,16 @@ SnapshotView NativeBackend::snapshot_view(const SandboxRef& sb) {
   return v;
 }
 
-void NativeBackend::check_checkpoint(const SandboxRef&) { fail_native_checkpoint(); }
+void NativeBackend::check_checkpoint(const SandboxRef& sb) {
+  if (!state_alive(sb.state))
+    throw Error(ErrorKind::Conflict,
+                "sandbox " + sb.state.id.substr(0, 12) + " is not running; only a running sandbox can be checkpointed");
+  // What no CRIU can save comes first, with its reason; nothing is written.
+  if (std::string why = criu_spec_blocker(sb.spec()); !why.empty())
+    throw Error("cannot checkpoint sandbox " + sb.state.id.substr(0, 12) + ": " + why +
+                "; nothing was written and the sandbox keeps running");
+  fail_native_checkpoint();
+}
 
 CheckpointResult NativeBackend::checkpoint(const SandboxRef&, const CheckpointRequest&) { fail_native_checkpoint(); }
 

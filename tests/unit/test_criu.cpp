@@ -139,3 +139,15 @@ TEST_CASE("remap_criu_userns_images gives a restored copy host ids of its own") 
                        doctest::Contains("partly outside"), Error);
   CHECK_THROWS_AS(runtime::remap_criu_userns_images(dir + "/missing", 0, 1, 1), Error);
 }
+
+TEST_CASE("criu_spec_blocker: GPUs are refused with the reason, a plain sandbox is not") {
+  SandboxSpec plain;
+  CHECK(runtime::criu_spec_blocker(plain).empty());
+  SandboxSpec gpu;
+  gpu.devices.push_back({"/dev/nvidia0", 'c', 195, 0});
+  CHECK(runtime::criu_spec_blocker(gpu).find("/dev/nvidia0") != std::string::npos);
+  CHECK(runtime::criu_spec_blocker(gpu).find("GPU state") != std::string::npos);
+  SandboxSpec libs;
+  libs.ldconfig_dirs = {"/usr/lib/x86_64-linux-gnu/nvidia"};
+  CHECK_FALSE(runtime::criu_spec_blocker(libs).empty());
+}
