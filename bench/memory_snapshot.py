@@ -383,6 +383,17 @@ def med(x):
     return statistics.median(x) * 1000 if x else float("nan")
 
 
+def report(samples, forks, rounds, out):
+    print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs, rounds {rounds} (medians, ms)", file=out)
+    for key in sorted(samples):
+        x = samples[key]
+        line = f"{key:40s} {med(x):9.1f}"
+        for k in forks:
+            if key.endswith(f"fork{k} total"):
+                line += f"   per copy {med(x) / k:7.1f}"
+        print(line, file=out, flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
@@ -457,6 +468,7 @@ def main():
                     sbx.run("snapshots", "rm", name, check=False)
                     sbx.cleanup()
                 print(f"round {rnd + 1}/{a.rounds}: {tag} done", file=sys.stderr)
+            report(samples, forks, rnd + 1, sys.stderr)  # so far (a long run may be cut short)
         native_note = ""
         if sbx:
             try:
@@ -476,14 +488,7 @@ def main():
         shutil.rmtree(disk_tmp, ignore_errors=True)
         shutil.rmtree(shm_tmp, ignore_errors=True)
 
-    print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs, rounds {a.rounds} (medians, ms)")
-    for key in sorted(samples):
-        x = samples[key]
-        line = f"{key:40s} {med(x):9.1f}"
-        for k in forks:
-            if key.endswith(f"fork{k} total"):
-                line += f"   per copy {med(x) / k:7.1f}"
-        print(line)
+    report(samples, forks, a.rounds, sys.stdout)
     if native_note:
         print(f"native sbx checkpoint: {native_note}")
     if a.json:
