@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "common/fs.h"
 #include "runtime/native/criu.h"
 #include "runtime/native/criu_image.h"
 #include "test_util.h"
@@ -75,7 +76,7 @@ TEST_CASE("criu_info on this host: CRIU 4.1 from sbx's prefix passes criu check"
   CHECK_MESSAGE(i.works, i.error);
   CHECK(i.features.count("uffd-noncoop") == 1);
   // The refusal names the CRIU it found, and still points to gVisor.
-  CHECK_THROWS_WITH_AS(runtime::fail_native_checkpoint(), doctest::Contains(own), Error);
+  CHECK_THROWS_WITH_AS(runtime::fail_native_checkpoint(), doctest::Contains(own.c_str()), Error);
 }
 
 namespace {
@@ -144,7 +145,10 @@ TEST_CASE("criu_spec_blocker: GPUs are refused with the reason, a plain sandbox 
   SandboxSpec plain;
   CHECK(runtime::criu_spec_blocker(plain).empty());
   SandboxSpec gpu;
-  gpu.devices.push_back({"/dev/nvidia0", 'c', 195, 0});
+  DeviceNode nv;
+  nv.path = "/dev/nvidia0";
+  nv.major = 195;
+  gpu.devices.push_back(nv);
   CHECK(runtime::criu_spec_blocker(gpu).find("/dev/nvidia0") != std::string::npos);
   CHECK(runtime::criu_spec_blocker(gpu).find("GPU state") != std::string::npos);
   SandboxSpec libs;
