@@ -13,8 +13,7 @@ struct RuntimeSupport {
   bool usable = false;
   std::string detail;  ///< what was found, or why it is not usable and what to do
   /// gvisor: what the found runsc can do (runtime/gvisor/runsc_features.h):
-  /// "nvproxy", "overlay_size", "exec_tty" -> present. native: "criu" (memory
-  /// snapshots work) and "criu_<feature>" (runtime/native/criu.h).
+  /// "nvproxy", "overlay_size", "exec_tty" -> present. Empty for native.
   std::map<std::string, bool> features;
 };
 
