@@ -87,7 +87,8 @@ RuntimeSupport NativeBackend::probe() const {
     native.usable = false;
     native.detail = missing.substr(0, missing.size() - 2);
   }
-  // What memory snapshots (CRIU) can use here: "criu" and its features.
+  // What memory snapshots (CRIU) can use here: "criu" (criu check passes)
+  // and "criu_<feature>" (CriuInfo::features, runtime/native/criu.h).
   const CriuInfo& criu = criu_info();
   native.features["criu"] = criu.works;
   for (const auto& [f, ok] : criu.features) native.features["criu_" + f] = ok;
