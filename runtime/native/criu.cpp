@@ -70,7 +70,9 @@ CriuInfo probe_criu() {
                           ? " (this CRIU cannot parse this kernel's vDSO layout; CRIU 4.1 or newer fixes it: "
                             ".ci/criu-build.sh builds it)"
                           : "";
-    i.error = "'" + i.path + " check' fails on this host: " + first_error_line(out) + why;
+    std::string first = first_error_line(out);
+    if (first.empty()) first = "exit " + std::to_string(code) + " with no output";
+    i.error = "'" + i.path + " check' fails on this host: " + first + why;
     return i;
   }
   for (const char* f : {"uffd-noncoop", "mem_dirty_track", "pidfd_store", "timens", "external_net_ns", "clone3_set_tid"}) {
