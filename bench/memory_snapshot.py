@@ -25,8 +25,9 @@ load of a shared host hits all alike), medians over the rounds:
   init. A fork of K makes per copy an image dir (hard links; the userns
   maps rewritten to a host id range of its own), a copy of the writable
   layer chowned to it and an overlay, then runs the K `criu restore --root`
-  at once; timed from the first copy's preparation until all run. Checks
-  that no two copies share host ids.
+  at once; timed from the first copy's preparation until every copy has
+  answered a first exec (nsenter into all its namespaces + /bin/true, as
+  `sbx exec` joins them). Checks that no two copies share host ids.
 - gVisor through sbx: `sbx checkpoint`, `sbx restore`, `sbx restore --count
   K`, per copy = wall time until every copy has answered `sbx exec ID true`,
   / K.
@@ -231,6 +232,12 @@ class Shaped:
                 bad.append(open(os.path.join(img, "restore.log")).read()[-800:])
             else:
                 self.restored.append(int(open(pidfile).read()))
+        if not bad:
+            # Every copy answers a first exec: a process joins all its
+            # namespaces (as `sbx exec` does) and runs there.
+            for pid in self.restored[-k:]:
+                subprocess.run(["nsenter", "-t", str(pid), "-U", "-m", "-p", "-i", "-u", "-n", "--preserve-credentials",
+                                "/bin/true"], check=True)
         dt = now() - t0
         if bad:
             raise RuntimeError(f"criu restore failed ({len(bad)} of {k}): {bad[0]}")
