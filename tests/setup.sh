@@ -4,8 +4,19 @@
 # installs it (/usr/local), builds
 # the real test images (tests/images/build.sh), imports the python image and
 # runs the main job in a sandbox.
+# Options: --no-criu skips building CRIU 4.1.1 (memory snapshots of native
+# sandboxes; .ci/criu-build.sh, cached under /usr/local/lib/sbx/criu), which
+# the tests and CI want and a user who needs no native memory snapshots does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+criu=1
+for a in "$@"; do
+  case "$a" in
+    --no-criu) criu=0 ;;
+    --criu) criu=1 ;;
+    *) echo "tests/setup.sh: unknown option $a (known: --criu, --no-criu)" >&2; exit 2 ;;
+  esac
+done
 if [ "$(id -u)" -ne 0 ]; then echo "tests/setup.sh: run as root (sbx needs namespaces, mounts and cgroups)" >&2; exit 1; fi
 export DEBIAN_FRONTEND=noninteractive
 missing=$(dpkg-query -W -f='${Package} ${Status}\n' $(cat .ci/packages) 2>/dev/null | awk '$NF!="installed"{print $1}'; \
@@ -16,6 +27,9 @@ if [ -n "$missing" ]; then
 fi
 # runsc (gVisor) from bookworm-backports, pinned so nothing else comes from it.
 bash .ci/runsc-backports.sh
+# CRIU 4.1.1 from Debian 13's source package, built here (Debian 12's 3.17
+# fails on this kernel): native memory snapshots. Cached: a second run is instant.
+if [ "$criu" = 1 ]; then bash .ci/criu-build.sh; fi
 # Debian 12's own runsc too, for the tests that cover sbx on both (cached; optional).
 tests/old_runsc.sh >/dev/null || echo "setup.sh: tests on the old runsc will be skipped" >&2
 # ccache (in .ci/packages) lets the later builds of CI (build-static/ has the

@@ -84,11 +84,16 @@ RuntimeSupport NativeBackend::probe() const {
   }
   if (!fs::exists("/proc/sys/kernel/seccomp/actions_avail")) missing += "seccomp filters missing; ";
   if (missing.empty()) {
-    native.detail = "namespaces, overlayfs, seccomp; cgroups " + cgroup_mode_name();
+    native.detail = "namespaces, overlayfs, seccomp; cgroups " + cgroup_mode_name() + "; " + describe_criu(criu_info());
   } else {
     native.usable = false;
     native.detail = missing.substr(0, missing.size() - 2);
   }
+  // What memory snapshots (CRIU) can use here: "criu" (criu check passes)
+  // and "criu_<feature>" (CriuInfo::features, runtime/native/criu.h).
+  const CriuInfo& criu = criu_info();
+  native.features["criu"] = criu.works;
+  for (const auto& [f, ok] : criu.features) native.features["criu_" + f] = ok;
   return native;
 }
 
@@ -185,7 +190,16 @@ SnapshotView NativeBackend::snapshot_view(const SandboxRef& sb) {
   return v;
 }
 
-void NativeBackend::check_checkpoint(const SandboxRef&) { fail_native_checkpoint(); }
+void NativeBackend::check_checkpoint(const SandboxRef& sb) {
+  if (!state_alive(sb.state))
+    throw Error(ErrorKind::Conflict,
+                "sandbox " + sb.state.id.substr(0, 12) + " is not running; only a running sandbox can be checkpointed");
+  // What no CRIU can save comes first, with its reason; nothing is written.
+  if (std::string why = criu_spec_blocker(sb.spec()); !why.empty())
+    throw Error("cannot checkpoint sandbox " + sb.state.id.substr(0, 12) + ": " + why +
+                "; nothing was written and the sandbox keeps running");
+  fail_native_checkpoint();
+}
 
 CheckpointResult NativeBackend::checkpoint(const SandboxRef&, const CheckpointRequest&) { fail_native_checkpoint(); }
 

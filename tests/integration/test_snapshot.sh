@@ -152,6 +152,16 @@ sbx snapshots extract odata "$T/odata"
 sbx snapshots rm odata >/dev/null
 sbx rmi owners:v1 >/dev/null || fail "rmi owners:v1"
 expect_code 125 "runtime gvisor" sbx checkpoint box
+[ -z "$(ls -A "$T/root/snapshots/checkpoints" 2>/dev/null)" ] || fail "a refused native checkpoint left files in the store"
+# With sbx's CRIU (.ci/criu-build.sh): sbx info names it, and the refusal
+# names the CRIU found and why a native sandbox cannot be dumped yet.
+if [ -x /usr/local/lib/sbx/criu/sbin/criu ] && [ -z "${SBX_CRIU:-}" ]; then
+  sbx info | grep -q "memory snapshots: CRIU 4\.[0-9.]* at /usr/local/lib/sbx/criu/sbin/criu" \
+    || fail "sbx info does not report sbx's CRIU: $(sbx info | grep -i criu)"
+  [ "$(sbx info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["runtimes"]["native"]["features"]["criu"])')" = True ] \
+    || fail "sbx info --json: runtimes.native.features.criu is not true"
+  expect_code 125 "/usr/local/lib/sbx/criu/sbin/criu" sbx checkpoint box
+fi
 
 echo "== a running sandbox is frozen while it is snapshotted"
 # The writer keeps /w/a and /w/z in lock-step (each replaced atomically, a
