@@ -3,8 +3,8 @@
 #include <doctest.h>
 
 #include "common/error.h"
-#include "server/api.h"
-#include "server/docker_spec.h"
+#include "server/docker/api.h"
+#include "server/docker/docker_spec.h"
 #include "server/http.h"
 
 using namespace sbx;

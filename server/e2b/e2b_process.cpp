@@ -1,4 +1,4 @@
-// envd's process.Process service for the E2B endpoint (server/e2b.h), after
+// envd's process.Process service for the E2B endpoint (server/e2b/e2b.h), after
 // envd's process.proto: Start and Connect are server streams of
 // ProcessEvent (start {pid}, data {stdout|stderr: base64}, end {exitCode,
 // exited, status, error}, keepalive); List, SendInput, SendSignal,
@@ -21,7 +21,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "server/e2b.h"
+#include "server/e2b/e2b.h"
 
 namespace sbx::server {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 
 namespace sbx::server {
 

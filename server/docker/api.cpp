@@ -1,6 +1,6 @@
-// Routing and the system endpoints of the Docker Engine API (server/api.h).
+// Routing and the system endpoints of the Docker Engine API (server/docker/api.h).
 #include "server/error_status.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/backends.h"
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 
 namespace sbx::server {
 
@@ -65,7 +65,7 @@ void Api::handle(Connection& c, Request& r) {
   std::smatch m;
   const std::string& p = r.path;
   const std::string& meth = r.method;
-  // sbx's own API (server/sbx_v1.h): its own errors ({"message", "kind"}).
+  // sbx's own API (server/v1/sbx_v1.h): its own errors ({"message", "kind"}).
   if (p.rfind("/sbx/v1/", 0) == 0) return sbx_v1(engine_.config(), default_runtime_).handle(c, r);
   try {
     if (p == "/_ping" && (meth == "GET" || meth == "HEAD")) return ping(c, r);

@@ -1,4 +1,4 @@
-// envd's filesystem side for the E2B endpoint (server/e2b.h): the
+// envd's filesystem side for the E2B endpoint (server/e2b/e2b.h): the
 // filesystem.Filesystem service (Stat, ListDir, MakeDir, Remove, Move, after
 // envd's filesystem.proto) and envd's HTTP file transfer (GET /files?path=
 // → the bytes; POST /files?path= with multipart/form-data or a raw
@@ -26,8 +26,8 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "server/error_status.h"
-#include "server/api.h"
-#include "server/e2b.h"
+#include "server/docker/api.h"
+#include "server/e2b/e2b.h"
 #include "server/temp_dir.h"
 
 namespace sbx::server {

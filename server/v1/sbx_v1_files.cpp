@@ -1,4 +1,4 @@
-// /sbx/v1 files (server/sbx_v1.h, docs/api.md "Files").
+// /sbx/v1 files (server/v1/sbx_v1.h, docs/api.md "Files").
 //
 // Reads and writes go through the engine's copies (Engine::copy_out /
 // copy_in: `sbx cp`'s rules: the path is resolved by the kernel inside the
@@ -23,7 +23,7 @@
 #include "common/log.h"
 #include "runtime/state.h"
 #include "server/error_status.h"
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 #include "server/temp_dir.h"
 
 namespace sbx::server {

@@ -1,4 +1,4 @@
-// Container endpoints of the Docker Engine API (server/api.h says how
+// Container endpoints of the Docker Engine API (server/docker/api.h says how
 // containers map onto sandboxes).
 #include <fcntl.h>
 #include <poll.h>
@@ -16,8 +16,8 @@
 #include "common/log.h"
 #include "runtime/backends.h"
 #include "runtime/state.h"
-#include "server/api.h"
-#include "server/docker_spec.h"
+#include "server/docker/api.h"
+#include "server/docker/docker_spec.h"
 
 namespace sbx::server {
 

@@ -1,5 +1,5 @@
 // POST /sbx/v1/sandboxes/{id}/exec: a process in the sandbox, its stdin,
-// stdout and stderr as frames on an upgraded connection (server/sbx_v1.h,
+// stdout and stderr as frames on an upgraded connection (server/v1/sbx_v1.h,
 // docs/api.md "Exec stream"). Bytes are carried as they are (NULs, invalid
 // UTF-8). The process runs through Engine::exec on pipes; a client that goes
 // away (EOF or error on the socket without a StdinClose first is not enough:
@@ -15,7 +15,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 
 namespace sbx::server {
 

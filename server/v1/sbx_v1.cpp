@@ -1,6 +1,6 @@
-// /sbx/v1: routing, errors and the sandbox endpoints (server/sbx_v1.h,
+// /sbx/v1: routing, errors and the sandbox endpoints (server/v1/sbx_v1.h,
 // docs/api.md): create, get, list, wait, terminate, stats.
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 #include "runtime/snapshot_copies.h"
 #include "runtime/state.h"
 #include "engine/sandbox_options.h"
-#include "server/docker_spec.h"
+#include "server/docker/docker_spec.h"
 #include "server/error_status.h"
 
 namespace sbx::server {

@@ -16,9 +16,9 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "server/api.h"
-#include "server/docker_spec.h"
-#include "server/sbx_v1.h"
+#include "server/docker/api.h"
+#include "server/docker/docker_spec.h"
+#include "server/v1/sbx_v1.h"
 
 namespace sbx::server {
 

@@ -30,7 +30,7 @@
 #include "common/log.h"
 #include "common/tar_stream.h"
 #include "runtime/state.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 #include "server/temp_dir.h"
 
 namespace sbx::server {

@@ -12,7 +12,7 @@
 //     container ends when its command ends (the init records the exit code),
 //     and it keeps running when the server stops (it is not the server's
 //     child in any way that matters: the init is on record in the run root).
-//   - attach and logs read the sandbox's log (server/logs.cpp): the first
+//   - attach and logs read the sandbox's log (server/docker/logs.cpp): the first
 //     process's stdout and stderr as records that keep the stream and time
 //     (runtime/sandbox_log.h), framed as stream 1 and 2.
 //   - a Tty container's first process runs on a real pty (native): the
@@ -119,7 +119,7 @@ class Api {
   void ping(Connection& c, const Request& r);
   void version(Connection& c, const Request& r);
   void info(Connection& c, const Request& r);
-  // containers (server/containers.cpp)
+  // containers (server/docker/containers.cpp)
   void container_create(Connection& c, const Request& r);
   void container_start(Connection& c, const Request& r, const std::string& id);
   void container_attach(Connection& c, const Request& r, const std::string& id);
@@ -145,7 +145,7 @@ class Api {
   /// POST /containers/{id}/resize?h=ROWS&w=COLS: the size of its pty (TIOCSWINSZ).
   void container_resize(Connection& c, const Request& r, const std::string& id);
   void container_stats(Connection& c, const Request& r, const std::string& id);
-  // events (server/events.cpp)
+  // events (server/docker/events.cpp)
   void events(Connection& c, const Request& r);
   /// Records a container event (Type "container") for /events streams:
   /// create, start, die (exitCode), kill, destroy, pause, unpause, restart.
@@ -159,11 +159,11 @@ class Api {
   /// Unpauses a paused container (before a signal; `ctr` may be null).
   void thaw_for_signal(const std::shared_ptr<Container>& ctr, const std::string& id);
   void commit(Connection& c, const Request& r);
-  // exec (server/exec.cpp)
+  // exec (server/docker/exec.cpp)
   void exec_create(Connection& c, const Request& r, const std::string& id);
   void exec_start(Connection& c, const Request& r, const std::string& id);
   void exec_inspect(Connection& c, const Request& r, const std::string& id);
-  // images (server/images.cpp)
+  // images (server/docker/images.cpp)
   void image_list(Connection& c, const Request& r);
   void image_inspect(Connection& c, const Request& r, const std::string& name);
   void image_create(Connection& c, const Request& r);

@@ -1,4 +1,4 @@
-// The Connect protocol's framing for the E2B endpoint (server/e2b.h):
+// The Connect protocol's framing for the E2B endpoint (server/e2b/e2b.h):
 // https://connectrpc.com/docs/protocol — unary calls are plain JSON
 // request/response bodies with errors as {"code","message"} and an HTTP
 // status; server streams (application/connect+json) are envelopes of one
@@ -7,7 +7,7 @@
 // base64 (https://protobuf.dev/programming-guides/json/).
 #include <map>
 
-#include "server/e2b.h"
+#include "server/e2b/e2b.h"
 
 namespace sbx::server {
 
