@@ -88,9 +88,7 @@ void SbxV1::file_read(Connection& c, const Request& r, const std::string& id) {
   Fd f(::open(host.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (f.fd < 0) throw_errno("open " + host);
   // Content-Length from the copy; the body read and sent 1 MiB at a time.
-  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
-                     std::to_string(st.st_size) + "\r\n" + (c.keep_alive() ? "" : "Connection: close\r\n") + "\r\n";
-  if (!c.write_raw(head)) return;
+  if (!c.begin_body(200, "application/octet-stream", static_cast<uint64_t>(st.st_size))) return;
   std::string buf(1 << 20, '\0');
   for (off_t left = st.st_size; left > 0;) {
     ssize_t k = ::read(f.fd, buf.data(), std::min<off_t>(left, static_cast<off_t>(buf.size())));
