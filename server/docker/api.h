@@ -36,6 +36,7 @@
 
 #include "common/fd.h"
 #include "engine/engine.h"
+#include "server/framing.h"
 #include "server/http.h"
 
 namespace sbx::server {
@@ -91,6 +92,9 @@ struct ExecInstance {
   bool started = false;
   std::optional<int> exit_code;
   int cancel_w = -1;  ///< write end: once written, the exec's process is killed
+  /// Host pid of the running process (native: the command; gVisor: its runsc
+  /// exec, which forwards signals); 0 before it starts and once it ended.
+  int pid = 0;
 };
 
 /// The API: routes requests to handlers. Thread-safe: one Api serves every
@@ -199,9 +203,6 @@ class Api {
   std::deque<nlohmann::json> events_;
   uint64_t event_seq_ = 0;
 };
-
-/// Docker's 8-byte stream header + payload: stream 0 stdin, 1 stdout, 2 stderr.
-std::string frame(int stream, std::string_view data);
 
 /// RFC 3339 with nanoseconds, UTC, from unix ms ("0001-01-01T00:00:00Z" for 0).
 std::string rfc3339(int64_t unix_ms);

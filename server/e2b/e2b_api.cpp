@@ -17,6 +17,7 @@
 #include "engine/sandbox_options.h"
 #include "server/docker/docker_spec.h"
 #include "server/e2b/e2b.h"
+#include "server/reaper.h"
 
 namespace sbx::server {
 
@@ -376,12 +377,7 @@ void E2bApi::kill_sandbox(const std::shared_ptr<E2bSandbox>& sb) {
 }
 
 void E2bApi::watch(std::shared_ptr<E2bSandbox> sb, runtime::SandboxState created) {
-  try {
-    engine_.wait(sb->sbx_id);
-  } catch (const Error&) {
-  }
-  // What this process holds of it (its init or monitor is our child).
-  if (!created.id.empty()) engine_.reap(created);
+  wait_and_reap(engine_, sb->sbx_id, created, "e2b");
   bool ours;
   {
     std::lock_guard lk(mu_);
