@@ -3,6 +3,7 @@
 // runtime/native/exec.h, gVisor: runtime/gvisor/gvisor_lifecycle.h).
 #pragma once
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct ExecRequest {
   /// does. False for a multi-threaded caller (sbx serve): its signals are its
   /// own, and the command starts with an empty signal mask.
   bool forward_signals = true;
+  /// Told the host pid of the process that stands for the command once it
+  /// runs (native: the command itself; gVisor: its `runsc exec`, which
+  /// forwards signals to it), and 0 just before that process is reaped —
+  /// after which the pid may be another process's. Runs on the exec's thread.
+  /// For front ends that publish the pid (Docker's exec inspect).
+  std::function<void(int pid)> on_pid;
 };
 
 }  // namespace sbx::runtime

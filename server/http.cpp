@@ -142,6 +142,19 @@ const char* reason_phrase(int s) {
 }
 
 bool Connection::write_raw(std::string_view data) {
+  if (head_only_) {  // a HEAD answer has no body
+    if (head_sent_) return true;
+    // A head written raw: up to its blank line, and nothing after it.
+    auto end = data.find("\r\n\r\n");
+    if (end != std::string_view::npos) {
+      head_sent_ = true;
+      data = data.substr(0, end + 4);
+    }
+  }
+  return put(data);
+}
+
+bool Connection::put(std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (n < 0) {
@@ -163,7 +176,8 @@ bool Connection::write_head(int status, std::string_view content_type, int64_t l
   for (const auto& [k, v] : extra) h += k + ": " + v + "\r\n";
   if (!keep_alive_ && status != 101) h += "Connection: close\r\n";
   h += "\r\n";
-  return write_raw(h);
+  head_sent_ = true;
+  return put(h);
 }
 
 bool Connection::send(int status, std::string_view body, std::string_view content_type,
@@ -195,19 +209,25 @@ std::string json_error_body(const std::string& msg) {
 
 bool Connection::send_error(int status, const std::string& msg) { return send(status, json_error_body(msg)); }
 
+bool Connection::begin_body(int status, std::string_view content_type, uint64_t length,
+                            const std::vector<std::pair<std::string, std::string>>& extra) {
+  return write_head(status, content_type, static_cast<int64_t>(length), extra);
+}
+
 bool Connection::begin_chunks(int status, std::string_view content_type,
                               const std::vector<std::pair<std::string, std::string>>& extra) {
   return write_head(status, content_type, -1, extra);
 }
 
 bool Connection::chunk(std::string_view data) {
+  if (head_only_) return false;  // no body to stream: a streaming handler ends here
   if (data.empty()) return true;
   char head[32];
   std::snprintf(head, sizeof head, "%zx\r\n", data.size());
   return write_raw(head) && write_raw(data) && write_raw("\r\n");
 }
 
-bool Connection::end_chunks() { return write_raw("0\r\n\r\n"); }
+bool Connection::end_chunks() { return head_only_ || write_raw("0\r\n\r\n"); }
 
 bool Connection::hijack(const Request& req, std::string_view content_type) {
   keep_alive_ = false;

@@ -71,7 +71,14 @@ struct HttpError {
 class Connection {
  public:
   /// `keep_alive`: the request allows another on this connection.
-  explicit Connection(int fd, bool keep_alive = true) : fd_(fd), keep_alive_(keep_alive) {}
+  /// `head_only`: the request is a HEAD (RFC 9110 §9.3.2): every answer on
+  /// this connection is its status line and headers alone — whatever body a
+  /// handler passes (an error's JSON, chunks, raw bytes) is dropped here, so
+  /// no handler can send one. A body on a HEAD answer would be read by the
+  /// client as the start of its next response (Go: "Unsolicited response
+  /// received on idle HTTP channel", then a failed request).
+  explicit Connection(int fd, bool keep_alive = true, bool head_only = false)
+      : fd_(fd), keep_alive_(keep_alive), head_only_(head_only) {}
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
@@ -81,8 +88,14 @@ class Connection {
   /// {"message": msg} with `status`.
   bool send_error(int status, const std::string& msg);
 
+  /// Starts a response of `length` bytes (a file streamed as it is read):
+  /// the head; then the body with write_raw().
+  bool begin_body(int status, std::string_view content_type, uint64_t length,
+                  const std::vector<std::pair<std::string, std::string>>& extra = {});
+
   /// Starts a chunked response (`extra`: more headers); then chunk() any
-  /// number of times, then end_chunks().
+  /// number of times, then end_chunks(). On a HEAD connection chunk()
+  /// returns false (there is no body to stream: the handler stops).
   bool begin_chunks(int status, std::string_view content_type,
                     const std::vector<std::pair<std::string, std::string>>& extra = {});
   bool chunk(std::string_view data);
@@ -95,20 +108,26 @@ class Connection {
   /// of silence: closing with unread input would reset the connection).
   bool hijack(const Request& req, std::string_view content_type);
 
-  /// Writes all of `data` to the socket (MSG_NOSIGNAL). False once the peer is gone.
+  /// Writes all of `data` to the socket (MSG_NOSIGNAL). False once the peer
+  /// is gone. On a HEAD connection, bytes after the response head are dropped
+  /// (true), a head written raw included (up to its blank line).
   bool write_raw(std::string_view data);
 
   int fd() const noexcept { return fd_; }
   bool keep_alive() const noexcept { return keep_alive_; }
   void set_close() noexcept { keep_alive_ = false; }
   bool hijacked() const noexcept { return hijacked_; }
+  bool head_only() const noexcept { return head_only_; }
 
  private:
+  bool put(std::string_view data);  // to the socket, always
   bool write_head(int status, std::string_view content_type, int64_t length,
                   const std::vector<std::pair<std::string, std::string>>& extra);
   int fd_;
   bool keep_alive_ = true;
   bool hijacked_ = false;
+  bool head_only_ = false;
+  bool head_sent_ = false;
 };
 
 /// "Not Found", … for a status code.

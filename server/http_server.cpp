@@ -227,10 +227,12 @@ struct HttpServer::Impl {
     return json_error_body(msg);
   }
 
-  static std::string error_response(int status, const std::string& body) {
+  /// An error answer with Connection: close; `head_only` (a HEAD request):
+  /// its head alone (RFC 9110 §9.3.2), as Connection does for handlers.
+  static std::string error_response(int status, const std::string& body, bool head_only = false) {
     return "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
            "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-           "\r\nConnection: close\r\n\r\n" + body;
+           "\r\nConnection: close\r\n\r\n" + (head_only ? std::string() : body);
   }
 
   // ---- accepting (I/O thread) ----------------------------------------------
@@ -516,7 +518,7 @@ struct HttpServer::Impl {
             auto d = buf.data();
             req.leftover.assign(static_cast<const char*>(d.data()), d.size());
           }
-          Connection conn(fd, parser->get().keep_alive());
+          Connection conn(fd, parser->get().keep_alive(), req.method == "HEAD");
           handled = true;
           l.site.handle(conn, req);
           o.hijacked = conn.hijacked();
@@ -577,7 +579,8 @@ struct HttpServer::Impl {
     /// Answers `status` with Connection: close, then lingers (I/O thread).
     void refuse(int status, const std::string& msg, bool have_head) {
       phase = Phase::Lingering;
-      out = error_response(status, srv.error_body(l, have_head ? &req : nullptr, status, msg));
+      out = error_response(status, srv.error_body(l, have_head ? &req : nullptr, status, msg),
+                           have_head && req.method == "HEAD");
       req = Request{};
       parser.reset();
       stream.expires_after(kRefusalWrite);

@@ -17,7 +17,7 @@ struct ServeOptions {
   std::string tcp;         ///< "127.0.0.1:PORT" (loopback only); empty: none
   std::string token_file;  ///< bearer token for TCP (required with tcp)
   std::string runtime = "native";  ///< backend of containers whose config names none
-  /// E2B-compatible endpoint (server/e2b.h) on loopback "127.0.0.1:PORT";
+  /// E2B-compatible endpoint (server/e2b/e2b.h) on loopback "127.0.0.1:PORT";
   /// empty: none. Needs token_file: its token is the E2B API key.
   std::string e2b;
   /// SandboxFusion-compatible endpoint (server/sandbox_fusion/api.h) on
@@ -38,7 +38,7 @@ struct ServeOptions {
   std::function<void(const std::string&)> ready;
 };
 
-/// Serves the Docker Engine API (server/api.h) until SIGTERM or SIGINT, then
+/// Serves the Docker Engine API (server/docker/api.h) until SIGTERM or SIGINT, then
 /// stops accepting, kills the processes of running execs (their clients lose
 /// their stream), waits a moment for connections to end and returns. Running
 /// sandboxes are left running. The unix socket is created mode 0660 owned by

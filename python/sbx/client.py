@@ -27,7 +27,7 @@ def default_socket() -> str:
     run_root = os.environ.get("SBX_RUN_ROOT")
     return os.path.join(run_root, "docker.sock") if run_root else DEFAULT_SOCKET
 
-# The exec stream's frame kinds (docs/api.md, server/sbx_v1.h).
+# The exec stream's frame kinds (docs/api.md, server/v1/sbx_v1.h).
 STDIN, STDOUT, STDERR, EXIT, STDIN_CLOSE, KILL, RESIZE, ERROR = range(8)
 
 

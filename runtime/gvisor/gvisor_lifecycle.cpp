@@ -830,6 +830,7 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   // runsc exec's end wakes the loop through its pidfd, not SIGCHLD: in a
   // multi-threaded caller another thread's signalfd may take the SIGCHLD.
   Fd exit_fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  if (req.on_pid) req.on_pid(pid);
   int master = -1;
   if (req.tty) {
     // A runsc that fails first ends (its pidfd turns readable) without one.
@@ -876,6 +877,11 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   bool timed_out = false, cancelled = false;
   int status = 0;
   for (;;) {
+    if (req.on_pid) {  // ended? (not reaped: the pid stays ours until on_pid(0) is told)
+      siginfo_t ended{};
+      if (::waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOHANG | WNOWAIT) == 0 && ended.si_pid == pid)
+        req.on_pid(0);
+    }
     if (::waitpid(pid, &status, WNOHANG) == pid) break;
     int64_t now = mono_ms();
     int wait_ms = -1;

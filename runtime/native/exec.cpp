@@ -333,6 +333,7 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
   // a multi-threaded caller another thread's signalfd may take the SIGCHLD.
   // (It is our child and not reaped yet, so the pid cannot be reused.)
   Fd child_pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+  if (req.on_pid) req.on_pid(child);
   std::optional<PtyRelay> relay;  // restores the user's terminal on every exit path
   if (master.fd >= 0) relay.emplace(master.fd, 0, 1);
   const int64_t start = mono_ms();
@@ -387,6 +388,11 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
         }
         ::kill(child, sig);
       }
+    }
+    if (req.on_pid) {  // ended? (not reaped: the pid stays ours until on_pid(0) is told)
+      siginfo_t ended{};
+      if (::waitid(P_PID, static_cast<id_t>(child), &ended, WEXITED | WNOHANG | WNOWAIT) == 0 && ended.si_pid == child)
+        req.on_pid(0);
     }
     int ws;
     pid_t w = ::waitpid(child, &ws, WNOHANG);

@@ -125,6 +125,46 @@ EOF
   docker cp servetest:/tmp/link "$T/link" 2>/dev/null
   check "docker cp of a symlink copies the link itself (as docker)" [ -L "$T/link" ]
   expect_rc "docker cp of a missing path fails" 1 docker cp servetest:/no/such "$T/nothing"
+  # A HEAD answer is its head alone, errors included: a body would be read as
+  # the next response on the kept-alive connection (curl: a broken second
+  # answer; Go: "Unsolicited response received on idle HTTP channel").
+  out=$(curl -s -o /dev/null -w '%{http_code}\n' --unix-socket "$SOCK" -I \
+    "http://d/v1.44/containers/servetest/archive?path=/no/such" --next --unix-socket "$SOCK" http://d/_ping)
+  check "HEAD of a missing archive path: 404, then the next request on the connection is answered ($out)" \
+    [ "$out" = $'404\nOK' ]
+  raw=$(python3 - "$SOCK" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(1.0)
+s.sendall(b"HEAD /v1.44/containers/servetest/archive?path=/no/such HTTP/1.1\r\nHost: d\r\n\r\n"
+          b"HEAD /v1.44/containers/no-such-ctr/json HTTP/1.1\r\nHost: d\r\n\r\n")
+got = b""
+try:
+    while got.count(b"\r\n\r\n") < 2 or len(got) < 4096:
+        b = s.recv(65536)
+        if not b: break
+        got += b
+except socket.timeout:
+    pass
+heads = got.split(b"\r\n\r\n")
+# two heads and nothing after the second blank line: no body bytes anywhere
+print(len(heads), heads[0].split(b"\r\n")[0].decode(), heads[1].split(b"\r\n")[0].decode() if len(heads) > 1 else "",
+      repr(heads[-1]))
+PY
+)
+  check "raw HEADs (a handler's 404, the router's refusal) carry no body ($raw)" \
+    [ "$raw" = "3 HTTP/1.1 404 Not Found HTTP/1.1 501 Not Implemented b''" ]
+  # docker cp to a new name asks HEAD of a missing path first (404): 20 in a
+  # row on the CLI's kept-alive connection, each answered (before, the 404's
+  # body broke the next request: "use of closed network connection").
+  echo cp-payload >"$T/cpfile"
+  cp_fail=0
+  for i in $(seq 20); do
+    docker cp "$T/cpfile" "servetest:/tmp/cp$i" 2>>"$T/cp.err" || cp_fail=$((cp_fail + 1))
+    docker cp "$T/cpfile" servetest:/tmp 2>>"$T/cp.err" || cp_fail=$((cp_fail + 1))
+  done
+  check "40 docker cp (20 to a new name after a HEAD 404) all succeed ($cp_fail failed: $(head -c 300 "$T/cp.err"))" [ "$cp_fail" = 0 ]
+  check "… without 'Unsolicited response' in the CLI's output" not_grep Unsolicited "$(cat "$T/cp.err")"
+  check "… and the files are there" [ "$(docker exec servetest cat /tmp/cp20 /tmp/cpfile)" = $'cp-payload\ncp-payload' ]
   check "docker logs shows the first process's output" [ "$(docker logs servetest)" = started ]
   # stdout and stderr apart in the log (stream 1 and 2 of the framing), with times.
   docker run -d --name logtest "${RT_ARGS[@]}" $IMG sh -c 'echo to-out; echo to-err >&2; printf partial; exec tail -f /dev/null' >/dev/null
@@ -372,6 +412,41 @@ if sys.argv[2] != "gvisor":  # (a real pty for Tty containers: native)
     check("Tty: stdout is a terminal %r" % out, b"is-tty" in out)
     sk.close()
     c.api.remove_container(t["Id"], force=True)
+# exec inspect's Pid is the host pid of the running exec (native: the command
+# itself): a client on the host kills it through it (SWE-bench's time-out path
+# sends it SIGTERM), and exactly that process dies.
+if sys.argv[2] != "gvisor":
+    import signal
+    def start_sleep(secs):
+        eid = c.api.exec_create(ctr.id, ["sleep", secs])["Id"]
+        c.api.exec_start(eid, detach=True)
+        pid, end = 0, time.time() + 20
+        while not pid and time.time() < end:
+            pid = c.api.exec_inspect(eid)["Pid"]
+            time.sleep(0.05)
+        return eid, pid
+    def cmdline(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f: return f.read()
+        except OSError: return b""
+    victim, vpid = start_sleep("1001")
+    other, opid = start_sleep("1002")
+    check("exec_inspect Pid: the host pid of the exec's command (%d: %r)" % (vpid, cmdline(vpid)),
+          vpid > 0 and cmdline(vpid) == b"sleep\x001001\x00")
+    check("exec_inspect Pid: another exec, another pid (%d: %r)" % (opid, cmdline(opid)),
+          opid > 0 and opid != vpid and cmdline(opid) == b"sleep\x001002\x00")
+    os.kill(vpid, signal.SIGTERM)
+    ins, end = c.api.exec_inspect(victim), time.time() + 20
+    while ins["Running"] and time.time() < end:
+        time.sleep(0.05); ins = c.api.exec_inspect(victim)
+    check("kill -TERM Pid from the host ends that exec: ExitCode 143 %r" % ((ins["Running"], ins["ExitCode"], ins["Pid"]),),
+          not ins["Running"] and ins["ExitCode"] == 143)
+    check("… whose Pid reads 0 once it ended (a reaped pid may be another's)", ins["Pid"] == 0)
+    oi = c.api.exec_inspect(other)
+    check("… and only it: the other exec runs on (%r)" % cmdline(opid), oi["Running"] and oi["Pid"] == opid and cmdline(opid) == b"sleep\x001002\x00")
+    os.kill(opid, signal.SIGKILL)
+    code, out = ctr.exec_run(["sh", "-c", "ps -o args 2>/dev/null || ps"])
+    check("… the container's other processes live (%r)" % out[-200:], b"tail -f /dev/null" in out and b"sleep 1001" not in out)
 # Many exec streams at once, each output checked byte for byte.
 results = {}
 def one(i):

@@ -1,8 +1,8 @@
-// The E2B endpoint's pure parts (server/e2b_connect.cpp): the Connect
+// The E2B endpoint's pure parts (server/e2b/e2b_connect.cpp): the Connect
 // protocol's envelopes and error statuses, and protobuf JSON's base64.
 #include <doctest.h>
 
-#include "server/e2b.h"
+#include "server/e2b/e2b.h"
 
 using namespace sbx;
 using nlohmann::json;

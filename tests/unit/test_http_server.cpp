@@ -254,3 +254,56 @@ TEST_CASE("HttpServer: connections over the per-client bound are answered 503; c
   }
   CHECK(status_of(r) == 200);
 }
+
+TEST_CASE("HttpServer: a HEAD answer is its head alone, whatever the handler sends; the connection stays usable") {
+  Fixture f;
+  Site site;
+  site.handle = [](Connection& c, Request& r) {
+    if (r.path == "/error") return (void)c.send_error(404, "no such file");
+    if (r.path == "/stream") {  // a streaming handler stops at its first chunk
+      if (!c.begin_chunks(200, "text/plain")) return;
+      for (int i = 0; i < 1000; ++i)
+        if (!c.chunk("data")) return;
+      c.end_chunks();
+      return;
+    }
+    if (r.path == "/raw") {  // a head written raw, then a body
+      c.write_raw("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody");
+      return;
+    }
+    if (r.path == "/file") {
+      c.begin_body(200, "application/octet-stream", 4);
+      c.write_raw("body");
+      return;
+    }
+    c.send(200, "fine", "text/plain");
+  };
+  // Refused by the core on the head: a HEAD over the body bound.
+  site.body_rule = [](const Request&) { return BodyRule{10, false}; };
+  f.start(ServerLimits{}, site);
+
+  Fd a = dial(f.sock);
+  for (const char* path : {"/error", "/stream", "/raw", "/file"}) {
+    put(a.fd, std::string("HEAD ") + path + " HTTP/1.1\r\nHost: t\r\n\r\n");
+    std::string head;
+    char ch;
+    while (head.find("\r\n\r\n") == std::string::npos && ::recv(a.fd, &ch, 1, 0) == 1) head += ch;
+    CAPTURE(path);
+    CAPTURE(head);
+    CHECK(head.ends_with("\r\n\r\n"));
+  }
+  // The next request on the same connection reads its own answer: no body
+  // bytes of the HEAD answers came before it.
+  put(a.fd, "GET /ok HTTP/1.1\r\nHost: t\r\n\r\n");
+  std::string resp = one_response(a.fd);
+  CHECK(resp.starts_with("HTTP/1.1 200 OK\r\n"));
+  CHECK(resp.ends_with("\r\n\r\nfine"));
+
+  // The core's own refusal (413) of a HEAD: its head, no {"message": …}.
+  Fd b = dial(f.sock);
+  put(b.fd, "HEAD /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n");
+  resp = until_close(b.fd);
+  CHECK(status_of(resp) == 413);
+  CHECK(resp.ends_with("\r\n\r\n"));
+  CHECK(resp.find("message") == std::string::npos);
+}

@@ -6,9 +6,9 @@
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "engine/sandbox_options.h"
-#include "server/docker_spec.h"
+#include "server/docker/docker_spec.h"
 #include "server/error_status.h"
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 #include "spec/spec_json.h"
 
 using namespace sbx;

@@ -3,24 +3,44 @@
 #include <doctest.h>
 
 #include "common/error.h"
-#include "server/api.h"
-#include "server/docker_spec.h"
+#include "server/docker/api.h"
+#include "server/docker/docker_spec.h"
+#include "server/framing.h"
 #include "server/http.h"
 
 using namespace sbx;
 using nlohmann::json;
 
-TEST_CASE("frame gives Docker's 8-byte multiplexed header") {
-  std::string f = server::frame(2, "hello");
+TEST_CASE("docker_frame gives Docker's 8-byte multiplexed header") {
+  std::string f = server::docker_frame(2, "hello");
   REQUIRE(f.size() == 13);
   CHECK(f[0] == 2);
   CHECK(f[1] == 0);
   CHECK(f[7] == 5);
   CHECK(f.substr(8) == "hello");
-  std::string big = server::frame(1, std::string(70000, 'x'));
+  std::string big = server::docker_frame(1, std::string(70000, 'x'));
   CHECK(static_cast<unsigned char>(big[5]) == 0x01);  // 70000 = 0x011170
   CHECK(static_cast<unsigned char>(big[6]) == 0x11);
   CHECK(static_cast<unsigned char>(big[7]) == 0x70);
+}
+
+TEST_CASE("prefixed frames: one byte, a big-endian 32-bit length, the payload; parsed back only when whole") {
+  std::string f = server::prefixed_frame(7, std::string(0x010203, 'y'));
+  REQUIRE(f.size() == 5 + 0x010203);
+  CHECK(static_cast<unsigned char>(f[0]) == 7);
+  CHECK(f.substr(1, 4) == std::string("\x00\x01\x02\x03", 4));
+  std::string two = server::prefixed_frame(1, "ab") + server::prefixed_frame(4, "");
+  auto a = server::parse_prefixed_frame(two);
+  REQUIRE(a);
+  CHECK(a->head == 1);
+  CHECK(a->payload == "ab");
+  CHECK(a->size == 7);
+  auto b = server::parse_prefixed_frame(std::string_view(two).substr(a->size));
+  REQUIRE(b);
+  CHECK(b->head == 4);
+  CHECK(b->payload.empty());
+  CHECK_FALSE(server::parse_prefixed_frame(std::string_view(two).substr(0, 6)));  // short payload
+  CHECK_FALSE(server::parse_prefixed_frame("\x01\x00\x00"));                      // short header
 }
 
 TEST_CASE("url_decode decodes percent escapes and '+'") {

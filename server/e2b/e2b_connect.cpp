@@ -1,4 +1,4 @@
-// The Connect protocol's framing for the E2B endpoint (server/e2b.h):
+// The Connect protocol's framing for the E2B endpoint (server/e2b/e2b.h):
 // https://connectrpc.com/docs/protocol — unary calls are plain JSON
 // request/response bodies with errors as {"code","message"} and an HTTP
 // status; server streams (application/connect+json) are envelopes of one
@@ -7,7 +7,8 @@
 // base64 (https://protobuf.dev/programming-guides/json/).
 #include <map>
 
-#include "server/e2b.h"
+#include "server/e2b/e2b.h"
+#include "server/framing.h"
 
 namespace sbx::server {
 
@@ -25,26 +26,14 @@ int connect_http_status(const std::string& code) {
   return it == kStatus.end() ? 500 : it->second;
 }
 
-std::string connect_envelope(uint8_t flags, std::string_view payload) {
-  std::string out(5, '\0');
-  out[0] = static_cast<char>(flags);
-  uint32_t n = static_cast<uint32_t>(payload.size());
-  out[1] = static_cast<char>(n >> 24);
-  out[2] = static_cast<char>(n >> 16);
-  out[3] = static_cast<char>(n >> 8);
-  out[4] = static_cast<char>(n);
-  out.append(payload);
-  return out;
-}
+std::string connect_envelope(uint8_t flags, std::string_view payload) { return prefixed_frame(flags, payload); }
 
 json connect_stream_request(const std::string& body) {
-  if (body.size() < 5) throw ConnectError{"invalid_argument", "streaming request: no envelope"};
-  auto b = reinterpret_cast<const unsigned char*>(body.data());
-  if (b[0] & 0x01) throw ConnectError{"internal", "compressed envelopes are not supported"};
-  uint32_t n = (uint32_t{b[1]} << 24) | (uint32_t{b[2]} << 16) | (uint32_t{b[3]} << 8) | uint32_t{b[4]};
-  if (n > body.size() - 5) throw ConnectError{"invalid_argument", "streaming request: short envelope"};
+  auto env = parse_prefixed_frame(body);
+  if (!env) throw ConnectError{"invalid_argument", body.size() < 5 ? "streaming request: no envelope" : "streaming request: short envelope"};
+  if (env->head & 0x01) throw ConnectError{"internal", "compressed envelopes are not supported"};
   try {
-    return json::parse(body.substr(5, n));
+    return json::parse(env->payload.begin(), env->payload.end());
   } catch (const json::exception& e) {
     throw ConnectError{"invalid_argument", std::string("malformed JSON message: ") + e.what()};
   }

@@ -1,4 +1,4 @@
-// envd's process.Process service for the E2B endpoint (server/e2b.h), after
+// envd's process.Process service for the E2B endpoint (server/e2b/e2b.h), after
 // envd's process.proto: Start and Connect are server streams of
 // ProcessEvent (start {pid}, data {stdout|stderr: base64}, end {exitCode,
 // exited, status, error}, keepalive); List, SendInput, SendSignal,
@@ -21,7 +21,8 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "server/e2b.h"
+#include "server/e2b/e2b.h"
+#include "server/exec_pump.h"
 
 namespace sbx::server {
 
@@ -31,9 +32,9 @@ namespace {
 
 /// Everything one process's runner thread owns.
 struct Run {
+  explicit Run(bool with_stdin) : pump({.stdin = with_stdin}) {}
   engine::ExecRequest req;
-  Pipe out, err, cancel, done;
-  std::optional<Pipe> in;
+  ExecPump pump;
 };
 
 std::string data_event(const char* stream, std::string_view bytes) {
@@ -69,7 +70,7 @@ void E2bApi::process_start(Connection& c, const Request& r, const std::shared_pt
     if (!*bash) args[0] = "/bin/sh";
   }
 
-  auto run = std::make_shared<Run>();
+  auto run = std::make_shared<Run>(in.value("stdin", false));
   engine::ExecRequest& req = run->req;
   req.sandbox = sb->sbx_id;
   req.args = args;
@@ -86,15 +87,7 @@ void E2bApi::process_start(Connection& c, const Request& r, const std::shared_pt
   } catch (...) {
     throw ConnectError{"invalid_argument", "malformed Connect-Timeout-Ms header"};
   }
-  req.forward_signals = false;
-  if (in.value("stdin", false)) {
-    run->in.emplace();
-    req.stdin_fd = run->in->r.fd;
-    req.interactive = true;
-  }
-  req.stdout_fd = run->out.w.fd;
-  req.stderr_fd = run->err.w.fd;
-  req.cancel_fd = run->cancel.r.fd;
+  run->pump.wire(req);
 
   auto p = std::make_shared<E2bProcess>();
   p->config = cfg;
@@ -103,9 +96,9 @@ void E2bApi::process_start(Connection& c, const Request& r, const std::shared_pt
     std::lock_guard lk(mu_);
     if (sb->gone) throw ConnectError{"unavailable", "sandbox " + sb->id + " is not running"};
     p->pid = next_pid_++;
-    p->cancel_w = run->cancel.w.fd;
+    p->cancel_w = run->pump.cancel_fd();
     // From here p owns the stdin write end (SendInput, CloseStdin; closed at the end).
-    p->stdin_w = run->in ? std::exchange(run->in->w.fd, -1) : -1;
+    p->stdin_w = std::exchange(run->pump.stdin_w().fd, -1);
     sb->procs[p->pid] = p;
   }
   auto append = [this, p](std::string ev) {
@@ -122,48 +115,23 @@ void E2bApi::process_start(Connection& c, const Request& r, const std::shared_pt
     cv_.notify_all();
   };
   std::thread([this, run, p, append, sb] {
-    int code = 0;
-    std::string failure;
-    std::thread ex([&] {
-      try {
-        code = engine_.exec(run->req).exit_code;
-      } catch (const Error& e) {
-        code = e.exit_code();
-        failure = e.what();
-      } catch (const std::exception& e) {
-        code = kExitSbxFailed;
-        failure = e.what();
-      }
-      (void)!::write(run->done.w.fd, "x", 1);
-    });
-    bool exited = false;
-    char buf[65536];
+    ExecPump& pump = run->pump;
+    pump.start(engine_, run->req);
     for (;;) {
       struct pollfd pfd[3];
-      int n = 0, i_out = -1, i_err = -1, i_done = -1;
-      if (run->out.r.fd >= 0) pfd[i_out = n++] = {run->out.r.fd, POLLIN, 0};
-      if (run->err.r.fd >= 0) pfd[i_err = n++] = {run->err.r.fd, POLLIN, 0};
-      if (!exited) pfd[i_done = n++] = {run->done.r.fd, POLLIN, 0};
+      int n = pump.add_pollfds(pfd, 0);
       if (n == 0) break;
-      int rc = ::poll(pfd, static_cast<nfds_t>(n), exited ? 200 : -1);
+      int rc = ::poll(pfd, static_cast<nfds_t>(n), pump.poll_timeout_ms());
       if (rc < 0 && errno == EINTR) continue;
       if (rc <= 0) break;  // ended, and nothing more came: a background child holds the pipe
-      for (auto [idx, stream] : {std::pair{i_out, "stdout"}, std::pair{i_err, "stderr"}}) {
-        if (idx < 0 || !(pfd[idx].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        Fd& fd = std::string_view(stream) == "stdout" ? run->out.r : run->err.r;
-        ssize_t k = ::read(fd.fd, buf, sizeof buf);
-        if (k > 0) append(data_event(stream, std::string_view(buf, static_cast<size_t>(k))));
-        else if (k == 0 || errno != EINTR) fd = Fd();
-      }
-      if (i_done >= 0 && (pfd[i_done].revents & POLLIN)) {
-        exited = true;
-        // Our copies of its ends: EOF comes once it (and what it left) closed theirs.
-        run->out.w = Fd();
-        run->err.w = Fd();
-        if (run->in) run->in->r = Fd();
-      }
+      pump.handle(pfd, [&](int stream, std::string_view d) {
+        append(data_event(stream == 1 ? "stdout" : "stderr", d));
+        return true;
+      });
     }
-    ex.join();
+    ExecEnd ended = pump.join();
+    int code = ended.exit_code;
+    const std::string& failure = ended.failure;
     json end;
     {
       std::lock_guard lk(mu_);

@@ -1,6 +1,6 @@
-// /sbx/v1: routing, errors and the sandbox endpoints (server/sbx_v1.h,
+// /sbx/v1: routing, errors and the sandbox endpoints (server/v1/sbx_v1.h,
 // docs/api.md): create, get, list, wait, terminate, stats.
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,23 +18,17 @@
 #include "runtime/snapshot_copies.h"
 #include "runtime/state.h"
 #include "engine/sandbox_options.h"
-#include "server/docker_spec.h"
+#include "server/docker/docker_spec.h"
 #include "server/error_status.h"
+#include "server/framing.h"
+#include "server/reaper.h"
 
 namespace sbx::server {
 
 using nlohmann::json;
 
 std::string v1_frame(FrameKind kind, std::string_view payload) {
-  std::string out(5, '\0');
-  out[0] = static_cast<char>(kind);
-  uint32_t n = static_cast<uint32_t>(payload.size());
-  out[1] = static_cast<char>(n >> 24);
-  out[2] = static_cast<char>(n >> 16);
-  out[3] = static_cast<char>(n >> 8);
-  out[4] = static_cast<char>(n);
-  out.append(payload);
-  return out;
+  return prefixed_frame(static_cast<uint8_t>(kind), payload);
 }
 
 SbxV1& sbx_v1(const engine::Config& cfg, const std::string& default_runtime) {
@@ -257,13 +251,7 @@ void remove_copies(const std::string& run_root, const std::string& id) {
 }  // namespace
 
 void SbxV1::watch(const std::string& id, const runtime::SandboxState& created) {
-  try {
-    engine_.wait(id);
-  } catch (const Error& e) {
-    log::debug("serve: sbx/v1 wait for " + id.substr(0, 12) + ": " + e.what());
-  }
-  // What this process holds of it (its init or monitor is our child).
-  engine_.reap(created);
+  wait_and_reap(engine_, id, created, "sbx/v1");
   remove_copies(engine_.config().run_root, id);
 }
 

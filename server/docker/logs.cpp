@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 
 namespace sbx::server {
 
@@ -114,7 +114,7 @@ void Api::container_logs(Connection& c, const Request& r, const std::string& ref
   bool tty = ctr && ctr->tty();
   const char* ctype = tty ? kRaw : kMux;
   if (ctr && !ctr->started) return (void)c.send(200, "", ctype);
-  auto wrap = [&](int stream, std::string_view d) { return tty ? std::string(d) : frame(stream, d); };
+  auto wrap = [&](int stream, std::string_view d) { return tty ? std::string(d) : docker_frame(stream, d); };
   if (!r.flag("follow")) {
     std::string body;
     stream_log(id, o, false, [&](int s, std::string_view d) {

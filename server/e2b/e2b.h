@@ -48,7 +48,7 @@
 
 namespace sbx::server {
 
-// ---- the Connect protocol (server/e2b_connect.cpp) ---------------------------
+// ---- the Connect protocol (server/e2b/e2b_connect.cpp) ---------------------------
 
 /// A Connect error: its code name ("not_found", "invalid_argument", …,
 /// https://connectrpc.com/docs/protocol#error-codes) and message.
@@ -152,7 +152,7 @@ class E2bApi {
   static constexpr size_t kKeepOutput = 1u << 20;
 
  private:
-  // REST (server/e2b_api.cpp)
+  // REST (server/e2b/e2b_api.cpp)
   void rest(Connection& c, Request& r);
   void create_sandbox(Connection& c, const Request& r);
   void list_sandboxes(Connection& c, const Request& r);
@@ -167,7 +167,7 @@ class E2bApi {
   /// Until the sandbox ends; `created`: its state as create left it (engine reap).
   void watch(std::shared_ptr<E2bSandbox> sb, runtime::SandboxState created);
 
-  // envd (server/e2b_process.cpp, server/e2b_files.cpp)
+  // envd (server/e2b/e2b_process.cpp, server/e2b/e2b_files.cpp)
   void envd(Connection& c, Request& r);
   void process_start(Connection& c, const Request& r, const std::shared_ptr<E2bSandbox>& sb);
   void process_connect(Connection& c, const Request& r, const std::shared_ptr<E2bSandbox>& sb);

@@ -1,5 +1,5 @@
 // POST /sbx/v1/sandboxes/{id}/exec: a process in the sandbox, its stdin,
-// stdout and stderr as frames on an upgraded connection (server/sbx_v1.h,
+// stdout and stderr as frames on an upgraded connection (server/v1/sbx_v1.h,
 // docs/api.md "Exec stream"). Bytes are carried as they are (NULs, invalid
 // UTF-8). The process runs through Engine::exec on pipes; a client that goes
 // away (EOF or error on the socket without a StdinClose first is not enough:
@@ -10,12 +10,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <thread>
-
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "server/sbx_v1.h"
+#include "server/exec_pump.h"
+#include "server/framing.h"
+#include "server/v1/sbx_v1.h"
 
 namespace sbx::server {
 
@@ -52,70 +52,39 @@ void SbxV1::exec(Connection& c, const Request& r, const std::string& ref) {
     req.timeout = std::chrono::milliseconds(static_cast<int64_t>(t->get<double>() * 1000));
   bool pty = b.value("pty", false);
   if (pty) req.env.push_back("TERM=xterm");
-  req.forward_signals = false;
   if (engine_.inspect(id).status != "running")
     throw V1Error{409, "Conflict", "sandbox " + id.substr(0, 12) + " is not running"};
 
-  Pipe in, out, cancel, done;
-  std::optional<Pipe> err;
-  req.stdin_fd = in.r.fd;
-  req.interactive = true;
-  req.stdout_fd = out.w.fd;
-  if (!pty) {
-    err.emplace();
-    req.stderr_fd = err->w.fd;
-  } else {
-    req.stderr_fd = out.w.fd;  // one stream, as a terminal gives (pipes, not a pty: docs/api.md)
-  }
-  req.cancel_fd = cancel.r.fd;
-  ::fcntl(in.w.fd, F_SETFL, O_NONBLOCK);  // a process that does not read its stdin never blocks the pump
+  ExecPump pump({.stdin = true, .merge_stderr = pty});  // one stream with pty: as a terminal gives (pipes, not a pty: docs/api.md)
+  pump.wire(req);
+  Fd& in_w = pump.stdin_w();
+  ::fcntl(in_w.fd, F_SETFL, O_NONBLOCK);  // a process that does not read its stdin never blocks the pump
 
   if (!c.hijack(r, "application/vnd.sbx.exec-stream")) return;
   {
     std::lock_guard lk(mu_);
-    cancel_fds_.insert(cancel.w.fd);
+    cancel_fds_.insert(pump.cancel_fd());
   }
-  int code = 0;
-  bool timed_out = false;
-  std::string failure;
-  int failure_code = 0;
-  std::thread t([this, &req, &code, &timed_out, &failure, &failure_code, &done] {
-    try {
-      auto res = engine_.exec(req);
-      code = res.exit_code;
-      timed_out = res.timed_out;
-    } catch (const Error& e) {
-      failure = e.what();
-      failure_code = e.exit_code();
-    } catch (const std::exception& e) {
-      failure = e.what();
-      failure_code = kExitSbxFailed;
-    }
-    (void)!::write(done.w.fd, "x", 1);
-  });
+  pump.start(engine_, req);
 
   std::string inbuf = r.leftover;  // frames read from the socket, not yet parsed
   std::string pending;             // stdin bytes not yet written to the pipe
-  bool stdin_eof = false, client_gone = false, exited = false, cancelled = false, sock_eof = false;
+  bool stdin_eof = false, client_gone = false, sock_eof = false;
   char buf[65536];
   auto parse_frames = [&] {
-    while (inbuf.size() >= 5) {
-      uint32_t n = (uint32_t(uint8_t(inbuf[1])) << 24) | (uint32_t(uint8_t(inbuf[2])) << 16) |
-                   (uint32_t(uint8_t(inbuf[3])) << 8) | uint32_t(uint8_t(inbuf[4]));
-      if (inbuf.size() < 5 + static_cast<size_t>(n)) break;
-      auto kind = static_cast<FrameKind>(inbuf[0]);
-      if (kind == FrameKind::Stdin && !stdin_eof) pending.append(inbuf, 5, n);
+    size_t used = 0;
+    while (auto f = parse_prefixed_frame(std::string_view(inbuf).substr(used))) {
+      auto kind = static_cast<FrameKind>(f->head);
+      if (kind == FrameKind::Stdin && !stdin_eof) pending.append(f->payload);
       else if (kind == FrameKind::StdinClose) stdin_eof = true;
-      else if (kind == FrameKind::Kill && !cancelled) {
-        (void)!::write(cancel.w.fd, "x", 1);
-        cancelled = true;
-      }
-      inbuf.erase(0, 5 + n);
+      else if (kind == FrameKind::Kill) pump.cancel();
+      used += f->size;
     }
+    inbuf.erase(0, used);
   };
   auto flush_stdin = [&] {
-    while (!pending.empty() && in.w.fd >= 0) {
-      ssize_t k = ::write(in.w.fd, pending.data(), pending.size());
+    while (!pending.empty() && in_w.fd >= 0) {
+      ssize_t k = ::write(in_w.fd, pending.data(), pending.size());
       if (k > 0) {
         pending.erase(0, static_cast<size_t>(k));
       } else if (k < 0 && errno == EINTR) {
@@ -124,41 +93,32 @@ void SbxV1::exec(Connection& c, const Request& r, const std::string& ref) {
         return;
       } else {  // EPIPE: the process closed its stdin; drop what is left
         pending.clear();
-        in.w = Fd();
+        in_w = Fd();
       }
     }
-    if (pending.empty() && stdin_eof && in.w.fd >= 0) in.w = Fd();  // EOF to the process
+    if (pending.empty() && stdin_eof && in_w.fd >= 0) in_w = Fd();  // EOF to the process
   };
   parse_frames();
   flush_stdin();
   for (;;) {
     struct pollfd pfd[5];
-    int n = 0, i_out = -1, i_err = -1, i_sock = -1, i_done = -1, i_in = -1;
-    if (out.r.fd >= 0) pfd[i_out = n++] = {out.r.fd, POLLIN, 0};
-    if (err && err->r.fd >= 0) pfd[i_err = n++] = {err->r.fd, POLLIN, 0};
+    int i_sock = -1, i_in = -1;
+    int n = pump.add_pollfds(pfd, 0);
     // Backpressure: no more socket reads while 4 MiB of stdin wait.
     bool read_sock = !client_gone && !sock_eof && pending.size() < (4u << 20);
     if (!client_gone) pfd[i_sock = n++] = {c.fd(), static_cast<short>(read_sock ? POLLIN : 0), 0};
-    if (!exited) pfd[i_done = n++] = {done.r.fd, POLLIN, 0};
-    if (!pending.empty() && in.w.fd >= 0) pfd[i_in = n++] = {in.w.fd, POLLOUT, 0};
-    if (exited && i_out < 0 && i_err < 0) break;
-    int rc = ::poll(pfd, static_cast<nfds_t>(n), exited ? 200 : -1);
+    if (!pending.empty() && in_w.fd >= 0) pfd[i_in = n++] = {in_w.fd, POLLOUT, 0};
+    if (pump.done()) break;
+    int rc = ::poll(pfd, static_cast<nfds_t>(n), pump.poll_timeout_ms());
     if (rc < 0) {
       if (errno == EINTR) continue;
       break;
     }
     if (rc == 0) break;  // exited, and its output ends stay open (a background process): done
-    for (auto [idx, kind] : {std::pair{i_out, FrameKind::Stdout}, std::pair{i_err, FrameKind::Stderr}}) {
-      if (idx < 0 || !(pfd[idx].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Fd& fd = kind == FrameKind::Stdout ? out.r : err->r;
-      ssize_t k = ::read(fd.fd, buf, sizeof buf);
-      if (k > 0) {
-        if (!client_gone && !c.write_raw(v1_frame(kind, std::string_view(buf, static_cast<size_t>(k)))))
-          client_gone = true;
-      } else if (k == 0 || errno != EINTR) {
-        fd = Fd();
-      }
-    }
+    if (!pump.handle(pfd, [&](int stream, std::string_view d) {
+          return client_gone || c.write_raw(v1_frame(stream == 1 ? FrameKind::Stdout : FrameKind::Stderr, d));
+        }))
+      client_gone = true;
     if (i_sock >= 0 && pfd[i_sock].revents) {
       short ev = pfd[i_sock].revents;
       if (ev & POLLIN) {
@@ -178,32 +138,23 @@ void SbxV1::exec(Connection& c, const Request& r, const std::string& ref) {
       if (ev & (POLLHUP | POLLERR)) client_gone = true;
     }
     if (i_in >= 0 || !pending.empty() || stdin_eof) flush_stdin();
-    if (client_gone && !exited && !cancelled) {
-      (void)!::write(cancel.w.fd, "x", 1);
-      cancelled = true;
-    }
-    if (i_done >= 0 && (pfd[i_done].revents & POLLIN)) {
-      exited = true;
-      out.w = Fd();
-      if (err) err->w = Fd();
-      in.r = Fd();
-    }
+    if (client_gone && !pump.exited()) pump.cancel();
   }
-  t.join();
+  ExecEnd end = pump.join();
   {
     std::lock_guard lk(mu_);
-    cancel_fds_.erase(cancel.w.fd);
+    cancel_fds_.erase(pump.cancel_fd());
   }
   if (client_gone) {
     log::debug("serve: sbx/v1 exec in " + id.substr(0, 12) + ": client went away; process killed");
     return;
   }
-  if (!failure.empty()) {
-    std::string kind = failure_code == kExitNotFound ? "CommandNotFound" : "ExecFailed";
-    c.write_raw(v1_frame(FrameKind::Error, json{{"message", failure}, {"kind", kind}, {"exit_code", failure_code}}.dump()));
+  if (!end.failure.empty()) {
+    std::string kind = end.failure_code == kExitNotFound ? "CommandNotFound" : "ExecFailed";
+    c.write_raw(v1_frame(FrameKind::Error, json{{"message", end.failure}, {"kind", kind}, {"exit_code", end.failure_code}}.dump()));
     return;
   }
-  c.write_raw(v1_frame(FrameKind::Exit, json{{"exit_code", code}, {"timed_out", timed_out}}.dump()));
+  c.write_raw(v1_frame(FrameKind::Exit, json{{"exit_code", end.exit_code}, {"timed_out", end.timed_out}}.dump()));
 }
 
 }  // namespace sbx::server

@@ -4,9 +4,9 @@
 // SandboxNotFound, ImageNotFound, SnapshotNotFound, InvalidArgument,
 // Conflict, Unsupported, Internal (the SDK raises a class per kind).
 //
-// Split by job: sandboxes (server/sbx_v1.cpp: routing, create, get, list,
-// wait, terminate, stats), exec streaming (server/sbx_v1_exec.cpp), files
-// (server/sbx_v1_files.cpp), snapshots (server/sbx_v1_snapshots.cpp).
+// Split by job: sandboxes (server/v1/sbx_v1.cpp: routing, create, get, list,
+// wait, terminate, stats), exec streaming (server/v1/sbx_v1_exec.cpp), files
+// (server/v1/sbx_v1_files.cpp), snapshots (server/v1/sbx_v1_snapshots.cpp).
 //
 // Streams (exec, file upload) use an HTTP/1.1 upgrade: the client sends
 // "Connection: Upgrade" + "Upgrade: sbx-stream/1" and no body; the server
@@ -74,20 +74,20 @@ class SbxV1 {
   void cancel_all();
 
  private:
-  // sandboxes (server/sbx_v1.cpp)
+  // sandboxes (server/v1/sbx_v1.cpp)
   void create(Connection& c, const Request& r);
   void list(Connection& c, const Request& r);
   void get(Connection& c, const std::string& ref);
   void wait(Connection& c, const Request& r, const std::string& ref);
   void terminate(Connection& c, const Request& r, const std::string& ref);
   void stats(Connection& c, const std::string& ref);
-  // exec (server/sbx_v1_exec.cpp)
+  // exec (server/v1/sbx_v1_exec.cpp)
   void exec(Connection& c, const Request& r, const std::string& ref);
-  // files (server/sbx_v1_files.cpp)
+  // files (server/v1/sbx_v1_files.cpp)
   void file_read(Connection& c, const Request& r, const std::string& id);
   void file_write(Connection& c, const Request& r, const std::string& id);
   void file_op(Connection& c, const Request& r, const std::string& id, const std::string& op);
-  // snapshots (server/sbx_v1_snapshots.cpp)
+  // snapshots (server/v1/sbx_v1_snapshots.cpp)
   void snapshot_fs(Connection& c, const Request& r, const std::string& id);
   void snapshot_dir(Connection& c, const Request& r, const std::string& id);
   void checkpoint(Connection& c, const Request& r, const std::string& id);

@@ -1,4 +1,4 @@
-// /sbx/v1 files (server/sbx_v1.h, docs/api.md "Files").
+// /sbx/v1 files (server/v1/sbx_v1.h, docs/api.md "Files").
 //
 // Reads and writes go through the engine's copies (Engine::copy_out /
 // copy_in: `sbx cp`'s rules: the path is resolved by the kernel inside the
@@ -23,7 +23,7 @@
 #include "common/log.h"
 #include "runtime/state.h"
 #include "server/error_status.h"
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 #include "server/temp_dir.h"
 
 namespace sbx::server {
@@ -88,9 +88,7 @@ void SbxV1::file_read(Connection& c, const Request& r, const std::string& id) {
   Fd f(::open(host.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (f.fd < 0) throw_errno("open " + host);
   // Content-Length from the copy; the body read and sent 1 MiB at a time.
-  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
-                     std::to_string(st.st_size) + "\r\n" + (c.keep_alive() ? "" : "Connection: close\r\n") + "\r\n";
-  if (!c.write_raw(head)) return;
+  if (!c.begin_body(200, "application/octet-stream", static_cast<uint64_t>(st.st_size))) return;
   std::string buf(1 << 20, '\0');
   for (off_t left = st.st_size; left > 0;) {
     ssize_t k = ::read(f.fd, buf.data(), std::min<off_t>(left, static_cast<off_t>(buf.size())));

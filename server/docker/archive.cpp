@@ -30,7 +30,7 @@
 #include "common/log.h"
 #include "common/tar_stream.h"
 #include "runtime/state.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 #include "server/temp_dir.h"
 
 namespace sbx::server {
@@ -178,11 +178,8 @@ void Api::container_archive(Connection& c, const Request& r, const std::string& 
     throw HttpError{404, std::string("Could not find the file ") + path + " in container " + ref + ": " + e.what()};
   }
   std::string stat = path_stat_header(out, name);
-  if (r.method == "HEAD") {
-    std::string head = "HTTP/1.1 200 OK\r\nApi-Version: 1.44\r\nContent-Type: application/x-tar\r\n"
-                       "X-Docker-Container-Path-Stat: " + stat + "\r\nContent-Length: 0\r\n\r\n";
-    return (void)c.write_raw(head);
-  }
+  if (r.method == "HEAD")  // the stat header alone (the connection sends no body on HEAD)
+    return (void)c.send(200, "", "application/x-tar", {{"X-Docker-Container-Path-Stat", stat}});
   // Chunked, as it is made: a client that leaves stops it.
   if (!c.begin_chunks(200, "application/x-tar", {{"X-Docker-Container-Path-Stat", stat}})) return;
   bool done = false;

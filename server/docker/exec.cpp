@@ -11,22 +11,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <thread>
-
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/log.h"
-#include "server/api.h"
-#include "server/docker_spec.h"
-#include "server/sbx_v1.h"
+#include "server/docker/api.h"
+#include "server/docker/docker_spec.h"
+#include "server/exec_pump.h"
+#include "server/framing.h"
+#include "server/v1/sbx_v1.h"
 
 namespace sbx::server {
 
 using nlohmann::json;
-
-namespace {
-
-}  // namespace
 
 void Api::exec_create(Connection& c, const Request& r, const std::string& ref) {
   std::string id = resolve_container(ref);
@@ -66,7 +62,7 @@ void Api::exec_inspect(Connection& c, const Request&, const std::string& id) {
               {"OpenStderr", ex->config.value("AttachStderr", false)},
               {"CanRemove", false},
               {"DetachKeys", ""},
-              {"Pid", 0},
+              {"Pid", ex->pid},
               {"ProcessConfig",
                {{"tty", ex->config.value("Tty", false)},
                 {"entrypoint", cmd.empty() ? "" : cmd[0]},
@@ -99,136 +95,83 @@ void Api::exec_start(Connection& c, const Request& r, const std::string& id) {
   req.env = string_list(cfg.value("Env", json()));
   req.cwd = cfg.value("WorkingDir", "");
   req.user = cfg.value("User", "");
-  req.forward_signals = false;
-  std::optional<Pipe> in, out, err;
-  Pipe cancel;
-  if (attach_in) {
-    in.emplace();
-    req.stdin_fd = in->r.fd;
-    req.interactive = true;
-  }
-  Fd devnull;
-  if (detach) {
-    devnull = Fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-    req.stdout_fd = req.stderr_fd = devnull.fd;
-  } else {
-    out.emplace();
-    req.stdout_fd = out->w.fd;
-    if (!tty) {
-      err.emplace();
-      req.stderr_fd = err->w.fd;
-    } else {
-      req.stderr_fd = out->w.fd;  // one stream, as a terminal would give (pipes, not a pty)
-    }
-  }
-  req.cancel_fd = cancel.r.fd;
+  // Pipes: stdout and stderr apart, or one stream as a terminal would give
+  // (pipes, not a pty); a detached exec's output goes nowhere.
+  ExecPump pump({.stdin = attach_in, .merge_stderr = tty, .discard_output = detach});
+  pump.wire(req);
+  // Docker's exec inspect Pid: the host pid while the process runs (a client
+  // may signal it from the host), 0 once it ended and is about to be reaped.
+  req.on_pid = [this, ex](int pid) {
+    std::lock_guard lk(mu_);
+    ex->pid = pid;
+  };
   {
     std::lock_guard lk(mu_);
-    ex->cancel_w = cancel.w.fd;
+    ex->cancel_w = pump.cancel_fd();
   }
-  Pipe done;
-  int code = 0;
-  std::string failure;
-  // The pipes live until both this function and the exec thread are done.
-  auto run = [this, &req, &code, &failure, &done] {
-    try {
-      code = engine_.exec(req).exit_code;
-    } catch (const Error& e) {
-      code = e.exit_code();
-      failure = e.what();
-    } catch (const std::exception& e) {
-      code = kExitSbxFailed;
-      failure = e.what();
-    }
-    (void)!::write(done.w.fd, "x", 1);
-  };
-  auto finish = [&] {
+  auto finish = [&](const ExecEnd& end) {
     {
       std::lock_guard lk(mu_);
       ex->running = false;
-      ex->exit_code = code;
+      ex->exit_code = end.exit_code;
       ex->cancel_w = -1;
+      ex->pid = 0;
     }
     cv_.notify_all();
   };
 
   if (detach) {
     c.send(200, "", "application/json");
-    std::thread t(run);
-    t.join();  // this connection's thread waits; the client already has its answer
-    finish();
+    pump.start(engine_, req);
+    finish(pump.join());  // this connection's thread waits; the client already has its answer
     return;
   }
 
   if (!c.hijack(r, tty ? "application/vnd.docker.raw-stream" : "application/vnd.docker.multiplexed-stream")) {
-    finish();
+    finish(ExecEnd{});
     return;
   }
-  std::thread t(run);
-  auto send = [&](int stream, std::string_view d) { return c.write_raw(tty ? std::string(d) : frame(stream, d)); };
-  bool client_gone = false, in_open = true, exited = false, cancelled = false;
-  if (attach_in && !r.leftover.empty()) (void)!::write(in->w.fd, r.leftover.data(), r.leftover.size());
-  if (!attach_in) in_open = false;
+  pump.start(engine_, req);
+  auto send = [&](int stream, std::string_view d) { return c.write_raw(tty ? std::string(d) : docker_frame(stream, d)); };
+  bool client_gone = false, in_open = attach_in;
+  if (attach_in && !r.leftover.empty()) (void)!::write(pump.stdin_w().fd, r.leftover.data(), r.leftover.size());
   char buf[65536];
   for (;;) {
     struct pollfd pfd[4];
-    int n = 0;
-    int i_out = -1, i_err = -1, i_sock = -1, i_done = -1;
-    if (out && out->r.fd >= 0) pfd[i_out = n++] = {out->r.fd, POLLIN, 0};
-    if (err && err->r.fd >= 0) pfd[i_err = n++] = {err->r.fd, POLLIN, 0};
+    int i_sock = -1;
+    int n = pump.add_pollfds(pfd, 0);
     if (!client_gone) pfd[i_sock = n++] = {c.fd(), static_cast<short>(in_open ? POLLIN : 0), 0};
-    if (!exited) pfd[i_done = n++] = {done.r.fd, POLLIN, 0};
-    if (exited && i_out < 0 && i_err < 0) break;
-    int rc = ::poll(pfd, static_cast<nfds_t>(n), exited ? 200 : -1);
+    if (pump.done()) break;
+    int rc = ::poll(pfd, static_cast<nfds_t>(n), pump.poll_timeout_ms());
     if (rc < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (rc == 0) {  // exited, and nothing more came: a background process keeps the pipe
-      break;
-    }
-    for (auto [idx, stream] : {std::pair{i_out, 1}, std::pair{i_err, 2}}) {
-      if (idx < 0 || !(pfd[idx].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      std::optional<Pipe>& p = stream == 1 ? out : err;
-      ssize_t k = ::read(p->r.fd, buf, sizeof buf);
-      if (k > 0) {
-        if (!client_gone && !send(stream, std::string_view(buf, static_cast<size_t>(k)))) client_gone = true;
-      } else if (k == 0 || errno != EINTR) {
-        p->r = Fd();
-      }
-    }
+    if (rc == 0) break;  // exited, and nothing more came: a background process keeps the pipe
+    if (!pump.handle(pfd, [&](int stream, std::string_view d) { return client_gone || send(stream, d); }))
+      client_gone = true;
     if (i_sock >= 0 && pfd[i_sock].revents) {
       short ev = pfd[i_sock].revents;
       if (in_open && (ev & POLLIN)) {
         ssize_t k = ::read(c.fd(), buf, sizeof buf);
         if (k > 0) {
-          if (::write(in->w.fd, buf, static_cast<size_t>(k)) < 0) {
+          if (::write(pump.stdin_w().fd, buf, static_cast<size_t>(k)) < 0) {
             // the process closed its stdin: drop further input
           }
         } else if (k == 0 || errno != EINTR) {
           in_open = false;  // the client closed its side (CloseWrite): EOF to the process
-          in->w = Fd();
+          pump.stdin_w() = Fd();
         }
       }
       // A hang-up (the client closed both directions) or an error: it is gone.
       // (A read-side close alone is docker's CloseWrite: the end of stdin.)
       if (ev & (POLLHUP | POLLERR)) client_gone = true;
     }
-    if (client_gone && !exited && !cancelled) {
-      (void)!::write(cancel.w.fd, "x", 1);  // the exec's process is killed
-      cancelled = true;
-    }
-    if (i_done >= 0 && (pfd[i_done].revents & POLLIN)) {
-      exited = true;
-      // Our copies of the process's ends: EOF comes once it (and what it left) closed theirs.
-      if (out) out->w = Fd();
-      if (err) err->w = Fd();
-      if (in) in->r = Fd();
-    }
+    if (client_gone && !pump.exited()) pump.cancel();  // the exec's process is killed
   }
-  t.join();
-  if (!failure.empty() && !client_gone && code == kExitSbxFailed) send(2, "sbx: " + failure + "\n");
-  finish();
+  ExecEnd end = pump.join();
+  if (!end.failure.empty() && !client_gone && end.exit_code == kExitSbxFailed) send(2, "sbx: " + end.failure + "\n");
+  finish(end);
   if (client_gone) log::debug("serve: exec " + id.substr(0, 12) + ": client went away; process killed");
 }
 

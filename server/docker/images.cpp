@@ -14,7 +14,7 @@
 #include "common/fs.h"
 #include "oci/reference.h"
 #include "runtime/state.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 #include "server/temp_dir.h"
 
 namespace sbx::server {

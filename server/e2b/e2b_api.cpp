@@ -1,5 +1,5 @@
 // The E2B endpoint's routing, authentication and REST lifecycle API
-// (server/e2b.h). The REST subset follows E2B's openapi.yml as the `e2b`
+// (server/e2b/e2b.h). The REST subset follows E2B's openapi.yml as the `e2b`
 // SDKs call it: POST /sandboxes (and /v2/sandboxes: the "/v2" prefix reaches
 // the handlers as the version prefix Request strips), GET /sandboxes,
 // GET/DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout, /refreshes,
@@ -13,10 +13,11 @@
 #include "common/log.h"
 #include "runtime/state.h"
 #include "server/error_status.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 #include "engine/sandbox_options.h"
-#include "server/docker_spec.h"
-#include "server/e2b.h"
+#include "server/docker/docker_spec.h"
+#include "server/e2b/e2b.h"
+#include "server/reaper.h"
 
 namespace sbx::server {
 
@@ -376,12 +377,7 @@ void E2bApi::kill_sandbox(const std::shared_ptr<E2bSandbox>& sb) {
 }
 
 void E2bApi::watch(std::shared_ptr<E2bSandbox> sb, runtime::SandboxState created) {
-  try {
-    engine_.wait(sb->sbx_id);
-  } catch (const Error&) {
-  }
-  // What this process holds of it (its init or monitor is our child).
-  if (!created.id.empty()) engine_.reap(created);
+  wait_and_reap(engine_, sb->sbx_id, created, "e2b");
   bool ours;
   {
     std::lock_guard lk(mu_);

@@ -1,5 +1,5 @@
-// Docker container config → SandboxSpec (server/docker_spec.h).
-#include "server/docker_spec.h"
+// Docker container config → SandboxSpec (server/docker/docker_spec.h).
+#include "server/docker/docker_spec.h"
 
 #include <sstream>
 

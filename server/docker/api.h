@@ -12,7 +12,7 @@
 //     container ends when its command ends (the init records the exit code),
 //     and it keeps running when the server stops (it is not the server's
 //     child in any way that matters: the init is on record in the run root).
-//   - attach and logs read the sandbox's log (server/logs.cpp): the first
+//   - attach and logs read the sandbox's log (server/docker/logs.cpp): the first
 //     process's stdout and stderr as records that keep the stream and time
 //     (runtime/sandbox_log.h), framed as stream 1 and 2.
 //   - a Tty container's first process runs on a real pty (native): the
@@ -36,6 +36,7 @@
 
 #include "common/fd.h"
 #include "engine/engine.h"
+#include "server/framing.h"
 #include "server/http.h"
 
 namespace sbx::server {
@@ -91,6 +92,9 @@ struct ExecInstance {
   bool started = false;
   std::optional<int> exit_code;
   int cancel_w = -1;  ///< write end: once written, the exec's process is killed
+  /// Host pid of the running process (native: the command; gVisor: its runsc
+  /// exec, which forwards signals); 0 before it starts and once it ended.
+  int pid = 0;
 };
 
 /// The API: routes requests to handlers. Thread-safe: one Api serves every
@@ -119,7 +123,7 @@ class Api {
   void ping(Connection& c, const Request& r);
   void version(Connection& c, const Request& r);
   void info(Connection& c, const Request& r);
-  // containers (server/containers.cpp)
+  // containers (server/docker/containers.cpp)
   void container_create(Connection& c, const Request& r);
   void container_start(Connection& c, const Request& r, const std::string& id);
   void container_attach(Connection& c, const Request& r, const std::string& id);
@@ -145,7 +149,7 @@ class Api {
   /// POST /containers/{id}/resize?h=ROWS&w=COLS: the size of its pty (TIOCSWINSZ).
   void container_resize(Connection& c, const Request& r, const std::string& id);
   void container_stats(Connection& c, const Request& r, const std::string& id);
-  // events (server/events.cpp)
+  // events (server/docker/events.cpp)
   void events(Connection& c, const Request& r);
   /// Records a container event (Type "container") for /events streams:
   /// create, start, die (exitCode), kill, destroy, pause, unpause, restart.
@@ -159,11 +163,11 @@ class Api {
   /// Unpauses a paused container (before a signal; `ctr` may be null).
   void thaw_for_signal(const std::shared_ptr<Container>& ctr, const std::string& id);
   void commit(Connection& c, const Request& r);
-  // exec (server/exec.cpp)
+  // exec (server/docker/exec.cpp)
   void exec_create(Connection& c, const Request& r, const std::string& id);
   void exec_start(Connection& c, const Request& r, const std::string& id);
   void exec_inspect(Connection& c, const Request& r, const std::string& id);
-  // images (server/images.cpp)
+  // images (server/docker/images.cpp)
   void image_list(Connection& c, const Request& r);
   void image_inspect(Connection& c, const Request& r, const std::string& name);
   void image_create(Connection& c, const Request& r);
@@ -199,9 +203,6 @@ class Api {
   std::deque<nlohmann::json> events_;
   uint64_t event_seq_ = 0;
 };
-
-/// Docker's 8-byte stream header + payload: stream 0 stdin, 1 stdout, 2 stderr.
-std::string frame(int stream, std::string_view data);
 
 /// RFC 3339 with nanoseconds, UTC, from unix ms ("0001-01-01T00:00:00Z" for 0).
 std::string rfc3339(int64_t unix_ms);

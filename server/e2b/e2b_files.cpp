@@ -1,4 +1,4 @@
-// envd's filesystem side for the E2B endpoint (server/e2b.h): the
+// envd's filesystem side for the E2B endpoint (server/e2b/e2b.h): the
 // filesystem.Filesystem service (Stat, ListDir, MakeDir, Remove, Move, after
 // envd's filesystem.proto) and envd's HTTP file transfer (GET /files?path=
 // → the bytes; POST /files?path= with multipart/form-data or a raw
@@ -26,8 +26,8 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "server/error_status.h"
-#include "server/api.h"
-#include "server/e2b.h"
+#include "server/docker/api.h"
+#include "server/e2b/e2b.h"
 #include "server/temp_dir.h"
 
 namespace sbx::server {
@@ -394,10 +394,9 @@ void E2bApi::files_get(Connection& c, const Request& r, const std::shared_ptr<E2
   std::string name = base_name(src);
   std::string quoted;
   for (char ch : name) quoted += (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ? '_' : ch;
-  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
-                     std::to_string(st.st_size) + "\r\nContent-Disposition: inline; filename=\"" + quoted + "\"\r\n" +
-                     (c.keep_alive() ? "" : "Connection: close\r\n") + "\r\n";
-  if (!c.write_raw(head)) return;
+  if (!c.begin_body(200, "application/octet-stream", static_cast<uint64_t>(st.st_size),
+                    {{"Content-Disposition", "inline; filename=\"" + quoted + "\""}}))
+    return;
   char buf[1 << 16];
   off_t left = st.st_size;
   while (left > 0) {

@@ -1,4 +1,4 @@
-// Docker Engine API endpoints around a container's life (server/api.h):
+// Docker Engine API endpoints around a container's life (server/docker/api.h):
 // GET /events, POST /containers/{id}/restart|pause|unpause,
 // GET /containers/{id}/top and /stats.
 #include <poll.h>
@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/state.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 
 namespace sbx::server {
 

@@ -1,6 +1,6 @@
-// Routing and the system endpoints of the Docker Engine API (server/api.h).
+// Routing and the system endpoints of the Docker Engine API (server/docker/api.h).
 #include "server/error_status.h"
-#include "server/api.h"
+#include "server/docker/api.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -11,23 +11,11 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "runtime/backends.h"
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 
 namespace sbx::server {
 
 using nlohmann::json;
-
-std::string frame(int stream, std::string_view data) {
-  std::string out(8, '\0');
-  out[0] = static_cast<char>(stream);
-  uint32_t n = static_cast<uint32_t>(data.size());
-  out[4] = static_cast<char>(n >> 24);
-  out[5] = static_cast<char>(n >> 16);
-  out[6] = static_cast<char>(n >> 8);
-  out[7] = static_cast<char>(n);
-  out.append(data);
-  return out;
-}
 
 std::string rfc3339(int64_t ms) {
   if (ms <= 0) return "0001-01-01T00:00:00Z";
@@ -65,7 +53,7 @@ void Api::handle(Connection& c, Request& r) {
   std::smatch m;
   const std::string& p = r.path;
   const std::string& meth = r.method;
-  // sbx's own API (server/sbx_v1.h): its own errors ({"message", "kind"}).
+  // sbx's own API (server/v1/sbx_v1.h): its own errors ({"message", "kind"}).
   if (p.rfind("/sbx/v1/", 0) == 0) return sbx_v1(engine_.config(), default_runtime_).handle(c, r);
   try {
     if (p == "/_ping" && (meth == "GET" || meth == "HEAD")) return ping(c, r);
@@ -130,18 +118,11 @@ void Api::handle(Connection& c, Request& r) {
   }
 }
 
-void Api::ping(Connection& c, const Request& r) {
+void Api::ping(Connection& c, const Request&) {
+  // HEAD too: the connection sends the head alone (Content-Length of the GET body).
   std::vector<std::pair<std::string, std::string>> h = {{"Cache-Control", "no-cache, no-store, must-revalidate"},
                                                         {"Pragma", "no-cache"},
                                                         {"Builder-Version", "1"}};
-  if (r.method == "HEAD") {
-    // Content-Length of the GET body, no body.
-    std::string head = "HTTP/1.1 200 OK\r\nApi-Version: 1.44\r\nDocker-Experimental: false\r\nOstype: linux\r\n"
-                       "Builder-Version: 1\r\nCache-Control: no-cache, no-store, must-revalidate\r\nPragma: no-cache\r\n"
-                       "Content-Type: text/plain; charset=utf-8\r\nContent-Length: 0\r\n\r\n";
-    c.write_raw(head);
-    return;
-  }
   c.send(200, "OK", "text/plain; charset=utf-8", h);
 }
 

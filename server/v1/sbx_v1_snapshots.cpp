@@ -1,11 +1,11 @@
-// /sbx/v1 snapshots (server/sbx_v1.h, docs/api.md "Snapshots"): a sandbox's
+// /sbx/v1 snapshots (server/v1/sbx_v1.h, docs/api.md "Snapshots"): a sandbox's
 // file system as an image, one directory as a directory snapshot (mountable
 // into another sandbox through create's "snapshots"), a memory checkpoint,
 // and restore of a checkpoint as N independent sandboxes (fork).
 #include <thread>
 
 #include "common/error.h"
-#include "server/sbx_v1.h"
+#include "server/v1/sbx_v1.h"
 
 namespace sbx::server {
 

@@ -1,4 +1,4 @@
-// Container endpoints of the Docker Engine API (server/api.h says how
+// Container endpoints of the Docker Engine API (server/docker/api.h says how
 // containers map onto sandboxes).
 #include <fcntl.h>
 #include <poll.h>
@@ -16,8 +16,9 @@
 #include "common/log.h"
 #include "runtime/backends.h"
 #include "runtime/state.h"
-#include "server/api.h"
-#include "server/docker_spec.h"
+#include "server/docker/api.h"
+#include "server/reaper.h"
+#include "server/docker/docker_spec.h"
 
 namespace sbx::server {
 
@@ -217,14 +218,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
 }
 
 void Api::watch(std::shared_ptr<Container> ctr, runtime::SandboxState created) {
-  std::optional<runtime::EndRecord> end;
-  try {
-    end = engine_.wait(ctr->id);
-  } catch (const Error& e) {
-    log::debug("serve: wait for " + ctr->id.substr(0, 12) + ": " + e.what());
-  }
-  // What this process holds of it (its init or monitor is our child).
-  if (!created.id.empty()) engine_.reap(created);
+  std::optional<runtime::EndRecord> end = wait_and_reap(engine_, ctr->id, created, "docker");
   std::unique_lock lk(mu_);
   ctr->ended = true;
   ctr->paused = false;
@@ -326,7 +320,7 @@ void Api::container_attach(Connection& c, const Request& r, const std::string& r
     o.out = out;
     o.err = err;
     stream_log(id, o, r.flag("stream"),
-               [&](int s, std::string_view d) { return c.write_raw(tty ? std::string(d) : frame(s, d)); });
+               [&](int s, std::string_view d) { return c.write_raw(tty ? std::string(d) : docker_frame(s, d)); });
   } catch (const ClientGone&) {
   } catch (const Error& e) {
     log::debug("serve: attach " + id.substr(0, 12) + ": " + e.what());
