@@ -493,7 +493,7 @@ json Api::inspect_json(const std::string& id) {
           {"HostConfig", hc},
           {"Mounts", json::array()},
           {"Config", config},
-          {"NetworkSettings", {{"Networks", json::object()}, {"Ports", ports}, {"IPAddress", ""}}}};
+          {"NetworkSettings", {{"Networks", container_networks(id, cfg)}, {"Ports", ports}, {"IPAddress", ""}}}};
 }
 
 void Api::container_inspect(Connection& c, const Request&, const std::string& ref) {
