@@ -542,6 +542,17 @@ void Api::container_list(Connection& c, const Request& r) {
     bool ok = true;
     for (const auto& [key, vals] : filters) {
       bool any = false;
+      // Docker: every label filter must hold; other keys' values are alternatives.
+      if (key == "label") {
+        any = true;
+        for (const auto& v : vals) {
+          auto eq = v.find('=');
+          auto it = row.labels.find(v.substr(0, eq));
+          any = any && it != row.labels.end() && (eq == std::string::npos || it->second == v.substr(eq + 1));
+        }
+        ok = ok && any;
+        continue;
+      }
       for (const auto& v : vals) {
         if (key == "label") {
           auto eq = v.find('=');
