@@ -4,7 +4,7 @@
 # user network of the project's own (the client reaches the server by its
 # service name and by an alias, after depends_on, with environment), and a
 # third service on a second network that must not reach the server;
-# `up -d`, `ps`, `logs`, `exec`, `stop`/`start`, then `down -v` leaves
+# `up -d`, `ps`, `logs`, `exec`, `run --rm`, `restart`, `stop`, then `down -v` leaves
 # nothing: no container, network, bridge, DNS server or nft rule.
 #
 # Networks come from the pool 203.0.113.192/26 (SBX_NETWORK_POOL, documentation
@@ -101,6 +101,10 @@ check "a service on the other network neither resolves nor reaches the server ($
   bash -c "! grep -q hello <<<'$out' && [ \"\$(tail -n 1 <<<'$out')\" = 0 ]"
 out=$(timeout 60 docker-compose -p sbxct exec -T server printenv GREETING 2>&1)
 check "docker-compose exec sees the environment ($out)" [ "$out" = hello-from-server ]
+out=$(timeout 120 docker-compose -p sbxct run --rm -T client sh -c "printf 'GET /id HTTP/1.0\r\n\r\n' | nc -w 3 server 8000 | tail -n 1" 2>&1)
+check "docker-compose run --rm: a one-off container on the project's network ($(tr '\n' ' ' <<<"$out"))" \
+  [ "$(tail -n 1 <<<"$out")" = hello-from-server ]
+check "… removed after" [ -z "$(docker ps -aq --filter label=com.docker.compose.oneoff=True)" ]
 out=$(timeout 120 docker-compose -p sbxct restart client 2>&1); rc=$?
 check "docker-compose restart client ($rc)" [ $rc -eq 0 ]
 out=$(timeout 120 docker-compose -p sbxct stop 2>&1); rc=$?

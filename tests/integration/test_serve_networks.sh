@@ -154,9 +154,9 @@ net = c.networks.create("pynet", driver="bridge", ipam=docker.types.IPAMConfig(p
                         labels={"made.by": "docker-py"})
 assert net.attrs["IPAM"]["Config"][0]["Subnet"] == "203.0.113.160/28", net.attrs
 kw = {"runtime": rt} if rt else {}
-a = c.containers.run("busybox", "sleep 1000", name="pya", network="pynet", detach=True, **kw)
-out = c.containers.run("busybox", ["sh", "-c", "ping -c 1 -W 2 pya >/dev/null && echo reached"], network="pynet",
-                       remove=True, **kw)
+a = c.containers.run("busybox", ["sh", "-c", "mkdir -p /w && echo reached >/w/index.html && exec httpd -f -p 8080 -h /w"],
+                     name="pya", network="pynet", detach=True, **kw)
+out = c.containers.run("busybox", ["sh", "-c", sys.argv[2]], network="pynet", remove=True, **kw)
 print(out.decode().strip())
 net.reload()
 print(sorted(v["Name"] for v in net.attrs["Containers"].values()))
@@ -165,7 +165,7 @@ a.remove(force=True)
 net.remove()
 print([n.name for n in c.networks.list(names=["pynet"])])
 EOF
-  out=$(timeout 120 python3 "$T/py.py" "${RT_ARGS[1]:-}" 2>&1)
+  out=$(timeout 120 python3 "$T/py.py" "${RT_ARGS[1]:-}" "$(fetch pya)" 2>&1)
   check "docker-py: networks.create, containers.run(network=…), reload, list(filters), remove ($(tr '\n' ' ' <<<"$out"))" \
     [ "$out" = $'reached\n[\'pya\']\n[\'pynet\']\n[]' ]
 else
