@@ -56,6 +56,14 @@ std::string human_status(const std::string& state, int code, int64_t since_ms) {
   return state;
 }
 
+/// HostConfig.NetworkMode as the create body gave it ("none" when it gave none).
+std::string network_mode(const json& cfg) {
+  auto hc = cfg.find("HostConfig");
+  if (hc == cfg.end() || !hc->is_object()) return "none";
+  auto m = hc->find("NetworkMode");
+  return m != hc->end() && m->is_string() && !m->get<std::string>().empty() ? m->get<std::string>() : "none";
+}
+
 std::string docker_state(const std::string& sbx_status) {
   if (sbx_status == "creating") return "created";
   return sbx_status;  // running, exited, dead
@@ -508,6 +516,7 @@ void Api::container_list(Connection& c, const Request& r) {
     std::map<std::string, std::string> labels;
     int64_t created_ms = 0, since_ms = 0;
     int exit_code = 0;
+    json cfg = json::object();  ///< the create body (containers this server made)
   };
   std::vector<Row> rows;
   for (const auto& s : engine_.list(engine::ListRequest{true, {}})) {
@@ -519,6 +528,7 @@ void Api::container_list(Connection& c, const Request& r) {
     }
     if (auto ctr = record(row.id)) {
       row.image = ctr->config.value("Image", row.image);
+      row.cfg = ctr->config;
       if (ctr->paused && row.state == "running") row.state = "paused";
     }
     rows.push_back(row);
@@ -533,7 +543,7 @@ void Api::container_list(Connection& c, const Request& r) {
         for (const auto& [k, v] : l->items())
           if (v.is_string()) labels[k] = v.get<std::string>();
       rows.push_back(Row{id, ctr->name, ctr->config.value("Image", ""), ctr->image.id, "created", join_cmd(cmd),
-                         labels, ctr->created_ms, ctr->created_ms, 0});
+                         labels, ctr->created_ms, ctr->created_ms, 0, ctr->config});
     }
   }
   json out = json::array();
@@ -582,8 +592,8 @@ void Api::container_list(Connection& c, const Request& r) {
                    {"Labels", row.labels},
                    {"Ports", json::array()},
                    {"Mounts", json::array()},
-                   {"HostConfig", {{"NetworkMode", "none"}}},
-                   {"NetworkSettings", {{"Networks", json::object()}}}});
+                   {"HostConfig", {{"NetworkMode", network_mode(row.cfg)}}},
+                   {"NetworkSettings", {{"Networks", container_networks(row.id, row.cfg)}}}});
   }
   c.send(200, out.dump());
 }

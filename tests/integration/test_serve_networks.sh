@@ -108,6 +108,8 @@ al=$(docker inspect srv --format '{{json .NetworkSettings.Networks.dnet.Aliases}
 check "… its Aliases and NetworkID ($al)" bash -c "grep -q '\"web\"' <<<'$al' && grep -q ' $(docker network inspect -f '{{.Id}}' dnet)\$' <<<'$al'"
 out=$(docker network inspect dnet --format '{{range .Containers}}{{.Name}} {{.IPv4Address}}{{end}}')
 check "docker network inspect lists the container ($out)" [ "$out" = "srv $ip_srv/28" ]
+out=$(docker ps --filter name=srv --format '{{.Networks}}')
+check "docker ps shows its network ($out)" [ "$out" = dnet ]
 out=$(docker run --rm "${RT_ARGS[@]}" --network dnet --ip 203.0.113.140 $IMG ip -4 -o addr show 2>&1)
 check "run --ip gives that address ($out)" grep -q 'inet 203.0.113.140/28' <<<"$out"
 out=$(docker network rm dnet 2>&1); rc=$?
