@@ -197,6 +197,20 @@ RunRequest build_sandbox(const SandboxOptions& o, const ResolvedImage& image, co
   } else {
     try {
       apply_network_choice(spec, o.network, o.network_aliases, o.ip);
+      for (const auto& e : o.network_endpoints) {
+        auto it = std::find_if(spec.net.networks.begin(), spec.net.networks.end(),
+                               [&e](const NetworkAttachment& a) { return a.network == e.network; });
+        if (it == spec.net.networks.end())
+          throw Error(ErrorKind::InvalidArgument, "invalid --network: an endpoint on network '" + e.network +
+                                                      "' needs that network among the chosen ones ('" + o.network + "')");
+        it->aliases.insert(it->aliases.end(), e.aliases.begin(), e.aliases.end());
+        if (!e.ip.empty()) {
+          if (!it->ip.empty() && it->ip != e.ip)
+            throw Error(ErrorKind::InvalidArgument, "invalid --network: two addresses (" + it->ip + ", " + e.ip +
+                                                        ") asked for on network '" + e.network + "'");
+          it->ip = e.ip;
+        }
+      }
     } catch (const Error& e) {
       // The front end's name for the field ("--network", "HostConfig.NetworkMode").
       std::string m = e.what();

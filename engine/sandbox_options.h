@@ -79,6 +79,10 @@ struct SandboxOptions {
   std::string network = "none";
   std::vector<std::string> network_aliases;  ///< more names on the first user-defined network's DNS
   std::string ip;                            ///< the address on the first user-defined network
+  /// Aliases and an address per user-defined network (Docker's
+  /// NetworkingConfig.EndpointsConfig), merged by network name into what
+  /// `network` chose; one naming a network not chosen there is an error.
+  std::vector<NetworkAttachment> network_endpoints;
   /// private (publish, add_hosts: user-defined networks too)
   std::vector<std::string> allow_egress, deny_egress, publish, dns, add_hosts;
 

@@ -50,6 +50,8 @@ void Api::handle(Connection& c, Request& r) {
   static const std::regex kExec("^/exec/([^/]+)/([a-z]+)$");
   static const std::regex kImage("^/images/(.+)/(json|tag|get)$");
   static const std::regex kImageOnly("^/images/(.+)$");
+  static const std::regex kNetwork("^/networks/([^/]+)/(connect|disconnect)$");
+  static const std::regex kNetworkOnly("^/networks/([^/]+)$");
   std::smatch m;
   const std::string& p = r.path;
   const std::string& meth = r.method;
@@ -67,6 +69,14 @@ void Api::handle(Connection& c, Request& r) {
     if (p == "/images/load" && meth == "POST") return image_load(c, r);
     if (p == "/images/get" && meth == "GET") return image_get(c, r, r.params("names"));
     if (p == "/events" && meth == "GET") return events(c, r);
+    if (p == "/networks" && meth == "GET") return network_list(c, r);
+    if (p == "/networks/create" && meth == "POST") return network_create(c, r);
+    if (p == "/networks/prune" && meth == "POST") return network_prune(c, r);
+    if (std::regex_match(p, m, kNetwork) && meth == "POST") return network_connect(c, r, m[1], m[2] == "connect");
+    if (std::regex_match(p, m, kNetworkOnly)) {
+      if (meth == "GET") return network_inspect(c, r, m[1]);
+      if (meth == "DELETE") return network_remove(c, r, m[1]);
+    }
     if (std::regex_match(p, m, kContainer)) {
       std::string id = m[1], op = m[2];
       if (op == "start" && meth == "POST") return container_start(c, r, id);

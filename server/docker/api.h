@@ -178,6 +178,20 @@ class Api {
   /// GET /images/{name}/get and /images/get?names=: one image as a docker-archive tar.
   void image_get(Connection& c, const Request& r, const std::vector<std::string>& names);
 
+  // networks (server/networks.cpp)
+  void network_list(Connection& c, const Request& r);
+  void network_inspect(Connection& c, const Request& r, const std::string& ref);
+  void network_create(Connection& c, const Request& r);
+  void network_remove(Connection& c, const Request& r, const std::string& ref);
+  void network_prune(Connection& c, const Request& r);
+  /// POST /networks/{id}/connect (`connect`) or /disconnect: a running
+  /// container through the engine; one not started yet by its config (its
+  /// start joins). Throws HttpError, sbx::Error.
+  void network_connect(Connection& c, const Request& r, const std::string& ref, bool connect);
+  /// Container inspect's NetworkSettings.Networks: the sandbox's endpoints
+  /// while it has them, else the networks its config `cfg` asks for.
+  nlohmann::json container_networks(const std::string& id, const nlohmann::json& cfg);
+
   /// The container `ref` names (id, prefix, name; a server record or a
   /// sandbox). Throws HttpError 404.
   std::string resolve_container(const std::string& ref);

@@ -57,6 +57,14 @@ std::string human_status(const std::string& state, int code, int64_t since_ms) {
   return state;
 }
 
+/// HostConfig.NetworkMode as the create body gave it ("none" when it gave none).
+std::string network_mode(const json& cfg) {
+  auto hc = cfg.find("HostConfig");
+  if (hc == cfg.end() || !hc->is_object()) return "none";
+  auto m = hc->find("NetworkMode");
+  return m != hc->end() && m->is_string() && !m->get<std::string>().empty() ? m->get<std::string>() : "none";
+}
+
 std::string docker_state(const std::string& sbx_status) {
   if (sbx_status == "creating") return "created";
   return sbx_status;  // running, exited, dead
@@ -487,7 +495,7 @@ json Api::inspect_json(const std::string& id) {
           {"HostConfig", hc},
           {"Mounts", json::array()},
           {"Config", config},
-          {"NetworkSettings", {{"Networks", json::object()}, {"Ports", ports}, {"IPAddress", ""}}}};
+          {"NetworkSettings", {{"Networks", container_networks(id, cfg)}, {"Ports", ports}, {"IPAddress", ""}}}};
 }
 
 void Api::container_inspect(Connection& c, const Request&, const std::string& ref) {
@@ -502,6 +510,7 @@ void Api::container_list(Connection& c, const Request& r) {
     std::map<std::string, std::string> labels;
     int64_t created_ms = 0, since_ms = 0;
     int exit_code = 0;
+    json cfg = json::object();  ///< the create body (containers this server made)
   };
   std::vector<Row> rows;
   for (const auto& s : engine_.list(engine::ListRequest{true, {}})) {
@@ -513,6 +522,7 @@ void Api::container_list(Connection& c, const Request& r) {
     }
     if (auto ctr = record(row.id)) {
       row.image = ctr->config.value("Image", row.image);
+      row.cfg = ctr->config;
       if (ctr->paused && row.state == "running") row.state = "paused";
     }
     rows.push_back(row);
@@ -527,7 +537,7 @@ void Api::container_list(Connection& c, const Request& r) {
         for (const auto& [k, v] : l->items())
           if (v.is_string()) labels[k] = v.get<std::string>();
       rows.push_back(Row{id, ctr->name, ctr->config.value("Image", ""), ctr->image.id, "created", join_cmd(cmd),
-                         labels, ctr->created_ms, ctr->created_ms, 0});
+                         labels, ctr->created_ms, ctr->created_ms, 0, ctr->config});
     }
   }
   json out = json::array();
@@ -536,6 +546,17 @@ void Api::container_list(Connection& c, const Request& r) {
     bool ok = true;
     for (const auto& [key, vals] : filters) {
       bool any = false;
+      // Docker: every label filter must hold; other keys' values are alternatives.
+      if (key == "label") {
+        any = true;
+        for (const auto& v : vals) {
+          auto eq = v.find('=');
+          auto it = row.labels.find(v.substr(0, eq));
+          any = any && it != row.labels.end() && (eq == std::string::npos || it->second == v.substr(eq + 1));
+        }
+        ok = ok && any;
+        continue;
+      }
       for (const auto& v : vals) {
         if (key == "label") {
           auto eq = v.find('=');
@@ -565,8 +586,8 @@ void Api::container_list(Connection& c, const Request& r) {
                    {"Labels", row.labels},
                    {"Ports", json::array()},
                    {"Mounts", json::array()},
-                   {"HostConfig", {{"NetworkMode", "none"}}},
-                   {"NetworkSettings", {{"Networks", json::object()}}}});
+                   {"HostConfig", {{"NetworkMode", network_mode(row.cfg)}}},
+                   {"NetworkSettings", {{"Networks", container_networks(row.id, row.cfg)}}}});
   }
   c.send(200, out.dump());
 }

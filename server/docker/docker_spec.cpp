@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "runtime/linux/user_network.h"
 
 namespace sbx::server {
 
@@ -126,13 +127,47 @@ engine::SandboxOptions options_from_docker(const json& cfg, const std::string& i
       if (v.is_string()) o.labels[k] = v.get<std::string>();
 
   std::string net = str(hc, "NetworkMode");
+  bool user_net = false;
   if (net.empty() || net == "default" || net == "bridge" || net == "none") {
     o.network = "none";  // sbx has no bridge: loopback only
   } else if (net == "host") {
     o.network = "host";
+  } else if (net.rfind("container:", 0) == 0) {
+    throw Error(ErrorKind::Unsupported, "network mode '" + net +
+                                            "' is not supported by sbx serve: a sandbox has a network namespace of "
+                                            "its own (put both containers on one network instead)");
   } else {
-    throw Error(ErrorKind::Unsupported,
-                "network mode '" + net + "' is not supported by sbx serve (none, default, bridge, host)");
+    user_net = true;
+    o.network = net;
+  }
+  // NetworkingConfig.EndpointsConfig {"NET": {"Aliases": […], "IPAMConfig":
+  // {"IPv4Address": …}}}: the NetworkMode network first, then the others it names.
+  if (auto nc = cfg.find("NetworkingConfig"); nc != cfg.end() && nc->is_object()) {
+    if (auto ec = nc->find("EndpointsConfig"); ec != nc->end() && ec->is_object()) {
+      for (const auto& [netname, ep] : ec->items()) {
+        if (runtime::is_reserved_network_name(netname) || netname == "default") continue;
+        if (net == "host" || net == "none")
+          throw Error(ErrorKind::InvalidArgument, "NetworkingConfig.EndpointsConfig names network '" + netname +
+                                                      "' but HostConfig.NetworkMode is '" + net +
+                                                      "', which joins no other network");
+        if (!user_net) {
+          user_net = true;
+          o.network = netname;
+        } else if (netname != net && ("," + o.network + ",").find("," + netname + ",") == std::string::npos) {
+          o.network += "," + netname;
+        }
+        NetworkAttachment a{netname, {}, ""};
+        if (ep.is_object()) {
+          a.aliases = string_list(ep.value("Aliases", json()));
+          if (auto ipam = ep.find("IPAMConfig"); ipam != ep.end() && ipam->is_object()) {
+            a.ip = str(*ipam, "IPv4Address");
+            if (!str(*ipam, "IPv6Address").empty())
+              throw Error(ErrorKind::Unsupported, "network " + netname + ": sbx networks have no IPv6 (IPAMConfig.IPv6Address)");
+          }
+        }
+        if (!a.aliases.empty() || !a.ip.empty()) o.network_endpoints.push_back(a);
+      }
+    }
   }
   // PortBindings {"80/tcp": [{"HostIp": "", "HostPort": "8080"}]}: sbx's -p,
   // which needs a network of the sandbox's own (--network private): the
@@ -153,7 +188,7 @@ engine::SandboxOptions options_from_docker(const json& cfg, const std::string& i
         o.publish.push_back((hip.empty() ? "" : hip + ":") + hport + ":" + cport + "/" + proto);
       }
     }
-    if (!o.publish.empty()) o.network = "private";
+    if (!o.publish.empty() && !user_net) o.network = "private";
   }
   o.volumes = string_list(hc.value("Binds", json()));
   if (auto m = hc.find("Mounts"); m != hc.end() && m->is_array())

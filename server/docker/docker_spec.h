@@ -20,7 +20,9 @@ namespace sbx::server {
 /// Hostname, Labels; HostConfig Binds, Mounts (bind/tmpfs), Tmpfs, Memory
 /// (bytes), NanoCpus, PidsLimit, CapAdd/CapDrop, ReadonlyRootfs, NetworkMode
 /// ("none", "default", "bridge" → loopback only, or private with
-/// PortBindings; "host"), Runtime (or the label sbx.runtime), UsernsMode,
+/// PortBindings; "host"; any other name: that user-defined network, with
+/// NetworkingConfig.EndpointsConfig's other networks, their Aliases and
+/// IPAMConfig.IPv4Address), Runtime (or the label sbx.runtime), UsernsMode,
 /// DeviceRequests/Devices. Refuses (sbx::Error Unsupported, naming the
 /// field) what sbx cannot honour safely when it is not the default:
 /// Privileged, SecurityOpt (but no-new-privileges), Sysctls,

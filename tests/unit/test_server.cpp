@@ -95,7 +95,12 @@ TEST_CASE("spec_from_docker refuses what sbx cannot do") {
   oci::ImageRecord img;
   img.config.cmd = {"true"};
   std::string id(64, 'c');
-  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "mynet"}})"), img, {}, id, ""),
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "container:abc"}})"), img, {},
+                                           id, ""),
+                  Error);
+  // An endpoint on a network the container does not join, two addresses on one.
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "host"},
+      "NetworkingConfig": {"EndpointsConfig": {"front": {"Aliases": ["a"]}}}})"), img, {}, id, ""),
                   Error);
   CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Binds": ["vol:/data"]}})"), img, {}, id, ""),
                   Error);
@@ -179,4 +184,36 @@ TEST_CASE("HostConfig.UsernsMode: empty is a user namespace of the container's o
   CHECK_FALSE(engine::use_userns(s, engine::UsernsMode::Host));
   s.network = NetworkMode::Host;
   CHECK_FALSE(engine::use_userns(s, engine::UsernsMode::Auto));
+}
+
+TEST_CASE("spec_from_docker maps NetworkMode and NetworkingConfig.EndpointsConfig onto user-defined networks") {
+  oci::ImageRecord img;
+  img.config.cmd = {"true"};
+  std::string id(64, 'd');
+  SandboxSpec s = server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "front"},
+      "NetworkingConfig": {"EndpointsConfig": {
+        "back": {"Aliases": ["db"], "IPAMConfig": {"IPv4Address": "192.0.2.7"}},
+        "front": {"Aliases": ["web", "www"]}}}})"),
+                                           img, {}, id, "");
+  CHECK(s.network == NetworkMode::User);
+  REQUIRE(s.net.networks.size() == 2);
+  CHECK(s.net.networks[0].network == "front");  // NetworkMode's first: its default route
+  CHECK(s.net.networks[0].aliases == std::vector<std::string>{"web", "www"});
+  CHECK(s.net.networks[0].ip.empty());
+  CHECK(s.net.networks[1].network == "back");
+  CHECK(s.net.networks[1].aliases == std::vector<std::string>{"db"});
+  CHECK(s.net.networks[1].ip == "192.0.2.7");
+  // The default mode with an endpoint (docker-py's networking_config): that network.
+  s = server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "default"},
+      "NetworkingConfig": {"EndpointsConfig": {"front": {}}}})"), img, {}, id, "");
+  CHECK(s.network == NetworkMode::User);
+  REQUIRE(s.net.networks.size() == 1);
+  CHECK(s.net.networks[0].network == "front");
+  // bridge and none stay loopback only; PortBindings on a user network keep it.
+  s = server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "bridge"}})"), img, {}, id, "");
+  CHECK(s.network == NetworkMode::None);
+  s = server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "front",
+      "PortBindings": {"80/tcp": [{"HostPort": "18080"}]}}})"), img, {}, id, "");
+  CHECK(s.network == NetworkMode::User);
+  CHECK(s.net.publish.size() == 1);
 }

@@ -1,0 +1,122 @@
+#!/bin/bash
+# docker-compose 1.29 (Debian's, docker-py inside) end to end against
+# `sbx serve`: a project of a python HTTP server and a busybox client on a
+# user network of the project's own (the client reaches the server by its
+# service name and by an alias, after depends_on, with environment), and a
+# third service on a second network that must not reach the server;
+# `up -d`, `ps`, `logs`, `exec`, `run --rm`, `restart`, `stop`, then `down -v` leaves
+# nothing: no container, network, bridge, DNS server or nft rule.
+#
+# Networks come from the pool 203.0.113.192/26 (SBX_NETWORK_POOL, documentation
+# addresses); no packet leaves the sandboxes' own bridges.
+. "$(dirname "$0")/../sandbox_lib.sh"
+if ! command -v docker-compose >/dev/null || ! command -v nft >/dev/null || ! command -v dnsmasq >/dev/null; then
+  echo "SKIP: needs docker-compose (1.29), nft and dnsmasq"; leave_test_cgroup; rm -rf "$T"; exit 77
+fi
+[ "$BB" = busybox ] && [ "$PY" = python ] || { echo "SKIP: needs the busybox and python images"; leave_test_cgroup; rm -rf "$T"; exit 77; }
+export SBX_NETWORK_POOL=203.0.113.192/26
+NETSTATE=${SBX_NETWORK_STATE:-/run/sbx-net}
+SOCK=$T/docker.sock
+export DOCKER_HOST=unix://$SOCK DOCKER_CONFIG=$T/docker-config COMPOSE_INTERACTIVE_NO_CLI=1
+SERVER_PID=""
+start_server() {
+  "$SBX" --log-level info serve --socket "$SOCK" 2>>"$T/serve.log" &
+  SERVER_PID=$!
+  for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
+  echo "FAIL server did not start:"; cat "$T/serve.log"; return 1
+}
+stop_server() {
+  [ -n "$SERVER_PID" ] || return 0
+  kill -TERM "$SERVER_PID" 2>/dev/null
+  wait "$SERVER_PID" 2>/dev/null
+  SERVER_PID=""
+}
+rm_everything() {
+  for id in $("$SBX" ps -aq --no-trunc 2>/dev/null); do "$SBX" rm -f "$id" >/dev/null 2>&1; done
+  for n in $("$SBX" network ls -q 2>/dev/null); do "$SBX" network rm "$n" >/dev/null 2>&1; done
+  rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null
+}
+trap 'stop_server; rm_everything' EXIT
+ours_left() {  # this test's networks in the state, the kernel and nft; its sandboxes
+  local f b
+  for f in "$NETSTATE"/networks/*/network.json; do [ -e "$f" ] && grep -q -F "$SBX_RUN_ROOT" "$f" && echo "record $f"; done
+  for f in "$NETSTATE"/sandboxes/*/*.json; do [ -e "$f" ] && grep -q -F "$SBX_RUN_ROOT" "$f" && echo "endpoint $f"; done
+  for b in $(cat "$T/bridges" 2>/dev/null); do
+    ip link show "$b" >/dev/null 2>&1 && echo "bridge $b"
+    nft list ruleset 2>/dev/null | grep -q "\"$b\"" && echo "nft $b"
+    pgrep -af "[d]nsmasq .*$NETSTATE/networks/${b#sbb}" | sed 's/^/dns /'
+  done
+  "$SBX" ps -aq 2>/dev/null | sed 's/^/sandbox /'
+}
+
+RT_LINE=""
+[ "$RUNTIME" = gvisor ] && RT_LINE="    runtime: runsc"
+mkdir -p "$T/proj"
+cat >"$T/proj/docker-compose.yml" <<EOF
+version: "2.4"
+services:
+  server:
+    image: python:latest
+    command: ["python3", "-c", "import http.server as h, os; os.chdir('/srv'); open('id', 'w').write(os.environ['GREETING'] + '\\\\n'); h.test(h.SimpleHTTPRequestHandler, port=8000, bind='0.0.0.0')"]
+    working_dir: /
+    environment:
+      GREETING: hello-from-server
+    tmpfs: /srv
+    networks:
+      default:
+        aliases: [api]
+$RT_LINE
+  client:
+    image: busybox:latest
+    depends_on: [server]
+    environment:
+      TARGET: server
+    command: ["sh", "-c", "for i in \$\$(seq 100); do r=\$\$(printf 'GET /id HTTP/1.0\\\\r\\\\n\\\\r\\\\n' | nc -w 2 \$\$TARGET 8000 2>/dev/null | tail -n 1); [ -n \"\$\$r\" ] && echo \"got \$\$r\" && break; sleep 0.2; done; exec sleep 1000"]
+$RT_LINE
+  outsider:
+    image: busybox:latest
+    command: ["sleep", "1000"]
+    networks: [other]
+$RT_LINE
+networks:
+  other: {}
+EOF
+cd "$T/proj" || finish
+start_server || finish
+
+out=$(timeout 300 docker-compose -p sbxct up -d 2>&1); rc=$?
+check "docker-compose up -d ($rc: $(tail -n 3 <<<"$out" | tr '\n' ' '))" [ $rc -eq 0 ]
+for n in sbxct_default sbxct_other; do "$SBX" network inspect "$n" 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["Bridge"])' >>"$T/bridges"; done
+ps=$(docker-compose -p sbxct ps 2>&1)
+check "docker-compose ps lists the three services up ($(tr '\n' ' ' <<<"$ps"))" \
+  test "$(grep -cE '^sbxct_(server|client|outsider)_1 .* Up' <<<"$ps")" = 3
+for _ in $(seq 100); do grep -q got <<<"$(docker-compose -p sbxct logs --no-color client 2>&1)" && break; sleep 0.2; done
+logs=$(docker-compose -p sbxct logs --no-color client 2>&1)
+check "the client reached the server by its service name (logs: $(tr '\n' ' ' <<<"$logs"))" grep -q "got hello-from-server" <<<"$logs"
+out=$(timeout 60 docker-compose -p sbxct exec -T client sh -c "printf 'GET /id HTTP/1.0\r\n\r\n' | nc -w 3 api 8000 | tail -n 1" 2>&1)
+check "docker-compose exec: the client reaches the server by its alias ($out)" [ "$out" = hello-from-server ]
+out=$(timeout 60 docker-compose -p sbxct exec -T outsider sh -c "printf 'GET /id HTTP/1.0\r\n\r\n' | nc -w 3 server 8000 2>&1 | tail -n 1; nslookup server 2>&1 | grep -c 'Address: 203' " 2>&1)
+check "a service on the other network neither resolves nor reaches the server ($(tr '\n' ' ' <<<"$out"))" \
+  bash -c "! grep -q hello <<<'$out' && [ \"\$(tail -n 1 <<<'$out')\" = 0 ]"
+out=$(timeout 60 docker-compose -p sbxct exec -T server printenv GREETING 2>&1)
+check "docker-compose exec sees the environment ($out)" [ "$out" = hello-from-server ]
+out=$(timeout 120 docker-compose -p sbxct run --rm -T client sh -c "printf 'GET /id HTTP/1.0\r\n\r\n' | nc -w 3 server 8000 | tail -n 1" 2>&1)
+check "docker-compose run --rm: a one-off container on the project's network ($(tr '\n' ' ' <<<"$out"))" \
+  [ "$(tail -n 1 <<<"$out")" = hello-from-server ]
+check "… removed after" [ -z "$(docker ps -aq --filter label=com.docker.compose.oneoff=True)" ]
+out=$(timeout 120 docker-compose -p sbxct restart client 2>&1); rc=$?
+check "docker-compose restart client ($rc)" [ $rc -eq 0 ]
+out=$(timeout 120 docker-compose -p sbxct stop 2>&1); rc=$?
+check "docker-compose stop ($rc: $(tail -n 2 <<<"$out" | tr '\n' ' '))" [ $rc -eq 0 ]
+out=$(timeout 300 docker-compose -p sbxct down -v 2>&1); rc=$?
+check "docker-compose down -v ($rc: $(tail -n 3 <<<"$out" | tr '\n' ' '))" [ $rc -eq 0 ]
+check "… no container left ($(docker ps -aq | tr '\n' ' '))" [ -z "$(docker ps -aq)" ]
+check "… no network left ($(docker network ls -q | tr '\n' ' '))" [ -z "$(docker network ls -q)" ]
+stop_server
+for _ in $(seq 20); do [ -z "$(ours_left)" ] && break; sleep 0.1; done
+check "nothing left: no sandbox, record, endpoint, bridge, DNS server or rule ($(ours_left | tr '\n' ' '))" test -z "$(ours_left)"
+cd / || true
+rm_everything
+trap - EXIT
+finish
