@@ -40,7 +40,15 @@ void register_run_command(CLI::App& app, Globals& g, Action& action);
 void register_info_command(CLI::App& app, Globals& g, Action& action);
 void register_gc_command(CLI::App& app, Globals& g, Action& action);
 /// Long-lived sandboxes: exec, ps, inspect, wait, stop, kill, rm, logs, cp.
-void register_lifecycle_commands(CLI::App& app, Globals& g, Action& action);
+void register_exec_command(CLI::App& app, Globals& g, Action& action);
+void register_ps_command(CLI::App& app, Globals& g, Action& action);
+void register_inspect_command(CLI::App& app, Globals& g, Action& action);
+void register_wait_command(CLI::App& app, Globals& g, Action& action);
+void register_stop_command(CLI::App& app, Globals& g, Action& action);
+void register_kill_command(CLI::App& app, Globals& g, Action& action);
+void register_rm_command(CLI::App& app, Globals& g, Action& action);
+void register_logs_command(CLI::App& app, Globals& g, Action& action);
+void register_cp_command(CLI::App& app, Globals& g, Action& action);
 /// sbx create (cli/cmd_create.cpp).
 void register_create_command(CLI::App& app, Globals& g, Action& action);
 /// snapshot, snapshot-dir, snapshots (rm, extract, prune), export, checkpoint, restore.

@@ -112,7 +112,15 @@ int main(int argc, char** argv) {
   cli::register_info_command(app, g, action);
   cli::register_gc_command(app, g, action);
   cli::register_create_command(app, g, action);
-  cli::register_lifecycle_commands(app, g, action);
+  cli::register_exec_command(app, g, action);
+  cli::register_ps_command(app, g, action);
+  cli::register_inspect_command(app, g, action);
+  cli::register_wait_command(app, g, action);
+  cli::register_stop_command(app, g, action);
+  cli::register_kill_command(app, g, action);
+  cli::register_rm_command(app, g, action);
+  cli::register_logs_command(app, g, action);
+  cli::register_cp_command(app, g, action);
   cli::register_snapshot_commands(app, g, action);
   cli::register_registry_commands(app, g, action);
   cli::register_serve_command(app, g, action);

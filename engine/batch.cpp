@@ -222,11 +222,10 @@ json invalid_result(const Task& t) {
   return {{"id", t.id}, {"line", t.line}, {"exit_code", nullptr}, {"end_reason", "invalid"}, {"error", t.error}};
 }
 
-/// Runs in the forked worker: the task's sandbox with fds 0/1/2 set up by
-/// the caller; writes {"status"…} or {"error"…} to `result_fd`. Never returns.
-/// A result's status fields, as `sbx run` exits: 124 for a timeout.
+/// A result's status fields; exit_code as `sbx run` exits (124 for a
+/// timeout, 137 for an OOM kill: spec::reported_exit_code).
 json status_json(const ExitStatus& st) {
-  return {{"exit_code", st.timed_out ? static_cast<int>(kExitTimeout) : st.exit_code},
+  return {{"exit_code", runtime::reported_exit_code(st)},
          {"end_reason", runtime::end_reason(st)},
          {"signal", st.signal},
          {"oom_kills", st.oom_kills},
@@ -239,6 +238,8 @@ json status_json(const ExitStatus& st) {
          {"interrupted", st.forwarded_signal != 0}};
 }
 
+/// Runs in the forked worker: the task's sandbox with fds 0/1/2 set up by
+/// the caller; writes {"status"…} or {"error"…} to `result_fd`. Never returns.
 [[noreturn]] void worker_main(Engine& eng, const BatchRequest& req, RunRequest run, int result_fd) {
   json r;
   try {
