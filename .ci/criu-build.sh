@@ -33,23 +33,7 @@ if [ -n "$missing" ]; then
   apt-get install -y -qq --no-install-recommends $deps >/dev/null
 fi
 
-# The mirror that serves the machine's own "bookworm" suite (deb822 files first).
-find_mirror() {
-  local f
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -e "$f" ] || continue
-    awk 'BEGIN{RS=""; FS="\n"}
-         { uri=""; ok=0
-           for (i=1;i<=NF;i++) {
-             if ($i ~ /^URIs:/)   { split($i,a,/[ \t]+/); uri=a[2] }
-             if ($i ~ /^Suites:/) { n=split($i,s,/[ \t]+/); for (j=2;j<=n;j++) if (s[j]=="bookworm") ok=1 }
-           }
-           if (ok && uri!="") { print uri; exit } }' "$f"
-  done | head -n1
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-    awk '$1=="deb" { u=""; for (i=2;i<=NF;i++) { if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; continue }
-                     if (u=="") { u=$i; continue } if ($i=="bookworm") { print u; exit } break } }' | head -n1
-}
+source "$(dirname "$0")/debian-mirror.sh"
 mirror=${SBX_DEBIAN_MIRROR:-$(find_mirror 2>/dev/null | head -n1 || true)}
 if [ -z "$mirror" ]; then
   echo "criu-build.sh: no Debian 'bookworm' source found in /etc/apt/sources.list{,.d/} to take the mirror from; set SBX_DEBIAN_MIRROR=http://<your mirror>/debian" >&2

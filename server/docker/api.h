@@ -221,4 +221,10 @@ class Api {
 /// RFC 3339 with nanoseconds, UTC, from unix ms ("0001-01-01T00:00:00Z" for 0).
 std::string rfc3339(int64_t unix_ms);
 
+/// Docker's `filters` query parameter, {"label": {"a=b": true}} or {"label":
+/// ["a=b"]}, as key → values (values of one key are alternatives; the keys
+/// all apply, as Docker has it). Throws HttpError 400 when it is not an
+/// object, nlohmann::json::parse_error when it is not JSON.
+std::map<std::string, std::vector<std::string>> parse_filters(const std::string& text);
+
 }  // namespace sbx::server

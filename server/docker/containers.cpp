@@ -27,23 +27,6 @@ using nlohmann::json;
 namespace {
 
 
-/// Docker's filters parameter: {"label": {"a=b": true}} or {"label": ["a=b"]}.
-std::map<std::string, std::vector<std::string>> parse_filters(const std::string& text) {
-  std::map<std::string, std::vector<std::string>> out;
-  if (text.empty()) return out;
-  json f = json::parse(text);
-  if (!f.is_object()) throw HttpError{400, "invalid filters: expected a JSON object"};
-  for (const auto& [k, v] : f.items()) {
-    if (v.is_array()) {
-      for (const auto& e : v)
-        if (e.is_string()) out[k].push_back(e.get<std::string>());
-    } else if (v.is_object()) {
-      for (const auto& [val, on] : v.items())
-        if (!on.is_boolean() || on.get<bool>()) out[k].push_back(val);
-    }
-  }
-  return out;
-}
 
 /// "Up 3 seconds", "Exited (0) 2 minutes ago" (docker ps's STATUS column).
 std::string human_status(const std::string& state, int code, int64_t since_ms) {
@@ -682,6 +665,23 @@ void Api::thaw_for_signal(const std::shared_ptr<Container>& ctr, const std::stri
   } catch (const Error& e) {
     log::warn("serve: unpause " + id.substr(0, 12) + " before a signal: " + e.what());
   }
+}
+
+std::map<std::string, std::vector<std::string>> parse_filters(const std::string& text) {
+  std::map<std::string, std::vector<std::string>> out;
+  if (text.empty()) return out;
+  json f = json::parse(text);
+  if (!f.is_object()) throw HttpError{400, "invalid filters: expected a JSON object"};
+  for (const auto& [k, v] : f.items()) {
+    if (v.is_array()) {
+      for (const auto& e : v)
+        if (e.is_string()) out[k].push_back(e.get<std::string>());
+    } else if (v.is_object()) {
+      for (const auto& [val, on] : v.items())
+        if (!on.is_boolean() || on.get<bool>()) out[k].push_back(val);
+    }
+  }
+  return out;
 }
 
 }  // namespace sbx::server

@@ -17,23 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-/// Docker's filters parameter: {"name": {"x": true}} or {"name": ["x"]}.
-std::map<std::string, std::vector<std::string>> network_filters(const std::string& text) {
-  std::map<std::string, std::vector<std::string>> out;
-  if (text.empty()) return out;
-  json f = json::parse(text);
-  if (!f.is_object()) throw HttpError{400, "invalid filters: expected a JSON object"};
-  for (const auto& [k, v] : f.items()) {
-    if (v.is_array()) {
-      for (const auto& e : v)
-        if (e.is_string()) out[k].push_back(e.get<std::string>());
-    } else if (v.is_object()) {
-      for (const auto& [val, on] : v.items())
-        if (!on.is_boolean() || on.get<bool>()) out[k].push_back(val);
-    }
-  }
-  return out;
-}
 
 std::string jstr(const json& j, const char* key) {
   auto it = j.find(key);
@@ -53,7 +36,7 @@ void refuse_if_set(const json& body, const char* field, const std::string& why) 
 }  // namespace
 
 void Api::network_list(Connection& c, const Request& r) {
-  auto filters = network_filters(r.param("filters"));
+  auto filters = parse_filters(r.param("filters"));
   // Docker: the values of one key are alternatives, the keys all apply.
   std::optional<std::set<std::string>> keep;
   bool dangling_only = false, builtin_only = false;
@@ -142,7 +125,7 @@ void Api::network_remove(Connection& c, const Request&, const std::string& ref) 
 
 void Api::network_prune(Connection& c, const Request& r) {
   std::vector<std::string> filters;
-  for (const auto& [key, vals] : network_filters(r.param("filters"))) {
+  for (const auto& [key, vals] : parse_filters(r.param("filters"))) {
     if (key != "label") throw HttpError{400, "invalid prune filter '" + key + "' (sbx serve: label)"};
     for (const auto& v : vals) filters.push_back("label=" + v);
   }

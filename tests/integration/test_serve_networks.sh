@@ -19,21 +19,7 @@ fi
 [ "$BB" = busybox ] || { echo "SKIP: needs the image store (busybox image)"; leave_test_cgroup; rm -rf "$T"; exit 77; }
 export SBX_NETWORK_POOL=203.0.113.128/26
 NETSTATE=${SBX_NETWORK_STATE:-/run/sbx-net}
-SOCK=$T/docker.sock
-export DOCKER_HOST=unix://$SOCK DOCKER_CONFIG=$T/docker-config
-SERVER_PID=""
-start_server() {
-  "$SBX" --log-level info serve --socket "$SOCK" 2>>"$T/serve.log" &
-  SERVER_PID=$!
-  for _ in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
-  echo "FAIL server did not start:"; cat "$T/serve.log"; return 1
-}
-stop_server() {
-  [ -n "$SERVER_PID" ] || return 0
-  kill -TERM "$SERVER_PID" 2>/dev/null
-  wait "$SERVER_PID" 2>/dev/null
-  SERVER_PID=""
-}
+. "$(dirname "$0")/../serve_lib.sh"  # $SOCK, DOCKER_HOST, start_server, stop_server
 rm_everything() {
   for id in $("$SBX" ps -aq --no-trunc 2>/dev/null); do "$SBX" rm -f "$id" >/dev/null 2>&1; done
   for n in $("$SBX" network ls -q 2>/dev/null); do "$SBX" network rm "$n" >/dev/null 2>&1; done
