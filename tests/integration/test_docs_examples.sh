@@ -33,7 +33,12 @@ fi
 
 # Every file whose examples are promised to run (docs/design.md and
 # docs/architecture.md hold diagrams only: their blocks are not commands).
-DOCS=(${ONLY_DOCS:-README.md python/README.md docs/*.md})
+# (Paths relative to the source tree: ctest runs this from the build dir.)
+if [ -n "${ONLY_DOCS:-}" ]; then
+  read -ra DOCS <<<"$ONLY_DOCS"
+else
+  DOCS=(README.md python/README.md $(cd "$SRC" && ls docs/*.md))
+fi
 n=0
 for doc in "${DOCS[@]}"; do
   n=$((n + 1))
