@@ -156,6 +156,15 @@ def remap_userns(path, old, new, count=65536):
         fh.write(b[:8] + len(out).to_bytes(4, "little") + bytes(out))
 
 
+def kill_all(pids):
+    """SIGKILL each of PIDS that is still there."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class Shaped:
     """CRIU on a sandbox-shaped process (LAUNCH): a fork makes, per copy, its
     own image dir (hard links, userns maps rewritten to a host id range of
@@ -248,11 +257,7 @@ class Shaped:
         return dt
 
     def cleanup(self):
-        for pid in self.restored:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_all(self.restored)
         self.restored = []
         time.sleep(0.2)
         for m in reversed(self.mounts):
@@ -333,11 +338,7 @@ class Raw:
         return dt
 
     def kill_restored(self):
-        for pid in self.restored:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_all(self.restored)
         self.restored = []
 
 

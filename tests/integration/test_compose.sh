@@ -15,7 +15,6 @@ if ! command -v docker-compose >/dev/null || ! command -v nft >/dev/null || ! co
 fi
 [ "$BB" = busybox ] && [ "$PY" = python ] || { echo "SKIP: needs the busybox and python images"; leave_test_cgroup; rm -rf "$T"; exit 77; }
 export SBX_NETWORK_POOL=203.0.113.192/26
-NETSTATE=${SBX_NETWORK_STATE:-/run/sbx-net}
 . "$(dirname "$0")/../serve_lib.sh"  # $SOCK, DOCKER_HOST, start_server, stop_server
 export COMPOSE_INTERACTIVE_NO_CLI=1
 rm_everything() {
@@ -24,15 +23,8 @@ rm_everything() {
   rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null
 }
 trap 'stop_server; rm_everything' EXIT
-ours_left() {  # this test's networks in the state, the kernel and nft; its sandboxes
-  local f b
-  for f in "$NETSTATE"/networks/*/network.json; do [ -e "$f" ] && grep -q -F "$SBX_RUN_ROOT" "$f" && echo "record $f"; done
-  for f in "$NETSTATE"/sandboxes/*/*.json; do [ -e "$f" ] && grep -q -F "$SBX_RUN_ROOT" "$f" && echo "endpoint $f"; done
-  for b in $(cat "$T/bridges" 2>/dev/null); do
-    ip link show "$b" >/dev/null 2>&1 && echo "bridge $b"
-    nft list ruleset 2>/dev/null | grep -q "\"$b\"" && echo "nft $b"
-    pgrep -af "[d]nsmasq .*$NETSTATE/networks/${b#sbb}" | sed 's/^/dns /'
-  done
+ours_left() {  # networks_left, and this test's sandboxes
+  networks_left
   "$SBX" ps -aq 2>/dev/null | sed 's/^/sandbox /'
 }
 

@@ -18,7 +18,6 @@ if ! command -v nft >/dev/null || ! command -v ip >/dev/null || ! command -v dns
 fi
 [ "$BB" = busybox ] || { echo "SKIP: needs the image store (busybox image)"; leave_test_cgroup; rm -rf "$T"; exit 77; }
 export SBX_NETWORK_POOL=203.0.113.128/26
-NETSTATE=${SBX_NETWORK_STATE:-/run/sbx-net}
 . "$(dirname "$0")/../serve_lib.sh"  # $SOCK, DOCKER_HOST, start_server, stop_server
 rm_everything() {
   for id in $("$SBX" ps -aq --no-trunc 2>/dev/null); do "$SBX" rm -f "$id" >/dev/null 2>&1; done
@@ -26,16 +25,6 @@ rm_everything() {
   rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null
 }
 trap 'stop_server; rm_everything' EXIT
-ours_left() {  # this test's networks in the state, the kernel and nft
-  local f b
-  for f in "$NETSTATE"/networks/*/network.json; do [ -e "$f" ] && grep -q -F "$SBX_RUN_ROOT" "$f" && echo "record $f"; done
-  for f in "$NETSTATE"/sandboxes/*/*.json; do [ -e "$f" ] && grep -q -F "$SBX_RUN_ROOT" "$f" && echo "endpoint $f"; done
-  for b in $(cat "$T/bridges" 2>/dev/null); do
-    ip link show "$b" >/dev/null 2>&1 && echo "bridge $b"
-    nft list ruleset 2>/dev/null | grep -q "\"$b\"" && echo "nft $b"
-    pgrep -af "[d]nsmasq .*$NETSTATE/networks/${b#sbb}" | sed 's/^/dns /'
-  done
-}
 remember_bridge() { "$SBX" network inspect "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["Bridge"])' >>"$T/bridges"; }
 api() {  # METHOD PATH [BODY] → the status; the body in $T/api.out
   curl -s -o "$T/api.out" -w '%{http_code}' --unix-socket "$SOCK" -X "$1" -H 'Content-Type: application/json' \
@@ -171,7 +160,7 @@ check "… none left" [ -z "$(docker network ls -q)" ]
 
 stop_server
 rm_everything
-for _ in $(seq 20); do [ -z "$(ours_left)" ] && break; sleep 0.1; done
-check "nothing left: no record, endpoint, bridge, DNS server or rule ($(ours_left | tr '\n' ' '))" test -z "$(ours_left)"
+for _ in $(seq 20); do [ -z "$(networks_left)" ] && break; sleep 0.1; done
+check "nothing left: no record, endpoint, bridge, DNS server or rule ($(networks_left | tr '\n' ' '))" test -z "$(networks_left)"
 trap - EXIT
 finish
