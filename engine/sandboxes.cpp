@@ -97,7 +97,7 @@ void Engine::apply_gpus(const GpuRequest& o, SandboxSpec& spec) {
     auto selected = gpu::select_gpus(host, o.gpus);
     // The backend says whether it can pass them through (gVisor: runsc's
     // nvproxy) and marks the spec for itself.
-    if (!selected.empty()) runtime::backend_for(out.runtime, backend_options(o.runsc))->accept_gpus(out);
+    if (!selected.empty()) runtime::backend_for(out.runtime, backend_options(o.runsc))->accept_gpus(out, host.driver_version);
     gpu::apply_gpus(host, selected, root, out);
   }
   std::vector<std::string> cdi;

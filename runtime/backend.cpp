@@ -185,6 +185,6 @@ void Backend::end_all(const SandboxRef&) noexcept {}
 
 std::string Backend::release(const SandboxRef&) noexcept { return ""; }
 
-void Backend::accept_gpus(SandboxSpec&) const {}
+void Backend::accept_gpus(SandboxSpec&, const std::string&) const {}
 
 }  // namespace sbx::runtime

@@ -268,9 +268,11 @@ class Backend {
 
   /// Marks `spec`, which has GPUs, for this backend: Throws sbx::Error when
   /// the backend cannot pass them through on this host (gVisor: runsc
-  /// without --nvproxy). The default takes them as device nodes and mounts
-  /// (gpu/nvidia.h) and needs nothing more.
-  virtual void accept_gpus(SandboxSpec& spec) const;
+  /// without --nvproxy, or whose nvproxy does not know the host's driver,
+  /// `host_driver_version` as the kernel module reports it, "580.159.04").
+  /// The default takes them as device nodes and mounts (gpu/nvidia.h) and
+  /// needs nothing more.
+  virtual void accept_gpus(SandboxSpec& spec, const std::string& host_driver_version) const;
   /// Whether a one-shot run's writable layer is a tmpfs that takes a default
   /// size and inode bound (runtime/default_bounds.h); gVisor keeps writes in
   /// the Sentry's memory, bounded by the memory limit instead.

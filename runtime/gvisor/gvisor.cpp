@@ -172,8 +172,8 @@ std::string GvisorBackend::release(const SandboxRef& sb) noexcept {
   return "runsc state and cgroups";
 }
 
-void GvisorBackend::accept_gpus(SandboxSpec& spec) const {
-  require_nvproxy(opts_.runsc);
+void GvisorBackend::accept_gpus(SandboxSpec& spec, const std::string& host_driver_version) const {
+  require_nvproxy(opts_.runsc, host_driver_version);
   spec.annotations["dev.sbx.gvisor.nvproxy"] = "true";
 }
 

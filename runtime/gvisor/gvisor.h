@@ -47,7 +47,7 @@ class GvisorBackend final : public Backend {
   std::string release(const SandboxRef& sb) noexcept override;
   /// GPUs pass through runsc --nvproxy (runtime/gvisor/nvproxy.h): refuses a
   /// runsc without it; marks the spec (annotation dev.sbx.gvisor.nvproxy).
-  void accept_gpus(SandboxSpec& spec) const override;
+  void accept_gpus(SandboxSpec& spec, const std::string& host_driver_version) const override;
 };
 
 /// `runsc ps`'s table (a header line UID PID PPID C TTY STIME TIME CMD, then a

@@ -23,9 +23,15 @@ bool runsc_supports_nvproxy(const std::string& runsc) {
   return runsc_features(find_runsc(runsc)).nvproxy;
 }
 
-void require_nvproxy(const std::string& runsc) {
+void require_nvproxy(const std::string& runsc, const std::string& host_driver_version) {
   const std::string path = find_runsc(runsc);
   auto f = runsc_features(path);
+  if (f.nvproxy && !nvproxy_supports_driver(f, host_driver_version))
+    throw Error("--gpus with --runtime gvisor: the nvproxy of " + path + " (" + f.version +
+                ") does not support this host's NVIDIA driver " + host_driver_version + " (it knows " +
+                std::to_string(f.nvproxy_drivers.size()) + " driver versions, the newest " + f.nvproxy_drivers.back() +
+                "; see 'runsc nvproxy list-supported-drivers'); install a gVisor release that lists " +
+                host_driver_version + " and pass it with --runsc PATH, or use --runtime native");
   if (f.nvproxy) return;
   throw Error("--gpus with --runtime gvisor needs runsc with nvproxy support, but " + path + " (" + f.version +
               ") has no --nvproxy flag; install runsc from Debian's bookworm-backports (0.0~20240729, see "

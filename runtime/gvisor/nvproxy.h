@@ -21,7 +21,10 @@ bool runsc_supports_nvproxy(const std::string& runsc_path = "");
 
 /// Throws sbx::Error ("--gpus with --runtime gvisor needs runsc with nvproxy
 /// support: <path> (version ...) has none; upgrade gVisor ... or use the native
-/// runtime") unless runsc_supports_nvproxy(runsc_path) (empty: $PATH).
-void require_nvproxy(const std::string& runsc_path = "");
+/// runtime") unless runsc_supports_nvproxy(runsc_path) (empty: $PATH); and,
+/// when `host_driver_version` (the kernel module's, "580.159.04") is given,
+/// unless nvproxy supports that driver (`runsc nvproxy
+/// list-supported-drivers`; an unknown list passes).
+void require_nvproxy(const std::string& runsc_path = "", const std::string& host_driver_version = "");
 
 }  // namespace sbx::runtime

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <map>
@@ -131,14 +132,62 @@ RunscFeatures runsc_features(const std::string& runsc) {
                 "'); is it gVisor's runsc? check --runsc");
   RunscFeatures f = parse_runsc_features(ver, capture({runsc, "flags"}, 5000));
   f.path = runsc;
+  // Which drivers nvproxy knows decides whether --gpus can start at all: a
+  // runsc older than the host's driver fails deep in its start ("unsupported
+  // Nvidia driver version") after the sandbox is half set up.
+  if (f.nvproxy) f.nvproxy_drivers = parse_nvproxy_drivers(capture({runsc, "nvproxy", "list-supported-drivers"}, 5000));
   std::lock_guard<std::mutex> l(mu);
   cache[key] = f;
   return f;
 }
 
+namespace {
+// Numeric, part by part: "550.90.07" < "550.100.01".
+bool version_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    size_t ie = a.find('.', i), je = b.find('.', j);
+    if (ie == std::string::npos) ie = a.size();
+    if (je == std::string::npos) je = b.size();
+    unsigned long x = i < a.size() ? std::stoul(a.substr(i, ie - i)) : 0;
+    unsigned long y = j < b.size() ? std::stoul(b.substr(j, je - j)) : 0;
+    if (x != y) return x < y;
+    i = ie + 1;
+    j = je + 1;
+  }
+  return false;
+}
+}  // namespace
+
+std::vector<std::string> parse_nvproxy_drivers(std::string_view out) {
+  std::vector<std::string> v;
+  size_t pos = 0;
+  while (pos < out.size()) {
+    size_t nl = out.find('\n', pos);
+    std::string_view line = out.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? out.size() : nl + 1;
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.remove_suffix(1);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) line.remove_prefix(1);
+    bool ok = !line.empty() && std::isdigit(static_cast<unsigned char>(line.front())) &&
+              std::isdigit(static_cast<unsigned char>(line.back())) && line.find('.') != std::string_view::npos;
+    for (char c : line) ok = ok && (std::isdigit(static_cast<unsigned char>(c)) || c == '.');
+    if (ok && line.find("..") == std::string_view::npos) v.emplace_back(line);
+  }
+  std::sort(v.begin(), v.end(), version_less);
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+bool nvproxy_supports_driver(const RunscFeatures& f, const std::string& driver_version) {
+  if (f.nvproxy_drivers.empty() || driver_version.empty()) return true;
+  return std::find(f.nvproxy_drivers.begin(), f.nvproxy_drivers.end(), driver_version) != f.nvproxy_drivers.end();
+}
+
 std::string describe_runsc_features(const RunscFeatures& f) {
   auto yn = [](bool b) { return b ? "yes" : "no"; };
-  return std::string("nvproxy ") + yn(f.nvproxy) + ", overlay-size " + yn(f.overlay_size) + ", exec-tty " + yn(f.exec_tty);
+  std::string nv = yn(f.nvproxy);
+  if (f.nvproxy && !f.nvproxy_drivers.empty()) nv += " (drivers up to " + f.nvproxy_drivers.back() + ")";
+  return "nvproxy " + nv + ", overlay-size " + yn(f.overlay_size) + ", exec-tty " + yn(f.exec_tty);
 }
 
 }  // namespace sbx::runtime

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sbx::runtime {
 
@@ -27,7 +28,21 @@ struct RunscFeatures {
   /// it is known by release (kExecTtyRelease; tests/integration/test_run_tty.sh
   /// checks whichever answer the found runsc gets).
   bool exec_tty = false;
+  /// The NVIDIA driver versions nvproxy supports ("550.90.07"), from `runsc
+  /// nvproxy list-supported-drivers`; nvproxy passes through only these (a
+  /// newer driver's ioctls are refused when the sandbox starts). Empty when
+  /// runsc has no nvproxy or no such subcommand: then unknown, not "none".
+  std::vector<std::string> nvproxy_drivers;
 };
+
+/// Parses `runsc nvproxy list-supported-drivers`: one driver version per line
+/// ("535.104.05"); other lines (errors, usage text) are skipped. Pure.
+std::vector<std::string> parse_nvproxy_drivers(std::string_view list_output);
+
+/// Whether `f` lets nvproxy pass through the host's NVIDIA driver
+/// `driver_version` (the kernel module's, "580.159.04"): true when its list
+/// names it or the list is unknown (empty).
+bool nvproxy_supports_driver(const RunscFeatures& f, const std::string& driver_version);
 
 /// The first runsc release whose `exec --console-socket` works without a
 /// terminal on runsc exec's stdio. None known yet: 0.0~20221219.0 always loses
@@ -46,7 +61,9 @@ RunscFeatures parse_runsc_features(std::string_view version_out, std::string_vie
 /// the binary cannot be stat'ed or `runsc --version` fails.
 RunscFeatures runsc_features(const std::string& runsc);
 
-/// "nvproxy yes, overlay-size no, exec-tty yes": the features as `sbx info` prints them.
+/// "nvproxy yes, overlay-size no, exec-tty yes": the features as `sbx info`
+/// prints them; with nvproxy's driver list known, "nvproxy yes (drivers up to
+/// 550.90.07)".
 std::string describe_runsc_features(const RunscFeatures& f);
 
 }  // namespace sbx::runtime

@@ -123,6 +123,21 @@ if [ -n "$new_runsc" ] && "$SBX" info --runsc "$new_runsc" 2>/dev/null | grep -q
   [ $rc -eq 125 ] && grep -qi 'nvproxy\|nvidia' <<<"$out" &&
     pass "gvisor --gpus 0 with nvproxy: runsc got --nvproxy and failed in its GPU setup (no real driver here): exit 125" ||
     fail "gvisor --gpus 0 with nvproxy: rc=$rc $out"
+  # A driver newer than nvproxy knows (the H200 host this first ran on had
+  # 580.159.04, which runsc 20240729 does not list): refused before runsc
+  # starts, with the way out named.
+  if ! "$new_runsc" nvproxy list-supported-drivers 2>/dev/null | grep -qx 580.159.04; then
+    h2=$work/host580
+    cp -a "$h" "$h2"
+    for f in "$h2"/usr/lib/x86_64-linux-gnu/lib*.so.$ver; do mv "$f" "${f%.$ver}.580.159.04"; done
+    sed -i "s/$ver/580.159.04/" "$h2/proc/driver/nvidia/version"
+    ldconfig -r "$h2"
+    out=$(SBX_GPU_HOST_ROOT=$h2 sbx run --runtime gvisor --runsc "$new_runsc" --rootfs "$ROOTFS" --gpus 0 -- true 2>&1); rc=$?
+    [ $rc -eq 125 ] && grep -q "does not support this host's NVIDIA driver 580.159.04" <<<"$out" && grep -q 'list-supported-drivers' <<<"$out" &&
+      ! grep -q 'runsc failed' <<<"$out" &&
+      pass "gvisor --gpus on a driver nvproxy does not know: refused before runsc starts, exit 125" ||
+      fail "gvisor --gpus, driver unknown to nvproxy: rc=$rc $out"
+  fi
   out=$(sbx run --runtime gvisor --runsc "$new_runsc" --rootfs "$ROOTFS" --device example.com/fake=one -- true 2>&1); rc=$?
   [ $rc -eq 125 ] && grep -q 'NVIDIA GPUs only' <<<"$out" && pass "gvisor --device (CDI): refused, $out" || fail "gvisor --device: rc=$rc $out"
   [ -z "$(find "$work/run" -mindepth 1 -maxdepth 1 -regextype egrep -regex '.*/[0-9a-f]{64}')" ] &&

@@ -162,7 +162,24 @@ if command -v nvcc >/dev/null; then
     host_out=$("$work/bin/vector_add" 2>&1)
     log "on the host: $host_out"
     out=$(sbx run "${R[@]}" --gpus all -v "$work/bin:/gpu:ro" "${img[@]}" -- /gpu/vector_add 2>&1); rc=$?
-    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^vector_add: OK n=16777216 '; then pass "nvcc-built vector_add in the sandbox: $out"; else fail "vector_add in the sandbox: rc=$rc:"$'\n'"$out"; fi
+    how="the image's libc"
+    if [ $rc -ne 0 ] && printf '%s\n' "$out" | grep -q "version .GLIBC_[0-9.]*' not found"; then
+      # Linked against this host's glibc, newer than the image's (python-oci is
+      # bookworm's 2.36): run it through the host's loader and libc, copied in
+      # beside it; libcuda.so.1 still comes from what --gpus mounted.
+      mkdir -p "$work/bin/hostlib"
+      libc=$(ldd "$work/bin/vector_add" | awk '$1 == "libc.so.6" {print $3}')
+      loader=$(ldd "$work/bin/vector_add" | awk '$1 ~ /ld-linux/ {print ($3 != "" ? $3 : $1)}' | head -1)
+      for l in $(ldd "$work/bin/vector_add" | awk '$3 ~ /^\// {print $3}') "$loader" \
+               "$(dirname "$libc")"/{libm.so.6,libdl.so.2,libpthread.so.0,librt.so.1}; do
+        [ -e "$l" ] && cp -L "$l" "$work/bin/hostlib/"
+      done
+      out=$(sbx run "${R[@]}" --gpus all -v "$work/bin:/gpu:ro" "${img[@]}" -- \
+              "/gpu/hostlib/$(basename "$loader")" --library-path /gpu/hostlib:/usr/local/nvidia/lib64:/usr/lib/x86_64-linux-gnu \
+              /gpu/vector_add 2>&1); rc=$?
+      how="the host's loader and libc (the image's glibc is older than the one nvcc linked against)"
+    fi
+    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q '^vector_add: OK n=16777216 '; then pass "nvcc-built vector_add (CUDA runtime) in the sandbox, through $how: $out"; else fail "vector_add in the sandbox: rc=$rc:"$'\n'"$out"; fi
   else
     fail "nvcc failed: $(tail -5 "$work/nvcc.log")"
   fi
@@ -202,7 +219,12 @@ out=$(sbx run "${R[@]}" --gpus 0 --memory 64m "${img[@]}" -- python3 -c 'b = byt
 if [ $rc -eq 137 ] && ! printf '%s\n' "$out" | grep -q '^allocated'; then pass "--gpus 0 --memory 64m: a 512 MiB allocation is OOM-killed (137)"; else fail "--memory with --gpus: rc=$rc:"$'\n'"$out"; fi
 out=$(sbx run "${R[@]}" --gpus 0 --pids-limit 16 --timeout 20s "${img[@]}" -- sh -c 'n=0; while [ $n -lt 64 ]; do sleep 5 & n=$((n+1)); done 2>/dev/null; echo "started $(jobs -p | wc -l)"' 2>&1); rc=$?
 started=$(printf '%s\n' "$out" | sed -n 's/^started //p' | tail -1)
-if [ -n "$started" ] && [ "$started" -lt 64 ]; then pass "--gpus 0 --pids-limit 16: the fork loop stopped at $started of 64"; else fail "--pids-limit with --gpus: rc=$rc:"$'\n'"$out"; fi
+# dash itself exits when a fork fails ("Cannot fork"), so either the loop
+# reports fewer than 64, or the shell died and sbx reports the cgroup's
+# pids.events count (the kernel's word that the limit refused a fork).
+if [ -n "$started" ] && [ "$started" -lt 64 ]; then pass "--gpus 0 --pids-limit 16: the fork loop stopped at $started of 64"
+elif [ $rc -ne 0 ] && printf '%s\n' "$out" | grep -q 'fork(s) failed at the pids limit (16)'; then pass "--gpus 0 --pids-limit 16: forks refused at the limit: $(printf '%s\n' "$out" | grep 'pids limit')"
+else fail "--pids-limit with --gpus: rc=$rc:"$'\n'"$out"; fi
 }
 
 for rt in ${RUNTIMES:-native gvisor}; do
@@ -218,6 +240,15 @@ for rt in ${RUNTIMES:-native gvisor}; do
         out=$(sbx run "${R[@]}" --gpus 0 "${img[@]}" -- true 2>&1); rc=$?
         if [ $rc -eq 125 ] && printf '%s\n' "$out" | grep -q 'needs runsc with nvproxy support'; then pass "gvisor: $runsc without nvproxy is refused: $out"; else fail "gvisor without nvproxy: rc=$rc: $out"; fi
         skip "gvisor: $runsc has no nvproxy; install runsc from bookworm-backports (.ci/runsc-backports.sh) for the gVisor GPU checks"
+        continue
+      fi
+      # runsc's nvproxy passes through only the drivers it knows: sbx refuses
+      # --gpus up front (exit 125) on a host whose driver it does not list.
+      drv=$(sed -n 's/.*NVRM version: .*  \([0-9][0-9.]*\)  .*/\1/p' /proc/driver/nvidia/version | head -1)
+      out=$(sbx run "${R[@]}" --gpus 0 "${img[@]}" -- true 2>&1); rc=$?
+      if printf '%s\n' "$out" | grep -q "does not support this host's NVIDIA driver"; then
+        if [ $rc -eq 125 ]; then pass "gvisor: $runsc's nvproxy does not know driver $drv; refused up front: $out"; else fail "gvisor unsupported driver: rc=$rc: $out"; fi
+        skip "gvisor: the GPU checks need a runsc whose 'nvproxy list-supported-drivers' names $drv"
         continue
       fi ;;
     *) fail "RUNTIMES: unknown runtime $rt"; continue ;;

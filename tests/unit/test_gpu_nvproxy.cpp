@@ -94,3 +94,34 @@ TEST_CASE("runsc features of the real binaries: current (backports) and Debian 1
   CHECK_THROWS_AS(runtime::runsc_features("/nonexistent/runsc"), Error);
   CHECK_THROWS_WITH_AS(runtime::runsc_features("/bin/true"), doctest::Contains("is it gVisor's runsc"), Error);
 }
+
+TEST_CASE("nvproxy's driver list: parsed, ordered, and a host driver outside it refused before the start") {
+  // As `runsc nvproxy list-supported-drivers` of 0.0~20240729.0 prints it (unordered).
+  auto v = runtime::parse_nvproxy_drivers("535.161.07\n550.54.14\n550.90.07\n535.104.12\n550.100.01\n\n"
+                                          "unknown subcommand\n1.2..3\n 535.104.05 \n");
+  REQUIRE(v.size() == 5);
+  CHECK(v.front() == "535.104.05");
+  CHECK(v.back() == "550.100.01");  // numeric order: 100 > 90
+  CHECK(v[3] == "550.90.07");
+  CHECK(runtime::parse_nvproxy_drivers("Usage: runsc <flags> <subcommand>\n").empty());
+  runtime::RunscFeatures f;
+  f.nvproxy = true;
+  CHECK(runtime::nvproxy_supports_driver(f, "580.159.04"));  // list unknown: not refused
+  f.nvproxy_drivers = v;
+  CHECK(runtime::nvproxy_supports_driver(f, "550.90.07"));
+  CHECK(!runtime::nvproxy_supports_driver(f, "580.159.04"));
+  CHECK(runtime::nvproxy_supports_driver(f, ""));
+  CHECK(runtime::describe_runsc_features(f) == "nvproxy yes (drivers up to 550.100.01), overlay-size no, exec-tty no");
+
+  std::string cur = test::runsc_or_skip();
+  if (cur.empty()) return;
+  auto real = runtime::runsc_features(cur);
+  if (!real.nvproxy) return;
+  MESSAGE("nvproxy of " << real.version << " knows " << real.nvproxy_drivers.size() << " drivers");
+  if (real.release >= 20240101) CHECK(!real.nvproxy_drivers.empty());  // the subcommand exists since 2023
+  if (real.nvproxy_drivers.empty()) return;
+  CHECK_NOTHROW(require_nvproxy(cur, real.nvproxy_drivers.back()));
+  // The H200 host this was first run on had 580.159.04, which 20240729 does not know.
+  CHECK_THROWS_WITH_AS(require_nvproxy(cur, "999.1.1"),
+                       doctest::Contains("does not support this host's NVIDIA driver 999.1.1"), Error);
+}
