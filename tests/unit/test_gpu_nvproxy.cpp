@@ -99,10 +99,10 @@ TEST_CASE("nvproxy's driver list: parsed, ordered, and a host driver outside it 
   // As `runsc nvproxy list-supported-drivers` of 0.0~20240729.0 prints it (unordered).
   auto v = runtime::parse_nvproxy_drivers("535.161.07\n550.54.14\n550.90.07\n535.104.12\n550.100.01\n\n"
                                           "unknown subcommand\n1.2..3\n 535.104.05 \n");
-  REQUIRE(v.size() == 5);
+  REQUIRE(v.size() == 6);
   CHECK(v.front() == "535.104.05");
   CHECK(v.back() == "550.100.01");  // numeric order: 100 > 90
-  CHECK(v[3] == "550.90.07");
+  CHECK(v[4] == "550.90.07");
   CHECK(runtime::parse_nvproxy_drivers("Usage: runsc <flags> <subcommand>\n").empty());
   runtime::RunscFeatures f;
   f.nvproxy = true;
