@@ -25,6 +25,18 @@ def ratio(a, b):
     return None if not a or not b else a / b
 
 
+
+def emit(lines, out=None):
+    """Prints a bench script's report (a list of lines) and, when `out` (a
+    path) is given, writes the same text there. Returns the text."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    return text
+
+
 def status_cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 

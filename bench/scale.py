@@ -34,6 +34,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402  (bench/report.py: the shared report tail)
+
 
 def meminfo():
     out = {}
@@ -227,11 +230,7 @@ def main():
             except Exception as e:  # noqa: BLE001 (report and go on cleaning)
                 print(f"scale.py: removing {s.name}'s sandboxes: {e}", file=sys.stderr)
         shutil.rmtree(tmp, ignore_errors=True)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    report.emit(lines, a.out)
 
 
 if __name__ == "__main__":

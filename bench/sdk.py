@@ -34,6 +34,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "python"))
 import sbx  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402  (bench/report.py: the shared report tail)
+
 
 def programs(k):
     out = []
@@ -171,11 +174,7 @@ def main():
                                   text=True).stdout.split():
             subprocess.run([sbx_bin, *g, "rm", "-f", sid], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(tmp, ignore_errors=True)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    report.emit(lines, a.out)
 
 
 if __name__ == "__main__":
