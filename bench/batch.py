@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19 bench: one-shot start and fan-out throughput, sbx beside chroot and bwrap.
+"""Benchmark: one-shot start and fan-out throughput, sbx beside chroot and bwrap.
 
     sudo python3 bench/batch.py SBX [--static SBX_STATIC] [--base SBX_BEFORE] [--rounds R]
                                     [--tasks N] [--parallel 1,2,4,8] [--favordynmods-on] [--out FILE.md]

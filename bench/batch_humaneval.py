@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 19 bench: HumanEval 164 at P=4 through `sbx batch`, beside a chroot loop.
+"""Benchmark: HumanEval 164 at P=4 through `sbx batch`, beside a chroot loop.
 
     sudo python3 bench/batch_humaneval.py SBX [--par 4] [--rounds R] [--problems K]
                                           [--favordynmods-on] [--out FILE.md]

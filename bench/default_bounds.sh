@@ -1,5 +1,5 @@
 #!/bin/bash
-# Start cost of the default bounds (issue 22): `sbx run busybox -- true` with
+# Start cost of the default bounds: `sbx run busybox -- true` with
 # a baseline sbx (no default bounds) and this one, interleaved: ROUNDS rounds
 # of hyperfine, each timing both binaries back to back, so that load on a
 # shared host hits both alike. Prints one line per round and the medians.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sbx-runc beside runc as the OCI runtime of the same client (issue 20: target
+# sbx-runc beside runc as the OCI runtime of the same client (target
 # >= 1.5x faster than runc through the same client), interleaved (runc,
 # sbx-runc, runc, ...: drift on the host hits both alike):
 #   1. `podman run --rm busybox true` with --runtime runc / sbx-runc (podman's

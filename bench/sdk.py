@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 18 bench: the Python SDK (through `sbx serve`) beside sbx's CLI and chroot.
+"""Benchmark: the Python SDK (through `sbx serve`) beside sbx's CLI and chroot.
 
     sudo python3 bench/sdk.py SBX [--rounds R] [--thr-rounds N] [--problems K] [--out FILE.md]
 

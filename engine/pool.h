@@ -1,4 +1,4 @@
-// The warm pool (issue 19): sandboxes set up ahead of time — namespaces,
+// The warm pool: sandboxes set up ahead of time — namespaces,
 // cgroup, network, root file system, everything but the command — each
 // waiting for exactly one command (runtime/warm_sandbox.h, made by the
 // backend's start_warm: native sandboxes; gVisor refuses). A pooled sandbox

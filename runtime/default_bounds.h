@@ -1,4 +1,4 @@
-// Default bounds (issue 22): what every sandbox gets when the user does not
+// Default bounds: what every sandbox gets when the user does not
 // ask for more, so that a few default sandboxes cannot take the host down.
 //
 //   memory      --memory: min(4 GiB, the sandboxes' parent limit). A memory

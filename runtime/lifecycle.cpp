@@ -231,7 +231,7 @@ void gc_sandbox(const std::string& run_root, const std::string& id, BackendOf ba
     // (Settled: a create that has just finished and exited is not "dead".)
     SandboxState st = read_state_settled(dir);
     // A create that died before it recorded the sandbox as running: its
-    // sandbox must not live on, even where its init still does (issue 22).
+    // sandbox must not live on, even where its init still does.
     const bool orphan = st.creator_pid != 0 && st.status == "creating" && !creator_alive(st);
     if (state_alive(st) && !orphan) return;
     if (backend_of) {

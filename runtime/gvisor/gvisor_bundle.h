@@ -49,7 +49,7 @@ void mount_rootfs(const std::vector<std::string>& layers, const std::string& scr
 /// uid, gid, supplementary groups and a default HOME. Throws sbx::Error.
 void resolve_process_user(Process& p, const std::string& rootfs);
 
-/// Read-write volumes of a gVisor sandbox (issue 22): runsc's gofer writes
+/// Read-write volumes of a gVisor sandbox: runsc's gofer writes
 /// them as host root, so a file the sandbox makes set-uid there would be
 /// set-uid host root. In the monitor's private mount namespace, each such
 /// volume (not ro, not `idmap=host`) is replaced by an idmapped copy attached

@@ -221,7 +221,7 @@ Cgroup Cgroup::create(const std::string& id, const Resources& res) {
     auto v1dir = [&](const std::string& ctrl) {
       return join(std::string(kRoot) + "/" + ctrl, self.v1_path(ctrl)) + "/" + name;
     };
-    // Every sandbox has a memory cgroup (issue 22: default bounds), below
+    // Every sandbox has a memory cgroup (default bounds), below
     // the sandboxes' parent whose limit leaves the host its headroom.
     if (self.has_v1("memory")) {
       r.memory = make_below_parent();

@@ -78,7 +78,7 @@ class Cgroup {
   std::vector<std::string> procs_;   ///< their cgroup.procs files
 };
 
-/// The sandboxes' parent cgroup (issue 22): "sbx" at the top of the memory
+/// The sandboxes' parent cgroup: "sbx" at the top of the memory
 /// hierarchy (v1: /sys/fs/cgroup/memory/sbx; v2: /sys/fs/cgroup/sbx, which
 /// holds each sandbox's whole cgroup). Its memory limit is
 /// default_bounds().parent_memory_bytes (runtime/default_bounds.h), so no mix

@@ -130,7 +130,7 @@ enum class VolumeIdmap {
 };
 
 /// The user namespace to idmap a read-write volume with, so that nothing the
-/// sandbox writes there is owned by host root (issue 22): the sandbox's root
+/// sandbox writes there is owned by host root: the sandbox's root
 /// (host id `root_host`, the start of its range) writes files as the volume
 /// directory's owner `owner_uid`/`owner_gid` (podman's keep-id/`:U` idea), and
 /// every other sandbox id as its own unprivileged host id. On-disk id 0 is

@@ -417,7 +417,7 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       ::close(c.sock);
       // Still dying with sbx (PDEATHSIG) until it has recorded the sandbox as
       // running and commits ('C'); EOF instead means it died before that: a
-      // half-created sandbox must not live on (issue 22).
+      // half-created sandbox must not live on.
       ssize_t got;
       do {
         got = ::recv(c.commit_r, &go, 1, 0);

@@ -265,7 +265,7 @@ case_hostread() {
   ln -s "$T/secret" "$T/vol/secret"
   ln -s "../../../../../../../..$T/secret" "$T/vol/up"
   # Owned by an unprivileged host user, so that the sandbox's root may write
-  # there (a host-root-owned volume is read-only to it: issue 22).
+  # there (a host-root-owned volume is read-only to it).
   chown 4242:4242 "$T/vol"
   # Mount points that exist in the image (gVisor cannot create them).
   sb -v "$T/vol:/var" "${P[@]}" "${IMG[@]}" -- /bin/sh -c \
@@ -801,7 +801,7 @@ case_created() {  # long-lived sandboxes: the same probes through `sbx exec`, an
   "$SBX" --root "$R" --run-root "$RR" rm -f "$id" >/dev/null 2>&1 || fail created "rm -f"
 }
 
-case_volume_setid() {  # issue 22 item 1: host root through a read-write volume
+case_volume_setid() {  # host root through a read-write volume
   # Root inside copies a binary into the volume and makes it set-uid, set-gid,
   # file-capable (v2, and v3 keyed to uid 0 and 65534 inside), chowns one to
   # root after the chmod, tries a hard link, and attacks a host-root file that
@@ -869,7 +869,7 @@ PY
   [ $ok = 1 ] && pass volume-setid "$detail"
 }
 
-case_cp_out() {  # issue 22 item 2: `sbx cp` out of a hostile sandbox
+case_cp_out() {  # `sbx cp` out of a hostile sandbox
   local S=("$SBX" --root "$R" --run-root "$RR") id out ok=1 detail=""
   [ "${IMG[0]}" = busybox ] || { na cp-out "needs the busybox image"; return; }
   # The creating user's environment holds a secret: the sandbox must not get it through sbx cp.
@@ -946,7 +946,7 @@ X
   [ $ok = 1 ] && pass cp-out "$detail"
 }
 
-# ---------------------------------------------------- issue 22, items 3-5 ---
+# ------------------------------------------ socket families, user ids, names ---
 case_vsock() {  # AF_VSOCK reaches a VM's hypervisor beside --network none: refused (docker's profile)
   sb "${P[@]}" "${IMG[@]}" -- /home/probe vsock
   probe_ok vsock && pass vsock "$(grep -o 'vsock: .*' "$T/out/last" | head -1)"

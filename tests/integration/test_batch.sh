@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sbx batch end to end (issue 19): HumanEval through batch (164/164 canonical
+# sbx batch end to end: HumanEval through batch (164/164 canonical
 # solutions pass, 0/164 wrong ones), malformed lines, --resume, SIGINT in the
 # middle of a batch (then the leak check), and tasks that fork-bomb or run out
 # of memory (bounded) beside tasks that must not notice.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sbx batch --network (issue 19): each task gets the network it asks for; a
+# sbx batch --network: each task gets the network it asks for; a
 # private network per sandbox, made ahead with its warm-pool sandbox and
 # removed with it; the egress allow-list as `sbx run` has it; tasks do not
 # see each other's networks; a task line's "network" overrides the batch's;

@@ -122,7 +122,7 @@ S gc >/dev/null
 leak_check "random kills"
 
 # --- random kills of a create with a long-running command: gc alone leaves nothing alive ---
-# (issue 22: a SIGKILLed create left its init and workload running, "dead" in
+# (a SIGKILLed create left its init and workload running, "dead" in
 # ps, and gc did not end them.) The sandbox dies with its create until create
 # has recorded it as running; gc ends any sandbox whose create died earlier.
 MARK="10$((RANDOM % 9000 + 1000))7"

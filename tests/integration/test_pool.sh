@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The warm pool (issue 19, engine/pool.h) through `sbx batch --pool`: a
+# The warm pool (engine/pool.h) through `sbx batch --pool`: a
 # pooled sandbox runs one command and is destroyed, so what one task writes
 # is never seen by the next, and each task has its own pid, net, mount, ipc,
 # uts, cgroup and user namespaces and its own cgroup; files, env, stdin, exit

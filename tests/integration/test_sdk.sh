@@ -1,5 +1,5 @@
 #!/bin/bash
-# The Python SDK (python/, issue 18) against a real `sbx serve` on a temp
+# The Python SDK (python/) against a real `sbx serve` on a temp
 # socket, through pytest (Debian's python3-pytest): the package is first
 # installed offline with pip (`pip install ./python` into a target dir), then
 # python/tests/ run against it: every method, bytes with NULs and invalid

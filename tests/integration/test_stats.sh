@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resource accounting (issue 19): a known workload's cpu time and peak memory
+# Resource accounting: a known workload's cpu time and peak memory
 # in `sbx run --end-record`, `sbx inspect` of an ended sandbox, and the live
 # `sbx stats` of a running one (table and --json).
 source "$(dirname "$0")/../sandbox_lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sbx system tune --favordynmods on|off and its report in sbx info (issue 19):
+# sbx system tune --favordynmods on|off and its report in sbx info:
 # the switch is idempotent, shows in /proc/mounts, keeps the mount's other
 # options, and the test puts back exactly the state it found (trap).
 set -uo pipefail
