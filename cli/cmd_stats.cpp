@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -45,6 +46,9 @@ std::string cpu_time(uint64_t ms) {
   return b;
 }
 
+/// The window of the first sample's CPU %, ms (docker's first has one of about a second).
+constexpr int64_t kFirstWindowMs = 500;
+
 /// One sample of each sandbox; `prev` (id → cpu ms, wall ms) gives CPU % since the last one.
 std::vector<Row> sample(const Globals& g, const StatsFlags& f, std::map<std::string, std::pair<uint64_t, uint64_t>>& prev) {
   auto eng = make_engine(g);
@@ -78,7 +82,7 @@ std::vector<Row> sample(const Globals& g, const StatsFlags& f, std::map<std::str
       r.cpu_percent = 100.0 * static_cast<double>(u.cpu_ms - std::min(u.cpu_ms, it->second.first)) /
                       static_cast<double>(u.duration_ms - it->second.second);
     else
-      r.cpu_percent = r.avg_cpu_percent;  // first sample: since the start (as podman)
+      r.cpu_percent = r.avg_cpu_percent;  // a sandbox new since the last sample: since its start
     prev[id] = {u.cpu_ms, u.duration_ms};
     if (r.s.memory_limit_bytes)
       r.mem_percent = 100.0 * static_cast<double>(r.s.memory_bytes) / static_cast<double>(r.s.memory_limit_bytes);
@@ -133,6 +137,12 @@ int stats(const Globals& g, const StatsFlags& f) {
   if (f.interval <= 0) throw Error(ErrorKind::InvalidArgument, "invalid --interval: must be above 0 seconds");
   std::map<std::string, std::pair<uint64_t, uint64_t>> prev;
   const bool tty = ::isatty(1);
+  // The first sample's CPU % covers a short window, as docker's does (its
+  // first read has a previous one a second before): since the start it would
+  // count the runtime's own start-up (runsc boots its kernel: an idle gVisor
+  // sandbox showed 98%), which AVG CPU % already reports.
+  sample(g, f, prev);
+  std::this_thread::sleep_for(std::chrono::milliseconds(std::min<int64_t>(kFirstWindowMs, static_cast<int64_t>(f.interval * 1000))));
   for (;;) {
     auto rows = sample(g, f, prev);
     if (f.json) {
@@ -156,7 +166,7 @@ void register_stats_command(CLI::App& app, Globals& g, Action& action) {
   auto f = std::make_shared<StatsFlags>();
   CLI::App* cmd = app.add_subcommand("stats", "Show live resource usage of running sandboxes (cpu, memory, network and block I/O, pids)");
   cmd->footer(
-      "Columns (podman's): CPU % since the last sample (the first: since the start), MEM USAGE / LIMIT (memory\n"
+      "Columns (podman's): CPU % since the last sample (the first: over 0.5 s), MEM USAGE / LIMIT (memory\n"
       "cgroup, incl. page cache), NET IO received / sent (--network private: its veth; none and host: -- / --),\n"
       "BLOCK IO read / written, PIDS, CPU TIME (user+system), AVG CPU % since the start. The end-of-life numbers of every sandbox\n"
       "are in 'sbx inspect' (State.CpuMs, MaxRssBytes, …) and 'sbx run --end-record'.");
