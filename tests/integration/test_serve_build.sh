@@ -130,6 +130,22 @@ if command -v docker >/dev/null; then
   check "… no image named" not_grep must-not-exist "$(docker images --format '{{.Repository}}')"
   check "… no image beyond the steps that succeeded (+1: RUN echo before-fail)" [ "$(n_images)" -le $((before + 1)) ]
   check "… no sandbox left" [ -z "$("$SBX" ps -aq)" ]
+  # sbx's docker-buildx plugin: `docker buildx build --load` through /build.
+  mkdir -p "$DOCKER_CONFIG/cli-plugins"
+  cp "$SBX_TEST_SRC/contrib/docker-buildx" "$DOCKER_CONFIG/cli-plugins/docker-buildx"
+  docker buildx build --load -t bx-built -f "$CTX/Dockerfile" --build-arg GREETING=bx --target=base \
+    --progress plain "$CTX" >"$T/bx.out" 2>&1
+  rc=$?
+  check "docker buildx build --load (sbx's plugin) exits 0 ($rc)" [ "$rc" = 0 ]
+  [ "$rc" = 0 ] || cat "$T/bx.out"
+  check "… and the image runs ($(docker run --rm bx-built 2>&1))" [ "$(docker run --rm bx-built 2>&1)" = built-bx ]
+  out=$(docker buildx build --push -t bx-push "$CTX" 2>&1); rc=$?
+  check "docker buildx build --push is refused clearly ($rc)" [ "$rc" = 1 ] && grep -q -- "--push is not supported" <<<"$out"
+  out=$(docker buildx ls 2>&1); rc=$?
+  check "docker buildx ls is refused clearly ($rc)" [ "$rc" = 1 ] && grep -q "'docker buildx ls' is not supported" <<<"$out"
+  check "plain docker build with the plugin installed still works" \
+    sh -c "docker build -q -t after-plugin '$CTX' | grep -qE '^sha256:'"
+  rm -rf "$DOCKER_CONFIG/cli-plugins"
 else
   echo "skip: no docker CLI"
 fi
