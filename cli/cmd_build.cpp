@@ -162,18 +162,7 @@ class Progress {
 };
 
 /// --json: one event a line on stdout.
-void json_event(const build::BuildEvent& e) {
-  using K = build::BuildEvent::Kind;
-  static const char* names[] = {"step", "cached", "output", "done", "warning", "pull"};
-  nlohmann::json j = {{"event", names[static_cast<int>(e.kind)]}, {"stage", e.stage}, {"step", e.step},
-                      {"steps", e.steps}};
-  if (e.kind == K::Step) j["instruction"] = e.text;
-  if (e.kind == K::Output) j["data"] = e.text;
-  if (e.kind == K::Warning) j["message"] = e.text;
-  if (e.kind == K::Pull) j["image"] = e.text;
-  if (e.kind == K::Done) j["seconds"] = e.seconds;
-  std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
-}
+void json_event(const build::BuildEvent& e) { std::cout << build::event_json(e) << "\n" << std::flush; }
 
 int run_build(const Globals& g, BuildFlags& f) {
   build::BuildOptions o;

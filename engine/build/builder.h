@@ -28,6 +28,7 @@
 
 #include "oci/image.h"
 #include "oci/pull.h"
+#include "oci/unpack.h"
 #include "spec/sandbox_spec.h"
 
 namespace sbx::build {
@@ -55,6 +56,9 @@ struct BuildOptions {
   /// zstd) that is unpacked as hostile input; neither: an empty context.
   std::string context_dir;
   std::string context_tar;
+  /// Bounds on unpacking `context_tar` (bytes of files, entries): a server
+  /// taking tars from clients sets tighter ones than the CLI's defaults.
+  oci::UnpackLimits context_limits;
   /// The Dockerfile: a path (relative: to the context; default "Dockerfile"),
   /// or its text in `dockerfile_text` (then `dockerfile` only names it).
   std::string dockerfile;
@@ -85,6 +89,13 @@ struct BuildResult {
   int cached = 0;          ///< of those, reused
   std::chrono::milliseconds elapsed{0};
 };
+
+/// `e` as one line of JSON (no newline): {"event": "step"|"cached"|"output"|
+/// "done"|"warning"|"pull", "stage", "step", "steps"} and per kind
+/// "instruction", "data", "seconds", "message" or "image". The form of
+/// `sbx build --json` and of /sbx/v1/build's stream (docs/api.md); invalid
+/// UTF-8 in output is replaced.
+std::string event_json(const BuildEvent& e);
 
 /// Builds (see the top of this file) with the image store at `root` and
 /// sandboxes' state in `run_root`. Throws sbx::Error: 125 for what the user

@@ -340,10 +340,9 @@ void Executor::prepare_context() {
   context_dir_ = next_tmp("context");
   if (o_.context_tar.empty()) return;  // an empty context (a Dockerfile alone)
   try {
-    oci::UnpackLimits lim;
-    oci::unpack_layer(o_.context_tar, context_dir_, {}, {}, lim);
+    oci::unpack_layer(o_.context_tar, context_dir_, {}, {}, o_.context_limits);
   } catch (const Error& e) {
-    throw Error(std::string("the build context tar cannot be unpacked (a tar, plain, gzip or zstd, whose paths "
+    throw Error(ErrorKind::InvalidArgument, std::string("the build context tar cannot be unpacked (a tar, plain, gzip or zstd, whose paths "
                             "stay inside it): ") + e.what());
   }
 }
@@ -1367,8 +1366,17 @@ BuildResult Executor::run() {
     std::string ig;
     std::string ig_name = ".dockerignore";
     if (!o_.has_dockerfile_text && !o_.dockerfile.empty()) {
-      std::string p = (o_.dockerfile[0] == '/' ? "" : context_dir_ + "/") + o_.dockerfile + ".dockerignore";
-      if (fs::exists(p)) {
+      // A Dockerfile in the context: its .dockerignore resolved there, never
+      // followed out of it (the context may be a client's tar).
+      std::string p;
+      if (o_.dockerfile[0] == '/') {
+        p = o_.dockerfile + ".dockerignore";
+      } else {
+        RootfsView v({context_dir_}, true);
+        auto r = v.resolve(o_.dockerfile + ".dockerignore", true, true);
+        if (r.entry && S_ISREG(r.entry->st.st_mode)) p = r.entry->host_path;
+      }
+      if (!p.empty() && fs::exists(p)) {
         ig = fs::read_file(p);
         ig_name = o_.dockerfile + ".dockerignore";
       }

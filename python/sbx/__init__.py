@@ -9,7 +9,7 @@ The server is ``sbx serve`` (found through ``SBX_HOST``/``SBX_TOKEN``, else
 its default socket, or ``sbx.Client(...)``). asyncio: :mod:`sbx.aio`.
 """
 from .client import Client, default_client
-from .errors import (ConnectionError, Conflict, ExecTimeout, FileNotFound, ImageNotFound, InvalidArgument,
+from .errors import (BuildError, ConnectionError, Conflict, ExecTimeout, FileNotFound, ImageNotFound, InvalidArgument,
                      IsADirectory, NotFound, OutOfMemory, SandboxNotFound, SandboxTimeout, SbxError,
                      SnapshotNotFound, Unsupported)
 from .fanout import Result
@@ -30,7 +30,7 @@ class App:
         return cls(name)
 
 
-__all__ = ["App", "Client", "ConnectionError", "Conflict", "DirSnapshot", "ExecTimeout", "FileInfo", "FileNotFound",
+__all__ = ["App", "BuildError", "Client", "ConnectionError", "Conflict", "DirSnapshot", "ExecTimeout", "FileInfo", "FileNotFound",
            "Image", "ImageNotFound", "InvalidArgument", "IsADirectory", "MemorySnapshot", "NotFound", "OutOfMemory",
            "Process", "Result", "Sandbox", "SandboxNotFound", "SandboxTimeout", "SandboxTimeoutError", "SbxError",
            "SnapshotNotFound", "Stats", "Unsupported", "default_client", "map"]

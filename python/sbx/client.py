@@ -154,6 +154,39 @@ class Client:
             return None
         return json.loads(out)
 
+    def stream_json(self, method: str, path: str, query: Optional[Dict[str, Any]], body: Any, length: int,
+                    content_type: str) -> Iterator[Dict[str, Any]]:
+        """A request whose body is the file object ``body`` (``length``
+        bytes, sent as it is read) and whose answer is JSON lines, yielded
+        as dicts as they arrive. Raises the answer's error for a status >= 400."""
+        target = self._target(path, query)
+        c = self._connection()
+        try:
+            c.request(method, target, body=body,
+                      headers=self._headers({"Content-Type": content_type, "Content-Length": str(length)}))
+            r = c.getresponse()
+        except OSError as e:
+            c.close()
+            self._local.conn = None
+            raise self._unreachable(e)
+        if r.status >= 400:
+            data = r.read()
+            if r.will_close:
+                self._local.conn = None
+            self._raise_for(r.status, data)
+        try:
+            while True:
+                line = r.readline()
+                if not line:
+                    break
+                line = line.strip()
+                if line:
+                    yield json.loads(line.decode("utf-8", "replace"))
+        finally:
+            if r.will_close or not r.isclosed():
+                r.close()
+                self._local.conn = None
+
     def download(self, path: str, query: Dict[str, Any], chunk: int = 1 << 20) -> Iterator[bytes]:
         """A GET whose body is streamed in chunks of at most ``chunk`` bytes."""
         r = self._open("GET", path, query)

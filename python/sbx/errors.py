@@ -75,6 +75,18 @@ class ExecTimeout(SbxError, TimeoutError):
     """An exec's ``timeout`` fired (its process was killed; exit code 124)."""
 
 
+class BuildError(SbxError):
+    """An image build failed (``Image.build``): ``message`` says which step
+    and why ("... returned a non-zero code: 3"), ``exit_code`` is ``sbx
+    build``'s (1: a RUN failed; 125: a bad Dockerfile, context or image),
+    ``log`` the build's output up to the failure."""
+
+    def __init__(self, message: str, kind: str = "", exit_code: int = 1, log: str = "") -> None:
+        super().__init__(message, kind, 0)
+        self.exit_code = exit_code
+        self.log = log
+
+
 _KINDS: Dict[str, Type[SbxError]] = {
     "InvalidArgument": InvalidArgument,
     "Unsupported": Unsupported,

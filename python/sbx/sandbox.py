@@ -14,6 +14,7 @@ from typing import IO, Any, Dict, Iterable, List, Mapping, Optional, Sequence, U
 
 from . import errors
 from .client import Client, default_client
+from .image import Image
 from .process import Process
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
@@ -32,23 +33,6 @@ def _memory_bytes(memory: Union[int, str, None]) -> Optional[int]:
     if not m or m.group(2).lower() not in _UNITS:
         raise errors.InvalidArgument(f"memory {memory!r}: MiB as an int, or a size like '512m'")
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
-
-
-@dataclass
-class Image:
-    """An image in sbx's store, by reference ("python:latest", an id)."""
-    ref: str
-
-    @classmethod
-    def from_registry(cls, ref: str, **_: Any) -> "Image":
-        """Modal's ``Image.from_registry``: the image ``ref`` (it must be in
-        sbx's store: ``sbx pull REF`` first; other keywords are ignored)."""
-        return cls(ref)
-
-    from_name = from_registry
-
-    def __str__(self) -> str:
-        return self.ref
 
 
 @dataclass(eq=False)
@@ -261,6 +245,9 @@ class Sandbox:
             if not args:
                 raise errors.InvalidArgument("Sandbox.create needs an image")
             image, args = args[0], args[1:]
+        c = client or default_client()
+        if isinstance(image, Image):
+            image = image.build(c)  # a build chain or Dockerfile: built (once per object) first
         body: Dict[str, Any] = {"image": str(image), "cmd": list(args), "network": network}
         if timeout:
             body["timeout"] = timeout
@@ -298,7 +285,6 @@ class Sandbox:
         lab.update(labels or {})
         if lab:
             body["labels"] = lab
-        c = client or default_client()
         return cls(c, c.request("POST", "/sbx/v1/sandboxes", body=body))
 
     @classmethod

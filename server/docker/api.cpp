@@ -38,7 +38,7 @@ bool Container::tty() const { return config.value("Tty", false); }
 
 BodyRule Api::body_rule(const Request& r) {
   if ((r.method == "PUT" && r.path.rfind("/containers/", 0) == 0 && r.path.ends_with("/archive")) ||
-      (r.method == "POST" && r.path == "/images/load"))
+      (r.method == "POST" && (r.path == "/images/load" || r.path == "/build" || r.path == "/sbx/v1/build")))
     return {kMaxArchiveBody, true};
   return {kMaxJsonBody, false};
 }
@@ -48,7 +48,7 @@ void Api::handle(Connection& c, Request& r) {
   static const std::regex kContainer("^/containers/([^/]+)/([a-z]+)$");
   static const std::regex kContainerOnly("^/containers/([^/]+)$");
   static const std::regex kExec("^/exec/([^/]+)/([a-z]+)$");
-  static const std::regex kImage("^/images/(.+)/(json|tag|get)$");
+  static const std::regex kImage("^/images/(.+)/(json|tag|get|history)$");
   static const std::regex kImageOnly("^/images/(.+)$");
   static const std::regex kNetwork("^/networks/([^/]+)/(connect|disconnect)$");
   static const std::regex kNetworkOnly("^/networks/([^/]+)$");
@@ -67,6 +67,7 @@ void Api::handle(Connection& c, Request& r) {
     if (p == "/images/json" && meth == "GET") return image_list(c, r);
     if (p == "/images/create" && meth == "POST") return image_create(c, r);
     if (p == "/images/load" && meth == "POST") return image_load(c, r);
+    if (p == "/build" && meth == "POST") return build(c, r);
     if (p == "/images/get" && meth == "GET") return image_get(c, r, r.params("names"));
     if (p == "/events" && meth == "GET") return events(c, r);
     if (p == "/networks" && meth == "GET") return network_list(c, r);
@@ -114,6 +115,7 @@ void Api::handle(Connection& c, Request& r) {
       if (m[2] == "json" && meth == "GET") return image_inspect(c, r, m[1]);
       if (m[2] == "tag" && meth == "POST") return image_tag(c, r, m[1]);
       if (m[2] == "get" && meth == "GET") return image_get(c, r, {m[1]});
+      if (m[2] == "history" && meth == "GET") return image_history(c, r, m[1]);
     }
     if (std::regex_match(p, m, kImageOnly) && meth == "DELETE") return image_remove(c, r, m[1]);
     c.send_error(501, "sbx serve does not implement " + meth + " " + p);

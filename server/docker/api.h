@@ -177,6 +177,11 @@ class Api {
   void image_load(Connection& c, const Request& r);
   /// GET /images/{name}/get and /images/get?names=: one image as a docker-archive tar.
   void image_get(Connection& c, const Request& r, const std::vector<std::string>& names);
+  /// GET /images/{name}/history: its config's history, newest first.
+  void image_history(Connection& c, const Request& r, const std::string& name);
+  // builds (server/docker/build.cpp)
+  /// POST /build: the classic builder's endpoint over Engine::build.
+  void build(Connection& c, const Request& r);
 
   // networks (server/networks.cpp)
   void network_list(Connection& c, const Request& r);
@@ -217,6 +222,11 @@ class Api {
   std::deque<nlohmann::json> events_;
   uint64_t event_seq_ = 0;
 };
+
+/// A pull's progress event as Docker's JSON message ({"status", "id",
+/// "progressDetail"}), as POST /images/create and POST /build stream it;
+/// null for an event Docker does not show.
+nlohmann::json pull_message(const oci::PullEvent& e);
 
 /// RFC 3339 with nanoseconds, UTC, from unix ms ("0001-01-01T00:00:00Z" for 0).
 std::string rfc3339(int64_t unix_ms);

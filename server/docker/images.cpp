@@ -38,6 +38,19 @@ json digests(const oci::ImageRecord& img) {
 
 }  // namespace
 
+json pull_message(const oci::PullEvent& e) {
+  std::string id = e.digest.size() > 19 ? e.digest.substr(7, 12) : e.digest;
+  if (e.kind == "blob-start") return {{"status", "Pulling fs layer"}, {"id", id}};
+  if (e.kind == "blob-progress")
+    return {{"status", "Downloading"}, {"id", id}, {"progressDetail", {{"current", e.bytes}, {"total", e.total}}}};
+  if (e.kind == "blob-exists") return {{"status", "Already exists"}, {"id", id}};
+  if (e.kind == "blob-done") return {{"status", "Download complete"}, {"id", id}};
+  if (e.kind == "unpacking")
+    return {{"status", "Extracting"}, {"progressDetail", {{"current", e.layer}, {"total", e.layers}}}};
+  if (e.kind == "resolved") return {{"status", "Digest: " + e.digest}};
+  return nullptr;
+}
+
 void Api::image_list(Connection& c, const Request&) {
   json out = json::array();
   for (const auto& img : engine_.list_images()) {
@@ -94,14 +107,8 @@ void Api::image_create(Connection& c, const Request& r) {
   line({{"status", "Pulling from " + from}, {"id", tag.empty() ? "latest" : tag}});
   oci::PullOptions po;
   po.progress = [&](const oci::PullEvent& e) {
-    std::string id = e.digest.size() > 19 ? e.digest.substr(7, 12) : e.digest;
-    if (e.kind == "blob-start") line({{"status", "Pulling fs layer"}, {"id", id}});
-    else if (e.kind == "blob-progress")
-      line({{"status", "Downloading"}, {"id", id}, {"progressDetail", {{"current", e.bytes}, {"total", e.total}}}});
-    else if (e.kind == "blob-exists") line({{"status", "Already exists"}, {"id", id}});
-    else if (e.kind == "blob-done") line({{"status", "Download complete"}, {"id", id}});
-    else if (e.kind == "unpacking") line({{"status", "Extracting"}, {"progressDetail", {{"current", e.layer}, {"total", e.layers}}}});
-    else if (e.kind == "resolved") line({{"status", "Digest: " + e.digest}});
+    json m = pull_message(e);
+    if (!m.is_null()) line(m);
   };
   try {
     oci::ImageRecord img = engine_.pull(ref, po);
@@ -178,6 +185,27 @@ void Api::image_get(Connection& c, const Request&, const std::vector<std::string
     if (!c.chunk(std::string_view(buf.data(), static_cast<size_t>(n)))) return c.set_close();
   }
   c.end_chunks();
+}
+
+}  // namespace sbx::server
+
+namespace sbx::server {
+
+void Api::image_history(Connection& c, const Request&, const std::string& name) {
+  oci::ImageRecord img = find_image(name);
+  // As dockerd: newest first; the image's own entry carries its id and
+  // names, the older ones "<missing>" (their steps are no images here).
+  json out = json::array();
+  for (const auto& h : engine_.history(img.id)) {
+    const bool top = !h.id.empty();
+    out.push_back({{"Id", top ? "sha256:" + h.id : "<missing>"},
+                   {"Created", unix_seconds(h.created)},
+                   {"CreatedBy", h.created_by},
+                   {"Tags", top && !img.names.empty() ? json(img.names) : json()},
+                   {"Size", h.size},
+                   {"Comment", h.comment}});
+  }
+  c.send(200, out.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 }  // namespace sbx::server

@@ -85,6 +85,7 @@ void SbxV1::handle(Connection& c, Request& r) {
     if (p == "/sbx/v1/sandboxes" && m == "POST") return create(c, r);
     if (p == "/sbx/v1/sandboxes" && m == "GET") return list(c, r);
     if (p == "/sbx/v1/snapshots" && m == "GET") return snapshot_list(c);
+    if (p == "/sbx/v1/build" && m == "POST") return build(c, r);
     if (p == "/sbx/v1/version" && m == "GET")
       return (void)c.send(200, json{{"version", SBX_VERSION}, {"api", "sbx/v1"}}.dump());
     if (std::regex_match(p, g, kSandbox)) {

@@ -6,7 +6,8 @@
 //
 // Split by job: sandboxes (server/v1/sbx_v1.cpp: routing, create, get, list,
 // wait, terminate, stats), exec streaming (server/v1/sbx_v1_exec.cpp), files
-// (server/v1/sbx_v1_files.cpp), snapshots (server/v1/sbx_v1_snapshots.cpp).
+// (server/v1/sbx_v1_files.cpp), snapshots (server/v1/sbx_v1_snapshots.cpp),
+// image builds (server/v1/sbx_v1_build.cpp).
 //
 // Streams (exec, file upload) use an HTTP/1.1 upgrade: the client sends
 // "Connection: Upgrade" + "Upgrade: sbx-stream/1" and no body; the server
@@ -94,6 +95,9 @@ class SbxV1 {
   void restore(Connection& c, const Request& r, const std::string& name);
   void snapshot_list(Connection& c);
   void snapshot_remove(Connection& c, const std::string& name);
+  // builds (server/v1/sbx_v1_build.cpp)
+  /// POST /sbx/v1/build: a context tar in, the build's events out as JSON lines.
+  void build(Connection& c, const Request& r);
 
   /// The full id of `ref` (id, unique prefix, name). Throws V1Error 404.
   std::string resolve(const std::string& ref);
