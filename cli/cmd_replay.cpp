@@ -46,8 +46,8 @@ void register_replay_command(CLI::App& app, Globals& g, Action& action) {
   cmd->callback([req, as_json, &g, &action] {
     action = [req, as_json, &g] {
       bool js = *as_json || g.json;
-      if (!js) std::printf("%-5s %-7s %-40s %s\n", "STEP", "KIND", "WHAT", "RESULT");
-      req->on_step = [js](const engine::trajectory::ReplayStep& s) {
+      auto header = std::make_shared<bool>(false);
+      req->on_step = [js, header](const engine::trajectory::ReplayStep& s) {
         if (js) {
           std::cout << nlohmann::json{{"step", s.step}, {"kind", s.kind}, {"what", s.what}, {"result", s.result},
                                       {"difference", s.difference}, {"note", s.note}}
@@ -55,6 +55,8 @@ void register_replay_command(CLI::App& app, Globals& g, Action& action) {
                     << std::endl;
           return;
         }
+        if (!*header) std::printf("%-5s %-7s %-40s %s\n", "STEP", "KIND", "WHAT", "RESULT");
+        *header = true;
         std::string r = s.result;
         if (!s.difference.empty()) r += ": " + s.difference;
         if (!s.note.empty()) r += " (" + s.note + ")";
