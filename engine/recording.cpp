@@ -9,8 +9,10 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -79,12 +81,26 @@ class StepLock {
   Fd fd_;
 };
 
-int next_step(const std::string& tdir) {
+/// The next step's number. DIR/seq ("N SIZE": the last step and the
+/// trajectory's size after it) saves reading the file; when the size does
+/// not match (seq lost in a crash: it is not fsync'd) the lines are counted.
+int next_step(const std::string& tdir, uint64_t size) {
   std::string f = tdir + "/seq";
-  int n = 1;
-  if (fs::exists(f)) n = std::stoi(fs::read_file(f)) + 1;
-  fs::write_file_atomic(f, std::to_string(n), 0600);
-  return n;
+  try {
+    std::string t = fs::read_file(f);
+    auto sp = t.find(' ');
+    if (sp != std::string::npos && std::stoull(t.substr(sp + 1)) == size) return std::stoi(t.substr(0, sp)) + 1;
+  } catch (const std::exception&) {
+    // Missing or unreadable: counted below.
+  }
+  std::string text = fs::read_file(tdir + "/trajectory.jsonl");
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));  // the header is line 1
+}
+
+uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error("cannot stat " + path, errno);
+  return static_cast<uint64_t>(st.st_size);
 }
 
 }  // namespace
@@ -102,19 +118,19 @@ void Recorder::append(json step, bool state_may_change) {
       step["not_restorable"] = e.what();
     }
   }
-  step["step"] = next_step(tdir_);
-  // Keep the keys in a readable order: step, kind first.
-  json line = {{"step", step["step"]}, {"kind", step["kind"]}};
-  for (auto& [k, v] : step.items())
-    if (k != "step" && k != "kind") line[k] = v;
-  append_line(tdir_ + "/trajectory.jsonl", line);
+  std::string file = tdir_ + "/trajectory.jsonl";
+  int n = next_step(tdir_, file_size(file));
+  step["step"] = n;
+  const json& line = step;
+  append_line(file, line);
+  write_scratch_file(tdir_ + "/seq", std::to_string(n) + " " + std::to_string(file_size(file)));
 }
 
 std::string Recorder::upper_dir() {
   std::string cache = tdir_ + "/upper_dir";
   if (fs::exists(cache)) return fs::read_file(cache);
   std::string up = upper_();  // throws: no writable layer on the host (gVisor)
-  fs::write_file_atomic(cache, up, 0600);
+  write_scratch_file(cache, up);
   return up;
 }
 

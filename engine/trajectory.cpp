@@ -103,6 +103,15 @@ json env_json(const std::vector<std::string>& env, const std::vector<std::string
   return out;
 }
 
+void write_scratch_file(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp";
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd.fd < 0) throw Error("cannot write " + tmp, errno);
+  fs::write_all(fd.fd, data, tmp);
+  fd.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot rename " + tmp + " to " + path, errno);
+}
+
 std::string read_header_line(const std::string& file) {
   Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.fd < 0) throw Error("cannot open trajectory " + file, errno);
@@ -251,7 +260,7 @@ json checkpoint_upper(const std::string& tdir, const std::string& upper_dir) {
       if (!parent.empty() && before.contains(parent) && !now.count(parent)) continue;
       deleted.push_back(path);
     }
-  fs::write_file_atomic(state_file, state.dump(), 0600);
+  write_scratch_file(state_file, state.dump());
   if (files.empty() && deleted.empty()) return nullptr;
   return json{{"files", files}, {"deleted", deleted}, {"bytes", bytes}};
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "spec/sandbox_spec.h"
@@ -53,6 +54,11 @@ bool is_secret_name(const std::string& name, const std::vector<std::string>& red
 /// KEY=VALUE entries as the trajectory stores them: [{"name","value"}] or, for
 /// a secret name, [{"name","sha256"}] (never the value).
 nlohmann::json env_json(const std::vector<std::string>& env, const std::vector<std::string>& redact);
+
+/// Replaces FILE with `data` (a temp file renamed) without fsync: for the
+/// recorder's own bookkeeping, which a crash may lose (the next step then
+/// sees every entry of the layer as changed). Throws sbx::Error.
+void write_scratch_file(const std::string& path, std::string_view data);
 
 /// The first line of FILE (without reading the rest). Throws sbx::Error.
 std::string read_header_line(const std::string& file);
