@@ -173,6 +173,30 @@ expect_code 1 "stdout differs at byte 2" sbx replay --image busybox "$T/msa-chan
 sbx trajectory show "$MSA" | grep -q 'grep 43' || fail "show of an import"
 [ "$(live "$T/run")" = 1 ] || fail "replay of an import left a sandbox"
 
+echo "== through the SDK and /sbx/v1 (record=True): the same engine code records"
+"$SBX" --root "$T/root" --run-root "$T/run" serve --socket "$T/sock" >"$T/serve.log" 2>&1 &
+SERVE=$!
+for _ in $(seq 50); do [ -S "$T/sock" ] && break; sleep 0.1; done
+sdk_id=$(SBX_HOST="unix://$T/sock" PYTHONPATH=${SBX_TEST_SRC:-.}/python python3 -c '
+import sbx
+sb = sbx.Sandbox.create("busybox", record=True, redact=["MYVAR"], env={"MYVAR": "hidden"}, timeout=0)
+p = sb.exec("sh", "-c", "echo sdk > /f; echo $MYVAR")
+p.wait()
+print(sb.object_id)') || fail "the SDK's record=True failed: $(cat "$T/serve.log")"
+SF=$T/run/$sdk_id/trajectory/trajectory.jsonl
+[ -f "$SF" ] || fail "no trajectory for the SDK's sandbox $sdk_id"
+python3 - "$SF" <<'EOF' || fail "the SDK sandbox's trajectory"
+import json, sys, base64
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines[0]["redact"] == ["MYVAR"], lines[0]
+assert "MYVAR=hidden" not in json.dumps(lines[0]), lines[0]["spec"]["process"]["env"]
+s = lines[1]
+assert s["kind"] == "exec" and s["checkpoint"]["files"][0]["path"] == "/f", s
+assert base64.b64decode(s["stdout"]["data_b64"]) == b"hidden\n", s
+EOF
+sbx rm -f "$sdk_id" >/dev/null
+kill $SERVE; wait $SERVE 2>/dev/null || true
+
 echo "== export to another store, branch there"
 sbx2 import -q "$IMAGES/busybox-oci" busybox >/dev/null
 b2=$(sbx2 branch "$T/rec.tar" --at 8)
