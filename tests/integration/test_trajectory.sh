@@ -219,6 +219,14 @@ expect_code 125 "needs --record" sbx create --redact X busybox
 expect_code 125 "no such" sbx trajectory show "$T/nope.jsonl"
 [ "$(live "$T/run")" = 2 ] || fail "bad input left sandboxes: $(ls "$T/run")"
 
+echo "== a snapshot of a recorded sandbox is a step"
+sbx snapshot rec --name recsnap:v1 >/dev/null
+tail -n 1 "$F" | python3 -c '
+import json, sys
+s = json.loads(sys.stdin.read())
+assert s["step"] == 13 and s["kind"] == "snapshot" and s["type"] == "fs" and s["name"] == "recsnap:v1", s' ||
+  fail "the snapshot is not step 13: $(tail -n 1 "$F")"
+
 echo "== clean up"
 for d in "$T"/run/*/; do [ -f "$d/state.json" ] && sbx rm -f "$(basename "$d")" >/dev/null; done
 [ "$(live "$T/run")" = 0 ] || fail "sandboxes left"
