@@ -10,6 +10,7 @@
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
 #include "common/units.h"
+#include "engine/trajectory_ops.h"
 
 namespace sbx::cli {
 
@@ -19,6 +20,8 @@ struct CreateFlags {
   SandboxFlags sandbox;  ///< the options create shares with run
   std::vector<std::string> labels;
   std::string idle_timeout;
+  bool record = false;
+  std::vector<std::string> redact;
 };
 
 int create(const Globals& g, const CreateFlags& f) {
@@ -32,7 +35,9 @@ int create(const Globals& g, const CreateFlags& f) {
     bo.labels[l.substr(0, eq)] = eq == std::string::npos ? "" : l.substr(eq + 1);
   }
   engine::SandboxRequest req = build_request(g, f.sandbox, bo);
-  std::cout << make_engine(g).create(req) << std::endl;
+  if (!f.redact.empty() && !f.record) throw Error(ErrorKind::InvalidArgument, "--redact needs --record");
+  auto engine = make_engine(g);
+  std::cout << (f.record ? engine::trajectory::create_recorded(engine, req, f.redact) : engine.create(req)) << std::endl;
   return 0;
 }
 
@@ -55,6 +60,11 @@ void register_create_command(CLI::App& app, Globals& g, Action& action) {
   add_sandbox_options(app, *cmd, std::shared_ptr<SandboxFlags>(f, &f->sandbox), help);
   cmd->add_option("--idle-timeout", f->idle_timeout, "End the sandbox after this long without an exec");
   cmd->add_option("-l,--label", f->labels, "A label KEY=VALUE (for ps --filter and rm --filter)")->allow_extra_args(false);
+  cmd->add_flag("--record", f->record,
+                "Keep a trajectory of every exec, cp and snapshot ('sbx trajectory show', 'sbx branch', 'sbx replay')");
+  cmd->add_option("--redact", f->redact,
+                  "With --record: store this env NAME (or names matching REGEX; 'stdin': stdin) as a digest only")
+      ->allow_extra_args(false);
   cmd->callback([f, cmd, &g, &action] {
     finish_command_line(*cmd, f->sandbox);
     action = [f, &g] { return create(g, *f); };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/trajectory_commands.h"
 #include "cli/report.h"
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
@@ -131,6 +132,9 @@ int main(int argc, char** argv) {
   cli::register_history_command(app, g, action);
   cli::register_image_prune_command(app, g, action);
   cli::register_network_command(app, g, action);
+  cli::register_trajectory_command(app, g, action);
+  cli::register_branch_command(app, g, action);
+  cli::register_replay_command(app, g, action);
 
   // CLI11 hands the words after a "--" that follows a subcommand's IMAGE back
   // to the main app, which then takes a command's own "-h" or "-v" as sbx's

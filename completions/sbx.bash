@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network trajectory branch replay"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=${SBX_ROOT:-/var/lib/sbx} run_root=${SBX_RUN_ROOT:-/run/sbx} i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -57,7 +57,7 @@ _sbx() {
   local opts="" words_list=""
   case $cmd in
     run) opts="$common --mount-snapshot -i --interactive -t --tty --gpus --device --end-record --rm"; words_list=$images ;;
-    create) opts="$common --idle-timeout -l --label"; words_list=$images ;;
+    create) opts="$common --idle-timeout -l --label --record --redact"; words_list=$images ;;
     exec) opts="-e --env -w --workdir -u --user --timeout -i --interactive -t --tty"; words_list=$sandboxes ;;
     ps|list) opts="-a --all -q --quiet --json --no-trunc -f --filter --format" ;;
     inspect) opts="--json"; words_list="$images $sandboxes" ;;
@@ -124,6 +124,19 @@ _sbx() {
         "") words_list="prune" ;;
         prune) opts="--build-cache --json" ;;
       esac ;;
+    trajectory)
+      # Its own subcommands: show SANDBOX|FILE, export SANDBOX -o FILE.
+      local tsub="" k4
+      for ((k4 = j + 1; k4 < COMP_CWORD; k4++)); do
+        case ${COMP_WORDS[k4]} in -*) ;; *) tsub=${COMP_WORDS[k4]}; break ;; esac
+      done
+      case $tsub in
+        "") words_list="show export" ;;
+        show) opts="--json"; words_list="$sandboxes $(compgen -f -- "$cur")" ;;
+        export) opts="-o --output"; words_list=$sandboxes ;;
+      esac ;;
+    branch) opts="--at --count --name"; words_list="$sandboxes $(compgen -f -- "$cur")" ;;
+    replay) opts="--image --until --keep --tolerate-regex --json"; words_list="$(compgen -f -- "$cur") $sandboxes" ;;
     network)
       # Its own subcommands: create ls inspect rm prune connect disconnect.
       local nsub="" k3

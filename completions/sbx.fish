@@ -103,6 +103,9 @@ complete -c sbx -n __sbx_no_cmd -a build -d 'Build an image from a Dockerfile'
 complete -c sbx -n __sbx_no_cmd -a history -d 'Show the history of an image'
 complete -c sbx -n __sbx_no_cmd -a image -d 'Image maintenance'
 complete -c sbx -n __sbx_no_cmd -a network -d 'Manage user-defined networks'
+complete -c sbx -n __sbx_no_cmd -a trajectory -d 'Show or export a recorded sandbox\'s trajectory'
+complete -c sbx -n __sbx_no_cmd -a branch -d 'New sandboxes with the files of a recorded step'
+complete -c sbx -n __sbx_no_cmd -a replay -d 'Run a recorded trajectory again and say where it diverges'
 complete -c sbx -n __sbx_no_cmd -a batch -d 'Run many tasks (JSON lines), each in its own throw-away sandbox'
 
 # sbx import
@@ -206,6 +209,8 @@ complete -c sbx -n '__sbx_cmd_is create' -l pull -x -a 'missing always never new
 complete -c sbx -n '__sbx_cmd_is create' -l runsc -r -F -d 'Path to runsc for --runtime gvisor'
 complete -c sbx -n '__sbx_cmd_is create' -l idle-timeout -x -d 'End the sandbox after this long without an exec'
 complete -c sbx -n '__sbx_cmd_is create' -s l -l label -x -d 'A label KEY=VALUE'
+complete -c sbx -n '__sbx_cmd_is create' -l record -d 'Keep a trajectory of every exec, cp and snapshot'
+complete -c sbx -n '__sbx_cmd_is create' -l redact -x -d 'With --record: store this env NAME (or REGEX; stdin) as a digest only'
 complete -c sbx -n '__sbx_cmd_is create' -a '(__sbx_images)'
 
 # sbx exec
@@ -507,3 +512,37 @@ complete -c sbx -n '__sbx_network_sub connect' -l alias -x -d 'Another name for 
 complete -c sbx -n '__sbx_network_sub connect' -l ip -x -d 'Its IPv4 address on the network'
 complete -c sbx -n '__sbx_network_sub connect disconnect' -x -a '(__sbx_network_names)'
 complete -c sbx -n '__sbx_network_sub disconnect' -s f -l force -d 'Accepted for docker\'s command lines'
+
+# sbx trajectory [SUB]
+function __sbx_trajectory_sub
+    set -l w (__sbx_words)
+    test (count $w) -ge 1; and test "$w[1]" = trajectory; or return 1
+    if test (count $argv) -eq 0
+        test (count $w) -eq 1
+    else
+        test (count $w) -ge 2; and contains -- $w[2] $argv
+    end
+end
+complete -c sbx -n '__sbx_trajectory_sub' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_trajectory_sub' -a show -d 'A table of the steps of a recorded sandbox or a trajectory file'
+complete -c sbx -n '__sbx_trajectory_sub' -a export -d 'Write a recorded sandbox\'s trajectory and its checkpoints as one tar'
+complete -c sbx -n '__sbx_trajectory_sub show' -l json -d 'Print the header and the steps as JSON'
+complete -c sbx -n '__sbx_trajectory_sub show' -F -a '(__sbx_sandboxes)'
+complete -c sbx -n '__sbx_trajectory_sub export' -s o -l output -r -F -d 'The archive to write'
+complete -c sbx -n '__sbx_trajectory_sub export' -x -a '(__sbx_sandboxes)'
+
+# sbx branch
+complete -c sbx -n '__sbx_cmd_is branch' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is branch' -l at -x -d 'The step whose resulting files the sandboxes get'
+complete -c sbx -n '__sbx_cmd_is branch' -l count -x -d 'How many sandboxes'
+complete -c sbx -n '__sbx_cmd_is branch' -l name -x -d 'Name them PREFIX or PREFIX-1, PREFIX-2, ...'
+complete -c sbx -n '__sbx_cmd_is branch' -F -a '(__sbx_sandboxes)'
+
+# sbx replay
+complete -c sbx -n '__sbx_cmd_is replay' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is replay' -l image -x -a '(__sbx_images)' -d 'Run it on this image instead of the recorded one'
+complete -c sbx -n '__sbx_cmd_is replay' -l until -x -d 'The last step to replay'
+complete -c sbx -n '__sbx_cmd_is replay' -l keep -d 'Keep the replay\'s sandbox'
+complete -c sbx -n '__sbx_cmd_is replay' -l tolerate-regex -x -d 'Do not compare stdout/stderr lines matching this regex'
+complete -c sbx -n '__sbx_cmd_is replay' -l json -d 'Print the steps as JSON lines'
+complete -c sbx -n '__sbx_cmd_is replay' -F

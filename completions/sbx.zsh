@@ -74,6 +74,9 @@ _sbx() {
         'history:Show the history of an image'
         'image:Image maintenance'
         'network:Manage user-defined networks'
+        'trajectory:Show or export a recorded sandbox'\''s trajectory'
+        'branch:New sandboxes with the files of a recorded step'
+        'replay:Run a recorded trajectory again and say where it diverges'
       )
       _describe -t commands 'sbx command' commands && ret=0 ;;
     args)
@@ -215,6 +218,8 @@ _sbx_create() {
     '--runsc[Path to runsc for --runtime gvisor]:file:_files' \
     '--idle-timeout[End the sandbox after this long without an exec]:value: ' \
     '*'{-l,--label}'[A label KEY=VALUE]:value: ' \
+    '--record[Keep a trajectory of every exec, cp and snapshot]' \
+    '*--redact[With --record: store this env NAME (or REGEX; stdin) as a digest only]:value: ' \
     '1:image:__sbx_images' \
     '*::command:_normal'
 }
@@ -523,6 +528,54 @@ __sbx_networks() {
   local -a nets
   nets=(none host private ${(f)"$(sbx network ls -q 2>/dev/null; sbx network ls 2>/dev/null | awk 'NR > 1 {print $2}')"})
   _describe -t networks 'network' nets
+}
+_sbx_trajectory() {
+  local curcontext="$curcontext" state line ret=1
+  _arguments -C -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1: :->command' \
+    '*:: :->args' && ret=0
+  case $state in
+    command)
+      local -a commands=(
+        'show:A table of the steps of a recorded sandbox or a trajectory file'
+        'export:Write a recorded sandbox'\''s trajectory and its checkpoints as one tar'
+      )
+      _describe -t commands 'sbx trajectory command' commands && ret=0 ;;
+    args)
+      (( $+functions[_sbx_trajectory_${words[1]}] )) && _sbx_trajectory_${words[1]} && ret=0 ;;
+  esac
+  return ret
+}
+_sbx_trajectory_show() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print the header and the steps as JSON]' \
+    '1:sandbox or file:_files'
+}
+_sbx_trajectory_export() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-o --output)'{-o,--output}'[The archive to write]:file:_files' \
+    '1:sandbox: '
+}
+_sbx_branch() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--at[The step whose resulting files the sandboxes get]:value: ' \
+    '--count[How many sandboxes]:value: ' \
+    '--name[Name them PREFIX or PREFIX-1, PREFIX-2, ...]:value: ' \
+    '1:sandbox or file:_files'
+}
+_sbx_replay() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--image[Run it on this image instead of the recorded one]:image:__sbx_images' \
+    '--until[The last step to replay]:value: ' \
+    '--keep[Keep the replay'\''s sandbox]' \
+    '*--tolerate-regex[Do not compare stdout/stderr lines matching this regex]:value: ' \
+    '--json[Print the steps as JSON lines]' \
+    '1:file:_files'
 }
 _sbx_network() {
   local curcontext="$curcontext" state line ret=1

@@ -8,7 +8,9 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/log.h"
 #include "engine/engine.h"
+#include "engine/recording.h"
 #include "runtime/backends.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/dir_snapshot.h"
@@ -45,7 +47,9 @@ snapshot::FsSnapshotResult Engine::snapshot_fs(const FsSnapshotRequest& r) {
   req.commit.created_by = "sbx snapshot " + (parent_id.empty() ? req.upper_dir : parent_id);
   req.commit.labels = {{"sbx.snapshot.kind", "fs"},
                        {"sbx.snapshot.parent", parent_id.empty() ? req.parent_image : parent_id}};
-  return snapshot::snapshot_upper(store, req);
+  auto res = snapshot::snapshot_upper(store, req);
+  if (!parent_id.empty()) trajectory::record_snapshot(cfg_.run_root, parent_id, "fs", res.image.id, r.name);
+  return res;
 }
 
 snapshot::SnapshotRecord Engine::snapshot_dir(const DirSnapshotRequest& r) {
@@ -69,7 +73,9 @@ snapshot::SnapshotRecord Engine::snapshot_dir(const DirSnapshotRequest& r) {
   req.freeze_members = view.freeze_members;
   req.uid_map = view.uid_map;
   req.gid_map = view.gid_map;
-  return snapshot::snapshot_sandbox_dir(cfg_.root, sb.state.pid, r.path, req);
+  auto rec = snapshot::snapshot_sandbox_dir(cfg_.root, sb.state.pid, r.path, req);
+  trajectory::record_snapshot(cfg_.run_root, sb.state.id, "dir", rec.id, rec.name);
+  return rec;
 }
 
 snapshot::SnapshotRecord Engine::checkpoint(const CheckpointRequest& r) {
@@ -78,7 +84,9 @@ snapshot::SnapshotRecord Engine::checkpoint(const CheckpointRequest& r) {
   // written, and takes the checkpoint; the catalog records it.
   auto backend = runtime::backend_for(sb.state, backend_options(r.runsc));
   backend->check_checkpoint(sb);
-  return snapshot::checkpoint_sandbox(cfg_.root, *backend, sb, r.name, r.leave_running);
+  auto rec = snapshot::checkpoint_sandbox(cfg_.root, *backend, sb, r.name, r.leave_running);
+  trajectory::record_snapshot(cfg_.run_root, sb.state.id, "memory", rec.id, rec.name);
+  return rec;
 }
 
 std::vector<runtime::RestoredSandbox> Engine::restore(const RestoreRequest& r) {

@@ -220,6 +220,7 @@ class Sandbox:
                env: Optional[Mapping[str, str]] = None, workdir: Optional[str] = None,
                volumes: Optional[Mapping[Any, str]] = None, name: Optional[str] = None,
                labels: Optional[Mapping[str, str]] = None, tags: Optional[Mapping[str, str]] = None,
+               record: bool = False, redact: Optional[Sequence[str]] = None,
                client: Optional[Client] = None, **_modal: Any) -> "Sandbox":
         """Starts a sandbox and returns once its command runs.
 
@@ -237,6 +238,9 @@ class Sandbox:
         - ``env``, ``workdir``; ``volumes``: {host dir: sandbox path[":ro"]}
           or {DirSnapshot: sandbox path}; ``name`` (unique), ``labels``
           (Modal's ``tags`` too). Other Modal keywords (app, secrets, …) are ignored.
+        - ``record``: keep a trajectory of every exec and file operation
+          (``sbx trajectory show``, ``sbx branch``, ``sbx replay``; docs/trajectory.md),
+          ``redact``: env names (or regexes) recorded as digests only.
 
         Raises ImageNotFound, InvalidArgument, Conflict (name in use),
         ConnectionError.
@@ -281,6 +285,10 @@ class Sandbox:
                 body["snapshots"] = snaps
         if name:
             body["name"] = name
+        if record:
+            body["record"] = True
+            if redact:
+                body["redact"] = list(redact)
         lab = dict(tags or {})
         lab.update(labels or {})
         if lab:

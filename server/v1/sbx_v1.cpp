@@ -1,6 +1,7 @@
 // /sbx/v1: routing, errors and the sandbox endpoints (server/v1/sbx_v1.h,
 // docs/api.md): create, get, list, wait, terminate, stats.
 #include "server/v1/sbx_v1.h"
+#include "engine/trajectory_ops.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -235,8 +236,18 @@ void SbxV1::create(Connection& c, const Request& r) {
   }
   engine::SandboxOptions o = v1_create_options(b);
   engine::SandboxRequest req = engine::build_sandbox(o, engine::resolved(engine_, img, image), default_runtime_);
+  bool record = false;
+  if (auto rec = b.find("record"); rec != b.end() && !rec->is_null()) {
+    if (!rec->is_boolean()) throw V1Error{400, "InvalidArgument", "record must be true or false"};
+    record = rec->get<bool>();
+  }
+  std::vector<std::string> redact = strings(b.value("redact", json()), "redact");
+  if (!redact.empty() && !record) throw V1Error{400, "InvalidArgument", "redact needs record: true"};
   const std::string& id = o.id;
-  engine_.create(req);
+  if (record)
+    engine::trajectory::create_recorded(engine_, req, redact);
+  else
+    engine_.create(req);
   runtime::SandboxState created = engine_.inspect(id).state;
   std::thread([this, id, created] { watch(id, created); }).detach();
   c.send(201, sandbox_json(id).dump());

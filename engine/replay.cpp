@@ -1,0 +1,270 @@
+// Engine: `sbx replay` — a fresh sandbox from a trajectory's recorded image
+// and spec, the recorded steps run again, each compared with its record.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "common/error.h"
+#include "common/fd.h"
+#include "common/fs.h"
+#include "common/log.h"
+#include "engine/trajectory_ops.h"
+#include "oci/auth_config.h"
+#include "oci/digest.h"
+
+namespace sbx::engine::trajectory {
+
+using json = nlohmann::json;
+namespace sfs = std::filesystem;
+
+namespace {
+
+std::string read_memfd(int fd) {
+  std::string out;
+  ::lseek(fd, 0, SEEK_SET);
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+Fd memfd(const char* name) {
+  Fd fd(::memfd_create(name, MFD_CLOEXEC));
+  if (fd.fd < 0) throw Error("cannot create a memfd for the replay", errno);
+  return fd;
+}
+
+/// Drops every line matching one of `res` (with its newline).
+std::string drop_lines(const std::string& s, const std::vector<std::regex>& res) {
+  if (res.empty()) return s;
+  std::string out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t nl = s.find('\n', pos);
+    size_t end = nl == std::string::npos ? s.size() : nl + 1;
+    std::string line = s.substr(pos, (nl == std::string::npos ? s.size() : nl) - pos);
+    bool drop = false;
+    for (const auto& r : res)
+      if (std::regex_search(line, r)) drop = true;
+    if (!drop) out += s.substr(pos, end - pos);
+    pos = end;
+  }
+  return out;
+}
+
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c < 32 || c >= 127) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", c);
+      out += b;
+    } else out += static_cast<char>(c);
+  }
+  return out;
+}
+
+/// "" when equal, else where they first differ and around it.
+std::string first_difference(const std::string& stream, const std::string& want, const std::string& got,
+                             bool want_complete) {
+  size_t i = 0;
+  while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
+  if (i == want.size() && i == got.size()) return "";
+  if (i == want.size() && !want_complete)
+    return stream + " differs after the " + std::to_string(want.size()) +
+           " recorded bytes (only the digest of the rest was kept)";
+  size_t from = i > 16 ? i - 16 : 0;
+  return stream + " differs at byte " + std::to_string(i) + ": recorded \"" + printable(want.substr(from, 40)) +
+         "\", now \"" + printable(got.substr(from, 40)) + "\"";
+}
+
+}  // namespace
+
+ReplayResult replay(Engine& engine, const ReplayRequest& req) {
+  ScratchDir scratch(engine.config().run_root);
+  Trajectory t = read(engine, req.source, scratch.path + "/src");
+  std::vector<std::regex> tolerate;
+  for (const auto& r : req.tolerate_regex) {
+    try {
+      tolerate.emplace_back(r);
+    } catch (const std::regex_error& e) {
+      throw Error("--tolerate-regex '" + r + "' is not a regex: " + e.what());
+    }
+  }
+  int last = t.steps.empty() ? 0 : t.steps.back()["step"].get<int>();
+  if (req.until < 0 || req.until > last)
+    throw Error("--until " + std::to_string(req.until) + " is out of range: the trajectory has steps 1.." +
+                std::to_string(last));
+  ReplayResult res;
+  res.sandbox = create_from(engine, t.header, req.image, "", false, nullptr);
+  try {
+    for (const auto& s : t.steps) {
+      int n = s["step"].get<int>();
+      if (req.until && n > req.until) break;
+      ReplayStep rs;
+      rs.step = n;
+      rs.kind = s.value("kind", "");
+      std::string kind = rs.kind;
+      if (kind == "exec") {
+        ExecRequest x;
+        x.sandbox = res.sandbox;
+        x.args = s.value("argv", std::vector<std::string>{});
+        for (const auto& a : x.args) rs.what += (rs.what.empty() ? "" : " ") + a;
+        for (const auto& e : s.value("env", json::array())) {
+          if (e.contains("value"))
+            x.env.push_back(e["name"].get<std::string>() + "=" + e["value"].get<std::string>());
+          else
+            rs.note = "env " + e.value("name", "") + " was recorded as a digest only; ";
+        }
+        x.cwd = s.value("workdir", "");
+        x.user = s.value("user", "");
+        x.forward_signals = false;
+        if (s.contains("timeout_ms")) x.timeout = std::chrono::milliseconds(s["timeout_ms"].get<int64_t>());
+        Fd in, out = memfd("replay-stdout"), err = memfd("replay-stderr");
+        const json& sin = s.value("stdin", json());
+        if (sin.is_object()) {
+          if (!sin.contains("data_b64") || sin.value("truncated", false)) {
+            rs.result = "skipped";
+            rs.note += "its stdin was not recorded in full";
+            res.steps.push_back(rs);
+            if (req.on_step) req.on_step(res.steps.back());
+            continue;
+          }
+          in = memfd("replay-stdin");
+          fs::write_all(in.fd, oci::base64_decode(sin["data_b64"].get<std::string>()), "the replay's stdin");
+          ::lseek(in.fd, 0, SEEK_SET);
+          x.stdin_fd = in.fd;
+          x.interactive = true;
+        }
+        x.stdout_fd = out.fd;
+        x.stderr_fd = err.fd;
+        int code = engine.exec(x).exit_code;
+        std::string diff;
+        if (code != s.value("exit_code", 0))
+          diff = "exit code " + std::to_string(code) + ", recorded " + std::to_string(s.value("exit_code", 0));
+        for (const char* stream : {"stdout", "stderr"}) {
+          if (!diff.empty() || !s.contains(stream) || s[stream].is_null()) continue;
+          const json& rec = s[stream];
+          std::string got = read_memfd(stream[3] == 'o' ? out.fd : err.fd);
+          std::string want = oci::base64_decode(rec.value("data_b64", ""));
+          bool complete = !rec.value("truncated", false);
+          if (!tolerate.empty() && complete) {
+            diff = first_difference(stream, drop_lines(want, tolerate), drop_lines(got, tolerate), true);
+          } else if (oci::sha256_hex(got) != rec.value("sha256", "")) {
+            diff = first_difference(stream, want, got, complete);
+            if (diff.empty()) diff = std::string(stream) + " differs (its digest)";
+          }
+        }
+        rs.result = diff.empty() ? "match" : "differs";
+        rs.difference = diff;
+      } else if (kind == "cp_in") {
+        rs.what = "-> " + s.value("path", "");
+        if (!s.value("content_stored", false)) {
+          rs.result = "skipped";
+          rs.note = "its content was not recorded (larger than the bound)";
+        } else {
+          std::string name = s.value("source_name", "");
+          std::string base = scratch.path + "/cp-" + std::to_string(n);
+          std::string host = (name.empty() || name == "." || name == "..") ? base + "/content" : base + "/" + name;
+          std::map<std::string, json> state;
+          for (const auto& f : s.value("manifest", json::array())) {
+            std::string rel = f.value("path", "");
+            state[rel.empty() ? "" : "/" + rel] = f;
+          }
+          // The manifest's root entry ("") is the copied file or directory itself.
+          fs::mkdir_p(base, 0700);
+          std::map<std::string, json> rooted;
+          for (auto& [p, f] : state) rooted["/" + sfs::path(host).filename().string() + p] = f;
+          materialize(rooted, t.objects_dir, base);
+          std::string src = host;
+          if (name.empty() || name == "." || name == "..") src = host + "/.";
+          auto r = engine.copy_in(res.sandbox, src, s.value("path", ""));
+          rs.result = r.bytes == s.value("size", 0ull) ? "match" : "differs";
+          if (rs.result != "match")
+            rs.difference = "copied " + std::to_string(r.bytes) + " bytes, recorded " +
+                            std::to_string(s.value("size", 0ull));
+        }
+      } else if (kind == "cp_out") {
+        rs.what = "<- " + s.value("path", "");
+        std::string host = scratch.path + "/out-" + std::to_string(n);
+        auto r = engine.copy_out(res.sandbox, s.value("path", ""), host);
+        (void)r;
+        // As the recorder's manifest (engine/sandboxes.cpp): hashed after the copy.
+        uint64_t total = 0;
+        json files = json::array();
+        std::error_code ec;
+        auto add = [&](const sfs::path& p, const std::string& rel) {
+          auto st = sfs::symlink_status(p, ec);
+          json f = {{"path", rel}, {"mode", static_cast<unsigned>(st.permissions()) & 07777}};
+          if (sfs::is_symlink(st)) {
+            f["type"] = "symlink";
+            f["target"] = sfs::read_symlink(p, ec).string();
+          } else if (sfs::is_directory(st)) {
+            f["type"] = "dir";
+          } else if (sfs::is_regular_file(st)) {
+            f["type"] = "file";
+            f["size"] = sfs::file_size(p, ec);
+            total += f["size"].get<uint64_t>();
+            f["sha256"] = oci::sha256_file_hex(p.string());
+          } else {
+            return;
+          }
+          files.push_back(f);
+        };
+        add(host, "");
+        if (sfs::is_directory(sfs::symlink_status(host, ec)))
+          for (auto it = sfs::recursive_directory_iterator(host, ec); it != sfs::recursive_directory_iterator();
+               it.increment(ec))
+            add(it->path(), sfs::relative(it->path(), host, ec).string());
+        rs.result = oci::sha256_hex(files.dump()) == s.value("sha256", "") ? "match" : "differs";
+        if (rs.result != "match") rs.difference = "the files copied out differ from the recorded ones";
+      } else if (kind == "branch") {
+        rs.what = "the parent's files";
+        auto state = files_at(t, n);
+        std::string files = scratch.path + "/branch-" + std::to_string(n);
+        auto del = materialize(state, t.objects_dir, files);
+        if (!del.empty()) {
+          ExecRequest rm;
+          rm.sandbox = res.sandbox;
+          rm.args = {"rm", "-rf", "--"};
+          rm.args.insert(rm.args.end(), del.begin(), del.end());
+          rm.forward_signals = false;
+          engine.exec(rm);
+        }
+        std::error_code ec;
+        for (const auto& e : sfs::directory_iterator(files, ec)) engine.copy_in(res.sandbox, e.path().string(), "/");
+        rs.result = "match";
+      } else {
+        rs.result = "skipped";
+        rs.what = s.value("type", "") + " " + s.value("name", "");
+        rs.note = "not re-taken";
+      }
+      res.steps.push_back(rs);
+      if (req.on_step) req.on_step(res.steps.back());
+      if (rs.result == "differs") {
+        res.first_divergence = n;
+        break;
+      }
+    }
+  } catch (...) {
+    if (!req.keep) {
+      try {
+        engine.remove(res.sandbox, true);
+      } catch (const Error&) {
+      }
+    }
+    throw;
+  }
+  if (!req.keep) {
+    engine.remove(res.sandbox, true);
+    res.sandbox.clear();
+  }
+  return res;
+}
+
+}  // namespace sbx::engine::trajectory
