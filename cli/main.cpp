@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
   cli::register_history_command(app, g, action);
   cli::register_image_prune_command(app, g, action);
   cli::register_network_command(app, g, action);
+  cli::register_volume_command(app, g, action);
 
   // CLI11 hands the words after a "--" that follows a subcommand's IMAGE back
   // to the main app, which then takes a command's own "-h" or "-v" as sbx's

@@ -103,6 +103,7 @@ complete -c sbx -n __sbx_no_cmd -a build -d 'Build an image from a Dockerfile'
 complete -c sbx -n __sbx_no_cmd -a history -d 'Show the history of an image'
 complete -c sbx -n __sbx_no_cmd -a image -d 'Image maintenance'
 complete -c sbx -n __sbx_no_cmd -a network -d 'Manage user-defined networks'
+complete -c sbx -n __sbx_no_cmd -a volume -d 'Manage named volumes'
 complete -c sbx -n __sbx_no_cmd -a batch -d 'Run many tasks (JSON lines), each in its own throw-away sandbox'
 
 # sbx import
@@ -131,6 +132,7 @@ complete -c sbx -n '__sbx_cmd_is run' -l env-file -r -F -d 'Read environment var
 complete -c sbx -n '__sbx_cmd_is run' -s w -l workdir -x -d 'Working directory inside the sandbox'
 complete -c sbx -n '__sbx_cmd_is run' -s u -l user -x -d 'User: NAME|UID:GROUP|GID, resolved in the image\'s /etc/passwd'
 complete -c sbx -n '__sbx_cmd_is run' -s v -l volume -r -F -d 'Bind mount HOST-DIR:CONTAINER-DIR:OPTS'
+complete -c sbx -n '__sbx_cmd_is run' -l mount -x -d 'Mount type=volume|bind|tmpfs,source=NAME|HOST-DIR,target=CONTAINER-DIR,readonly'
 complete -c sbx -n '__sbx_cmd_is run' -l tmpfs -x -d 'Mount a tmpfs: PATH:size=64m,mode=1777,exec'
 complete -c sbx -n '__sbx_cmd_is run' -l read-only -d 'Mount the root file system read-only'
 complete -c sbx -n '__sbx_cmd_is run' -l hostname -x -d 'Host name inside the sandbox'
@@ -180,6 +182,7 @@ complete -c sbx -n '__sbx_cmd_is create' -l env-file -r -F -d 'Read environment 
 complete -c sbx -n '__sbx_cmd_is create' -s w -l workdir -x -d 'Working directory inside the sandbox'
 complete -c sbx -n '__sbx_cmd_is create' -s u -l user -x -d 'User: NAME|UID:GROUP|GID, resolved in the image\'s /etc/passwd'
 complete -c sbx -n '__sbx_cmd_is create' -s v -l volume -r -F -d 'Bind mount HOST-DIR:CONTAINER-DIR:OPTS'
+complete -c sbx -n '__sbx_cmd_is create' -l mount -x -d 'Mount type=volume|bind|tmpfs,source=NAME|HOST-DIR,target=CONTAINER-DIR,readonly'
 complete -c sbx -n '__sbx_cmd_is create' -l tmpfs -x -d 'Mount a tmpfs: PATH:size=64m,mode=1777,exec'
 complete -c sbx -n '__sbx_cmd_is create' -l read-only -d 'Mount the root file system read-only'
 complete -c sbx -n '__sbx_cmd_is create' -l hostname -x -d 'Host name inside the sandbox'
@@ -507,3 +510,40 @@ complete -c sbx -n '__sbx_network_sub connect' -l alias -x -d 'Another name for 
 complete -c sbx -n '__sbx_network_sub connect' -l ip -x -d 'Its IPv4 address on the network'
 complete -c sbx -n '__sbx_network_sub connect disconnect' -x -a '(__sbx_network_names)'
 complete -c sbx -n '__sbx_network_sub disconnect' -s f -l force -d 'Accepted for docker\'s command lines'
+
+# sbx volume [SUB]
+function __sbx_volume_names
+    sbx volume ls -q 2>/dev/null
+end
+function __sbx_volume_sub
+    set -l w (__sbx_words)
+    test (count $w) -ge 1; and test "$w[1]" = volume; or return 1
+    if test (count $argv) -eq 0
+        test (count $w) -eq 1
+    else
+        test (count $w) -ge 2; and contains -- $w[2] $argv
+    end
+end
+complete -c sbx -n '__sbx_volume_sub' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_volume_sub' -a create -d 'Create a volume'
+complete -c sbx -n '__sbx_volume_sub' -a ls -d 'List volumes'
+complete -c sbx -n '__sbx_volume_sub' -a list -d 'List volumes'
+complete -c sbx -n '__sbx_volume_sub' -a inspect -d 'Show volumes as JSON'
+complete -c sbx -n '__sbx_volume_sub' -a rm -d 'Remove volumes'
+complete -c sbx -n '__sbx_volume_sub' -a remove -d 'Remove volumes'
+complete -c sbx -n '__sbx_volume_sub' -a prune -d 'Remove every volume no sandbox uses'
+for sub in create ls list inspect rm remove prune
+    complete -c sbx -n "__sbx_volume_sub $sub" -s h -l help -d 'Print this help message and exit'
+end
+complete -c sbx -n '__sbx_volume_sub create' -s l -l label -x -d 'A label KEY=VALUE'
+complete -c sbx -n '__sbx_volume_sub create' -s d -l driver -x -a local -d 'local (the only one)'
+complete -c sbx -n '__sbx_volume_sub create' -l json -d 'Print the volume as JSON'
+complete -c sbx -n '__sbx_volume_sub ls list' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_volume_sub ls list' -s q -l quiet -d 'Print names only'
+complete -c sbx -n '__sbx_volume_sub ls list' -s f -l filter -x -d 'name=, label=KEY=VALUE, dangling=true|false, driver='
+complete -c sbx -n '__sbx_volume_sub inspect' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_volume_sub inspect rm remove' -x -a '(__sbx_volume_names)'
+complete -c sbx -n '__sbx_volume_sub rm remove' -s f -l force -d 'No error for a volume that does not exist'
+complete -c sbx -n '__sbx_volume_sub prune' -s f -l force -d 'Do not ask'
+complete -c sbx -n '__sbx_volume_sub prune' -l filter -x -d 'name=, label=KEY=VALUE, driver='
+complete -c sbx -n '__sbx_volume_sub prune' -l json -d 'Print the removed volumes as JSON'
