@@ -178,6 +178,15 @@ class Api {
   /// GET /images/{name}/get and /images/get?names=: one image as a docker-archive tar.
   void image_get(Connection& c, const Request& r, const std::vector<std::string>& names);
 
+  // volumes (server/docker/volumes.cpp)
+  void volume_list(Connection& c, const Request& r);
+  void volume_create(Connection& c, const Request& r);
+  void volume_inspect(Connection& c, const Request& r, const std::string& name);
+  /// DELETE /volumes/{name}[?force=1]: 409 while a container uses it.
+  void volume_remove(Connection& c, const Request& r, const std::string& name);
+  void volume_prune(Connection& c, const Request& r);
+  /// Container inspect's Mounts: the named volumes sandbox `id` mounts.
+  nlohmann::json container_volume_mounts(const std::string& id);
   // networks (server/networks.cpp)
   void network_list(Connection& c, const Request& r);
   void network_inspect(Connection& c, const Request& r, const std::string& ref);
