@@ -638,7 +638,6 @@ _sbx_volume() {
       _describe -t commands 'sbx volume command' commands && ret=0 ;;
     args)
       local sub=${words[1]}
-      case $sub in list) sub=ls ;; remove) sub=rm ;; esac
       (( $+functions[_sbx_volume_${sub}] )) && _sbx_volume_${sub} && ret=0 ;;
   esac
   return ret
@@ -670,7 +669,19 @@ _sbx_volume_rm() {
     '(-f --force)'{-f,--force}'[No error for a volume that does not exist]' \
     '*:volume:__sbx_volumes'
 }
-_sbx_volume_remove() { _sbx_volume_rm "$@"; }
+_sbx_volume_remove() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --force)'{-f,--force}'[No error for a volume that does not exist]' \
+    '*:volume:__sbx_volumes'
+}
+_sbx_volume_list() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '(-q --quiet)'{-q,--quiet}'[Print names only]' \
+    '*'{-f,--filter}'[name=, label=KEY=VALUE, dangling=true|false, driver=]:value: '
+}
 _sbx_volume_prune() {
   _arguments -s -S \
     '(- *)'{-h,--help}'[Print help and exit]' \
