@@ -491,8 +491,6 @@ Volume Engine::create_volume(const VolumeCreateRequest& req) {
 }
 
 std::vector<Volume> Engine::list_volumes(const std::vector<std::string>& filters) {
-  Volume probe;
-  matches(probe, {});
   for (const auto& f : filters) {  // a bad filter is an error even with no volume
     std::string key = f.substr(0, f.find('='));
     if (f.find('=') == std::string::npos || (key != "name" && key != "label" && key != "dangling" && key != "driver"))
