@@ -59,7 +59,7 @@ void register_system_command(CLI::App& app, Globals& g, Action& action) {
 
   // sbx system df: what the image store holds.
   auto df_json = std::make_shared<bool>(false);
-  CLI::App* df = sys->add_subcommand("df", "Show the disk space images and the build cache take");
+  CLI::App* df = sys->add_subcommand("df", "Show the disk space images, the build cache and volumes take");
   df->add_flag("--json", *df_json, "Print JSON");
   df->callback([df_json, &g, &action] {
     action = [df_json, &g] {
@@ -70,7 +70,10 @@ void register_system_command(CLI::App& app, Globals& g, Action& action) {
                                     {"ImagesReclaimable", u.images_reclaimable},
                                     {"BuildCache", u.build_cache},
                                     {"BuildCacheSize", u.build_cache_size},
-                                    {"Sandboxes", u.sandboxes}}
+                                    {"Sandboxes", u.sandboxes},
+                                    {"Volumes", u.volumes},
+                                    {"VolumesSize", u.volumes_size},
+                                    {"VolumesReclaimable", u.volumes_reclaimable}}
                          .dump(2)
                   << "\n";
         return 0;
@@ -81,6 +84,8 @@ void register_system_command(CLI::App& app, Globals& g, Action& action) {
       std::printf("%-14s %-8zu %-12s %s\n", "Build Cache", u.build_cache,
                   units::format_size_si(u.build_cache_size).c_str(), units::format_size_si(u.build_cache_size).c_str());
       std::printf("%-14s %-8zu %-12s %s\n", "Sandboxes", u.sandboxes, "-", "-");
+      std::printf("%-14s %-8zu %-12s %s\n", "Local Volumes", u.volumes, units::format_size_si(u.volumes_size).c_str(),
+                  units::format_size_si(u.volumes_reclaimable).c_str());
       return 0;
     };
   });

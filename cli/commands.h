@@ -72,6 +72,9 @@ void register_image_prune_command(CLI::App& app, Globals& g, Action& action);
 /// sbx network create|ls|inspect|rm|prune|connect|disconnect (cli/cmd_network.cpp).
 void register_network_command(CLI::App& app, Globals& g, Action& action);
 
+/// sbx volume create|ls|inspect|rm|prune (cli/cmd_volume.cpp).
+void register_volume_command(CLI::App& app, Globals& g, Action& action);
+
 /// A pull/push progress printer for stderr: per-blob lines redrawn on a
 /// terminal, plain lines otherwise, JSON lines with `json`, nothing with `quiet`.
 using PullPrinter = std::function<void(const oci::PullEvent&)>;

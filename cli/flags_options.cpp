@@ -36,6 +36,7 @@ engine::SandboxOptions sandbox_options(const SandboxFlags& f, const BuildOptions
   o.terminal = b.terminal;
   o.hold_without_command = b.hold_without_command;
   o.volumes = f.volumes;
+  o.mounts = f.mounts;
   o.tmpfs = f.tmpfs;
   o.read_only = f.read_only;
   o.network = f.network;

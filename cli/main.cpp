@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
   cli::register_trajectory_command(app, g, action);
   cli::register_branch_command(app, g, action);
   cli::register_replay_command(app, g, action);
+  cli::register_volume_command(app, g, action);
 
   // CLI11 hands the words after a "--" that follows a subcommand's IMAGE back
   // to the main app, which then takes a command's own "-h" or "-v" as sbx's

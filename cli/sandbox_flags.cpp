@@ -117,7 +117,8 @@ void add_sandbox_options(CLI::App& app, CLI::App& cmd, const std::shared_ptr<San
       ->each([f](const std::string&) { f->workdir_set = true; });
   cmd.add_option("-u,--user", f->user, "User: NAME|UID[:GROUP|GID], resolved in the image's /etc/passwd")
       ->each([f](const std::string&) { f->user_set = true; });
-  cmd.add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:OPTS] (ro, nosuid, nodev, noexec; idmap=host: sandbox root writes as host root, unsafe)")->allow_extra_args(false);
+  cmd.add_option("-v,--volume", f->volumes, "Bind mount HOST-DIR:CONTAINER-DIR[:OPTS] (ro, nosuid, nodev, noexec; idmap=host: sandbox root writes as host root, unsafe), or mount the named volume NAME:CONTAINER-DIR[:ro] (created when missing; see 'sbx volume')")->allow_extra_args(false);
+  cmd.add_option("--mount", f->mounts, "Mount type=volume|bind|tmpfs,source=NAME|HOST-DIR,target=CONTAINER-DIR[,readonly] (docker's --mount)")->allow_extra_args(false);
   cmd.add_option("--tmpfs", f->tmpfs, "Mount a tmpfs: PATH[:size=64m,mode=1777,exec]")->allow_extra_args(false);
   cmd.add_flag("--read-only", f->read_only, "Mount the root file system read-only");
   cmd.add_option("--hostname", f->hostname, "Host name inside the sandbox (default: the short id)");

@@ -28,7 +28,7 @@ struct SandboxFlags {
   bool exact = false;                   ///< positional came from the command line's words (set_command_line)
   std::vector<std::string> positional;  ///< IMAGE [--] CMD ARGS… (with --rootfs: CMD ARGS…)
 
-  std::vector<std::string> env, env_files, volumes, tmpfs, ulimits;
+  std::vector<std::string> env, env_files, volumes, mounts, tmpfs, ulimits;
   std::vector<std::string> allow_egress, deny_egress, publish, dns, add_hosts;  ///< --network private
   std::vector<std::string> network_aliases;  ///< --network-alias (the first user-defined network)
   std::string ip;                            ///< --ip (the first user-defined network)

@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network trajectory branch replay"
+  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network trajectory branch replay volume"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=${SBX_ROOT:-/var/lib/sbx} run_root=${SBX_RUN_ROOT:-/run/sbx} i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -52,7 +52,7 @@ _sbx() {
   # short ids and names (sbx itself reads the state: its layout is its own)
   sandboxes=$(sbx --root "$sbx_root" --run-root "$run_root" ps -a --format '{{.ID}} {{.Names}}' 2>/dev/null)
   # Options of each subcommand (as its --help lists them; tests/integration/test_cli_docs.sh checks).
-  local common="-e --env --env-file -w --workdir -u --user -v --volume --tmpfs --read-only --hostname --network --net --network-alias --ip --allow-egress --deny-egress -p --publish --dns --add-host --userns -m --memory --disk --cpus --pids-limit --ulimit --timeout --rootfs --entrypoint --name --runtime --pull --runsc"
+  local common="-e --env --env-file -w --workdir -u --user -v --volume --mount --tmpfs --read-only --hostname --network --net --network-alias --ip --allow-egress --deny-egress -p --publish --dns --add-host --userns -m --memory --disk --cpus --pids-limit --ulimit --timeout --rootfs --entrypoint --name --runtime --pull --runsc"
   local reg="--tls-verify --authfile --cert-dir"
   local opts="" words_list=""
   case $cmd in
@@ -153,6 +153,22 @@ _sbx() {
         prune) opts="-f --force --filter --json" ;;
         connect) opts="--alias --ip"; words_list="$nets $sandboxes" ;;
         disconnect) opts="-f --force"; words_list="$nets $sandboxes" ;;
+      esac ;;
+    volume)
+      # Its own subcommands: create ls inspect rm prune.
+      local vsub="" k4
+      for ((k4 = j + 1; k4 < COMP_CWORD; k4++)); do
+        case ${COMP_WORDS[k4]} in -*) ;; *) vsub=${COMP_WORDS[k4]}; break ;; esac
+      done
+      local vols
+      vols=$(sbx --root "$sbx_root" volume ls -q 2>/dev/null)
+      case $vsub in
+        "") words_list="create ls list inspect rm remove prune" ;;
+        create) opts="-l --label -d --driver --json" ;;
+        ls|list) opts="--json -q --quiet -f --filter" ;;
+        inspect) opts="--json"; words_list=$vols ;;
+        rm|remove) opts="-f --force"; words_list=$vols ;;
+        prune) opts="-f --force --filter --json" ;;
       esac ;;
   esac
   if [[ $cur == -* ]]; then

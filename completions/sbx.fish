@@ -106,6 +106,7 @@ complete -c sbx -n __sbx_no_cmd -a network -d 'Manage user-defined networks'
 complete -c sbx -n __sbx_no_cmd -a trajectory -d 'Show or export a recorded sandbox\'s trajectory'
 complete -c sbx -n __sbx_no_cmd -a branch -d 'New sandboxes with the files of a recorded step'
 complete -c sbx -n __sbx_no_cmd -a replay -d 'Run a recorded trajectory again and say where it diverges'
+complete -c sbx -n __sbx_no_cmd -a volume -d 'Manage named volumes'
 complete -c sbx -n __sbx_no_cmd -a batch -d 'Run many tasks (JSON lines), each in its own throw-away sandbox'
 
 # sbx import
@@ -134,6 +135,7 @@ complete -c sbx -n '__sbx_cmd_is run' -l env-file -r -F -d 'Read environment var
 complete -c sbx -n '__sbx_cmd_is run' -s w -l workdir -x -d 'Working directory inside the sandbox'
 complete -c sbx -n '__sbx_cmd_is run' -s u -l user -x -d 'User: NAME|UID:GROUP|GID, resolved in the image\'s /etc/passwd'
 complete -c sbx -n '__sbx_cmd_is run' -s v -l volume -r -F -d 'Bind mount HOST-DIR:CONTAINER-DIR:OPTS'
+complete -c sbx -n '__sbx_cmd_is run' -l mount -x -d 'Mount type=volume|bind|tmpfs,source=NAME|HOST-DIR,target=CONTAINER-DIR,readonly'
 complete -c sbx -n '__sbx_cmd_is run' -l tmpfs -x -d 'Mount a tmpfs: PATH:size=64m,mode=1777,exec'
 complete -c sbx -n '__sbx_cmd_is run' -l read-only -d 'Mount the root file system read-only'
 complete -c sbx -n '__sbx_cmd_is run' -l hostname -x -d 'Host name inside the sandbox'
@@ -183,6 +185,7 @@ complete -c sbx -n '__sbx_cmd_is create' -l env-file -r -F -d 'Read environment 
 complete -c sbx -n '__sbx_cmd_is create' -s w -l workdir -x -d 'Working directory inside the sandbox'
 complete -c sbx -n '__sbx_cmd_is create' -s u -l user -x -d 'User: NAME|UID:GROUP|GID, resolved in the image\'s /etc/passwd'
 complete -c sbx -n '__sbx_cmd_is create' -s v -l volume -r -F -d 'Bind mount HOST-DIR:CONTAINER-DIR:OPTS'
+complete -c sbx -n '__sbx_cmd_is create' -l mount -x -d 'Mount type=volume|bind|tmpfs,source=NAME|HOST-DIR,target=CONTAINER-DIR,readonly'
 complete -c sbx -n '__sbx_cmd_is create' -l tmpfs -x -d 'Mount a tmpfs: PATH:size=64m,mode=1777,exec'
 complete -c sbx -n '__sbx_cmd_is create' -l read-only -d 'Mount the root file system read-only'
 complete -c sbx -n '__sbx_cmd_is create' -l hostname -x -d 'Host name inside the sandbox'
@@ -546,3 +549,40 @@ complete -c sbx -n '__sbx_cmd_is replay' -l keep -d 'Keep the replay\'s sandbox'
 complete -c sbx -n '__sbx_cmd_is replay' -l tolerate-regex -x -d 'Do not compare stdout/stderr lines matching this regex'
 complete -c sbx -n '__sbx_cmd_is replay' -l json -d 'Print the steps as JSON lines'
 complete -c sbx -n '__sbx_cmd_is replay' -F
+
+# sbx volume [SUB]
+function __sbx_volume_names
+    sbx volume ls -q 2>/dev/null
+end
+function __sbx_volume_sub
+    set -l w (__sbx_words)
+    test (count $w) -ge 1; and test "$w[1]" = volume; or return 1
+    if test (count $argv) -eq 0
+        test (count $w) -eq 1
+    else
+        test (count $w) -ge 2; and contains -- $w[2] $argv
+    end
+end
+complete -c sbx -n '__sbx_volume_sub' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_volume_sub' -a create -d 'Create a volume'
+complete -c sbx -n '__sbx_volume_sub' -a ls -d 'List volumes'
+complete -c sbx -n '__sbx_volume_sub' -a list -d 'List volumes'
+complete -c sbx -n '__sbx_volume_sub' -a inspect -d 'Show volumes as JSON'
+complete -c sbx -n '__sbx_volume_sub' -a rm -d 'Remove volumes'
+complete -c sbx -n '__sbx_volume_sub' -a remove -d 'Remove volumes'
+complete -c sbx -n '__sbx_volume_sub' -a prune -d 'Remove every volume no sandbox uses'
+for sub in create ls list inspect rm remove prune
+    complete -c sbx -n "__sbx_volume_sub $sub" -s h -l help -d 'Print this help message and exit'
+end
+complete -c sbx -n '__sbx_volume_sub create' -s l -l label -x -d 'A label KEY=VALUE'
+complete -c sbx -n '__sbx_volume_sub create' -s d -l driver -x -a local -d 'local (the only one)'
+complete -c sbx -n '__sbx_volume_sub create' -l json -d 'Print the volume as JSON'
+complete -c sbx -n '__sbx_volume_sub ls list' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_volume_sub ls list' -s q -l quiet -d 'Print names only'
+complete -c sbx -n '__sbx_volume_sub ls list' -s f -l filter -x -d 'name=, label=KEY=VALUE, dangling=true|false, driver='
+complete -c sbx -n '__sbx_volume_sub inspect' -l json -d 'Print JSON'
+complete -c sbx -n '__sbx_volume_sub inspect rm remove' -x -a '(__sbx_volume_names)'
+complete -c sbx -n '__sbx_volume_sub rm remove' -s f -l force -d 'No error for a volume that does not exist'
+complete -c sbx -n '__sbx_volume_sub prune' -s f -l force -d 'Do not ask'
+complete -c sbx -n '__sbx_volume_sub prune' -l filter -x -d 'name=, label=KEY=VALUE, driver='
+complete -c sbx -n '__sbx_volume_sub prune' -l json -d 'Print the removed volumes as JSON'

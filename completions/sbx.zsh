@@ -77,6 +77,7 @@ _sbx() {
         'trajectory:Show or export a recorded sandbox'\''s trajectory'
         'branch:New sandboxes with the files of a recorded step'
         'replay:Run a recorded trajectory again and say where it diverges'
+        'volume:Manage named volumes'
       )
       _describe -t commands 'sbx command' commands && ret=0 ;;
     args)
@@ -122,6 +123,7 @@ _sbx_run() {
     '(-w --workdir)'{-w,--workdir}'[Working directory inside the sandbox]:value: ' \
     '(-u --user)'{-u,--user}'[User: NAME|UID:GROUP|GID, resolved in the image'\''s /etc/passwd]:value: ' \
     '*'{-v,--volume}'[Bind mount HOST-DIR:CONTAINER-DIR:OPTS]:file:_files' \
+    '*--mount[Mount type=volume|bind|tmpfs,source=NAME|HOST-DIR,target=CONTAINER-DIR,readonly]:value: ' \
     '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
@@ -192,6 +194,7 @@ _sbx_create() {
     '(-w --workdir)'{-w,--workdir}'[Working directory inside the sandbox]:value: ' \
     '(-u --user)'{-u,--user}'[User: NAME|UID:GROUP|GID, resolved in the image'\''s /etc/passwd]:value: ' \
     '*'{-v,--volume}'[Bind mount HOST-DIR:CONTAINER-DIR:OPTS]:file:_files' \
+    '*--mount[Mount type=volume|bind|tmpfs,source=NAME|HOST-DIR,target=CONTAINER-DIR,readonly]:value: ' \
     '*--tmpfs[Mount a tmpfs: PATH:size=64m,mode=1777,exec]:value: ' \
     '--read-only[Mount the root file system read-only]' \
     '--hostname[Host name inside the sandbox]:value: ' \
@@ -662,6 +665,82 @@ _sbx_network_disconnect() {
     '(-f --force)'{-f,--force}'[Accepted for docker'\''s command lines]' \
     '1:network:__sbx_networks' \
     '2:sandbox:__sbx_sandboxes'
+}
+__sbx_volumes() {
+  local -a vols
+  vols=(${(f)"$(sbx volume ls -q 2>/dev/null)"})
+  _describe -t volumes 'volume' vols
+}
+_sbx_volume() {
+  local curcontext="$curcontext" state line ret=1
+  _arguments -C -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1: :->command' \
+    '*:: :->args' && ret=0
+  case $state in
+    command)
+      local -a commands=(
+        'create:Create a volume'
+        'ls:List volumes'
+        'list:List volumes'
+        'inspect:Show volumes as JSON'
+        'rm:Remove volumes'
+        'remove:Remove volumes'
+        'prune:Remove every volume no sandbox uses'
+      )
+      _describe -t commands 'sbx volume command' commands && ret=0 ;;
+    args)
+      local sub=${words[1]}
+      (( $+functions[_sbx_volume_${sub}] )) && _sbx_volume_${sub} && ret=0 ;;
+  esac
+  return ret
+}
+_sbx_volume_create() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '*'{-l,--label}'[A label KEY=VALUE]:value: ' \
+    '(-d --driver)'{-d,--driver}'[local (the only one)]:value:(local)' \
+    '--json[Print the volume as JSON]' \
+    '1:name: '
+}
+_sbx_volume_ls() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '(-q --quiet)'{-q,--quiet}'[Print names only]' \
+    '*'{-f,--filter}'[name=, label=KEY=VALUE, dangling=true|false, driver=]:value: '
+}
+_sbx_volume_inspect() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '*:volume:__sbx_volumes'
+}
+_sbx_volume_rm() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --force)'{-f,--force}'[No error for a volume that does not exist]' \
+    '*:volume:__sbx_volumes'
+}
+_sbx_volume_remove() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --force)'{-f,--force}'[No error for a volume that does not exist]' \
+    '*:volume:__sbx_volumes'
+}
+_sbx_volume_list() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '--json[Print JSON]' \
+    '(-q --quiet)'{-q,--quiet}'[Print names only]' \
+    '*'{-f,--filter}'[name=, label=KEY=VALUE, dangling=true|false, driver=]:value: '
+}
+_sbx_volume_prune() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '(-f --force)'{-f,--force}'[Do not ask]' \
+    '*--filter[name=, label=KEY=VALUE, driver=]:value: ' \
+    '--json[Print the removed volumes as JSON]'
 }
 
 _sbx "$@"

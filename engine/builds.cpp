@@ -121,6 +121,7 @@ DiskUsage Engine::disk_usage() {
   for (const auto& c : cache)
     if (!listed.count(c)) du.build_cache_size += sizes[c];
   du.sandboxes = runtime::list_ids(cfg_.run_root).size();
+  du.volumes_size = volumes_size(&du.volumes, &du.volumes_unused, &du.volumes_reclaimable);
   return du;
 }
 

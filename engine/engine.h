@@ -35,6 +35,7 @@
 #include "engine/build/builder.h"
 #include "engine/pool.h"
 #include "engine/userns.h"
+#include "engine/volumes.h"
 #include "snapshot/catalog.h"
 #include "snapshot/checkpoint.h"
 #include "snapshot/fs_snapshot.h"
@@ -98,6 +99,18 @@ struct DiskUsage {
   size_t build_cache = 0;            ///< build cache images (steps of sbx build)
   uint64_t build_cache_size = 0;     ///< bytes of layers only the build cache holds
   size_t sandboxes = 0;              ///< sandboxes in the run root
+  size_t volumes = 0;                ///< named volumes (engine/volumes.h)
+  size_t volumes_unused = 0;         ///< of those, used by no sandbox
+  uint64_t volumes_size = 0;         ///< bytes of their files
+  uint64_t volumes_reclaimable = 0;  ///< of those, in volumes no sandbox uses
+};
+
+/// A named volume one sandbox mounts (Docker's container inspect `Mounts`).
+struct VolumeMount {
+  std::string name;
+  std::string source;       ///< its _data dir on the host
+  std::string destination;  ///< inside the sandbox
+  bool read_only = false;
 };
 
 // ---- sandboxes --------------------------------------------------------------
@@ -340,6 +353,28 @@ class Engine {
   /// connected), Conflict (a gVisor sandbox that runs).
   void disconnect_network(const std::string& network, const std::string& sandbox);
 
+  // Volumes (engine/volumes.h): named volumes in this engine's root, used by
+  // sandboxes of any run root. Errors carry a kind the Docker API maps to
+  // 400/404/409; nothing half-made stays.
+  /// `sbx volume create`, POST /volumes/create. An existing name returns that
+  /// volume unchanged (docker's). Throws Invalid (name), Unsupported (driver).
+  Volume create_volume(const VolumeCreateRequest& req);
+  /// `sbx volume ls`, GET /volumes: by name; `filters` as docker's: name=
+  /// (substring), label=KEY[=VALUE], dangling=true|false, driver=. Throws
+  /// Invalid for an unknown filter.
+  std::vector<Volume> list_volumes(const std::vector<std::string>& filters = {});
+  /// Throws NotFound.
+  Volume inspect_volume(const std::string& name);
+  /// Throws NotFound (not with `force`), Conflict (a sandbox, running or not,
+  /// mounts it: also with `force`, as docker).
+  void remove_volume(const std::string& name, bool force);
+  /// Removes the volumes no sandbox mounts (`filters` as list_volumes).
+  VolumePruneResult prune_volumes(const std::vector<std::string>& filters = {});
+  /// The named volumes sandbox `id` (full id) mounts.
+  std::vector<VolumeMount> sandbox_volumes(const std::string& id);
+  /// Bytes of all volumes' files; counts through the optional pointers.
+  uint64_t volumes_size(size_t* count, size_t* unused, uint64_t* reclaimable);
+
   // Snapshots (snapshot/).
   snapshot::FsSnapshotResult snapshot_fs(const FsSnapshotRequest& req);
   snapshot::SnapshotRecord snapshot_dir(const DirSnapshotRequest& req);
@@ -391,6 +426,16 @@ class Engine {
 
  private:
   runtime::BackendOptions backend_options(const std::string& runsc = "") const;
+  /// The spec's volume mounts (type "volume", engine/volumes.h) made binds of
+  /// their volumes' _data: unknown names created, an empty volume given a
+  /// copy of the image's files at the mount point, a reference per volume
+  /// marking it in use by spec.id. Returns the volumes' names (all or
+  /// nothing: on error no reference is left). Throws sbx::Error.
+  std::vector<std::string> attach_volumes(SandboxSpec& spec);
+  /// Drops sandbox `id`'s references to `names`.
+  void detach_volumes(const std::string& id, const std::vector<std::string>& names) noexcept;
+  /// Drops sandbox `id`'s references to every volume.
+  void detach_all_volumes(const std::string& id) noexcept;
   Config cfg_;
 };
 

@@ -64,9 +64,10 @@ Mount parse_volume(const std::string& text, const std::string& what) {
   if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
     throw Error(ErrorKind::InvalidArgument,
                 "invalid " + what + " '" + text + "': expected HOST-DIR:CONTAINER-DIR[:ro]");
+  if (is_volume_source(parts[0])) return parse_volume_mount(text, what);
   if (parts[0][0] != '/')
-    throw Error(ErrorKind::Unsupported, "invalid " + what + " '" + text +
-                                            "': the host path must be absolute (named volumes are not supported)");
+    throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text +
+                                                "': the host path must be absolute (or a volume NAME)");
   if (parts[1][0] != '/')
     throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': the container path must be absolute");
   char* real = ::realpath(parts[0].c_str(), nullptr);
@@ -249,6 +250,7 @@ RunRequest build_sandbox(const SandboxOptions& o, const ResolvedImage& image, co
                                               "': idmap=host (sandbox root writes as host root) is for the sbx "
                                               "command line only");
   }
+  for (const auto& m : o.mounts) spec.mounts.push_back(parse_mount_flag(m, o.names.mount));
   for (const auto& t : o.tmpfs) spec.mounts.push_back(parse_tmpfs(t, o.names.tmpfs));
 
   if (o.memory_bytes) {

@@ -52,7 +52,11 @@ struct SandboxOptions {
   bool hold_without_command = false;
 
   // File system.
-  std::vector<std::string> volumes;  ///< HOST:CTR[:OPTS] (-v, Docker Binds); OPTS ro,rw,nosuid,nodev,noexec,idmap=host
+  /// HOST:CTR[:OPTS] (-v, Docker Binds); OPTS ro,rw,nosuid,nodev,noexec,idmap=host;
+  /// or NAME:CTR[:ro|nocopy], a named volume (engine/volumes.h), created when missing
+  std::vector<std::string> volumes;
+  /// docker's --mount type=bind|volume|tmpfs,source=…,target=…[,readonly] (engine/volumes.h parse_mount_flag)
+  std::vector<std::string> mounts;
   std::vector<std::string> tmpfs;    ///< PATH[:OPTS] (--tmpfs, Docker Tmpfs/Mounts); size=,mode=,exec,…
   std::vector<std::string> snapshot_mounts;  ///< NAME:/TARGET: a private, writable copy of a directory snapshot
   bool read_only = false;
@@ -94,7 +98,7 @@ struct SandboxOptions {
   /// How the front end calls its options, for error messages ("--volume",
   /// "HostConfig.Binds", "volumes").
   struct Names {
-    std::string volume = "--volume", tmpfs = "--tmpfs", network = "--network", cpus = "--cpus", disk = "--disk",
+    std::string volume = "--volume", mount = "--mount", tmpfs = "--tmpfs", network = "--network", cpus = "--cpus", disk = "--disk",
                 add_host = "--add-host", cap_add = "--cap-add", cap_drop = "--cap-drop";
     std::string command = "run";  ///< for "give one after the image" hints
   } names;
@@ -132,7 +136,9 @@ RunRequest build_sandbox(Engine& engine, const SandboxOptions& o, const std::str
                          std::vector<std::string>* warnings = nullptr);
 
 /// -v HOST:CTR[:OPTS] → a bind mount (host path made absolute with
-/// realpath). `what` names the option in errors. Throws sbx::Error.
+/// realpath); -v NAME:CTR[:OPTS] (a source without a leading '/' or '.') → a
+/// named volume mount (engine/volumes.h parse_volume_mount). `what` names the
+/// option in errors. Throws sbx::Error.
 Mount parse_volume(const std::string& text, const std::string& what = "--volume");
 
 /// --tmpfs PATH[:size=64m,mode=1777,exec,…] → a tmpfs mount (podman's

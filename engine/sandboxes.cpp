@@ -53,6 +53,11 @@ class SnapshotCopies {
   bool used_ = false, kept_ = false;
 };
 
+bool has_volume_mounts(const SandboxSpec& spec) {
+  return std::any_of(spec.mounts.begin(), spec.mounts.end(),
+                     [](const spec::Mount& m) { return m.type == kVolumeMountType; });
+}
+
 // label=k[=v] | name=N | status=S | id=PREFIX
 bool matches(const runtime::SandboxInfo& i, const std::vector<std::string>& filters) {
   for (const auto& f : filters) {
@@ -146,13 +151,21 @@ RunResult Engine::run(const RunRequest& req) {
   // --mount-snapshot: a private, writable copy of each directory snapshot,
   // removed when the run ends (or by 'sbx gc' after a crash).
   SnapshotCopies copies(cfg_.run_root, r.id);
-  if (!req.mount_snapshots.empty() || req.spec.id.empty()) {
+  if (!req.mount_snapshots.empty() || req.spec.id.empty() || has_volume_mounts(req.spec)) {
     with_copies = req.spec;
     with_copies.id = r.id;
     for (size_t i = 0; i < req.mount_snapshots.size(); ++i)
       with_copies.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
     spec = &with_copies;
   }
+  // Named volumes: in use by this run until it ends.
+  std::vector<std::string> volumes = attach_volumes(with_copies);
+  struct Detach {
+    Engine* e;
+    const std::string& id;
+    const std::vector<std::string>& names;
+    ~Detach() { e->detach_volumes(id, names); }
+  } detach{this, r.id, volumes};
   if (log::enabled(log::Level::debug)) log::debug("run " + r.id.substr(0, 12) + ": " + describe(*spec, req.userns));
   r.status = backend->run(*spec, use_userns(*spec, req.userns), req.io);
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
@@ -166,14 +179,22 @@ std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
   if (log::enabled(log::Level::debug)) log::debug("create: " + describe(req.spec, req.userns));
-  if (req.mount_snapshots.empty())
+  if (req.mount_snapshots.empty() && !has_volume_mounts(req.spec))
     return backend->create(req.spec, use_userns(req.spec, req.userns), req.stdin_fd, req.reuse_layer);
   SandboxSpec spec = req.spec;
   if (spec.id.empty()) spec.id = runtime::new_sandbox_id();
   SnapshotCopies copies(cfg_.run_root, spec.id);
   for (size_t i = 0; i < req.mount_snapshots.size(); ++i)
     spec.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
-  std::string id = backend->create(spec, use_userns(spec, req.userns), req.stdin_fd, req.reuse_layer);
+  // Named volumes: in use by the sandbox until it is removed.
+  std::vector<std::string> volumes = attach_volumes(spec);
+  std::string id;
+  try {
+    id = backend->create(spec, use_userns(spec, req.userns), req.stdin_fd, req.reuse_layer);
+  } catch (...) {
+    detach_volumes(spec.id, volumes);
+    throw;
+  }
   copies.keep();
   return id;
 }
@@ -373,9 +394,11 @@ void Engine::remove(const std::string& id, bool force) {
     // A half-created sandbox may have no readable state.json (or one naming
     // no backend): rm must still remove it, the same way for every backend.
     runtime::remove_sandbox(cfg_.run_root, id, force);
+    detach_all_volumes(id);
     return;
   }
   backend->remove(id, force);
+  detach_all_volumes(id);
 }
 
 // The one signal table sbx and sbx-runc share (runtime/linux/signals.h).

@@ -307,6 +307,10 @@ int volume_idmap_userns(uint32_t root_host, uint32_t owner_uid, uint32_t owner_g
   // map: on-disk id (inside the idmap's namespace) -> the sandbox's kernel id.
   auto map_for = [root_host, &outside](uint32_t owner) -> std::vector<IdMapping> {
     if (outside(owner)) return {{root_host, root_host, kIdRangeSize}};
+    // A named volume (owned by kVolumeIdBase): every sandbox id N is on-disk
+    // id kVolumeIdBase+N, as host_ids_volume_userns has it, so that sandboxes
+    // of any id range (and gVisor's) agree on the owners of its files.
+    if (owner == kVolumeIdBase) return {{kVolumeIdBase, root_host, kIdRangeSize - 1}};
     return {{owner, root_host, 1}, {root_host + 1, root_host + 1, kIdRangeSize - 1}};
   };
   return idmap_userns(map_for(owner_uid), map_for(owner_gid));

@@ -137,7 +137,9 @@ enum class VolumeIdmap {
 /// never mapped: host root's files in the volume appear as nobody (65534)
 /// inside, and the kernel refuses the sandbox chown, chmod (set-id bits) and
 /// security.capability on them (capable_wrt_inode_uidgid needs a mapped
-/// owner). Returns -1 when no idmap is needed (an owner of 0, or one inside
+/// owner). A directory owned by kVolumeIdBase (a named volume's, engine/
+/// volumes.h) maps every sandbox id N to on-disk id kVolumeIdBase+N instead,
+/// as host_ids_volume_userns does. Returns -1 when no idmap is needed (an owner of 0, or one inside
 /// the sandbox's range: the sandbox's own mapping already writes its
 /// unprivileged ids), else an fd of a new user namespace (close it after
 /// idmap_tree). Needs CAP_SETUID/CAP_SETGID. Throws sbx::Error.

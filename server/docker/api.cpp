@@ -52,6 +52,7 @@ void Api::handle(Connection& c, Request& r) {
   static const std::regex kImageOnly("^/images/(.+)$");
   static const std::regex kNetwork("^/networks/([^/]+)/(connect|disconnect)$");
   static const std::regex kNetworkOnly("^/networks/([^/]+)$");
+  static const std::regex kVolumeOnly("^/volumes/([^/]+)$");
   std::smatch m;
   const std::string& p = r.path;
   const std::string& meth = r.method;
@@ -70,6 +71,13 @@ void Api::handle(Connection& c, Request& r) {
     if (p == "/build" && meth == "POST") return build(c, r);
     if (p == "/images/get" && meth == "GET") return image_get(c, r, r.params("names"));
     if (p == "/events" && meth == "GET") return events(c, r);
+    if (p == "/volumes" && meth == "GET") return volume_list(c, r);
+    if (p == "/volumes/create" && meth == "POST") return volume_create(c, r);
+    if (p == "/volumes/prune" && meth == "POST") return volume_prune(c, r);
+    if (std::regex_match(p, m, kVolumeOnly)) {
+      if (meth == "GET") return volume_inspect(c, r, m[1]);
+      if (meth == "DELETE") return volume_remove(c, r, m[1]);
+    }
     if (p == "/networks" && meth == "GET") return network_list(c, r);
     if (p == "/networks/create" && meth == "POST") return network_create(c, r);
     if (p == "/networks/prune" && meth == "POST") return network_prune(c, r);

@@ -183,6 +183,15 @@ class Api {
   /// POST /build: the classic builder's endpoint over Engine::build.
   void build(Connection& c, const Request& r);
 
+  // volumes (server/docker/volumes.cpp)
+  void volume_list(Connection& c, const Request& r);
+  void volume_create(Connection& c, const Request& r);
+  void volume_inspect(Connection& c, const Request& r, const std::string& name);
+  /// DELETE /volumes/{name}[?force=1]: 409 while a container uses it.
+  void volume_remove(Connection& c, const Request& r, const std::string& name);
+  void volume_prune(Connection& c, const Request& r);
+  /// Container inspect's Mounts: the named volumes sandbox `id` mounts.
+  nlohmann::json container_volume_mounts(const std::string& id);
   // networks (server/networks.cpp)
   void network_list(Connection& c, const Request& r);
   void network_inspect(Connection& c, const Request& r, const std::string& ref);

@@ -476,7 +476,7 @@ json Api::inspect_json(const std::string& id) {
           {"Driver", "overlay"},
           {"Platform", "linux"},
           {"HostConfig", hc},
-          {"Mounts", json::array()},
+          {"Mounts", container_volume_mounts(id)},
           {"Config", config},
           {"NetworkSettings", {{"Networks", container_networks(id, cfg)}, {"Ports", ports}, {"IPAddress", ""}}}};
 }

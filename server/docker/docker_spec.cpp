@@ -33,8 +33,9 @@ int64_t num(const json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
 }
 
-/// HostConfig.Mounts entry {"Type": "bind"|"tmpfs", "Source", "Target",
-/// "ReadOnly", "TmpfsOptions"} as sbx's -v or --tmpfs text.
+/// HostConfig.Mounts entry {"Type": "bind"|"volume"|"tmpfs", "Source",
+/// "Target", "ReadOnly", "TmpfsOptions", "VolumeOptions"} as sbx's -v,
+/// --mount or --tmpfs text.
 void add_mount(const json& m, engine::SandboxOptions& o) {
   std::string type = str(m, "Type"), target = str(m, "Target");
   if (target.empty() || target[0] != '/')
@@ -59,8 +60,19 @@ void add_mount(const json& m, engine::SandboxOptions& o) {
     o.tmpfs.push_back(target + (opts.empty() ? "" : ":" + opts));
     return;
   }
+  if (type == "volume") {
+    std::string src = str(m, "Source");
+    if (src.empty())
+      throw Error(ErrorKind::Unsupported,
+                  "invalid HostConfig.Mounts entry for " + target + ": anonymous volumes are not supported; name one");
+    bool nocopy = false;
+    if (auto vo = m.find("VolumeOptions"); vo != m.end() && vo->is_object()) nocopy = vo->value("NoCopy", false);
+    o.mounts.push_back("type=volume,source=" + src + ",target=" + target + (ro ? ",readonly" : "") +
+                       (nocopy ? ",volume-nocopy" : ""));
+    return;
+  }
   throw Error(ErrorKind::Unsupported,
-              "invalid mount type '" + type + "': sbx serve supports bind and tmpfs (no named volumes)");
+              "invalid mount type '" + type + "': sbx serve supports bind, volume and tmpfs");
 }
 
 [[noreturn]] void refuse(const std::string& field, const std::string& value, const std::string& why) {
@@ -109,6 +121,7 @@ engine::SandboxOptions options_from_docker(const json& cfg, const std::string& i
   engine::SandboxOptions o;
   o.names.volume = "HostConfig.Binds";
   o.names.tmpfs = "HostConfig.Tmpfs";
+  o.names.mount = "HostConfig.Mounts";
   o.names.network = "HostConfig.NetworkMode";
   o.names.cap_add = "HostConfig.CapAdd";
   o.names.cap_drop = "HostConfig.CapDrop";

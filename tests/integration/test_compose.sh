@@ -4,8 +4,10 @@
 # user network of the project's own (the client reaches the server by its
 # service name and by an alias, after depends_on, with environment), and a
 # third service on a second network that must not reach the server;
-# `up -d`, `ps`, `logs`, `exec`, `run --rm`, `restart`, `stop`, then `down -v` leaves
-# nothing: no container, network, bridge, DNS server or nft rule.
+# a named volume two services share, kept by `down` and there again after
+# `up`; `up -d`, `ps`, `logs`, `exec`, `run --rm`, `restart`, `stop`, then
+# `down -v` leaves nothing: no container, network, volume, bridge, DNS server
+# or nft rule.
 #
 # Networks come from the pool 203.0.113.192/26 (SBX_NETWORK_POOL, documentation
 # addresses); no packet leaves the sandboxes' own bridges.
@@ -52,13 +54,17 @@ $RT_LINE
       TARGET: server
     command: ["sh", "-c", "for i in \$\$(seq 100); do r=\$\$(printf 'GET /id HTTP/1.0\\\\r\\\\n\\\\r\\\\n' | nc -w 2 \$\$TARGET 8000 2>/dev/null | tail -n 1); [ -n \"\$\$r\" ] && echo \"got \$\$r\" && break; sleep 0.2; done; exec sleep 1000"]
 $RT_LINE
+    volumes: ["shared:/data"]
   outsider:
     image: busybox:latest
-    command: ["sleep", "1000"]
+    command: ["sh", "-c", "echo up >>/shared/log; exec sleep 1000"]
     networks: [other]
+    volumes: ["shared:/shared"]
 $RT_LINE
 networks:
   other: {}
+volumes:
+  shared: {}
 EOF
 cd "$T/proj" || finish
 start_server || finish
@@ -84,6 +90,19 @@ out=$(timeout 120 docker-compose -p sbxct run --rm -T client sh -c "printf 'GET 
 check "docker-compose run --rm: a one-off container on the project's network ($(tr '\n' ' ' <<<"$out"))" \
   [ "$(tail -n 1 <<<"$out")" = hello-from-server ]
 check "… removed after" [ -z "$(docker ps -aq --filter label=com.docker.compose.oneoff=True)" ]
+out=$(timeout 60 docker-compose -p sbxct exec -T client cat /data/log 2>&1)
+check "a named volume: the client reads what the outsider wrote ($out)" [ "$out" = up ]
+check "… docker volume ls lists it" grep -qx sbxct_shared <<<"$(docker volume ls -q)"
+mounts=$(docker inspect sbxct_client_1 --format '{{range .Mounts}}{{.Type}} {{.Name}} {{.Destination}} {{.RW}}{{end}}')
+check "… container inspect's Mounts has it ($mounts)" [ "$mounts" = "volume sbxct_shared /data true" ]
+out=$(timeout 300 docker-compose -p sbxct down 2>&1); rc=$?
+check "docker-compose down (volumes kept) ($rc: $(tail -n 2 <<<"$out" | tr '\n' ' '))" [ $rc -eq 0 ]
+check "… the volume outlives down" grep -qx sbxct_shared <<<"$(docker volume ls -q)"
+out=$(timeout 300 docker-compose -p sbxct up -d 2>&1); rc=$?
+check "docker-compose up -d again ($rc: $(tail -n 3 <<<"$out" | tr '\n' ' '))" [ $rc -eq 0 ]
+for _ in $(seq 50); do [ "$(docker-compose -p sbxct exec -T client cat /data/log 2>&1 | wc -l)" = 2 ] && break; sleep 0.2; done
+out=$(timeout 60 docker-compose -p sbxct exec -T client cat /data/log 2>&1)
+check "… the data persisted across down and up ($(tr '\n' ' ' <<<"$out"))" [ "$(tr '\n' ' ' <<<"$out")" = "up up " ]
 out=$(timeout 120 docker-compose -p sbxct restart client 2>&1); rc=$?
 check "docker-compose restart client ($rc)" [ $rc -eq 0 ]
 out=$(timeout 120 docker-compose -p sbxct stop 2>&1); rc=$?
@@ -92,6 +111,7 @@ out=$(timeout 300 docker-compose -p sbxct down -v 2>&1); rc=$?
 check "docker-compose down -v ($rc: $(tail -n 3 <<<"$out" | tr '\n' ' '))" [ $rc -eq 0 ]
 check "… no container left ($(docker ps -aq | tr '\n' ' '))" [ -z "$(docker ps -aq)" ]
 check "… no network left ($(docker network ls -q | tr '\n' ' '))" [ -z "$(docker network ls -q)" ]
+check "… no volume left ($(docker volume ls -q | tr '\n' ' '))" [ -z "$(docker volume ls -q)" ]
 stop_server
 for _ in $(seq 20); do [ -z "$(ours_left)" ] && break; sleep 0.1; done
 check "nothing left: no sandbox, record, endpoint, bridge, DNS server or rule ($(ours_left | tr '\n' ' '))" test -z "$(ours_left)"

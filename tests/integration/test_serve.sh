@@ -259,6 +259,31 @@ print(d["memory_stats"]["usage"] > 0, d["memory_stats"]["limit"] > 0, d["pids_st
   out=$(head -c 1000 /dev/urandom | docker load 2>&1); rc=$?
   check "docker load of a non-archive fails with the reason ($rc)" [ "$rc" != 0 ]
 
+  # Named volumes: the docker CLI's volume commands, docker run -v NAME:/PATH, docker-py.
+  check "docker volume create prints the name" [ "$(docker volume create --label t=serve dvol)" = dvol ]
+  check "docker volume ls lists it" grep -qx dvol <<<"$(docker volume ls -q)"
+  check "docker volume ls --filter label=t=serve" [ "$(docker volume ls -q --filter label=t=serve)" = dvol ]
+  check "docker volume inspect: driver local" [ "$(docker volume inspect -f '{{.Driver}} {{.Name}}' dvol)" = "local dvol" ]
+  docker run --rm "${RT_ARGS[@]}" -v dvol:/data $IMG sh -c 'echo kept >/data/f' >/dev/null
+  check "docker run -v dvol:/data: the data outlives the container" [ "$(docker run --rm "${RT_ARGS[@]}" -v dvol:/data $IMG cat /data/f)" = kept ]
+  docker run -d --name voltest "${RT_ARGS[@]}" --mount type=volume,source=dvol,target=/m,readonly $IMG sleep 600 >/dev/null
+  check "container inspect's Mounts lists the volume" \
+    [ "$(docker inspect -f '{{range .Mounts}}{{.Type}} {{.Name}} {{.Destination}} {{.RW}}{{end}}' voltest)" = "volume dvol /m false" ]
+  out=$(docker volume rm dvol 2>&1); rc=$?
+  check "docker volume rm of a volume in use fails ($rc: $out)" bash -c "[ $rc != 0 ] && grep -q 'in use' <<<\"\$1\"" _ "$out"
+  docker rm -f voltest >/dev/null
+  check "docker volume rm after the container is gone" [ "$(docker volume rm dvol)" = dvol ]
+  out=$(python3 -c '
+import docker, os
+c = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto")
+v = c.volumes.create("pyvol", labels={"k": "v"})
+assert v.name == "pyvol" and v.attrs["Labels"] == {"k": "v"}, v.attrs
+assert "pyvol" in [x.name for x in c.volumes.list(filters={"label": "k=v"})]
+c.volumes.get("pyvol").remove()
+assert "pyvol" not in [x.name for x in c.volumes.list()]
+print("ok")' 2>&1)
+  check "docker-py volumes.create/list/get/remove ($out)" [ "$out" = ok ]
+
   # HostConfig fields mapped onto sbx: CapDrop/CapAdd, GPUs (none here), PortBindings.
   out=$(docker run --rm --cap-drop ALL "${RT_ARGS[@]}" $IMG grep CapEff /proc/self/status)
   check "--cap-drop ALL: no effective capability ($out)" grep -q '0000000000000000' <<<"$out"

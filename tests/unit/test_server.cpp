@@ -102,7 +102,10 @@ TEST_CASE("spec_from_docker refuses what sbx cannot do") {
   CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"NetworkMode": "host"},
       "NetworkingConfig": {"EndpointsConfig": {"front": {"Aliases": ["a"]}}}})"), img, {}, id, ""),
                   Error);
-  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Binds": ["vol:/data"]}})"), img, {}, id, ""),
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Binds": ["bad name:/data"]}})"), img, {}, id, ""),
+                  Error);
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Mounts": [{"Type": "volume", "Target": "/d"}]}})"),
+                                           img, {}, id, ""),
                   Error);
   CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Binds": ["/tmp:rel"]}})"), img, {}, id, ""),
                   Error);

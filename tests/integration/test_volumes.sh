@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Named volumes (`sbx volume …`, `sbx run|create -v NAME:/PATH`, `--mount
+# type=volume,…`): the store (create, ls with filters, inspect, rm, prune),
+# bad names refused with nothing made, auto-create on first use, the copy of
+# the image's files into an empty volume (owners and modes kept), data that
+# outlives its sandbox, two sandboxes sharing one (the same owners in both,
+# whatever their id ranges), read-only mounts, rm refused while a sandbox
+# (running or ended) uses a volume, `sbx system df`, and nothing left.
+source "$(dirname "$0")/../sandbox_lib.sh"
+[ "$BB" = busybox ] || { echo "SKIP: needs the image store (busybox image)"; leave_test_cgroup; rm -rf "$T"; exit 77; }
+trap 'for id in $($SBX ps -aq --no-trunc 2>/dev/null); do $SBX rm -f "$id" >/dev/null 2>&1; done; rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null' EXIT
+
+# --- the store ----------------------------------------------------------------
+expect_rc "create a volume" 0 $SBX volume create --label team=a vol1
+check "its name is printed" test "$($SBX volume create vol1)" = vol1
+check "ls lists it" grep -qx vol1 <<<"$($SBX volume ls -q)"
+insp=$($SBX volume inspect vol1)
+check "inspect: docker's shape (Name, Driver local, Mountpoint, Labels)" python3 -c '
+import json, sys
+v = json.loads(sys.argv[1])[0]
+assert v["Name"] == "vol1" and v["Driver"] == "local" and v["Scope"] == "local", v
+assert v["Mountpoint"] == sys.argv[2] + "/volumes/vol1/_data", v
+assert v["Labels"] == {"team": "a"} and v["CreatedAt"].endswith("Z"), v' "$insp" "$SBX_ROOT"
+check "the volume's data dir exists" test -d "$SBX_ROOT/volumes/vol1/_data"
+check "the volumes dir is 0700" test "$(stat -c %a "$SBX_ROOT/volumes")" = 700
+anon=$($SBX volume create)
+check "create without a name: 64 hex characters" grep -Eqx '[0-9a-f]{64}' <<<"$anon"
+check "ls --filter label=team=a: only vol1" test "$($SBX volume ls -q --filter label=team=a)" = vol1
+check "ls --filter name=vol: only vol1" test "$($SBX volume ls -q --filter name=vol)" = vol1
+check "ls --json is an array of inspect objects" python3 -c '
+import json, sys
+names = sorted(v["Name"] for v in json.loads(sys.argv[1]))
+assert names == sorted(["vol1", sys.argv[2]]), names' "$($SBX volume ls --json)" "$anon"
+expect_rc "ls --filter bogus=1 is refused" 125 $SBX volume ls --filter bogus=1
+for bad in a /abs _x 'a b' 'x/y' '.hidden' 'é1'; do
+  out=$($SBX volume create "$bad" 2>&1)
+  check "create '$bad' is refused with a clear error" grep -q "invalid volume name" <<<"$out"
+done
+check "no half-made volume after bad names" test "$(ls -A "$SBX_ROOT/volumes" | sort | tr '\n' ' ')" = "$(printf '%s\n' "$anon" vol1 | sort | tr '\n' ' ')"
+expect_rc "rm of a volume that does not exist: 125" 125 $SBX volume rm nosuch
+expect_rc "rm -f of a volume that does not exist: 0" 0 $SBX volume rm -f nosuch
+expect_rc "rm the anonymous volume" 0 $SBX volume rm "$anon"
+
+# --- -v NAME:/PATH -------------------------------------------------------------
+expect_rc "run -v vol1:/data writes" 0 $SBX run --rm -v vol1:/data $BB -- sh -c 'echo hello >/data/f; mkdir /data/d; chown 1000:1000 /data/d; echo u >/data/d/g; chown 1000:1000 /data/d/g'
+check "a second sandbox reads what the first wrote" test "$($SBX run --rm -v vol1:/data $BB -- cat /data/f)" = hello
+check "owners are the same in the next sandbox (root and 1000)" test \
+  "$($SBX run --rm -v vol1:/data $BB -- stat -c '%u:%g' /data/f /data/d/g | tr '\n' ' ')" = "0:0 1000:1000 "
+check "the volume root is the sandbox's root's" test "$($SBX run --rm -v vol1:/data $BB -- stat -c %u:%g /data)" = 0:0
+check "on the host the files are volume ids, not host root's" test \
+  "$(stat -c %u "$SBX_ROOT/volumes/vol1/_data/f")" = 4294901759
+out=$($SBX run --rm -v vol1:/data:ro $BB -- sh -c 'cat /data/f; echo x >/data/new 2>&1 || echo refused')
+check ":ro mounts it read-only" test "$(tail -n1 <<<"$out")" = refused
+check "--mount type=volume reads it" test "$($SBX run --rm --mount type=volume,source=vol1,target=/m,readonly $BB -- cat /m/f)" = hello
+
+# An unknown name is created; an empty volume gets the image's files at the mount point.
+expect_rc "run -v auto1:/etc creates the volume" 0 $SBX run --rm -v auto1:/etc $BB -- true
+check "auto1 exists now" grep -qx auto1 <<<"$($SBX volume ls -q)"
+check "the image's /etc/passwd was copied into it" test -s "$SBX_ROOT/volumes/auto1/_data/passwd"
+check "copied files keep their mode" test "$(stat -c %a "$SBX_ROOT/volumes/auto1/_data/passwd")" = \
+  "$($SBX run --rm $BB -- stat -c %a /etc/passwd)"
+check "copied files are the sandbox's root's inside" test "$($SBX run --rm -v auto1:/x $BB -- stat -c %u /x/passwd)" = 0
+expect_rc "nocopy: no copy into an empty volume" 0 $SBX run --rm -v empty1:/etc:nocopy $BB -- true
+check "empty1 stayed empty" test -z "$(ls -A "$SBX_ROOT/volumes/empty1/_data")"
+expect_rc "a volume that is not empty is not overwritten" 0 $SBX run --rm -v vol1:/etc $BB -- true
+check "vol1 has no passwd" test ! -e "$SBX_ROOT/volumes/vol1/_data/passwd"
+if [ -n "$PY" ]; then
+  # The python image has several layers: the copy merges them (overlay).
+  expect_rc "copy from a layered image" 0 $SBX run --rm -v pyetc:/etc $PY -- true
+  check "its /etc was copied from the image's layers (merged)" test "$(cat "$SBX_ROOT/volumes/pyetc/_data/passwd")" = \
+    "$($SBX run --rm $PY -- cat /etc/passwd)"
+fi
+out=$($SBX run --rm -v 'bad name:/x' $BB -- true 2>&1)
+check "a bad volume name in -v is refused" grep -q "invalid --volume" <<<"$out"
+out=$($SBX run --rm --mount type=volume,target=/x $BB -- true 2>&1)
+check "--mount without a source is refused (no anonymous volumes)" grep -q "anonymous volumes" <<<"$out"
+out=$($SBX run --rm -v vol1:rel $BB -- true 2>&1)
+check "a relative target is refused" grep -q "must be absolute" <<<"$out"
+
+# --- in use ------------------------------------------------------------------
+id=$($SBX create --name holder -v vol1:/data $BB -- sleep 600)
+check "create -v: the sandbox sees the data" test "$($SBX exec holder cat /data/f)" = hello
+out=$($SBX volume rm vol1 2>&1); rc=$?
+check "rm of a volume a running sandbox uses: exit 125" test "$rc" = 125
+check "... with a clear error naming the sandbox" grep -q "in use by sandbox ${id:0:12}" <<<"$out"
+expect_rc "rm -f is refused too (docker's rule)" 125 $SBX volume rm -f vol1
+check "inspect counts the sandbox" python3 -c '
+import json, sys; assert json.loads(sys.argv[1])[0]["UsageData"]["RefCount"] == 1' "$($SBX volume inspect vol1)"
+check "ls --filter dangling=false lists vol1" grep -qx vol1 <<<"$($SBX volume ls -q --filter dangling=false)"
+check "ls --filter dangling=true does not" not_grep vol1 "$($SBX volume ls -q --filter dangling=true)"
+# Two sandboxes at once share it.
+check "a second sandbox writes while the first runs" $SBX run --rm -v vol1:/v $BB -- sh -c 'echo two >/v/two'
+check "the running one sees it at once" test "$($SBX exec holder cat /data/two)" = two
+$SBX stop -t 1 holder >/dev/null
+expect_rc "rm of a volume an ended sandbox uses: 125" 125 $SBX volume rm vol1
+df=$($SBX system df --json)
+check "system df counts volumes" python3 -c '
+import json, sys; d = json.loads(sys.argv[1]); assert d["Volumes"] >= 3 and d["VolumesSize"] > 0, d' "$df"
+check "system df's table has a volumes row" grep -q "^Local Volumes" <<<"$($SBX system df)"
+pruned=$($SBX volume prune -f)
+check "prune removes the unused ones" grep -qx auto1 <<<"$pruned"
+check "prune keeps the one in use" grep -qx vol1 <<<"$($SBX volume ls -q)"
+$SBX rm holder >/dev/null
+rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null  # name links' dir (empty once every sandbox is gone)
+expect_rc "rm after the sandbox is gone" 0 $SBX volume rm vol1
+check "its directory is gone" test ! -e "$SBX_ROOT/volumes/vol1"
+expect_rc "prune the rest" 0 $SBX volume prune -f
+check "no volume left" test -z "$($SBX volume ls -q)"
+check "nothing left in the volumes dir" test -z "$(ls -A "$SBX_ROOT/volumes")"
+finish
