@@ -38,6 +38,7 @@
 #include "engine/engine.h"
 #include "server/framing.h"
 #include "server/http.h"
+#include "server/rfc3339.h"
 
 namespace sbx::server {
 
@@ -217,9 +218,6 @@ class Api {
   std::deque<nlohmann::json> events_;
   uint64_t event_seq_ = 0;
 };
-
-/// RFC 3339 with nanoseconds, UTC, from unix ms ("0001-01-01T00:00:00Z" for 0).
-std::string rfc3339(int64_t unix_ms);
 
 /// Docker's `filters` query parameter, {"label": {"a=b": true}} or {"label":
 /// ["a=b"]}, as key → values (values of one key are alternatives; the keys

@@ -26,7 +26,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "server/error_status.h"
-#include "server/docker/api.h"
+#include "server/rfc3339.h"
 #include "server/e2b/e2b.h"
 #include "server/temp_dir.h"
 

@@ -18,7 +18,6 @@
 #include "runtime/snapshot_copies.h"
 #include "runtime/state.h"
 #include "engine/sandbox_options.h"
-#include "server/docker/docker_spec.h"
 #include "server/error_status.h"
 #include "server/framing.h"
 #include "server/reaper.h"
