@@ -31,7 +31,6 @@
 #include "runtime/sandbox_log.h"
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
-#include "engine/batch.h"
 #include "engine/build/builder.h"
 #include "engine/pool.h"
 #include "engine/userns.h"
@@ -42,6 +41,9 @@
 #include "spec/sandbox_spec.h"
 
 namespace sbx::engine {
+
+struct BatchRequest;  // engine/batch.h (which needs SandboxOptions, over this header)
+struct BatchSummary;
 
 /// Where the engine keeps its state.
 struct Config {
