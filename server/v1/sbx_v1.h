@@ -55,8 +55,8 @@ struct V1Error {
 V1Error classify(const Error& e);
 
 /// POST /sbx/v1/sandboxes's body (docs/api.md) as the engine's options,
-/// translated, nothing decided (a new random id). Throws V1Error 400 for a
-/// field of the wrong JSON type.
+/// translated, nothing decided (no id: the handler gives it one). Throws
+/// V1Error 400 for a field of the wrong JSON type or value.
 engine::SandboxOptions v1_create_options(const nlohmann::json& body);
 
 /// The /sbx/v1 API. One instance per server; thread-safe (each connection
