@@ -10,7 +10,9 @@
 #include "cli/commands.h"
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
+#include "common/log.h"
 #include "common/units.h"
+#include "engine/batch.h"
 #include "runtime/backends.h"
 #include "runtime/linux/network_options.h"
 
@@ -66,11 +68,7 @@ int batch(const Globals& g, const BatchFlags& f) {
   if (f.pool < -1) throw Error(ErrorKind::InvalidArgument,
               "invalid --pool " + std::to_string(f.pool) + ": give 0 (off) or a size");
   req.pool = static_cast<size_t>(f.pool < 0 ? f.parallel : f.pool);
-  req.image = f.image;
-  if (!f.timeout.empty()) req.timeout = units::parse_duration(f.timeout, "--timeout");
-  if (!f.memory.empty()) req.memory_bytes = static_cast<int64_t>(units::parse_size(f.memory, "--memory"));
   req.max_output = units::parse_size(f.max_output, "--max-output");
-  req.runsc = f.runsc;
   SandboxFlags sf;
   sf.network = f.network;
   sf.allow_egress = f.allow_egress;
@@ -82,10 +80,8 @@ int batch(const Globals& g, const BatchFlags& f) {
   sf.runsc = f.runsc;
   sf.exact = true;
   sf.memory = f.memory;
-  // Own user namespace unless the task's network is the host's (the engine
-  // decides per task: a task line may name its network), as `sbx run`.
-  req.userns = userns_mode(sf);
-  // The egress options are checked once here, not per image (a bad one would
+  sf.timeout = f.timeout;
+  // The egress options are checked once here, not per task (a bad one would
   // fail every task): as `sbx run`, they need --network private.
   if (f.network != "private" && f.network != "bridge" &&
       !(f.allow_egress.empty() && f.deny_egress.empty() && f.dns.empty() && f.add_hosts.empty()))
@@ -97,13 +93,14 @@ int batch(const Globals& g, const BatchFlags& f) {
     no.dns = f.dns;
     runtime::validate_network_options(no);  // a bad CIDR: exit 125 before any task
   }
-  req.base_spec = [&g, sf](const std::string& image) {
-    SandboxFlags one = sf;
-    one.positional = {image, "true"};  // a command for apply_image_config; each task's argv replaces it
-    BuildOptions bo;
-    bo.command = "run";
-    return build_spec(g, one, bo);
-  };
+  // The batch's flags as the engine's options, as `sbx run` translates its
+  // own; each task line goes over them and through the engine's builder.
+  BuildOptions bo;
+  bo.command = "run";
+  req.options = sandbox_options(sf, bo);
+  req.options.image = f.image;
+  req.options.pull_options.progress = make_pull_printer(false, false);
+  req.on_warning = [](const std::string& w) { log::warn(w); };
   if (f.output.empty()) req.on_result = [](const std::string& line) { std::cout << line << std::endl; };
   const bool tty = ::isatty(2) && !f.quiet;
   size_t last_tenth = 0;

@@ -4,19 +4,27 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/images.h"
 #include "cli/sandbox_view.h"
 #include "common/error.h"
 
 namespace sbx::cli {
+namespace {
+
+/// Prints an image's config and layers (pretty JSON: Id, RepoTags, Config,
+/// RootFS, Layers, LayerDirs) to stdout and returns 0. Throws sbx::Error when
+/// `ref` names no image in g.root.
+int inspect_image(const Globals& g, const std::string& ref) {
+  std::cout << make_engine(g).inspect_image(ref) << "\n";
+  return 0;
+}
+
+}  // namespace
 
 using nlohmann::json;
 
 // One `inspect` for sandboxes and images, as podman's: a sandbox id, prefix
-// or name first, else an image (cli/images.h). Replaces the image-only one.
+// or name first, else an image (cli/images.h).
 void register_inspect_command(CLI::App& app, Globals& g, Action& action) {
-  for (CLI::App* old : app.get_subcommands([](CLI::App* a) { return a->get_name() == "inspect"; }))
-    app.remove_subcommand(old);
   auto refs = std::make_shared<std::vector<std::string>>();
   auto fmt_json = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand("inspect", "Show everything about sandboxes or images (JSON)");

@@ -35,7 +35,11 @@ using Action = std::function<int()>;
 /// Each register_* adds its subcommand(s) to `app`; the subcommand's callback
 /// stores the work to do in `action` (run after parsing, so errors of the
 /// library are reported by main in one place).
-void register_image_commands(CLI::App& app, Globals& g, Action& action);
+/// Images: import, images, tag, rmi (one file each, cli/cmd_VERB.cpp).
+void register_import_command(CLI::App& app, Globals& g, Action& action);
+void register_images_command(CLI::App& app, Globals& g, Action& action);
+void register_tag_command(CLI::App& app, Globals& g, Action& action);
+void register_rmi_command(CLI::App& app, Globals& g, Action& action);
 void register_run_command(CLI::App& app, Globals& g, Action& action);
 void register_info_command(CLI::App& app, Globals& g, Action& action);
 void register_gc_command(CLI::App& app, Globals& g, Action& action);
@@ -51,10 +55,18 @@ void register_logs_command(CLI::App& app, Globals& g, Action& action);
 void register_cp_command(CLI::App& app, Globals& g, Action& action);
 /// sbx create (cli/cmd_create.cpp).
 void register_create_command(CLI::App& app, Globals& g, Action& action);
-/// snapshot, snapshot-dir, snapshots (rm, extract, prune), export, checkpoint, restore.
-void register_snapshot_commands(CLI::App& app, Globals& g, Action& action);
-/// pull, push, login, logout (cli/cmd_registry.cpp).
-void register_registry_commands(CLI::App& app, Globals& g, Action& action);
+/// Snapshots: snapshot, export, snapshot-dir, snapshots (rm, extract, prune), checkpoint, restore.
+void register_snapshot_command(CLI::App& app, Globals& g, Action& action);
+void register_export_command(CLI::App& app, Globals& g, Action& action);
+void register_snapshot_dir_command(CLI::App& app, Globals& g, Action& action);
+void register_snapshots_command(CLI::App& app, Globals& g, Action& action);
+void register_checkpoint_command(CLI::App& app, Globals& g, Action& action);
+void register_restore_command(CLI::App& app, Globals& g, Action& action);
+/// Registries: pull, push, login, logout (shared flags: cli/registry_flags.h).
+void register_pull_command(CLI::App& app, Globals& g, Action& action);
+void register_push_command(CLI::App& app, Globals& g, Action& action);
+void register_login_command(CLI::App& app, Globals& g, Action& action);
+void register_logout_command(CLI::App& app, Globals& g, Action& action);
 /// serve: the Docker Engine API (cli/cmd_serve.cpp, server/).
 void register_serve_command(CLI::App& app, Globals& g, Action& action);
 /// sbx stats (cli/cmd_stats.cpp).

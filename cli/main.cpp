@@ -108,7 +108,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", g.log_level, "Log level: trace, debug, info, warn, error, off")->capture_default_str();
 
   cli::Action action;
-  cli::register_image_commands(app, g, action);
+  cli::register_import_command(app, g, action);
+  cli::register_images_command(app, g, action);
+  cli::register_tag_command(app, g, action);
+  cli::register_rmi_command(app, g, action);
   cli::register_run_command(app, g, action);
   cli::register_info_command(app, g, action);
   cli::register_gc_command(app, g, action);
@@ -122,8 +125,16 @@ int main(int argc, char** argv) {
   cli::register_rm_command(app, g, action);
   cli::register_logs_command(app, g, action);
   cli::register_cp_command(app, g, action);
-  cli::register_snapshot_commands(app, g, action);
-  cli::register_registry_commands(app, g, action);
+  cli::register_snapshot_command(app, g, action);
+  cli::register_export_command(app, g, action);
+  cli::register_snapshot_dir_command(app, g, action);
+  cli::register_snapshots_command(app, g, action);
+  cli::register_checkpoint_command(app, g, action);
+  cli::register_restore_command(app, g, action);
+  cli::register_pull_command(app, g, action);
+  cli::register_push_command(app, g, action);
+  cli::register_login_command(app, g, action);
+  cli::register_logout_command(app, g, action);
   cli::register_serve_command(app, g, action);
   cli::register_stats_command(app, g, action);
   cli::register_batch_command(app, g, action);

@@ -27,7 +27,9 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "common/units.h"
+#include "engine/batch.h"
 #include "engine/engine.h"
+#include "engine/sandbox_options.h"
 #include "oci/auth_config.h"
 #include "runtime/backends.h"
 #include "runtime/state.h"
@@ -67,14 +69,32 @@ const char* network_name(NetworkMode m) {
   return m == NetworkMode::Private ? "private" : m == NetworkMode::Host ? "host" : "none";
 }
 
-/// The task's network on a copy of its image's base spec: a task line's
-/// "network" other than the batch's replaces it (private then has the
-/// batch's egress options when the batch is private too, else open egress;
-/// none and host have none of them).
-void apply_task_network(SandboxSpec& spec, const Task& t) {
-  if (!t.network || *t.network == spec.network) return;
-  if (*t.network != NetworkMode::Private || spec.network != NetworkMode::Private) spec.net = {};
-  spec.network = *t.network;
+/// The mode of an options' network ("" and none: None; any name but
+/// none/private/bridge/host: a user-defined network).
+NetworkMode options_network(const std::string& v) {
+  if (v.empty()) return NetworkMode::None;
+  if (v == "none" || v == "private" || v == "bridge" || v == "host") return parse_network(v);
+  return NetworkMode::User;
+}
+
+/// The task's network over the batch's options: a task line's "network"
+/// other than the batch's replaces it (private then keeps the batch's egress
+/// options when the batch is private too, else open egress; none and host
+/// have none of them).
+void apply_task_network(SandboxOptions& o, const Task& t) {
+  const NetworkMode base = options_network(o.network);
+  if (!t.network || *t.network == base) return;
+  if (*t.network != NetworkMode::Private || base != NetworkMode::Private) {
+    o.allow_egress.clear();
+    o.deny_egress.clear();
+    o.publish.clear();
+    o.dns.clear();
+    o.add_hosts.clear();
+    o.network_aliases.clear();
+    o.ip.clear();
+    o.network_endpoints.clear();
+  }
+  o.network = network_name(*t.network);
 }
 
 Task parse_task(const std::string& text, size_t line) {
@@ -348,35 +368,47 @@ class Reporter {
 
 // ---- running ----------------------------------------------------------------
 
-/// The task's request on its image's base spec: a new id, its argv, env,
-/// network, limits and timeout over the batch's.
-RunRequest task_request(const SandboxSpec& base, const Task& t, const BatchRequest& req) {
-  RunRequest run;
-  run.spec = base;
-  run.spec.id = runtime::new_sandbox_id();
-  run.spec.hostname = run.spec.id.substr(0, 12);
-  run.spec.name.clear();
-  run.spec.process.args = t.argv;
-  apply_task_network(run.spec, t);
-  for (const auto& [k, v] : t.env) {
-    auto& env = run.spec.process.env;
-    const std::string prefix = k + "=";  // (clang: no lambda capture of a structured binding)
-    std::erase_if(env, [&](const std::string& e) { return e.rfind(prefix, 0) == 0; });
-    env.push_back(prefix + v);
-  }
-  run.spec.timeout = t.timeout ? *t.timeout : req.timeout;
-  if (t.memory_bytes) run.spec.resources.memory_bytes = *t.memory_bytes;
-  else if (req.memory_bytes) run.spec.resources.memory_bytes = *req.memory_bytes;
-  if (t.pids_limit) run.spec.resources.pids_limit = *t.pids_limit;
-  if (t.cpus) run.spec.resources.cpus = *t.cpus;
-  run.spec.stdin_open = t.stdin_data.has_value();
-  // As `sbx run`: Engine::run decides per task (engine/userns.h; a task
-  // line may name the host's network).
-  run.userns = req.userns;
-  run.runsc = req.runsc;
-  run.io.forward_signals = true;
-  return run;
+/// The options of the sandbox the pool for `image` and t's network keeps:
+/// the batch's options on that image and network, a placeholder command
+/// (each pooled task brings its own argv and env).
+SandboxOptions pool_options(const SandboxOptions& base, const Task& t, const std::string& image) {
+  SandboxOptions o = base;
+  o.id.clear();
+  o.name.clear();
+  o.hostname.clear();
+  o.image = image;
+  o.entrypoint = std::vector<std::string>{};
+  o.command = {"true"};
+  o.hold_without_command = false;
+  apply_task_network(o, t);
+  return o;
 }
+
+/// The options of task t over the batch's: its image (else the batch's),
+/// argv, env, stdin, limits, timeout and network.
+SandboxOptions task_options(const SandboxOptions& base, const Task& t) {
+  SandboxOptions o = pool_options(base, t, t.image.empty() ? base.image : t.image);
+  // The task's argv is the whole command (cmd, or script under /bin/sh -c):
+  // the image's Entrypoint is not put before it.
+  o.command = t.argv;
+  for (const auto& [k, v] : t.env) o.env.push_back(k + "=" + v);
+  if (t.timeout) o.timeout = *t.timeout;
+  if (t.memory_bytes) o.memory_bytes = *t.memory_bytes;
+  if (t.pids_limit) o.pids_limit = *t.pids_limit;
+  if (t.cpus) o.cpus = *t.cpus;
+  o.stdin_open = t.stdin_data.has_value();
+  return o;
+}
+
+}  // namespace
+
+SandboxOptions batch_task_options(const SandboxOptions& base, const std::string& line) {
+  Task t = parse_task(line, 1);
+  if (!t.error.empty()) throw Error(ErrorKind::InvalidArgument, t.error);
+  return task_options(base, t);
+}
+
+namespace {
 
 /// The running part of a batch: starts tasks (a forked worker with a fresh
 /// sandbox, or a warm-pool sandbox), pumps their output, turns their ends
@@ -421,14 +453,18 @@ class Runner {
   void finish(Worker& w);
   bool start_pooled(const Task& t, Worker& w, RunRequest& run, const std::string& image);
   void start_worker(const Task& t, Worker& w, RunRequest& run, int in_fd, int out_p[2], int err_p[2], int res_p[2]);
+  /// build_sandbox on a resolved image; each distinct warning goes to
+  /// req.on_warning once.
+  RunRequest build(const SandboxOptions& o, const std::string& image);
 
   Engine& eng_;
   const BatchRequest& req_;
   Reporter& rep_;
   const std::string work_root_;
   std::function<std::unique_ptr<WarmPool>(const SandboxSpec&, size_t)> make_pool_;
-  std::map<std::string, SandboxSpec> bases_;
-  std::map<std::string, std::string> base_errors_;
+  std::map<std::string, ResolvedImage> images_;
+  std::map<std::string, std::string> base_errors_;  ///< image → why it could not be resolved
+  std::set<std::string> warned_;
   // Warm pools, one per image and network (declared before `running_`: a
   // taken sandbox dies with its pool, engine/pool.h).
   std::map<std::string, std::unique_ptr<WarmPool>> pools_;
@@ -461,12 +497,7 @@ bool Runner::start_pooled(const Task& t, Worker& w, RunRequest& run, const std::
     // veth, lease, nft rules, DNS proxy) is made with it ahead of its
     // task and removed with it (engine/pool.h).
     auto& pool = pools_[image + '\n' + network_name(run.spec.network)];
-    if (!pool) {
-      SandboxSpec ps = bases_.at(image);
-      apply_task_network(ps, t);
-      if (req_.memory_bytes) ps.resources.memory_bytes = *req_.memory_bytes;
-      pool = make_pool_(ps, req_.pool);
-    }
+    if (!pool) pool = make_pool_(build(pool_options(req_.options, t, image), image).spec, req_.pool);
     w.sb = pool->take();
     w.pooled = true;
     return true;
@@ -476,18 +507,36 @@ bool Runner::start_pooled(const Task& t, Worker& w, RunRequest& run, const std::
   }
 }
 
+RunRequest Runner::build(const SandboxOptions& o, const std::string& image) {
+  std::vector<std::string> warnings;
+  RunRequest run = build_sandbox(o, images_.at(image), "", &warnings);
+  for (auto& w : warnings)
+    if (warned_.insert(w).second && req_.on_warning) req_.on_warning(w);
+  return run;
+}
+
 void Runner::launch(const Task& t) {
-  const std::string image = t.image.empty() ? req_.image : t.image;
+  const std::string image = t.image.empty() ? req_.options.image : t.image;
   if (image.empty()) return rep_.fail(t, "no image: give \"image\" in the task or --image");
-  if (!bases_.count(image) && !base_errors_.count(image)) {
+  const SandboxOptions o = task_options(req_.options, t);
+  // Each image is resolved (pulled as the options say) once; a failure
+  // fails every task of that image with the same error.
+  if (!images_.count(image) && !base_errors_.count(image)) {
     try {
-      bases_.emplace(image, req_.base_spec(image));
+      images_.emplace(image, resolve_image(eng_, o));
     } catch (const std::exception& e) {
       base_errors_[image] = e.what();
     }
   }
   if (base_errors_.count(image)) return rep_.fail(t, base_errors_[image]);
-  RunRequest run = task_request(bases_.at(image), t, req_);
+  // The engine's one builder, as `sbx run` and the API servers use it.
+  RunRequest run;
+  try {
+    run = build(o, image);
+  } catch (const Error& e) {
+    return rep_.fail(t, e.what(), e.exit_code());
+  }
+  run.io.forward_signals = true;
 
   Worker w;
   w.task = &t;
@@ -757,7 +806,6 @@ BatchSummary Engine::batch(const BatchRequest& req) {
   if (req.parallel < 1)
     throw Error(ErrorKind::InvalidArgument,
                 "invalid parallelism " + std::to_string(req.parallel) + ": must be 1 or more");
-  if (!req.base_spec) throw Error("batch: no base_spec given (front-end bug)");
   // Read all tasks first: the total is known (progress).
   const std::vector<Task> tasks = read_tasks(req);
   std::set<std::string> skip;
@@ -768,7 +816,7 @@ BatchSummary Engine::batch(const BatchRequest& req) {
   {
     StopSignals sig;
     Runner run(*this, req, rep, cfg_.run_root + "/.batch-" + std::to_string(::getpid()),
-               [this, &req](const SandboxSpec& ps, size_t n) { return make_pool(ps, use_userns(ps, req.userns), n); });
+               [this, &req](const SandboxSpec& ps, size_t n) { return make_pool(ps, use_userns(ps, req.options.userns), n); });
     // On sbx's own failure (output not writable, fork failed) the Runner
     // stops the rest as a signal would, waits for them and leaves nothing.
     size_t next = 0;

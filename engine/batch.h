@@ -39,6 +39,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/sandbox_options.h"
 #include "engine/userns.h"
 #include "spec/sandbox_spec.h"
 
@@ -62,26 +63,39 @@ struct BatchRequest {
   std::string output;  ///< results appended here (JSON lines); empty: on_result only
   bool resume = false; ///< skip ids that have a result line in `output` already
   int parallel = 1;    ///< sandboxes at a time (-P)
-  std::string image;   ///< for tasks without "image"
-  std::chrono::milliseconds timeout{0};  ///< per task without "timeout" (0: none)
-  std::optional<int64_t> memory_bytes;   ///< per task without "memory"
-  /// Native: --userns; each task's sandbox gets its own user namespace as
-  /// use_userns decides (engine/userns.h: not with the host's network).
-  UsernsMode userns = UsernsMode::Auto;
-  std::string runsc;                     ///< gVisor: runsc binary
+  /// The batch's options (the front end's flags, translated: the image for
+  /// tasks without "image", network and egress options, memory, timeout,
+  /// runtime, runsc, userns, pull), the base of every task. A task line's
+  /// image, argv, env, stdin, limits, timeout and network go over them
+  /// (batch_task_options) and the engine's one builder (build_sandbox)
+  /// makes each task's sandbox, as for `sbx run`. Each image is resolved
+  /// once (an unknown image fails every task of it). A private network is
+  /// made per task, pooled ones ahead of their task. Userns: each task's
+  /// sandbox gets its own user namespace as use_userns decides
+  /// (engine/userns.h: not with the host's network).
+  SandboxOptions options;
   /// Warm pool (engine/pool.h): sandboxes kept set up per image, each
   /// waiting for one task (native tasks without limits of their own; the
   /// others get a fresh sandbox). 0: every task a fresh sandbox.
   size_t pool = 0;
   size_t max_output = 1 << 20;           ///< bytes of stdout and of stderr kept per task
-  /// The base spec for an image (resolved, its config applied, default
-  /// bounds, network with its egress options — a private network is made
-  /// per task, pooled ones ahead of their task): the front end's, called once per image. Throws
-  /// sbx::Error for an unknown image (then every task of it fails).
-  std::function<SandboxSpec(const std::string& image)> base_spec;
   std::function<void(const std::string& json_line)> on_result;  ///< each result line (optional)
   std::function<void(const BatchProgress&)> progress;            ///< optional
+  /// What the builder warns of (an rlimit clamped to the host's), each
+  /// distinct warning once (optional).
+  std::function<void(const std::string&)> on_warning;
 };
+
+/// The options of the sandbox for one task line `line` (parsed as the batch
+/// parses it) over the batch's `base`: the line's "image" (else base.image),
+/// "cmd" or "script" as the whole argv (the image's Entrypoint is not put
+/// before it), "env" added over the image's, "stdin", "timeout", "memory",
+/// "pids_limit", "cpus", and "network" (another network than the base's
+/// drops the base's egress options unless both are private). What the
+/// engine hands to build_sandbox for that task. Throws sbx::Error
+/// (InvalidArgument) for a malformed line, with the message its "invalid"
+/// result carries.
+SandboxOptions batch_task_options(const SandboxOptions& base, const std::string& line);
 
 struct BatchSummary {
   BatchProgress progress;

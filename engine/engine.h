@@ -31,7 +31,6 @@
 #include "runtime/sandbox_log.h"
 #include "runtime/state.h"
 #include "gpu/nvidia.h"
-#include "engine/batch.h"
 #include "engine/build/builder.h"
 #include "engine/pool.h"
 #include "engine/userns.h"
@@ -43,6 +42,9 @@
 #include "spec/sandbox_spec.h"
 
 namespace sbx::engine {
+
+struct BatchRequest;  // engine/batch.h (which needs SandboxOptions, over this header)
+struct BatchSummary;
 
 /// Where the engine keeps its state.
 struct Config {
@@ -296,6 +298,10 @@ class Engine {
   /// counted; more: sbx::Error with errno EFBIG, and nothing of it is left.
   runtime::CopyResult copy_out(const std::string& sandbox, const std::string& sandbox_path, const std::string& host_path,
                                uint64_t max_bytes = 0);
+  /// SANDBOX_PATH's lstat in the running sandbox, without copying it
+  /// (Backend::stat_path). Throws sbx::Error: Unsupported when the backend
+  /// has no such stat (then stat a copy_out), else as copy_out.
+  runtime::PathStat stat_path(const std::string& sandbox, const std::string& sandbox_path);
   /// The full id of `ref` (id, unique prefix or name). Throws sbx::Error.
   std::string resolve(const std::string& ref);
   /// Newest first.

@@ -313,6 +313,13 @@ runtime::CopyResult Engine::copy_out(const std::string& sandbox, const std::stri
   return res;
 }
 
+runtime::PathStat Engine::stat_path(const std::string& sandbox, const std::string& sandbox_path) {
+  auto sb = runtime::open_sandbox(cfg_.run_root, resolve(sandbox));
+  auto backend = runtime::backend_for(sb.state, backend_options());
+  backend->require(runtime::Operation::CopyOut);
+  return backend->stat_path(sb, sandbox_path);
+}
+
 std::vector<runtime::SandboxInfo> Engine::list(const ListRequest& req) {
   // Check the filters first: a bad one is an error even with no sandbox.
   for (const auto& f : req.filters) {

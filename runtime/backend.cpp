@@ -187,4 +187,10 @@ std::string Backend::release(const SandboxRef&) noexcept { return ""; }
 
 void Backend::accept_gpus(SandboxSpec&, const std::string&) const {}
 
+PathStat Backend::stat_path(const SandboxRef& sb, const std::string& sandbox_path) {
+  throw Error(ErrorKind::Unsupported, std::string("stat of ") + sandbox_path + " in sandbox " +
+                                          sb.state.id.substr(0, 12) + ": not offered by runtime '" + name() +
+                                          "' without a copy");
+}
+
 }  // namespace sbx::runtime

@@ -211,6 +211,10 @@ class Backend {
   /// and nothing of the copy left behind.
   virtual CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path,
                               uint64_t max_bytes) = 0;
+  /// SANDBOX_PATH's lstat in the running sandbox, resolved there as copy_out
+  /// resolves it, without copying anything. The default throws sbx::Error
+  /// (Unsupported): a caller may then stat a copy_out instead.
+  virtual PathStat stat_path(const SandboxRef& sb, const std::string& sandbox_path);
   /// Sends `sig` to the sandbox (SIGKILL: all of it, recorded as "killed").
   virtual void signal(const SandboxRef& sb, int sig);
   /// SIGTERM (or `sig`), then SIGKILL after `grace`; returns once it ended.

@@ -25,6 +25,16 @@ inline constexpr uint64_t kMaxArchiveBody = uint64_t{1} << 30;  ///< 1 GiB, spoo
 /// files an uploaded tar unpacks to). Holes of sparse files do not count:
 /// they stay holes. More: the request fails (507), and nothing stays behind.
 inline constexpr uint64_t kMaxCopyStage = uint64_t{4} << 30;
+/// 4 GiB: the largest file a raw file read (/sbx/v1 files, E2B GET /files)
+/// answers. Such a read sends a sparse file's holes as zeros, so its size
+/// counts, holes included: a 1 TiB sparse file is refused (413, TooLarge)
+/// before a byte is sent, not streamed as 1 TiB of zeros. The Docker archive
+/// (a tar with sparse entries) sends no holes and has no such bound.
+inline constexpr uint64_t kMaxFileRead = uint64_t{4} << 30;
+
+/// The refusal of a file read past kMaxFileRead: "PATH is N bytes …" naming
+/// the bound and the way to get it (the archive endpoint keeps holes).
+std::string file_read_too_large(const std::string& path, uint64_t size);
 
 /// How the body of one request is read, chosen per endpoint from its head
 /// (method, path, headers) before a byte of the body is read.

@@ -15,6 +15,12 @@ backend registry, which uses the backends, but the engine may not include a
 backend's header). System headers (<...>) are not checked. It also refuses a
 mention of a backend class (NativeBackend, GvisorBackend) outside the
 backends and the registry: the rest asks the Backend interface.
+
+Inside the server layer, the APIs (server/docker, server/v1, server/e2b,
+server/sandbox_fusion) sit side by side over the shared server/ files: one
+API may not include another's headers (what two share belongs in server/ or
+the engine), except the routes listed in API_ROUTES (the Docker API's router
+hands /sbx/v1 requests to that API on the same socket).
 """
 import os
 import re
@@ -23,6 +29,14 @@ import tempfile
 
 BACKEND_CLASSES = ("NativeBackend", "GvisorBackend")
 SOURCE_EXT = (".h", ".hpp", ".c", ".cc", ".cpp")
+API_DIRS = ("server/docker", "server/v1", "server/e2b", "server/sandbox_fusion")
+API_ROUTES = {("server/docker", "server/v1")}
+
+
+def api_of(path):
+    """The API directory (API_DIRS) of a repository-relative path, or None."""
+    d = os.path.dirname(path)
+    return d if d in API_DIRS else None
 
 
 def parse_table(cmake_text):
@@ -86,6 +100,11 @@ def check(src):
                 m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
                 if m:
                     inc = m.group(1)
+                    a, b = api_of(rel), api_of(inc)
+                    if a and b and a != b and (a, b) not in API_ROUTES:
+                        problems.append(f"{rel}:{n}: the API in {a}/ includes {inc} of the API in {b}/: "
+                                        "move what they share to server/ or the engine")
+                        continue
                     theirs = owner(inc, layers)
                     if theirs is None or theirs == mine or theirs in uses[mine]:
                         continue
@@ -109,7 +128,8 @@ def self_test():
                 f.write(text)
         put("CMakeLists.txt", "sbx_layer(low DIRS low)\nsbx_layer(be DIRS low/be USES low BACKEND)\n"
                               "sbx_layer(reg FILES low/reg.cpp USES be low BACKEND)\n"
-                              "sbx_layer(high DIRS high USES reg low)\n")
+                              "sbx_layer(high DIRS high USES reg low)\n"
+                              "sbx_layer(server DIRS server server/docker server/v1 server/e2b USES low)\n")
         put("low/a.h", "#pragma once\n")
         put("low/be/b.h", '#include "low/a.h"\nclass NativeBackend {};\n')
         put("low/reg.h", '#include "low/be/b.h"\n')
@@ -118,10 +138,15 @@ def self_test():
         put("high/h.h", '#include "low/a.h"\n#include "low/reg.h"\n')
         put("high/skip.cpp", '#include "low/be/b.h"\n// NativeBackend in a comment is fine\n')  # skips a layer
         put("high/name.cpp", "bool x = NativeBackend::kName;\n")
+        put("server/docker/d.h", '#include "server/v1/v.h"\n#include "server/s.h"\n')  # the listed route
+        put("server/v1/v.h", '#include "server/s.h"\n')
+        put("server/s.h", "#pragma once\n")
+        put("server/e2b/e.cpp", '#include "server/docker/d.h"\n')  # one API on another's header
         got = check(t)
         want = ["low/bad.cpp:1: layer 'low' includes high/h.h",
                 "high/skip.cpp:1: layer 'high' includes low/be/b.h",
-                "high/name.cpp:1: layer 'high' names NativeBackend"]
+                "high/name.cpp:1: layer 'high' names NativeBackend",
+                "server/e2b/e.cpp:1: the API in server/e2b/ includes server/docker/d.h"]
         ok = len(got) == len(want) and all(any(g.startswith(w) for g in got) for w in want)
         print("\n".join(got))
         print("self-test:", "ok" if ok else "FAILED (expected exactly: " + "; ".join(want) + ")")

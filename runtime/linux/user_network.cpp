@@ -462,10 +462,6 @@ std::string hosts_line(const NetworkEndpoint& e) {
 
 }  // namespace
 
-bool is_reserved_network_name(const std::string& name) {
-  return name == "none" || name == "host" || name == "private" || name == "bridge";
-}
-
 int default_subnet_len(Ipv4Prefix pool) { return std::min(std::max(24, pool.len + 2), 29); }
 
 Ipv4Prefix pick_subnet(Ipv4Prefix pool, int len, const std::vector<Ipv4Prefix>& taken) {

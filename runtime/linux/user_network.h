@@ -98,7 +98,9 @@ struct NetworkCreateOptions {
 };
 
 /// The names sbx itself gives network modes: no user network may take them.
-bool is_reserved_network_name(const std::string& name);
+inline bool is_reserved_network_name(const std::string& name) {
+  return name == "none" || name == "host" || name == "private" || name == "bridge";
+}
 
 /// The size of a network sbx picks from `pool` (a /24 from a /16, smaller
 /// from small pools). Pure.

@@ -418,6 +418,29 @@ CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_
   return c.result;
 }
 
+PathStat stat_in_sandbox(const SandboxState& st, const std::string& sandbox_path) {
+  Fd root = open_root(st);
+  std::string sdir, sbase;
+  split(sandbox_path, sdir, sbase);
+  if (sbase.empty()) sbase = ".";
+  SandboxSide as(true, sandbox_root_uid(st.pid));
+  Fd dir(openat2_in_root(root.fd, sdir, O_RDONLY | O_DIRECTORY));
+  const std::string what = "sandbox " + st.id.substr(0, 12);
+  if (dir.fd < 0) throw_errno("open " + sdir + " in " + what);
+  struct stat s;
+  if (::fstatat(dir.fd, sbase.c_str(), &s, AT_SYMLINK_NOFOLLOW) < 0) throw_errno("stat " + sandbox_path + " in " + what);
+  PathStat out;
+  out.mode = s.st_mode;
+  out.size = static_cast<uint64_t>(s.st_size);
+  out.mtime_s = s.st_mtime;
+  if (S_ISLNK(s.st_mode)) {
+    char buf[4096];
+    ssize_t n = ::readlinkat(dir.fd, sbase.c_str(), buf, sizeof buf);
+    if (n > 0) out.link_target.assign(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
 CopyResult copy_into_sandbox(const SandboxState& st, const std::string& host_path, const std::string& sandbox_path,
                              uint32_t owner_uid, uint32_t owner_gid) {
   Fd root = open_root(st);  // (/proc/PID/root itself needs the ptrace access: opened first)

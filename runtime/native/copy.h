@@ -37,6 +37,13 @@ CopyResult copy_from_sandbox(const SandboxState& st, const std::string& sandbox_
 /// sandbox's root (uid/gid `owner_uid`/`owner_gid` on the host, as mapped), and
 /// replace existing files by rename(2) so a symlink at the destination is
 /// replaced, not written through. Throws sbx::Error.
+/// SANDBOX_PATH's lstat in the running sandbox `st`: resolved by the kernel
+/// inside its root (openat2 RESOLVE_IN_ROOT), read as the sandbox's root
+/// reads it, as copy_from_sandbox does, and nothing copied. Throws
+/// sbx::Error (errno ENOENT …) when it does not exist or the sandbox is not
+/// running.
+PathStat stat_in_sandbox(const SandboxState& st, const std::string& sandbox_path);
+
 CopyResult copy_into_sandbox(const SandboxState& st, const std::string& host_path, const std::string& sandbox_path,
                              uint32_t owner_uid = 0, uint32_t owner_gid = 0);
 

@@ -158,6 +158,10 @@ CopyResult NativeBackend::copy_out(const SandboxRef& sb, const std::string& sand
   return copy_from_sandbox(sb.state, sandbox_path, host_path, max_bytes);
 }
 
+PathStat NativeBackend::stat_path(const SandboxRef& sb, const std::string& sandbox_path) {
+  return stat_in_sandbox(sb.state, sandbox_path);
+}
+
 ProcessTable NativeBackend::processes(const SandboxRef& sb) { return cgroup_process_table(sb.state.cgroups); }
 
 void NativeBackend::pause(const SandboxRef& sb) {

@@ -27,6 +27,8 @@ class NativeBackend final : public Backend {
   CopyResult copy_in(const SandboxRef& sb, const std::string& host_path, const std::string& sandbox_path) override;
   CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path,
                       uint64_t max_bytes) override;
+  /// lstat in the sandbox's root, as copy_out reads it (runtime/native/copy.h).
+  PathStat stat_path(const SandboxRef& sb, const std::string& sandbox_path) override;
   /// Its cgroups' processes (runtime/linux/process_table.h): host pids and uids.
   ProcessTable processes(const SandboxRef& sb) override;
   /// The cgroup freezer, as a snapshot freezes it (runtime/linux/cgroup_freeze.h):

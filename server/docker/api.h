@@ -38,6 +38,7 @@
 #include "engine/engine.h"
 #include "server/framing.h"
 #include "server/http.h"
+#include "server/rfc3339.h"
 
 namespace sbx::server {
 
@@ -236,9 +237,6 @@ class Api {
 /// "progressDetail"}), as POST /images/create and POST /build stream it;
 /// null for an event Docker does not show.
 nlohmann::json pull_message(const oci::PullEvent& e);
-
-/// RFC 3339 with nanoseconds, UTC, from unix ms ("0001-01-01T00:00:00Z" for 0).
-std::string rfc3339(int64_t unix_ms);
 
 /// Docker's `filters` query parameter, {"label": {"a=b": true}} or {"label":
 /// ["a=b"]}, as key → values (values of one key are alternatives; the keys

@@ -67,24 +67,37 @@ std::string base64(std::string_view in) {
 
 /// Docker's X-Docker-Container-Path-Stat: base64 of {name, size, mode (Go's
 /// os.FileMode: type bits high), mtime, linkTarget}.
+std::string path_stat_header(const runtime::PathStat& st, const std::string& name) {
+  uint32_t mode = st.mode & 0777;
+  if (S_ISDIR(st.mode)) mode |= 1u << 31;
+  if (S_ISLNK(st.mode)) mode |= 1u << 27;
+  if (S_ISFIFO(st.mode)) mode |= 1u << 25;
+  if (S_ISSOCK(st.mode)) mode |= 1u << 24;
+  if (S_ISCHR(st.mode)) mode |= (1u << 26) | (1u << 21);
+  if (S_ISBLK(st.mode)) mode |= 1u << 26;
+  char mtime[64];
+  struct tm tm {};
+  time_t t = static_cast<time_t>(st.mtime_s);
+  ::gmtime_r(&t, &tm);
+  std::strftime(mtime, sizeof mtime, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  json j = {{"name", name}, {"size", st.size}, {"mode", mode}, {"mtime", mtime}, {"linkTarget", st.link_target}};
+  return base64(j.dump());
+}
+
+/// The header for a copy staged on the host at `host_path`.
 std::string path_stat_header(const std::string& host_path, const std::string& name) {
   struct stat st {};
   if (::lstat(host_path.c_str(), &st) < 0) throw_errno("stat " + host_path);
-  uint32_t mode = st.st_mode & 0777;
-  if (S_ISDIR(st.st_mode)) mode |= 1u << 31;
-  if (S_ISLNK(st.st_mode)) mode |= 1u << 27;
-  std::string link;
+  runtime::PathStat ps;
+  ps.mode = st.st_mode;
+  ps.size = static_cast<uint64_t>(st.st_size);
+  ps.mtime_s = st.st_mtime;
   if (S_ISLNK(st.st_mode)) {
     char buf[4096];
     ssize_t n = ::readlink(host_path.c_str(), buf, sizeof buf);
-    if (n > 0) link.assign(buf, static_cast<size_t>(n));
+    if (n > 0) ps.link_target.assign(buf, static_cast<size_t>(n));
   }
-  char mtime[64];
-  struct tm tm {};
-  ::gmtime_r(&st.st_mtime, &tm);
-  std::strftime(mtime, sizeof mtime, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  json j = {{"name", name}, {"size", st.st_size}, {"mode", mode}, {"mtime", mtime}, {"linkTarget", link}};
-  return base64(j.dump());
+  return path_stat_header(ps, name);
 }
 
 /// Unpacks the tar in the file `tar` into `dir` with libarchive's secure
@@ -157,6 +170,22 @@ void Api::container_archive(Connection& c, const Request& r, const std::string& 
   std::string id = resolve_container(ref);
   std::string path = r.param("path");
   if (path.empty() || path[0] != '/') throw HttpError{400, "path must be an absolute path in the container"};
+  std::string name = path;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  name = name == "/" ? "." : name.substr(name.rfind('/') + 1);
+  if (r.method == "HEAD") {
+    // The stat of the path in the sandbox, nothing copied (the docker CLI
+    // sends a HEAD before every copy out: a stage here would copy a whole
+    // tree, or a huge file, for its size alone). A backend without such a
+    // stat (gVisor: its files are in its own memory) gets the staged copy.
+    try {
+      runtime::PathStat st = engine_.stat_path(id, path);
+      return (void)c.send(200, "", "application/x-tar", {{"X-Docker-Container-Path-Stat", path_stat_header(st, name)}});
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Unsupported)
+        throw HttpError{404, std::string("Could not find the file ") + path + " in container " + ref + ": " + e.what()};
+    }
+  }
   TempDir tmp(engine_.config().root);
   if (r.method == "PUT") {
     // The body is on disk (body_rule: spooled), unpacked beside it.
@@ -166,10 +195,8 @@ void Api::container_archive(Connection& c, const Request& r, const std::string& 
       engine_.copy_in(id, e.path().string(), path);
     return (void)c.send(200, "");
   }
-  // GET, HEAD: the path copied out (copy_out's checks), then stat'ed / tarred.
-  std::string name = path;
-  while (name.size() > 1 && name.back() == '/') name.pop_back();
-  name = name == "/" ? "." : name.substr(name.rfind('/') + 1);
+  // GET (and HEAD on a backend without stat_path): the path copied out
+  // (copy_out's checks), then stat'ed / tarred.
   std::string out = tmp.path() + "/out";
   try {
     engine_.copy_out(id, path, out, kMaxCopyStage);

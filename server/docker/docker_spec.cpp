@@ -231,14 +231,6 @@ engine::SandboxOptions options_from_docker(const json& cfg, const std::string& i
   return o;
 }
 
-SandboxSpec spec_from_docker(const json& cfg, const oci::ImageRecord& img, const std::vector<std::string>& layer_dirs,
-                             const std::string& id, const std::string& name, const std::string& default_runtime) {
-  engine::SandboxOptions o = options_from_docker(cfg, id, name);
-  o.gpu = {};  // GPUs need the host's devices: applied when the container starts
-  return engine::build_sandbox(o, engine::ResolvedImage{o.image, img.id, img.config, layer_dirs}, default_runtime)
-      .spec;
-}
-
 std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
   const json empty = json::object();
   const json& hc = cfg.contains("HostConfig") && cfg["HostConfig"].is_object() ? cfg["HostConfig"] : empty;

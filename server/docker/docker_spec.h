@@ -35,9 +35,16 @@ engine::SandboxOptions options_from_docker(const nlohmann::json& cfg, const std:
 /// host's devices: applied when the container starts). Throws sbx::Error
 /// (the server answers 400) for what sbx cannot do.
 /// `default_runtime`: the backend when the config names none (sbx serve --runtime).
-SandboxSpec spec_from_docker(const nlohmann::json& cfg, const oci::ImageRecord& img,
-                             const std::vector<std::string>& layer_dirs, const std::string& id,
-                             const std::string& name, const std::string& default_runtime = "native");
+/// (Inline: the translation above stays free of the engine's code, so the
+/// fuzz harness of Docker's create body links it alone.)
+inline SandboxSpec spec_from_docker(const nlohmann::json& cfg, const oci::ImageRecord& img,
+                                    const std::vector<std::string>& layer_dirs, const std::string& id,
+                                    const std::string& name, const std::string& default_runtime = "native") {
+  engine::SandboxOptions o = options_from_docker(cfg, id, name);
+  o.gpu = {};  // GPUs need the host's devices: applied when the container starts
+  return engine::build_sandbox(o, engine::ResolvedImage{o.image, img.id, img.config, layer_dirs}, default_runtime)
+      .spec;
+}
 
 /// HostConfig.DeviceRequests (GPUs: Count -1 → --gpus all, Count N →
 /// count=N, DeviceIDs → device=…; Driver "" or "nvidia"; Capabilities must

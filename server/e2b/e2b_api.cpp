@@ -13,9 +13,8 @@
 #include "common/log.h"
 #include "runtime/state.h"
 #include "server/error_status.h"
-#include "server/docker/api.h"
+#include "server/rfc3339.h"
 #include "engine/sandbox_options.h"
-#include "server/docker/docker_spec.h"
 #include "server/e2b/e2b.h"
 #include "server/reaper.h"
 

@@ -26,7 +26,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "server/error_status.h"
-#include "server/docker/api.h"
+#include "server/rfc3339.h"
 #include "server/e2b/e2b.h"
 #include "server/temp_dir.h"
 
@@ -391,6 +391,8 @@ void E2bApi::files_get(Connection& c, const Request& r, const std::shared_ptr<E2
   Fd fd(::open(host.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (fd.fd < 0 || ::fstat(fd.fd, &st) < 0) throw HttpError{500, "read the copy of " + path};
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileRead)
+    throw HttpError{413, file_read_too_large(path, static_cast<uint64_t>(st.st_size))};
   std::string name = base_name(src);
   std::string quoted;
   for (char ch : name) quoted += (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ? '_' : ch;

@@ -19,7 +19,6 @@
 #include "runtime/snapshot_copies.h"
 #include "runtime/state.h"
 #include "engine/sandbox_options.h"
-#include "server/docker/docker_spec.h"
 #include "server/error_status.h"
 #include "server/framing.h"
 #include "server/reaper.h"
@@ -50,25 +49,6 @@ namespace {
 
 void send_v1_error(Connection& c, const V1Error& e) {
   c.send(e.status, json{{"message", e.message}, {"kind", e.kind}}.dump());
-}
-
-std::vector<std::string> strings(const json& j, const char* what) {
-  std::vector<std::string> out;
-  if (j.is_null()) return out;
-  if (!j.is_array()) throw V1Error{400, "InvalidArgument", std::string(what) + " must be a list of strings"};
-  for (const auto& e : j) {
-    if (!e.is_string()) throw V1Error{400, "InvalidArgument", std::string(what) + " must be a list of strings"};
-    out.push_back(e.get<std::string>());
-  }
-  return out;
-}
-
-std::chrono::milliseconds seconds(const json& body, const char* key) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::chrono::milliseconds(0);
-  if (!it->is_number() || it->get<double>() < 0)
-    throw V1Error{400, "InvalidArgument", std::string(key) + " must be a number of seconds >= 0"};
-  return std::chrono::milliseconds(static_cast<int64_t>(it->get<double>() * 1000));
 }
 
 }  // namespace
@@ -158,71 +138,6 @@ json SbxV1::sandbox_json(const std::string& id) {
   return j;
 }
 
-engine::SandboxOptions v1_create_options(const json& b) {
-  std::string image = b.value("image", "");
-  // The SDK's options as the engine's (engine/sandbox_options.h): the
-  // builder decides, as for `sbx create`.
-  engine::SandboxOptions o;
-  o.names.volume = "volumes";
-  o.names.network = "network";
-  o.names.cpus = "cpu";
-  o.names.command = "create";
-  o.id = random_hex(64);
-  o.name = b.value("name", "");
-  o.image = image;
-  o.command = strings(b.value("cmd", json()), "cmd");
-  if (!o.command.empty()) o.entrypoint = std::vector<std::string>{};  // the command is the whole argv, as Modal's
-  o.hold_without_command = true;  // no command: the sandbox holds until terminated
-  if (auto e = b.find("env"); e != b.end() && e->is_object()) {
-    for (const auto& [k, v] : e->items()) {
-      if (!v.is_string()) throw V1Error{400, "InvalidArgument", "env values must be strings"};
-      o.env.push_back(k + "=" + v.get<std::string>());
-    }
-  }
-  if (std::string w = b.value("workdir", ""); !w.empty()) o.workdir = w;
-  if (auto l = b.find("labels"); l != b.end() && l->is_object())
-    for (const auto& [k, v] : l->items())
-      if (v.is_string()) o.labels[k] = v.get<std::string>();
-  if (auto v = b.find("volumes"); v != b.end() && v->is_object()) {
-    for (const auto& [host, ctr] : v->items()) {
-      if (!ctr.is_string()) throw V1Error{400, "InvalidArgument", "volumes: {host path: sandbox path[:ro]}"};
-      o.volumes.push_back(host + ":" + ctr.get<std::string>());
-    }
-  }
-  o.allow_host_idmap = false;
-  if (auto mem = b.find("memory"); mem != b.end() && !mem->is_null()) {
-    if (!mem->is_number_integer() || mem->get<int64_t>() <= 0)
-      throw V1Error{400, "InvalidArgument", "memory must be a number of bytes > 0"};
-    o.memory_bytes = mem->get<int64_t>();
-  }
-  if (auto cpu = b.find("cpu"); cpu != b.end() && !cpu->is_null()) {
-    if (!cpu->is_number() || cpu->get<double>() <= 0) throw V1Error{400, "InvalidArgument", "cpu must be a number > 0"};
-    // As Docker's NanoCpus, which /sbx/v1 once went through.
-    o.cpus = static_cast<double>(static_cast<int64_t>(cpu->get<double>() * 1e9)) / 1e9;
-  }
-  o.runtime = b.value("runtime", "");
-  std::string net = b.value("network", "none");
-  if (net != "none" && net != "private")
-    throw V1Error{400, "InvalidArgument", "network must be none or private, not '" + net + "'"};
-  o.network = net;
-  o.allow_egress = strings(b.value("allow_egress", json()), "allow_egress");
-  if (net != "private" && !o.allow_egress.empty())
-    throw V1Error{400, "InvalidArgument", "allow_egress needs network='private'"};
-  o.timeout = seconds(b, "timeout");
-  o.idle_timeout = seconds(b, "idle_timeout");
-  o.gpu.gpus = b.value("gpu", "");
-  // Directory snapshots as volumes: a private, writable copy each
-  // (RUN_ROOT/.snapshot-copies/<id>/<n>, made by the engine's create; the
-  // watcher removes them when the sandbox ends, sbx gc after a crash).
-  if (auto s = b.find("snapshots"); s != b.end() && s->is_object()) {
-    for (const auto& [name, target] : s->items()) {
-      if (!target.is_string()) throw V1Error{400, "InvalidArgument", "snapshots: {snapshot name: sandbox path}"};
-      o.snapshot_mounts.push_back(name + ":" + target.get<std::string>());
-    }
-  }
-  return o;
-}
-
 void SbxV1::create(Connection& c, const Request& r) {
   json b = json::parse(r.body.empty() ? "{}" : r.body);
   if (!b.is_object()) throw V1Error{400, "InvalidArgument", "the body must be a JSON object"};
@@ -235,15 +150,16 @@ void SbxV1::create(Connection& c, const Request& r) {
     throw V1Error{404, "ImageNotFound", "no such image: " + image + " (sbx pull or sbx import it first)"};
   }
   engine::SandboxOptions o = v1_create_options(b);
+  o.id = random_hex(64);
   engine::SandboxRequest req = engine::build_sandbox(o, engine::resolved(engine_, img, image), default_runtime_);
   bool record = false;
   if (auto rec = b.find("record"); rec != b.end() && !rec->is_null()) {
     if (!rec->is_boolean()) throw V1Error{400, "InvalidArgument", "record must be true or false"};
     record = rec->get<bool>();
   }
-  std::vector<std::string> redact = strings(b.value("redact", json()), "redact");
+  std::vector<std::string> redact = v1_string_list(b.value("redact", json()), "redact");
   if (!redact.empty() && !record) throw V1Error{400, "InvalidArgument", "redact needs record: true"};
-  const std::string& id = o.id;
+  const std::string id = req.spec.id;
   if (record)
     engine::trajectory::create_recorded(engine_, req, redact);
   else

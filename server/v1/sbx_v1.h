@@ -55,9 +55,13 @@ struct V1Error {
 /// (server/error_status.h), its message as is.
 V1Error classify(const Error& e);
 
+/// A JSON list of strings from a /sbx/v1 body (null: empty). Throws V1Error
+/// 400 InvalidArgument naming `what` when it is anything else.
+std::vector<std::string> v1_string_list(const nlohmann::json& j, const char* what);
+
 /// POST /sbx/v1/sandboxes's body (docs/api.md) as the engine's options,
-/// translated, nothing decided (a new random id). Throws V1Error 400 for a
-/// field of the wrong JSON type.
+/// translated, nothing decided (no id: the handler gives it one). Throws
+/// V1Error 400 for a field of the wrong JSON type or value.
 engine::SandboxOptions v1_create_options(const nlohmann::json& body);
 
 /// The /sbx/v1 API. One instance per server; thread-safe (each connection

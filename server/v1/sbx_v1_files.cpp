@@ -85,6 +85,8 @@ void SbxV1::file_read(Connection& c, const Request& r, const std::string& id) {
   if (::lstat(host.c_str(), &st) < 0) throw V1Error{404, "FileNotFound", "no such file in the sandbox: " + path};
   if (S_ISDIR(st.st_mode)) throw V1Error{400, "IsADirectory", path + " is a directory (files.list reads it)"};
   if (!S_ISREG(st.st_mode)) throw V1Error{400, "InvalidArgument", path + " is not a regular file"};
+  if (static_cast<uint64_t>(st.st_size) > kMaxFileRead)
+    throw V1Error{413, "TooLarge", file_read_too_large(path, static_cast<uint64_t>(st.st_size))};
   Fd f(::open(host.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (f.fd < 0) throw_errno("open " + host);
   // Content-Length from the copy; the body read and sent 1 MiB at a time.

@@ -83,6 +83,22 @@ check "… with a Connect error body" grep -q '"code":"unavailable"' "$T/r"
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'E2b-Sandbox-Id: nope' "$URL/health")
 check "envd /health of an unknown sandbox: 502, what the SDK's isRunning() reads as not running" [ "$code" = 502 ]
 
+# --- a file read is bounded: a 1 TiB sparse file is refused, not streamed ---------
+# GET /files sends a file's holes as zeros: past the bound (4 GiB, holes
+# included) it answers 413 before a byte is sent.
+code=$(curl -s -o "$T/r" -w '%{http_code}' -H "X-API-Key: $TOKEN" -H 'Content-Type: application/json' \
+  -X POST -d '{"templateID":"busybox","timeout":300}' "$URL/sandboxes")
+check "REST create ($code)" [ "$code" = 201 -o "$code" = 200 ]
+E2B_ID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sandboxID"])' "$T/r")
+E2B_TOK=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("envdAccessToken") or "")' "$T/r")
+sbx_id=$("$SBX" ps -q --no-trunc | head -1)
+"$SBX" exec "$sbx_id" sh -c 'printf head >/big1t && truncate -s 1099511627776 /big1t'
+code=$(curl -s -o "$T/r" -w '%{http_code}' --max-time 60 -H "E2b-Sandbox-Id: $E2B_ID" -H "X-Access-Token: $E2B_TOK" \
+  "$URL/files?path=/big1t")
+check "GET /files of a 1 TiB sparse file: 413 ($code)" [ "$code" = 413 ]
+check "… naming the bound" grep -q 'at most 4294967296 bytes' "$T/r"
+curl -s -o /dev/null -H "X-API-Key: $TOKEN" -X DELETE "$URL/sandboxes/$E2B_ID"
+
 # --- the SDK ----------------------------------------------------------------------------
 MARK=$T/host-mark
 NODE_PATH=$MODS E2B_API_URL=$URL E2B_SANDBOX_URL=$URL E2B_API_KEY=$TOKEN SBX_E2B_TEMPLATE=busybox \

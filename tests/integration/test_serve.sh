@@ -557,6 +557,35 @@ check "TCP with the token: 200" \
 check "the socket is mode 0600 (no group sbx) or 0660" grep -qE '^(600|660)$' <<<"$(stat -c %a "$T/t.sock")"
 kill -TERM $TCP_PID; wait $TCP_PID 2>/dev/null
 
+# --- sparse files and stats: a file read is bounded, HEAD stages nothing ------
+# A sandbox plants a 1 TiB sparse file (0 blocks) and a FIFO. A /sbx/v1 file
+# read sends holes as zeros, so it refuses the file (413 TooLarge) before a
+# byte is sent instead of streaming 1 TiB; the Docker archive's HEAD answers
+# the stat of the path in the sandbox (native: nothing copied, so a FIFO,
+# which a copy skips, has a stat too, as Docker gives).
+id=$(curl -s --unix-socket "$SOCK" -H 'Content-Type: application/json' \
+  -d "{\"Image\":\"$IMG\",\"Cmd\":[\"tail\",\"-f\",\"/dev/null\"]}" http://d/v1.44/containers/create | sed 's/.*"Id":"\([0-9a-f]*\)".*/\1/')
+curl -s --unix-socket "$SOCK" -X POST http://d/v1.44/containers/$id/start
+"$SBX" exec "$id" sh -c 'printf head >/big1t && truncate -s 1099511627776 /big1t && mkfifo /fifo'
+code=$(curl -s -o "$T/big" -w '%{http_code}' --max-time 60 --unix-socket "$SOCK" \
+  "http://d/sbx/v1/sandboxes/$id/files?path=/big1t")
+check "a /sbx/v1 read of a 1 TiB sparse file is refused: 413 ($code)" [ "$code" = 413 ]
+check "… with kind TooLarge and the bound named" grep -q '"kind":"TooLarge".*at most 4294967296 bytes' "$T/big"
+if [ "$RUNTIME" != gvisor ]; then
+  stat_of() {  # the X-Docker-Container-Path-Stat of a HEAD, decoded
+    curl -s -I --max-time 60 --unix-socket "$SOCK" "http://d/v1.44/containers/$id/archive?path=$1" |
+      tr -d '\r' | sed -n 's/^X-Docker-Container-Path-Stat: //Ip' | base64 -d
+  }
+  st=$(stat_of /big1t)
+  check "HEAD of the 1 TiB sparse file: its size ($st)" grep -q '"size":1099511627776' <<<"$st"
+  st=$(stat_of /fifo)
+  mode=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["mode"])' "$st" 2>/dev/null)
+  is_pipe() { [ -n "$mode" ] && [ $((mode & (1 << 25))) != 0 ]; }
+  check "HEAD of a FIFO: the stat in the sandbox, Go's ModeNamedPipe ($st)" is_pipe
+  check "… and the HEADs left no temp dir under the server's root" [ -z "$(ls -A "$SBX_ROOT/.serve-tmp" 2>/dev/null)" ]
+fi
+curl -s -o /dev/null --unix-socket "$SOCK" -X DELETE "http://d/v1.44/containers/$id?force=1"
+
 # --- a client killed mid-exec ---------------------------------------------------
 id=$(curl -s --unix-socket "$SOCK" -H 'Content-Type: application/json' \
   -d "{\"Image\":\"$IMG\",\"Cmd\":[\"tail\",\"-f\",\"/dev/null\"]}" http://d/v1.44/containers/create | sed 's/.*"Id":"\([0-9a-f]*\)".*/\1/')

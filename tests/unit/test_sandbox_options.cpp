@@ -3,8 +3,11 @@
 // same spec; error kinds set where errors are raised map to one status table.
 #include <doctest.h>
 
+#include <algorithm>
+
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
+#include "engine/batch.h"
 #include "engine/sandbox_options.h"
 #include "server/docker/docker_spec.h"
 #include "server/error_status.h"
@@ -159,4 +162,89 @@ TEST_CASE("error kinds map to one status table per wire format") {
   CHECK(std::string(server::connect_code(Error(ErrorKind::FileNotFound, "x"))) == "not_found");
   CHECK(server::e2b_status(Error(ErrorKind::Internal, "x")) == 500);
   CHECK(std::string(error_kind_name(ErrorKind::SnapshotNotFound)) == "SnapshotNotFound");
+}
+
+TEST_CASE("a batch task line goes through the same builder as `sbx run`") {
+  // An image with an Entrypoint: a task's cmd is its whole argv, as
+  // `sbx run --entrypoint '' IMAGE CMD…`.
+  engine::ResolvedImage img = bare_image();
+  img.config.entrypoint = {"/ep"};
+  img.config.env = {"PATH=/usr/bin:/bin", "A=0"};
+  cli::BuildOptions run;
+  run.command = "run";
+  cli::SandboxFlags f;
+  f.exact = true;
+  f.positional = {"bare", "echo", "hi"};
+  f.entrypoint = "";
+  f.entrypoint_set = true;
+  f.env = {"A=1"};
+  f.memory = "256m";
+  f.cpus = 1.5;
+  f.pids_limit = 64;
+  f.timeout = "10s";
+  f.runtime = "native";
+  engine::SandboxOptions from_flags = cli::sandbox_options(f, run);
+  from_flags.id = kId;
+  SandboxSpec want = engine::build_sandbox(from_flags, img).spec;
+
+  // `sbx batch --runtime native` (no --image: the task names it).
+  cli::SandboxFlags bf;
+  bf.exact = true;
+  bf.runtime = "native";
+  engine::SandboxOptions base = cli::sandbox_options(bf, run);
+  engine::SandboxOptions task = engine::batch_task_options(
+      base, R"({"id": "t1", "image": "bare", "cmd": ["echo", "hi"], "env": {"A": "1"}, "memory": "256m",
+                "cpus": 1.5, "pids_limit": 64, "timeout": 10})");
+  CHECK(task.image == "bare");
+  task.id = kId;
+  SandboxSpec got = engine::build_sandbox(task, img).spec;
+  CHECK(got.process.args == std::vector<std::string>{"echo", "hi"});
+  CHECK(std::count(got.process.env.begin(), got.process.env.end(), "A=1") == 1);
+  CHECK(got.timeout == std::chrono::milliseconds(10000));
+  CHECK(dump(got) == dump(want));
+
+  // A script runs under /bin/sh -c; the batch's --image when the line names none.
+  base.image = "bare";
+  engine::SandboxOptions script = engine::batch_task_options(base, R"({"id": 2, "script": "echo hi"})");
+  CHECK(script.image == "bare");
+  CHECK(engine::build_sandbox(script, img).spec.process.args == std::vector<std::string>{"/bin/sh", "-c", "echo hi"});
+  // A malformed line is refused with the message its result carries.
+  CHECK_THROWS_AS(engine::batch_task_options(base, R"({"id": "x", "cmd": []})"), Error);
+  CHECK_THROWS_AS(engine::batch_task_options(base, R"({"id": "x", "script": "true", "network": "moon"})"), Error);
+}
+
+TEST_CASE("a batch task's network over the batch's: egress options stay only from private to private") {
+  engine::ResolvedImage img = bare_image();
+  cli::BuildOptions run;
+  run.command = "run";
+  cli::SandboxFlags bf;
+  bf.exact = true;
+  bf.runtime = "native";
+  bf.network = "private";
+  bf.allow_egress = {"192.0.2.0/24"};
+  bf.dns = {"192.0.2.53"};
+  engine::SandboxOptions base = cli::sandbox_options(bf, run);
+  base.image = "bare";
+  SandboxSpec same = engine::build_sandbox(engine::batch_task_options(base, R"({"id": "a", "script": "true"})"), img).spec;
+  CHECK(same.network == NetworkMode::Private);
+  CHECK(same.net.allow_egress == std::vector<std::string>{"192.0.2.0/24"});
+  SandboxSpec priv = engine::build_sandbox(
+      engine::batch_task_options(base, R"({"id": "b", "script": "true", "network": "bridge"})"), img).spec;
+  CHECK(priv.net.dns == std::vector<std::string>{"192.0.2.53"});
+  // To none (or host): the egress options go (the builder would refuse them there).
+  SandboxSpec none = engine::build_sandbox(
+      engine::batch_task_options(base, R"({"id": "c", "script": "true", "network": "none"})"), img).spec;
+  CHECK(none.network == NetworkMode::None);
+  CHECK(none.net.allow_egress.empty());
+  CHECK(none.net.dns.empty());
+  // From none to private: open egress.
+  bf = {};
+  bf.exact = true;
+  bf.runtime = "native";
+  engine::SandboxOptions nbase = cli::sandbox_options(bf, run);
+  nbase.image = "bare";
+  SandboxSpec open = engine::build_sandbox(
+      engine::batch_task_options(nbase, R"({"id": "d", "script": "true", "network": "private"})"), img).spec;
+  CHECK(open.network == NetworkMode::Private);
+  CHECK(open.net.allow_egress.empty());
 }
