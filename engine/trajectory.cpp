@@ -258,7 +258,8 @@ json checkpoint_upper(const std::string& tdir, const std::string& upper_dir) {
       if (!parent.empty() && before.contains(parent) && !now.count(parent)) continue;
       deleted.push_back(path);
     }
-  write_scratch_file(state_file, state.dump());
+  // The usual step changes nothing: then there is nothing to write either.
+  if (state != before) write_scratch_file(state_file, state.dump());
   if (files.empty() && deleted.empty()) return nullptr;
   return json{{"files", files}, {"deleted", deleted}, {"bytes", bytes}};
 }
