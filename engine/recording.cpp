@@ -164,6 +164,18 @@ int Recorder::exec(const runtime::ExecRequest& req, const std::function<int(cons
     }
     r.stdout_fd = out.w.fd;
     r.stderr_fd = err.w.fd;
+    // Once the command's process holds the write ends, ours go: then the
+    // command's exit is the pipes' EOF, and the pump ends by itself while
+    // the backend reaps, instead of waking only after run() returns (two
+    // more thread hand-offs at the end of every step, each a scheduling
+    // delay on a busy host).
+    r.on_pid = [&out, &err, caller = req.on_pid](int pid) {
+      if (pid > 0) {
+        out.w.reset();
+        err.w.reset();
+      }
+      if (caller) caller(pid);
+    };
     Fd stop(::eventfd(0, EFD_CLOEXEC));
     if (stop.fd < 0) throw Error("cannot create an eventfd for the recorder", errno);
     Capture cout_, cerr_, cin_;

@@ -104,12 +104,10 @@ json env_json(const std::vector<std::string>& env, const std::vector<std::string
 }
 
 void write_scratch_file(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp";
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (fd.fd < 0) throw Error("cannot write " + tmp, errno);
-  fs::write_all(fd.fd, data, tmp);
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot rename " + tmp + " to " + path, errno);
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.fd < 0) throw Error("cannot write " + path, errno);
+  fs::write_all(fd.fd, data, path);
+  if (::ftruncate(fd.fd, static_cast<off_t>(data.size())) != 0) throw Error("cannot truncate " + path, errno);
 }
 
 std::string read_header_line(const std::string& file) {
@@ -260,7 +258,8 @@ json checkpoint_upper(const std::string& tdir, const std::string& upper_dir) {
       if (!parent.empty() && before.contains(parent) && !now.count(parent)) continue;
       deleted.push_back(path);
     }
-  write_scratch_file(state_file, state.dump());
+  // The usual step changes nothing: then there is nothing to write either.
+  if (state != before) write_scratch_file(state_file, state.dump());
   if (files.empty() && deleted.empty()) return nullptr;
   return json{{"files", files}, {"deleted", deleted}, {"bytes", bytes}};
 }

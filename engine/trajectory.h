@@ -55,9 +55,14 @@ bool is_secret_name(const std::string& name, const std::vector<std::string>& red
 /// a secret name, [{"name","sha256"}] (never the value).
 nlohmann::json env_json(const std::vector<std::string>& env, const std::vector<std::string>& redact);
 
-/// Replaces FILE with `data` (a temp file renamed) without fsync: for the
-/// recorder's own bookkeeping, which a crash may lose (the next step then
-/// sees every entry of the layer as changed). Throws sbx::Error.
+/// Replaces FILE's content with `data`, in place and without fsync: for the
+/// recorder's own bookkeeping (upper.state, seq, upper_dir), which only the
+/// holder of the trajectory's lock reads or writes, and which a crash may
+/// lose or tear (the next step then sees every entry of the layer as changed,
+/// or counts the steps). Written over the old bytes and then truncated to
+/// the new size, never renamed over nor truncated to zero: on ext4
+/// (auto_da_alloc) both of those start a writeback of the file and cost
+/// milliseconds per step. Throws sbx::Error.
 void write_scratch_file(const std::string& path, std::string_view data);
 
 /// The first line of FILE (without reading the rest). Throws sbx::Error.
