@@ -69,7 +69,7 @@ void write_scratch_file(const std::string& path, std::string_view data);
 std::string read_header_line(const std::string& file);
 
 /// Appends one whole line (`j` dumped, newline) to FILE with one write(2) on
-/// an O_APPEND descriptor, then fsync. Throws sbx::Error.
+/// an O_APPEND descriptor (atomic for readers; not fsync'd). Throws sbx::Error.
 void append_line(const std::string& file, const nlohmann::json& j);
 
 /// Stores `data` as an object (OBJECTS/SHA256, written once); returns the sha256.
