@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/fs.h"
+#include "engine/build/context.h"
 #include "oci/reference.h"
 
 namespace sbx::cli {
@@ -49,15 +50,6 @@ std::string read_stdin_to_file(StdinFile& f) {
   return t;
 }
 
-/// Whether the file starts like a tar (plain, gzip or zstd).
-bool looks_like_archive(const std::string& path) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  unsigned char b[512] = {};
-  ssize_t n = f.fd < 0 ? 0 : ::pread(f.fd, b, sizeof b, 0);
-  if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return true;
-  if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return true;
-  return n >= 262 && std::string(reinterpret_cast<char*>(b) + 257, 5) == "ustar";
-}
 
 std::string absolute(const std::string& p) {
   if (p.empty() || p[0] == '/') return p;
@@ -175,7 +167,7 @@ int run_build(const Globals& g, BuildFlags& f) {
   if (f.file == "-" && f.context == "-") throw Error("sbx build: the Dockerfile and the context cannot both come from stdin");
   if (f.context == "-") {
     std::string p = read_stdin_to_file(stdin_file);
-    if (looks_like_archive(p)) {
+    if (sbx::build::looks_like_archive(p)) {
       o.context_tar = p;
     } else {
       o.dockerfile_text = fs::read_file(p);

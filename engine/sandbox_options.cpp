@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/text.h"
 #include "runtime/backends.h"
 #include "runtime/default_bounds.h"
 #include "runtime/image_config.h"
@@ -20,17 +21,6 @@
 namespace sbx::engine {
 
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t c = s.find(sep, start);
-    out.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
-    if (c == std::string::npos) return out;
-    start = c + 1;
-  }
-}
 
 /// "net_admin" → "CAP_NET_ADMIN"; "ALL" stays.
 std::string cap_name(std::string c) {

@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/fs.h"
+#include "common/text.h"
 #include "engine/engine.h"
 #include "engine/volume_gc.h"
 #include "runtime/linux/userns.h"
@@ -33,17 +34,6 @@ namespace sbx::engine {
 using json = nlohmann::json;
 
 namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t c = s.find(sep, start);
-    out.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
-    if (c == std::string::npos) return out;
-    start = c + 1;
-  }
-}
 
 std::string now_rfc3339() {
   char buf[32];

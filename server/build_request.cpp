@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/fs.h"
+#include "engine/build/context.h"
 #include "oci/reference.h"
 
 namespace sbx::server {
@@ -22,15 +23,6 @@ namespace {
 
 Error bad(const std::string& msg) { return Error(ErrorKind::InvalidArgument, msg); }
 
-/// Whether the file starts like a tar: plain (ustar magic), gzip or zstd.
-bool looks_like_archive(const std::string& path) {
-  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  unsigned char b[512] = {};
-  ssize_t n = f.fd < 0 ? 0 : ::pread(f.fd, b, sizeof b, 0);
-  if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return true;
-  if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return true;
-  return n >= 262 && std::string(reinterpret_cast<char*>(b) + 257, 5) == "ustar";
-}
 
 /// A JSON object parameter of strings (null values skipped when `nulls`).
 std::vector<std::pair<std::string, std::string>> string_map(const Request& r, const std::string& k) {
@@ -84,7 +76,7 @@ build::BuildOptions build_options(const Request& r) {
   // The context: the body.
   struct stat st {};
   if (!r.body_file.empty() && ::stat(r.body_file.c_str(), &st) == 0 && st.st_size > 0) {
-    if (looks_like_archive(r.body_file)) {
+    if (sbx::build::looks_like_archive(r.body_file)) {
       o.context_tar = r.body_file;
     } else {
       if (static_cast<uint64_t>(st.st_size) > kMaxDockerfileBody)

@@ -144,4 +144,13 @@ std::string SourceTree::digest(const std::vector<Match>& matches) const {
   return h.hex();
 }
 
+bool looks_like_archive(const std::string& path) {
+  Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  unsigned char b[512] = {};
+  ssize_t n = f.fd < 0 ? 0 : ::pread(f.fd, b, sizeof b, 0);
+  if (n >= 2 && b[0] == 0x1f && b[1] == 0x8b) return true;                                    // gzip
+  if (n >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) return true;  // zstd
+  return n >= 262 && std::string(reinterpret_cast<char*>(b) + 257, 5) == "ustar";
+}
+
 }  // namespace sbx::build

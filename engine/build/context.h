@@ -90,4 +90,10 @@ void SourceTree::walk_at(const std::string& path, const std::string& rel, const 
 /// Whether `s` has glob characters (* ? [) that are not escaped.
 bool has_glob(const std::string& s);
 
+/// Whether the file at `path` starts like a tar archive: gzip or zstd magic,
+/// or a plain tar's "ustar" at offset 257 (POSIX.1-2001 ustar header). A build
+/// context given as one file is a context tar when it does, else a Dockerfile
+/// alone. False when the file cannot be read.
+bool looks_like_archive(const std::string& path);
+
 }  // namespace sbx::build
