@@ -144,7 +144,7 @@ for rs in "$(command -v runsc)" "${SBX_OLD_RUNSC:-/var/cache/sbx-test/runsc-2022
   if grep -qE '^ +-nvproxy$' <<<"$flags"; then want=true; yn=yes; else want=false; yn=no; fi
   got=$($SBX info --json --runsc "$rs" | python3 -c 'import json,sys; print(str(json.load(sys.stdin)["runtimes"]["gvisor"]["features"]["nvproxy"]).lower())')
   check "sbx info --json --runsc ($ver): features.nvproxy=$got, as 'runsc flags' says" test "$got" = "$want"
-  check "sbx info --runsc ($ver): names the version and 'nvproxy $yn'" bash -c "'$SBX' info --runsc '$rs' | grep -qE 'gvisor: .*${ver}; nvproxy $yn, overlay-size (yes|no), exec-tty (yes|no)'"
+  check "sbx info --runsc ($ver): names the version and 'nvproxy $yn'" bash -c "'$SBX' info --runsc '$rs' | grep -qE 'gvisor: .*${ver}; nvproxy $yn( \(drivers up to [0-9.]+\))?, overlay-size (yes|no), exec-tty (yes|no)'"
 done
 
 finish
