@@ -248,7 +248,8 @@ bool Connection::hijack(const Request& req, std::string_view content_type) {
 }
 
 std::string file_read_too_large(const std::string& path, uint64_t size) {
-  return path + " is " + std::to_string(size) + " bytes (holes of a sparse file count: a read sends them as zeros); " +
+  const std::string is = size == UINT64_MAX ? " is over " + std::to_string(kMaxCopyStage) : " is " + std::to_string(size);
+  return path + is + " bytes (holes of a sparse file count: a read sends them as zeros); " +
          "a file read answers at most " + std::to_string(kMaxFileRead) +
          " bytes: fetch it as a tar (docker cp, GET /containers/ID/archive: holes are not sent) or read it in the "
          "sandbox in parts";

@@ -31,9 +31,11 @@ inline constexpr uint64_t kMaxCopyStage = uint64_t{4} << 30;
 /// before a byte is sent, not streamed as 1 TiB of zeros. The Docker archive
 /// (a tar with sparse entries) sends no holes and has no such bound.
 inline constexpr uint64_t kMaxFileRead = uint64_t{4} << 30;
+static_assert(kMaxCopyStage >= kMaxFileRead, "a copy stopped at the staging bound must be over what a read answers");
 
 /// The refusal of a file read past kMaxFileRead: "PATH is N bytes …" naming
 /// the bound and the way to get it (the archive endpoint keeps holes).
+/// (size UINT64_MAX: not known, only that staging a copy stopped at kMaxCopyStage.)
 std::string file_read_too_large(const std::string& path, uint64_t size);
 
 /// How the body of one request is read, chosen per endpoint from its head

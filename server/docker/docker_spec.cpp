@@ -114,7 +114,7 @@ void check_security_fields(const json& hc) {
 
 }  // namespace
 
-engine::SandboxOptions options_from_docker(const json& cfg, const std::string& id, const std::string& name) {
+static engine::SandboxOptions options_from_docker_unchecked(const json& cfg, const std::string& id, const std::string& name) {
   const json empty = json::object();
   const json& hc = cfg.contains("HostConfig") && cfg["HostConfig"].is_object() ? cfg["HostConfig"] : empty;
   check_security_fields(hc);
@@ -231,7 +231,17 @@ engine::SandboxOptions options_from_docker(const json& cfg, const std::string& i
   return o;
 }
 
-std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
+engine::SandboxOptions options_from_docker(const json& cfg, const std::string& id, const std::string& name) {
+  // A field of the wrong JSON type (a string where an object belongs…) is the
+  // client's error: 400 with nlohmann's words, not a 500.
+  try {
+    return options_from_docker_unchecked(cfg, id, name);
+  } catch (const json::exception& e) {
+    throw Error(ErrorKind::InvalidArgument, std::string("invalid container config: a field has the wrong JSON type (") + e.what() + ")");
+  }
+}
+
+static std::optional<GpuAsk> gpus_from_docker_unchecked(const json& cfg) {
   const json empty = json::object();
   const json& hc = cfg.contains("HostConfig") && cfg["HostConfig"].is_object() ? cfg["HostConfig"] : empty;
   GpuAsk ask;
@@ -277,7 +287,17 @@ std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
   return ask;
 }
 
-engine::UsernsMode userns_mode_from_docker(const json& cfg) {
+std::optional<GpuAsk> gpus_from_docker(const json& cfg) {
+  // A field of the wrong JSON type (a string where an object belongs…) is the
+  // client's error: 400 with nlohmann's words, not a 500.
+  try {
+    return gpus_from_docker_unchecked(cfg);
+  } catch (const json::exception& e) {
+    throw Error(ErrorKind::InvalidArgument, std::string("invalid container config: a field has the wrong JSON type (") + e.what() + ")");
+  }
+}
+
+static engine::UsernsMode userns_mode_from_docker_unchecked(const json& cfg) {
   auto hc = cfg.find("HostConfig");
   if (hc == cfg.end() || !hc->is_object()) return engine::UsernsMode::Auto;
   auto m = hc->find("UsernsMode");
@@ -286,6 +306,16 @@ engine::UsernsMode userns_mode_from_docker(const json& cfg) {
   throw Error(ErrorKind::Unsupported, "HostConfig.UsernsMode " + m->dump() +
               " is not supported by sbx serve: leave it empty (the container gets a user namespace of its own) or "
               "give \"host\" (none: uid 0 inside is root on the host)");
+}
+
+engine::UsernsMode userns_mode_from_docker(const json& cfg) {
+  // A field of the wrong JSON type (a string where an object belongs…) is the
+  // client's error: 400 with nlohmann's words, not a 500.
+  try {
+    return userns_mode_from_docker_unchecked(cfg);
+  } catch (const json::exception& e) {
+    throw Error(ErrorKind::InvalidArgument, std::string("invalid container config: a field has the wrong JSON type (") + e.what() + ")");
+  }
 }
 
 }  // namespace sbx::server

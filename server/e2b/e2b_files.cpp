@@ -374,7 +374,9 @@ void E2bApi::files_get(Connection& c, const Request& r, const std::shared_ptr<E2
     try {
       engine_.copy_out(sb->sbx_id, src, host, kMaxCopyStage);
     } catch (const Error& e) {
-      if (e.err() == EFBIG) throw HttpError{507, e.what()};  // past the staging bound
+      // Past the staging bound (gVisor's copy streams holes as data): over
+      // what a read answers, the same 413 as a size over it.
+      if (e.err() == EFBIG) throw HttpError{413, file_read_too_large(src, UINT64_MAX)};
       bool nf = v1_status(e).kind == ErrorKind::FileNotFound;
       if (!nf) resolve("real");  // a missing path: 404 (gVisor's tar copy says only that the copy failed)
       throw HttpError{nf ? 404 : 500, e.what()};

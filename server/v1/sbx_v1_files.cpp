@@ -79,6 +79,9 @@ void SbxV1::file_read(Connection& c, const Request& r, const std::string& id) {
   try {
     engine_.copy_out(id, path, host, kMaxCopyStage);
   } catch (const Error& e) {
+    // Staging stopped at its bound (gVisor's copy streams holes as data): the
+    // file is over what a read answers, the same 413 as a size over it.
+    if (e.err() == EFBIG) throw V1Error{413, "TooLarge", file_read_too_large(path, UINT64_MAX)};
     throw file_error(e, path);
   }
   struct stat st {};

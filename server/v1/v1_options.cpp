@@ -32,7 +32,7 @@ std::chrono::milliseconds seconds(const json& body, const char* key) {
 
 }  // namespace
 
-engine::SandboxOptions v1_create_options(const json& b) {
+static engine::SandboxOptions v1_create_options_unchecked(const json& b) {
   std::string image = b.value("image", "");
   // The SDK's options as the engine's (engine/sandbox_options.h): the
   // builder decides, as for `sbx create`.
@@ -94,6 +94,15 @@ engine::SandboxOptions v1_create_options(const json& b) {
     }
   }
   return o;
+}
+
+engine::SandboxOptions v1_create_options(const json& b) {
+  // A field of the wrong JSON type is the client's error: 400, not a 500.
+  try {
+    return v1_create_options_unchecked(b);
+  } catch (const json::exception& e) {
+    throw V1Error{400, "InvalidArgument", std::string("invalid sandbox body: a field has the wrong JSON type (") + e.what() + ")"};
+  }
 }
 
 }  // namespace sbx::server
