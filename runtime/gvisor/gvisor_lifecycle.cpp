@@ -845,6 +845,20 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
   }
   std::optional<PtyRelay> relay;
   if (master >= 0) relay.emplace(master, 0, 1);
+  auto read_ipid = [&] {
+    std::string ipid;
+    try {
+      ipid = fs::read_file(ipid_file);
+    } catch (const Error&) {
+    }
+    while (!ipid.empty() && (ipid.back() == '\n' || ipid.back() == ' ')) ipid.pop_back();
+    return ipid;
+  };
+  auto runsc_kill = [&](const std::string& ipid, int sig) {
+    std::vector<std::string> a = runsc_base(l, dir, "");
+    a.insert(a.end(), {"kill", "--pid", ipid, st.id, std::to_string(sig)});
+    run_quiet(a);
+  };
   auto kill_in_sandbox = [&](int sig) {
     // The process's pid inside the sandbox. runsc writes it only after the
     // process has started, so the process can already run (and print) while
@@ -853,11 +867,7 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
     // and leave the command running.
     std::string ipid;
     for (int i = 0; i < 100; ++i) {
-      try {
-        ipid = fs::read_file(ipid_file);
-      } catch (const Error&) {
-      }
-      while (!ipid.empty() && (ipid.back() == '\n' || ipid.back() == ' ')) ipid.pop_back();
+      ipid = read_ipid();
       if (!ipid.empty() || sig == SIGKILL) break;
       siginfo_t ended{};  // runsc exec gone (not reaped here: the loop below does)
       if (::waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOHANG | WNOWAIT) != 0 || ended.si_pid != 0) break;
@@ -867,9 +877,7 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
       ::kill(pid, sig);
       return;
     }
-    std::vector<std::string> a = runsc_base(l, dir, "");
-    a.insert(a.end(), {"kill", "--pid", ipid, st.id, std::to_string(sig)});
-    run_quiet(a);
+    runsc_kill(ipid, sig);
   };
   const int64_t start = mono_ms();
   const int64_t touch_every = st.idle_timeout_ms > 0 ? std::clamp<int64_t>(st.idle_timeout_ms / 3, 50, 10000) : 0;
@@ -926,6 +934,13 @@ int exec_in_gvisor_io(const std::string& dir, const SandboxState& st, const Sand
         kill_in_sandbox(static_cast<int>(si.ssi_signo));
       }
     }
+  }
+  // runsc exec forwards no signal: one that ended it from outside (a client
+  // killing the exec's Pid, which is runsc exec's, as Docker's exec inspect
+  // reports it) goes on to the command, or it would run on with no one
+  // waiting for it. runsc exec is reaped: never kill(2) its pid now.
+  if (WIFSIGNALED(status) && !timed_out && !cancelled) {
+    if (std::string ipid = read_ipid(); !ipid.empty()) runsc_kill(ipid, WTERMSIG(status));
   }
   // The process ended: its last output to a file, from the pty.
   file_out.drain(500);

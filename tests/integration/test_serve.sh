@@ -424,40 +424,51 @@ if sys.argv[2] != "gvisor":  # (a real pty for Tty containers: native)
     sk.close()
     c.api.remove_container(t["Id"], force=True)
 # exec inspect's Pid is the host pid of the running exec (native: the command
-# itself): a client on the host kills it through it (SWE-bench's time-out path
-# sends it SIGTERM), and exactly that process dies.
-if sys.argv[2] != "gvisor":
-    import signal
-    def start_sleep(secs):
-        eid = c.api.exec_create(ctr.id, ["sleep", secs])["Id"]
-        c.api.exec_start(eid, detach=True)
-        pid, end = 0, time.time() + 20
-        while not pid and time.time() < end:
-            pid = c.api.exec_inspect(eid)["Pid"]
-            time.sleep(0.05)
-        return eid, pid
-    def cmdline(pid):
-        try:
-            with open("/proc/%d/cmdline" % pid, "rb") as f: return f.read()
-        except OSError: return b""
-    victim, vpid = start_sleep("1001")
-    other, opid = start_sleep("1002")
-    check("exec_inspect Pid: the host pid of the exec's command (%d: %r)" % (vpid, cmdline(vpid)),
-          vpid > 0 and cmdline(vpid) == b"sleep\x001001\x00")
-    check("exec_inspect Pid: another exec, another pid (%d: %r)" % (opid, cmdline(opid)),
-          opid > 0 and opid != vpid and cmdline(opid) == b"sleep\x001002\x00")
-    os.kill(vpid, signal.SIGTERM)
-    ins, end = c.api.exec_inspect(victim), time.time() + 20
-    while ins["Running"] and time.time() < end:
-        time.sleep(0.05); ins = c.api.exec_inspect(victim)
-    check("kill -TERM Pid from the host ends that exec: ExitCode 143 %r" % ((ins["Running"], ins["ExitCode"], ins["Pid"]),),
-          not ins["Running"] and ins["ExitCode"] == 143)
-    check("… whose Pid reads 0 once it ended (a reaped pid may be another's)", ins["Pid"] == 0)
-    oi = c.api.exec_inspect(other)
-    check("… and only it: the other exec runs on (%r)" % cmdline(opid), oi["Running"] and oi["Pid"] == opid and cmdline(opid) == b"sleep\x001002\x00")
-    os.kill(opid, signal.SIGKILL)
-    code, out = ctr.exec_run(["sh", "-c", "ps -o args 2>/dev/null || ps"])
-    check("… the container's other processes live (%r)" % out[-200:], b"tail -f /dev/null" in out and b"sleep 1001" not in out)
+# itself; gVisor: its `runsc exec`, which forwards signals into the sandbox):
+# a client on the host kills it through it (SWE-bench's time-out path sends
+# it SIGTERM), and exactly that process dies.
+import json, signal
+gvisor = sys.argv[2] == "gvisor"
+def start_sleep(secs):
+    eid = c.api.exec_create(ctr.id, ["sleep", secs])["Id"]
+    c.api.exec_start(eid, detach=True)
+    pid, end = 0, time.time() + 20
+    while not pid and time.time() < end:
+        pid = c.api.exec_inspect(eid)["Pid"]
+        time.sleep(0.05)
+    return eid, pid
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f: return f.read()
+    except OSError: return b""
+def runs(pid, secs):
+    """Whether host pid PID is that exec: the command, or on gVisor the
+    `runsc exec` running it (its command is in the --process file)."""
+    line = cmdline(pid)
+    if not gvisor: return line == b"sleep\x00" + secs.encode() + b"\x00"
+    argv = line.split(b"\x00")
+    if b"exec" not in argv or b"--process" not in argv: return False
+    try:
+        with open(argv[argv.index(b"--process") + 1], "rb") as f: return json.load(f)["args"] == ["sleep", secs]
+    except (OSError, ValueError, KeyError, IndexError): return False
+victim, vpid = start_sleep("1001")
+other, opid = start_sleep("1002")
+check("exec_inspect Pid: the host pid of the exec's command (%d: %r)" % (vpid, cmdline(vpid)),
+      vpid > 0 and runs(vpid, "1001"))
+check("exec_inspect Pid: another exec, another pid (%d: %r)" % (opid, cmdline(opid)),
+      opid > 0 and opid != vpid and runs(opid, "1002"))
+os.kill(vpid, signal.SIGTERM)
+ins, end = c.api.exec_inspect(victim), time.time() + 20
+while ins["Running"] and time.time() < end:
+    time.sleep(0.05); ins = c.api.exec_inspect(victim)
+check("kill -TERM Pid from the host ends that exec: ExitCode 143 %r" % ((ins["Running"], ins["ExitCode"], ins["Pid"]),),
+      not ins["Running"] and ins["ExitCode"] == 143)
+check("… whose Pid reads 0 once it ended (a reaped pid may be another's)", ins["Pid"] == 0)
+oi = c.api.exec_inspect(other)
+check("… and only it: the other exec runs on (%r)" % cmdline(opid), oi["Running"] and oi["Pid"] == opid and runs(opid, "1002"))
+os.kill(opid, signal.SIGKILL)
+code, out = ctr.exec_run(["sh", "-c", "ps -o args 2>/dev/null || ps"])
+check("… the container's other processes live (%r)" % out[-200:], b"tail -f /dev/null" in out and b"sleep 1001" not in out)
 # Many exec streams at once, each output checked byte for byte.
 results = {}
 def one(i):
