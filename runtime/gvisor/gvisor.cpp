@@ -91,6 +91,11 @@ CopyResult GvisorBackend::copy_out(const SandboxRef& sb, const std::string& sand
   return copy_from_gvisor(sb.dir, sb.state, sb.spec(), sandbox_path, host_path, max_bytes);
 }
 
+PathStat GvisorBackend::stat_path(const SandboxRef& sb, const std::string& sandbox_path) {
+  require(Operation::CopyOut);
+  return stat_in_gvisor(sb.dir, sb.state, sb.spec(), sandbox_path);
+}
+
 void GvisorBackend::signal(const SandboxRef& sb, int sig) {
   require(Operation::Signal);
   kill_gvisor(sb.dir, sb.state, sig);

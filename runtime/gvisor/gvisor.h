@@ -28,6 +28,9 @@ class GvisorBackend final : public Backend {
   CopyResult copy_in(const SandboxRef& sb, const std::string& host_path, const std::string& sandbox_path) override;
   CopyResult copy_out(const SandboxRef& sb, const std::string& sandbox_path, const std::string& host_path,
                       uint64_t max_bytes) override;
+  /// stat_in_gvisor: the first header of the image's tar of the path,
+  /// nothing staged on the host.
+  PathStat stat_path(const SandboxRef& sb, const std::string& sandbox_path) override;
   /// kill_gvisor: SIGKILL through runsc (kill --all), others to the monitor.
   void signal(const SandboxRef& sb, int sig) override;
   /// `runsc ps`: the processes as the Sentry sees them (pids inside the sandbox).

@@ -407,6 +407,76 @@ CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, cons
   return r;
 }
 
+PathStat stat_in_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,
+                        const std::string& sandbox_path) {
+  if (sandbox_path.empty() || sandbox_path[0] != '/')
+    throw Error(ErrorKind::InvalidArgument, "stat in sandbox " + st.id.substr(0, 12) + ": '" + sandbox_path +
+                                                "' is not an absolute path");
+  // The sandbox's tar writes into a pipe; its first header is the path's
+  // own entry (tar writes a header before any content, and never follows
+  // the path itself when it is a symlink). Then `cancel` has runsc exec
+  // SIGKILL that tar, so a huge file or tree is never read to its end.
+  TempFile err(dir, "stat.err");
+  TarStream src;
+  int data[2], cancel[2];
+  if (::pipe2(data, O_CLOEXEC) < 0) throw_errno("stat in sandbox: pipe");
+  if (::pipe2(cancel, O_CLOEXEC) < 0) {
+    ::close(data[0]);
+    ::close(data[1]);
+    throw_errno("stat in sandbox: pipe");
+  }
+  src.fd = data[0];
+  int code = 0;
+  std::exception_ptr exec_error;
+  sigset_t chld, old_mask;  // runsc exec's SIGCHLD is the runner's (as copy_from_gvisor)
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::pthread_sigmask(SIG_BLOCK, &chld, &old_mask);
+  std::thread runner([&] {
+    try {
+      code = run_script(dir, st, spec, "cd \"$(dirname \"$1\")\" || exit 2; exec tar -cf - \"./$(basename \"$1\")\"",
+                        {sandbox_path}, -1, data[1], err.fd, cancel[0]);
+    } catch (...) {
+      exec_error = std::current_exception();
+    }
+    ::close(data[1]);
+  });
+  PathStat out;
+  bool got = false;
+  std::string read_error;
+  {
+    ArchivePtr in(archive_read_new(), archive_read_free);
+    archive_read_support_format_tar(in.get());
+    struct archive_entry* e = nullptr;
+    if (archive_read_open(in.get(), &src, nullptr, tar_stream_read, nullptr) == ARCHIVE_OK) {
+      int rc = archive_read_next_header(in.get(), &e);
+      if (rc == ARCHIVE_OK || rc == ARCHIVE_WARN) {
+        out.mode = archive_entry_mode(e);
+        out.size = archive_entry_size_is_set(e) ? static_cast<uint64_t>(archive_entry_size(e)) : 0;
+        out.mtime_s = archive_entry_mtime(e);
+        if (const char* t = archive_entry_symlink(e)) out.link_target = t;
+        got = true;
+      } else if (rc != ARCHIVE_EOF) {
+        read_error = src.error.empty() ? aerr(in.get()) : src.error;
+      }
+    } else {
+      read_error = src.error.empty() ? aerr(in.get()) : src.error;
+    }
+  }
+  (void)!::write(cancel[1], "x", 1);
+  ::close(data[0]);  // a tar still writing gets EPIPE
+  runner.join();
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ::close(cancel[0]);
+  ::close(cancel[1]);
+  if (got) return out;  // (a directory's size is 0: a tar header gives none)
+  if (exec_error) std::rethrow_exception(exec_error);
+  if (code != 0) script_failed(st, code, "stat of " + sandbox_path, err);
+  throw Error(ErrorKind::FileNotFound, "stat of " + sandbox_path + " in sandbox " + st.id.substr(0, 12) +
+                                           ": the sandbox's tar sent no entry" +
+                                           (read_error.empty() ? "" : " (" + read_error + ")"));
+}
+
 CopyResult copy_into_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,
                             const std::string& host_path, const std::string& sandbox_path) {
   struct stat sb;

@@ -31,6 +31,15 @@ namespace sbx::runtime {
 CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,
                             const std::string& sandbox_path, const std::string& host_path, uint64_t max_bytes = 0);
 
+/// The lstat of SANDBOX_PATH (absolute) in the gVisor sandbox in `dir`,
+/// nothing copied: the first header of the image's `tar` of that path (type,
+/// permission bits, size with a sparse file's holes, mtime, a symlink's
+/// target, not followed), then that tar is stopped. Throws sbx::Error: kind
+/// FileNotFound when the path does not exist; when the sandbox is not
+/// running or the image has no `sh`/`tar`.
+PathStat stat_in_gvisor(const std::string& dir, const SandboxState& st, const SandboxSpec& spec,
+                        const std::string& sandbox_path);
+
 /// Copies HOST_PATH (not followed when a symlink) into the sandbox at
 /// SANDBOX_PATH, owned by the sandbox's root, modes and mtimes kept; an
 /// existing non-directory at the destination (a symlink too) is replaced, not

@@ -177,7 +177,7 @@ void Api::container_archive(Connection& c, const Request& r, const std::string& 
     // The stat of the path in the sandbox, nothing copied (the docker CLI
     // sends a HEAD before every copy out: a stage here would copy a whole
     // tree, or a huge file, for its size alone). A backend without such a
-    // stat (gVisor: its files are in its own memory) gets the staged copy.
+    // stat gets the staged copy.
     try {
       runtime::PathStat st = engine_.stat_path(id, path);
       return (void)c.send(200, "", "application/x-tar", {{"X-Docker-Container-Path-Stat", path_stat_header(st, name)}});
