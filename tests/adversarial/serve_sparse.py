@@ -22,7 +22,7 @@ kept; an HTTP body: that Content-Length, the 1 GiB one read to its end, the
 its holes as zeros). A 1 TiB case runs only when the 1 GiB case of its path held
 its bounds (a server without the bounds would fill the host's disk).
 gVisor with an image whose tar has no sparse entries (busybox): a 1 TiB file
-arrives as 1 TiB of zeros, so the copy's bound must stop it instead: the
+arrives as 1 TiB of zeros, so the copy's bound must stop it instead:
 the archive GET answers 507 (its HEAD stats the file in the sandbox: its
 size), a file read (/sbx/v1, E2B) answers 413 as on
 native, `sbx cp` (SBX_CP_MAX_BYTES=4 GiB here) fails with the bound's
