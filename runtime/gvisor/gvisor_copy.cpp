@@ -15,6 +15,7 @@
 #include <thread>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -204,6 +205,61 @@ la_ssize_t tar_stream_read(struct archive*, void* p, const void** out) {
   return n < 0 ? ARCHIVE_FATAL : n;
 }
 
+// A `sh -c` script (the image's tar) run in the sandbox on a thread of its
+// own, its stdout a pipe that `src` reads here as it comes. stop() has runsc
+// exec SIGKILL it (the cancel pipe); finish() closes the read end (a tar
+// still writing gets EPIPE) and joins. runsc exec's SIGCHLD is blocked on
+// this thread meanwhile: it must reach the runner's signalfd.
+struct TarFromSandbox {
+  int data[2] = {-1, -1};
+  int cancel[2] = {-1, -1};
+  int code = 0;                  // the script's exit status, after finish()
+  std::exception_ptr exec_error;  // what runsc exec threw, after finish()
+  sigset_t old_mask;
+  std::thread runner;
+
+  TarFromSandbox(const std::string& dir, const SandboxState& st, const SandboxSpec& spec, const std::string& script,
+                 const std::vector<std::string>& args, int err_fd, TarStream& src) {
+    if (::pipe2(data, O_CLOEXEC) < 0) throw_errno("sbx cp: pipe");
+    if (::pipe2(cancel, O_CLOEXEC) < 0) {
+      int e = errno;
+      ::close(data[0]);
+      ::close(data[1]);
+      throw_errno("sbx cp: pipe", e);
+    }
+    src.fd = data[0];
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    ::pthread_sigmask(SIG_BLOCK, &chld, &old_mask);
+    runner = std::thread([this, &dir, &st, &spec, script, args, err_fd] {
+      try {
+        code = run_script(dir, st, spec, script, args, -1, data[1], err_fd, cancel[0]);
+      } catch (...) {
+        exec_error = std::current_exception();
+      }
+      ::close(data[1]);  // EOF for the reader, once runsc exec's own copy is gone too
+    });
+  }
+  void stop() { (void)!::write(cancel[1], "x", 1); }
+  void finish() {
+    if (!runner.joinable()) return;
+    ::close(data[0]);
+    runner.join();
+    ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    ::close(cancel[0]);
+    ::close(cancel[1]);
+  }
+  ~TarFromSandbox() {
+    if (runner.joinable()) {
+      stop();
+      finish();
+    }
+  }
+  TarFromSandbox(const TarFromSandbox&) = delete;
+  TarFromSandbox& operator=(const TarFromSandbox&) = delete;
+};
+
 // Extracts the tar from `src` (entries PREFIX or PREFIX/...) as NEW_NAME
 // below the directory `parent` (an fd), safely (see the header); set-id bits
 // are cleared (host_mode_from_sandbox) and no extended attribute is written.
@@ -336,52 +392,30 @@ CopyResult copy_from_gvisor(const std::string& dir, const SandboxState& st, cons
   src.limit = max_bytes ? max_bytes : env_number("SBX_CP_MAX_BYTES", 0);
   src.stall_ms = static_cast<int>(std::min<uint64_t>(env_number("SBX_CP_STALL_TIMEOUT", 30), 86400) * 1000);
   if (src.stall_ms == 0) src.stall_ms = 30000;
-  int data[2], cancel[2];
-  if (::pipe2(data, O_CLOEXEC) < 0) {
-    ::close(parent_fd);
-    throw_errno("sbx cp: pipe");
-  }
-  if (::pipe2(cancel, O_CLOEXEC) < 0) {
-    ::close(parent_fd);
-    ::close(data[0]);
-    ::close(data[1]);
-    throw_errno("sbx cp: pipe");
-  }
-  src.fd = data[0];
   struct stat before;
   const bool existed = ::fstatat(parent_fd, new_name.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
-  int code = 0;
-  std::exception_ptr exec_error;
-  // SIGCHLD of runsc exec must reach the runner's signalfd, not this thread.
-  sigset_t chld, old_mask;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  ::pthread_sigmask(SIG_BLOCK, &chld, &old_mask);
-  std::thread runner([&] {
-    try {
-      // GNU tar's --sparse sends holes as a sparse map, not as zeros.
-      code = run_script(dir, st, spec,
-                        "cd \"$(dirname \"$1\")\" || exit 2; s=; tar --version 2>/dev/null | grep -q 'GNU tar' && s=--sparse\n"
-                        "exec tar $s -cf - \"./$(basename \"$1\")\"",
-                        {sandbox_path}, -1, data[1], err.fd, cancel[0]);
-    } catch (...) {
-      exec_error = std::current_exception();
-    }
-    ::close(data[1]);  // EOF for the reader, once runsc exec's own copy is gone too
-  });
+  std::optional<TarFromSandbox> tar;
+  try {
+    // GNU tar's --sparse sends holes as a sparse map, not as zeros.
+    tar.emplace(dir, st, spec,
+                "cd \"$(dirname \"$1\")\" || exit 2; s=; tar --version 2>/dev/null | grep -q 'GNU tar' && s=--sparse\n"
+                "exec tar $s -cf - \"./$(basename \"$1\")\"",
+                std::vector<std::string>{sandbox_path}, err.fd, src);
+  } catch (...) {
+    ::close(parent_fd);
+    throw;
+  }
   CopyResult r;
   std::exception_ptr extract_error;
   try {
     r = extract_as(src, name, parent_fd, new_name);
   } catch (...) {
     extract_error = std::current_exception();
-    (void)!::write(cancel[1], "x", 1);
+    tar->stop();
   }
-  ::close(data[0]);  // a tar still writing gets EPIPE
-  runner.join();
-  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  ::close(cancel[0]);
-  ::close(cancel[1]);
+  tar->finish();
+  const int code = tar->code;
+  std::exception_ptr exec_error = tar->exec_error;
   auto undo = [&] {
     // A failed copy leaves nothing new behind (an entry that was there before stays).
     if (existed) return;
@@ -414,33 +448,12 @@ PathStat stat_in_gvisor(const std::string& dir, const SandboxState& st, const Sa
                                                 "' is not an absolute path");
   // The sandbox's tar writes into a pipe; its first header is the path's
   // own entry (tar writes a header before any content, and never follows
-  // the path itself when it is a symlink). Then `cancel` has runsc exec
+  // the path itself when it is a symlink). Then stop() has runsc exec
   // SIGKILL that tar, so a huge file or tree is never read to its end.
   TempFile err(dir, "stat.err");
   TarStream src;
-  int data[2], cancel[2];
-  if (::pipe2(data, O_CLOEXEC) < 0) throw_errno("stat in sandbox: pipe");
-  if (::pipe2(cancel, O_CLOEXEC) < 0) {
-    ::close(data[0]);
-    ::close(data[1]);
-    throw_errno("stat in sandbox: pipe");
-  }
-  src.fd = data[0];
-  int code = 0;
-  std::exception_ptr exec_error;
-  sigset_t chld, old_mask;  // runsc exec's SIGCHLD is the runner's (as copy_from_gvisor)
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  ::pthread_sigmask(SIG_BLOCK, &chld, &old_mask);
-  std::thread runner([&] {
-    try {
-      code = run_script(dir, st, spec, "cd \"$(dirname \"$1\")\" || exit 2; exec tar -cf - \"./$(basename \"$1\")\"",
-                        {sandbox_path}, -1, data[1], err.fd, cancel[0]);
-    } catch (...) {
-      exec_error = std::current_exception();
-    }
-    ::close(data[1]);
-  });
+  TarFromSandbox tar(dir, st, spec, "cd \"$(dirname \"$1\")\" || exit 2; exec tar -cf - \"./$(basename \"$1\")\"",
+                     {sandbox_path}, err.fd, src);
   PathStat out;
   bool got = false;
   std::string read_error;
@@ -463,15 +476,11 @@ PathStat stat_in_gvisor(const std::string& dir, const SandboxState& st, const Sa
       read_error = src.error.empty() ? aerr(in.get()) : src.error;
     }
   }
-  (void)!::write(cancel[1], "x", 1);
-  ::close(data[0]);  // a tar still writing gets EPIPE
-  runner.join();
-  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  ::close(cancel[0]);
-  ::close(cancel[1]);
+  tar.stop();
+  tar.finish();
   if (got) return out;  // (a directory's size is 0: a tar header gives none)
-  if (exec_error) std::rethrow_exception(exec_error);
-  if (code != 0) script_failed(st, code, "stat of " + sandbox_path, err);
+  if (tar.exec_error) std::rethrow_exception(tar.exec_error);
+  if (tar.code != 0) script_failed(st, tar.code, "stat of " + sandbox_path, err);
   throw Error(ErrorKind::FileNotFound, "stat of " + sandbox_path + " in sandbox " + st.id.substr(0, 12) +
                                            ": the sandbox's tar sent no entry" +
                                            (read_error.empty() ? "" : " (" + read_error + ")"));
