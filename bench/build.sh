@@ -1,8 +1,9 @@
 #!/bin/bash
-# sbx build beside podman build (Debian's podman 4.3 with buildah inside) on
-# the same Dockerfiles and contexts, interleaved (each round runs every
-# measurement of both tools back to back, alternating which goes first), so
-# that load on a shared host hits both alike:
+# sbx build beside podman build (Debian's podman 4.3 with buildah inside) and
+# `buildah bud` (Debian's buildah 1.28, --layers, --isolation chroot; when
+# installed) on the same Dockerfiles and contexts, interleaved (each round
+# runs every measurement of every tool back to back, rotating which goes
+# first), so that load on a shared host hits them alike:
 #
 #   python   a small Python project on the python test image: WORKDIR, COPY
 #            of requirements and 40 modules, RUN python3 -m compileall, ENV, CMD
@@ -19,9 +20,10 @@
 # Environment: SBX (build/sbx), SBX_IMAGES (tests/images/out; busybox and
 # python), BENCH_WORK (bench/work: where the gcc image is made once with
 # debootstrap + umoci, as tests/images/build.sh makes the others). Needs root,
-# podman, runc, umoci, skopeo, debootstrap. Prints the table of medians and
-# sbx ÷ podman ratios (below 1: sbx faster) and writes it to
-# bench/results/<date>-build.md.
+# podman, runc, umoci, skopeo, debootstrap; buildah is optional. Every store
+# is the run's own; base images come from the test images' oci-archives (no
+# registry). Prints the table of medians and sbx ÷ podman (and ÷ buildah)
+# ratios (below 1: sbx faster) and writes it to bench/results/<date>-build.md.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/.." && pwd)
@@ -62,10 +64,21 @@ T=$(mktemp -d /tmp/sbx-bench-build.XXXXXX)
 PODMAN=(podman --root "$T/podman/root" --runroot "$T/podman/run" --storage-driver overlay --runtime runc
   --cgroup-manager=cgroupfs)
 PODMAN_BUILD=(build --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+# buildah alone: its own store (a cache shared with podman's would let one
+# tool's build warm the other's); chroot isolation needs no runtime or cgroups.
+TOOLS=(sbx podman)
+HAVE_BUILDAH=0
+if command -v buildah >/dev/null; then HAVE_BUILDAH=1; TOOLS+=(buildah); else echo "bench/build.sh: buildah is missing: sbx and podman only" >&2; fi
+BUILDAH=(buildah --root "$T/buildah/root" --runroot "$T/buildah/run" --storage-driver overlay)
+BUILDAH_BUD=(bud --layers --isolation chroot --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 cleanup() {
   local rc=$?
   "${PODMAN[@]}" system reset -f >/dev/null 2>&1 || true
-  grep -o " $T/[^ ]*" /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  if [ "$HAVE_BUILDAH" = 1 ]; then
+    "${BUILDAH[@]}" rm -a >/dev/null 2>&1 || true
+    "${BUILDAH[@]}" rmi -a -f >/dev/null 2>&1 || true
+  fi
+  { grep -o " $T/[^ ]*" /proc/self/mountinfo || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   # (podman's storage may still be letting go of a mount: try again)
   rm -rf "$T" 2>/dev/null || { sleep 2; rm -rf "$T"; } || true
   exit "$rc"
@@ -80,6 +93,10 @@ for n in busybox python gcc; do
   "${S[@]}" import -q "$tar" "$n" >/dev/null
   id=$("${PODMAN[@]}" pull -q "oci-archive:$tar")
   "${PODMAN[@]}" tag "$id" "localhost/$n:latest"
+  if [ "$HAVE_BUILDAH" = 1 ]; then
+    id=$("${BUILDAH[@]}" pull -q "oci-archive:$tar")
+    "${BUILDAH[@]}" tag "$id" "localhost/$n:latest"
+  fi
 done
 
 # --- the projects.
@@ -137,6 +154,16 @@ declare -A CHANGE=([python]=src/mod_7.py [gcc]=part3.c [steps20]=f3.txt)
 
 sbx_build() { "${S[@]}" build -q "$@" >/dev/null; }
 podman_build() { "${PODMAN[@]}" "${PODMAN_BUILD[@]}" -q "$@" >/dev/null; }
+buildah_build() { "${BUILDAH[@]}" "${BUILDAH_BUD[@]}" -q "$@" >/dev/null; }
+# What buildah's image prints: its Cmd run in a working container (chroot).
+buildah_output() {
+  local c cmd
+  c=$("${BUILDAH[@]}" from -q --pull-never "localhost/$1")
+  mapfile -t cmd < <("${BUILDAH[@]}" inspect --type image "localhost/$1" |
+    python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)["OCIv1"]["config"]["Cmd"]))')
+  "${BUILDAH[@]}" run --isolation chroot "$c" -- "${cmd[@]}" 2>&1 || true
+  "${BUILDAH[@]}" rm "$c" >/dev/null
+}
 now() { date +%s%N; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 
@@ -147,6 +174,11 @@ for p in python gcc steps20; do
   a=$("${S[@]}" run "bench-$p" 2>&1 || true)
   b=$("${PODMAN[@]}" run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "localhost/bench-$p" 2>&1 || true)
   [ -n "$a" ] && [ "$a" = "$b" ] || { echo "bench/build.sh: $p: sbx's image prints '$a', podman's '$b'" >&2; exit 1; }
+  if [ "$HAVE_BUILDAH" = 1 ]; then
+    buildah_build -t "bench-$p" "$P/$p"
+    c=$(buildah_output "bench-$p")
+    [ "$a" = "$c" ] || { echo "bench/build.sh: $p: sbx's image prints '$a', buildah's '$c'" >&2; exit 1; }
+  fi
 done
 echo "outputs checked: python '$("${S[@]}" run bench-python)', gcc '$("${S[@]}" run bench-gcc)', steps20 '$("${S[@]}" run bench-steps20)'" >&2
 
@@ -154,8 +186,9 @@ echo "outputs checked: python '$("${S[@]}" run bench-python)', gcc '$("${S[@]}" 
 R=$T/times
 : >"$R"
 for r in $(seq "$ROUNDS"); do
-  order=(sbx podman)
-  [ $((r % 2)) = 0 ] && order=(podman sbx)
+  # rotate who goes first: sbx podman buildah, podman buildah sbx, …
+  k=$(( (r - 1) % ${#TOOLS[@]} ))
+  order=("${TOOLS[@]:k}" "${TOOLS[@]:0:k}")
   for p in python gcc steps20; do
     for phase in cold cached change; do
       if [ $phase = change ]; then
@@ -166,7 +199,11 @@ for r in $(seq "$ROUNDS"); do
         args=(-t "bench-$p")
         [ $phase = cold ] && args+=(--no-cache)
         t0=$(now)
-        if [ $tool = sbx ]; then sbx_build "${args[@]}" "$P/$p"; else podman_build "${args[@]}" "$P/$p"; fi
+        case $tool in
+          sbx) sbx_build "${args[@]}" "$P/$p" ;;
+          podman) podman_build "${args[@]}" "$P/$p" ;;
+          buildah) buildah_build "${args[@]}" "$P/$p" ;;
+        esac
         t1=$(now)
         echo "$r $p $phase $tool $(ms "$t0" "$t1")" >>"$R"
       done
@@ -184,16 +221,28 @@ for line in open(sys.argv[1]):
     r, p, phase, tool, ms = line.split()
     times[(p, phase, tool)].append(int(ms))
 med = {k: statistics.median(v) for k, v in times.items()}
-print(f"sbx build vs podman build (buildah), medians of {sys.argv[2]} interleaved rounds, ms; "
+bud = ("python", "cold", "buildah") in med
+print(f"sbx build vs podman build{' and buildah bud' if bud else ''}, medians of {sys.argv[2]} interleaved rounds, ms; "
       f"{sys.argv[3]} cores, load {sys.argv[4]}\n")
-print("| project | phase | sbx | podman | sbx ÷ podman |")
-print("|---|---|--:|--:|--:|")
+if bud:
+    print("| project | phase | sbx | podman | buildah | sbx ÷ podman | sbx ÷ buildah |")
+    print("|---|---|--:|--:|--:|--:|--:|")
+else:
+    print("| project | phase | sbx | podman | sbx ÷ podman |")
+    print("|---|---|--:|--:|--:|")
 for p in ("python", "gcc", "steps20"):
     for phase in ("cold", "cached", "change"):
         s, q = med[(p, phase, "sbx")], med[(p, phase, "podman")]
-        print(f"| {p} | {phase} | {s:.0f} | {q:.0f} | {s / q:.2f} |")
+        if bud:
+            b = med[(p, phase, "buildah")]
+            print(f"| {p} | {phase} | {s:.0f} | {q:.0f} | {b:.0f} | {s / q:.2f} | {s / b:.2f} |")
+        else:
+            print(f"| {p} | {phase} | {s:.0f} | {q:.0f} | {s / q:.2f} |")
 s, q = med[("steps20", "cold", "sbx")] / 20, med[("steps20", "cold", "podman")] / 20
 print(f"\nper-step overhead (steps20 cold ÷ 20): sbx {s:.0f} ms, podman {q:.0f} ms, ratio {s / q:.2f} (target ≤ 0.5)")
+if bud:
+    b = med[("steps20", "cold", "buildah")] / 20
+    print(f"per-step overhead beside buildah bud: buildah {b:.0f} ms, sbx ÷ buildah {s / b:.2f}")
 cold = statistics.median([med[(p, "cold", "sbx")] / med[(p, "cold", "podman")] for p in ("python", "gcc", "steps20")])
 cached = statistics.median([med[(p, "cached", "sbx")] / med[(p, "cached", "podman")] for p in ("python", "gcc", "steps20")])
 print(f"cold: median ratio {cold:.2f} (target ≤ 0.8); fully cached: median ratio {cached:.2f} (target ≤ 0.2)")

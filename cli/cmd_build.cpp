@@ -58,9 +58,10 @@ std::string absolute(const std::string& p) {
   return std::string(cwd) + "/" + p;
 }
 
-/// Progress for a person: "[2/7] RUN …", the step's output, CACHED marks and
-/// the time of each step; on a terminal a step without output ends on its
-/// own line.
+/// Progress for a person: "[2/7] RUN …" ("[STAGE 5/9] …" in a multi-stage
+/// build: one numbering over the whole build), the step's output, CACHED
+/// marks and the time of each step; on a terminal a step without output ends
+/// on its own line.
 class Progress {
  public:
   explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(2)) {}

@@ -1,6 +1,6 @@
 // sbx create: start a detached, long-lived sandbox and print its id
 // (engine::Engine::create). Takes sbx run's sandbox options (cli/sandbox_flags.h)
-// plus --label and --idle-timeout (no exec for that long); --timeout is a
+// plus --mount-snapshot (as run's), --label and --idle-timeout (no exec for that long); --timeout is a
 // hard lifetime.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -19,6 +19,7 @@ namespace {
 struct CreateFlags {
   SandboxFlags sandbox;  ///< the options create shares with run
   std::vector<std::string> labels;
+  std::vector<std::string> mount_snapshots;
   std::string idle_timeout;
   bool record = false;
   std::vector<std::string> redact;
@@ -28,6 +29,7 @@ int create(const Globals& g, const CreateFlags& f) {
   BuildOptions bo;
   bo.command = "create";
   bo.hold_without_command = true;  // a long-lived sandbox is for execs
+  bo.mount_snapshots = f.mount_snapshots;
   if (!f.idle_timeout.empty()) bo.idle_timeout = units::parse_duration(f.idle_timeout, "--idle-timeout");
   for (const auto& l : f.labels) {
     auto eq = l.find('=');
@@ -58,6 +60,9 @@ void register_create_command(CLI::App& app, Globals& g, Action& action) {
   help.timeout = "End the sandbox after this long (10s, 1m30s, 2h)";
   help.name = "A name for the sandbox (unique among sandboxes)";
   add_sandbox_options(app, *cmd, std::shared_ptr<SandboxFlags>(f, &f->sandbox), help);
+  cmd->add_option("--mount-snapshot", f->mount_snapshots,
+                  "Mount a writable copy of directory snapshot NAME at TARGET (NAME:/TARGET); it goes with 'sbx rm'")
+      ->allow_extra_args(false);
   cmd->add_option("--idle-timeout", f->idle_timeout, "End the sandbox after this long without an exec");
   cmd->add_option("-l,--label", f->labels, "A label KEY=VALUE (for ps --filter and rm --filter)")->allow_extra_args(false);
   cmd->add_flag("--record", f->record,

@@ -219,6 +219,7 @@ _sbx_create() {
     '--runtime[Runtime: native (namespaces, the default) or gvisor (runsc)]:value:(native gvisor)' \
     '--pull[Pull the image: missing, always, never or newer]:value:(missing always never newer)' \
     '--runsc[Path to runsc for --runtime gvisor]:file:_files' \
+    '*--mount-snapshot[Mount a writable copy of directory snapshot NAME at TARGET]:value: ' \
     '--idle-timeout[End the sandbox after this long without an exec]:value: ' \
     '*'{-l,--label}'[A label KEY=VALUE]:value: ' \
     '--record[Keep a trajectory of every exec, cp and snapshot]' \

@@ -34,9 +34,9 @@ namespace {
 class SnapshotCopies {
  public:
   SnapshotCopies(const std::string& run_root, const std::string& id)
-      : base_(run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id) {}
+      : run_root_(run_root), id_(id), base_(run_root + "/" + runtime::kSnapshotCopiesDir + "/" + id) {}
   ~SnapshotCopies() {
-    if (used_ && !kept_) runtime::remove_snapshot_copies(base_);
+    if (used_ && !kept_) runtime::remove_sandbox_snapshot_copies(run_root_, id_);
   }
   /// The sandbox lives on: its copies stay.
   void keep() { kept_ = true; }
@@ -49,7 +49,7 @@ class SnapshotCopies {
   }
 
  private:
-  std::string base_;
+  std::string run_root_, id_, base_;
   bool used_ = false, kept_ = false;
 };
 
@@ -402,10 +402,13 @@ void Engine::remove(const std::string& id, bool force) {
     // no backend): rm must still remove it, the same way for every backend.
     runtime::remove_sandbox(cfg_.run_root, id, force);
     detach_all_volumes(id);
+    runtime::remove_sandbox_snapshot_copies(cfg_.run_root, id);
     return;
   }
   backend->remove(id, force);
   detach_all_volumes(id);
+  // create --mount-snapshot: the sandbox's private copies go with it.
+  runtime::remove_sandbox_snapshot_copies(cfg_.run_root, id);
 }
 
 // The one signal table sbx and sbx-runc share (runtime/linux/signals.h).

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ctime>
 #include <filesystem>
@@ -11,6 +12,13 @@ namespace sbx::runtime {
 void remove_snapshot_copies(const std::string& dir) noexcept {
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+void remove_sandbox_snapshot_copies(const std::string& run_root, const std::string& id) noexcept {
+  if (id.empty() || id.find('/') != std::string::npos || id[0] == '.') return;
+  const std::string base = run_root + "/" + kSnapshotCopiesDir;
+  remove_snapshot_copies(base + "/" + id);
+  ::rmdir(base.c_str());  // only when empty: other sandboxes' copies stay
 }
 
 std::vector<std::string> gc_snapshot_copies(const std::string& run_root, int min_age_s) noexcept {

@@ -142,7 +142,11 @@ Mount mount_snapshot(const std::string& root, const std::string& spec, const std
     throw Error(ErrorKind::InvalidArgument, "invalid --mount-snapshot '" + spec + "': expected NAME:/ABSOLUTE/TARGET");
   std::string name = spec.substr(0, c), target = spec.substr(c + 1);
   extract_dir_snapshot(root, name, copy_dir);
-  return Mount{target, "bind", copy_dir, {"rbind", "rw"}};
+  // The copy holds the ids the snapshot recorded (those the sandbox it came
+  // from saw): a sandbox in a user namespace must see them the same, so they
+  // map 1:1 (not a volume's owner mapping, under which a file of id 1000
+  // would be nobody's). The copy is this sandbox's alone, in a 0700 dir.
+  return Mount{target, "bind", copy_dir, {"rbind", "rw", "idmap=host"}};
 }
 
 }  // namespace sbx::snapshot

@@ -51,7 +51,7 @@ void extract_dir_snapshot(const std::string& root, const std::string& name, cons
 /// For `--mount-snapshot NAME:/target`: extracts a private copy of the
 /// snapshot into `copy_dir` (a dir the sandbox owns, e.g. in its state dir,
 /// removed with it) and returns the read-write bind mount to add to the
-/// SandboxSpec. Throws sbx::Error for a malformed spec or unknown snapshot.
+/// SandboxSpec (`idmap=host`: the snapshot's ids are the ids inside). Throws sbx::Error for a malformed spec or unknown snapshot.
 Mount mount_snapshot(const std::string& root, const std::string& spec, const std::string& copy_dir);
 
 }  // namespace sbx::snapshot

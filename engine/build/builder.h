@@ -45,8 +45,8 @@ struct BuildEvent {
   };
   Kind kind = Kind::Step;
   std::string stage;   ///< the stage's name, or its index when unnamed ("0", "1"); "" for a one-stage build
-  int step = 0;        ///< 1-based within the stage (FROM is 1)
-  int steps = 0;       ///< steps of the stage
+  int step = 0;        ///< 1-based over the whole build (each FROM counts; ARG does not)
+  int steps = 0;       ///< steps of the whole build: of the stages the target needs
   std::string text;
   double seconds = 0;
 };

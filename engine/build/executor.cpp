@@ -1189,10 +1189,7 @@ void Executor::do_config(StageState& s, const Instruction& ins) {
 StageResult Executor::build_stage(const StagePlan& plan, const Stage& st) {
   StageState s;
   ev_stage_ = plan.stages.size() == 1 ? "" : (st.name.empty() ? std::to_string(st.index) : st.name);
-  ev_steps_ = 1;
-  for (const auto* ins : st.body)
-    if (ins->keyword != "ARG") ++ev_steps_;
-  ev_step_ = 1;
+  ++ev_step_;  // one numbering over the whole build (ev_steps_: build_image)
   const Instruction& from = *st.from;
   auto t0 = std::chrono::steady_clock::now();
   emit(BuildEvent::Kind::Step, from.original);
@@ -1434,7 +1431,16 @@ BuildResult Executor::run() {
     }
     target = static_cast<size_t>(t);
   }
-  for (size_t i : needed_stages(plan, target)) {
+  // Steps are numbered over the whole build, as docker's "Step 3/7": every
+  // FROM and every instruction but ARG of the stages the target needs.
+  const std::vector<size_t> needed = needed_stages(plan, target);
+  ev_step_ = ev_steps_ = 0;
+  for (size_t i : needed) {
+    ++ev_steps_;
+    for (const auto* ins : plan.stages[i].body)
+      if (ins->keyword != "ARG") ++ev_steps_;
+  }
+  for (size_t i : needed) {
     check_cancel(nullptr);
     done_[i] = build_stage(plan, plan.stages[i]);
   }

@@ -8,7 +8,7 @@
 #    the built image's files (through `sbx run`) and config (its exported
 #    config blob) checked; whiteouts, set-id bits and owners of RUN layers;
 #  - multi-stage with COPY --from (stage and image), --target, stages the
-#    target does not need never run;
+#    target does not need never run; one step numbering over the whole build;
 #  - the cache: an unchanged rebuild reuses every step (same image id), a
 #    change in one copied file rebuilds from that step on, --no-cache reruns;
 #  - RUN --mount=type=cache shared between builds, type=secret never in a layer;
@@ -254,6 +254,15 @@ CMD ["cat", "/out.txt"]
 EOF
 sbx build -t multi "$M" >/dev/null 2>"$T/log" || { cat "$T/log"; fail "multi-stage build"; }
 grep -q "this stage is not needed" "$T/log" && fail "a stage the target does not need ran"
+# One step numbering over the whole build (as docker's "Step 3/7"): every FROM
+# and instruction but ARG of the stages built, the unneeded one not counted.
+python3 - "$T/log" <<'PY' || fail "multi-stage step numbers: $(grep -E '^\[' "$T/log")"
+import re, sys
+tags = re.findall(r"^\[(\S+) (\d+)/(\d+)\] (FROM|WORKDIR|RUN|COPY|CMD)", open(sys.argv[1]).read(), re.M)
+got = [(st, int(n), int(t)) for st, n, t, _ in tags]
+want = [("builder", i, 12) for i in (1, 2, 3)] + [("second", i, 12) for i in (4, 5)] + [("3", i, 12) for i in range(6, 13)]
+assert got == want, got
+PY
 [ "$(sbx run multi)" = "made by python" ] || fail "COPY --from=stage"
 [ "$(sbx run multi cat /second.txt)" = "second" ] || fail "a stage based on another stage"
 [ "$(sbx run multi cat /out0.txt)" = "made by python" ] || fail "COPY --from=0 (a stage by index)"
@@ -261,6 +270,8 @@ sbx run multi test -x /python3-binary || fail "COPY --from=image"
 [ "$(sbx run multi cat /kept)" = "this file stays" ] || fail "COPY --from=busybox"
 sbx build -q -t multi-builder --target builder "$M" >"$T/id" 2>"$T/log" || { cat "$T/log"; fail "--target"; }
 [ "$(sbx run multi-builder cat /build/out.txt)" = "made by python" ] || fail "--target builder"
+sbx build --target builder "$M" >/dev/null 2>"$T/log" || { cat "$T/log"; fail "--target builder, again"; }
+grep -qx '\[builder 3/3\] CACHED' "$T/log" || fail "--target builder: the steps of that stage alone are counted: $(cat "$T/log")"
 expect_code 125 "no stage of that name" sbx build --target nosuch "$M"
 pass "multi-stage: COPY --from stage/index/image, unneeded stages skipped, --target"
 

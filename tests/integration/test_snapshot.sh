@@ -7,7 +7,9 @@
 #  - export: oci-archive and docker-archive that skopeo reads and copies, and
 #    that re-import into a fresh store with the same image id and digest.
 #  - directory: files a python sandbox wrote are captured (snapshot-dir),
-#    extracted and mounted into a busybox sandbox; the snapshot never changes.
+#    extracted and mounted into a busybox sandbox; the snapshot never changes;
+#    `create --mount-snapshot` gives a long-lived sandbox its own writable
+#    copy, removed by `sbx rm`.
 #  - snapshots ls/rm/prune; clear errors and exit codes.
 #  - `sbx snapshot ID` / `snapshot-dir ID` / `checkpoint ID` on sandboxes from
 #    `sbx create`, named by id, name or prefix.
@@ -106,6 +108,21 @@ out=$(sbx run -v "$T/copy1:/mnt/proj:idmap=host" busybox -- sh -c 'cat /mnt/proj
 sbx snapshots extract proj "$T/copy2"
 [ "$(cat "$T/copy2/src/model.py")" = "W = [1, 2, 3]" ] || fail "the snapshot changed after a sandbox wrote to its copy"
 expect_code 125 "not empty" sbx snapshots extract proj "$T/copy2"
+
+echo "== create --mount-snapshot: a long-lived sandbox's own writable copy, gone with sbx rm"
+cid=$(sbx create --mount-snapshot proj:/mnt/proj busybox)
+[ "$(sbx exec "$cid" -- cat /mnt/proj/src/model.py)" = "W = [1, 2, 3]" ] || fail "create --mount-snapshot: the snapshot is not at /mnt/proj"
+sbx exec "$cid" -- sh -c 'echo changed > /mnt/proj/src/model.py; echo new > /mnt/proj/new.txt' || fail "create --mount-snapshot: the copy is not writable"
+[ "$(sbx exec "$cid" -- cat /mnt/proj/src/model.py /mnt/proj/new.txt | tr '\n' ' ')" = "changed new " ] || fail "create --mount-snapshot: writes not kept"
+[ -d "$T/run/.snapshot-copies/$cid" ] || fail "create --mount-snapshot: no copy under the run root"
+sbx rm -f "$cid" >/dev/null
+[ ! -e "$T/run/.snapshot-copies" ] || fail "sbx rm left the sandbox's snapshot copies: $(ls -R "$T/run/.snapshot-copies")"
+sbx snapshots extract proj "$T/copy3"
+[ "$(cat "$T/copy3/src/model.py")" = "W = [1, 2, 3]" ] && [ ! -e "$T/copy3/new.txt" ] || fail "the snapshot changed after a created sandbox wrote to its copy"
+expect_code 125 "nosnap" sbx create --mount-snapshot nosnap:/x busybox
+expect_code 125 "expected NAME:/ABSOLUTE/TARGET" sbx create --mount-snapshot proj busybox
+[ -z "$(sbx ps -a -q)" ] || fail "a refused create --mount-snapshot left a sandbox: $(sbx ps -a)"
+[ ! -e "$T/run/.snapshot-copies" ] || fail "a refused create --mount-snapshot left copies"
 
 echo "== snapshots list, rm, prune"
 sbx snapshots --json | python3 -c '
