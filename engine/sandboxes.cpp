@@ -204,12 +204,25 @@ std::string Engine::create(const SandboxRequest& req) {
   for (size_t i = 0; i < req.mount_snapshots.size(); ++i)
     spec.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
   // Named volumes: in use by the sandbox until it is removed.
+  std::vector<std::string> had = anonymous_volumes(*this, spec.id);  // a container started again keeps its own
   std::vector<std::string> volumes = attach_volumes(spec);
   std::string id;
   try {
     id = backend->create(spec, use_userns(spec, req.userns), req.stdin_fd, req.reuse_layer);
   } catch (...) {
+    // The anonymous volumes made for this attempt go with it; named ones stay.
+    std::vector<std::string> made;
+    try {
+      for (const auto& n : anonymous_volumes(*this, spec.id))
+        if (std::find(had.begin(), had.end(), n) == had.end()) made.push_back(n);
+    } catch (...) {
+    }
     detach_volumes(spec.id, volumes);
+    try {
+      remove_unused_volumes(*this, made);
+    } catch (const Error& e) {
+      log::warn("create " + spec.id.substr(0, 12) + ": removing its anonymous volumes: " + e.what());
+    }
     throw;
   }
   copies.keep();

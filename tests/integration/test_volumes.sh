@@ -147,6 +147,10 @@ print([m["Name"] for s in json.loads(sys.argv[1]) if s["Name"] == "anon2" for m 
 check "a second sandbox gets a volume of its own" test -n "$anon2" -a "$anon2" != "$anon"
 expect_rc "rm -f -v" 0 $SBX rm -f -v anon2
 check "rm -v removed its anonymous volume" test ! -e "$SBX_ROOT/volumes/$anon2"
+out=$($SBX create sbxvoltest:1 -- /no/such/command 2>&1); rc=$?
+check "create of a command that does not exist fails ($rc)" test "$rc" != 0
+check "... and leaves no anonymous volume" test "$($SBX volume ls -q | sort | tr '\n' ' ')" = "$before"
+for id in $($SBX ps -aq --no-trunc); do $SBX rm -f "$id" >/dev/null; done
 $SBX rmi sbxvoltest:1 >/dev/null
 rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null
 expect_rc "prune the rest" 0 $SBX volume prune -f
