@@ -44,7 +44,7 @@ void register_inspect_command(CLI::App& app, Globals& g, Action& action) {
       }
       json arr = json::array();
       for (const auto& id : ids)
-        arr.push_back(info_json(eng.inspect(id), true));
+        arr.push_back(info_json(eng.inspect(id), true, g.root));
       std::cout << arr.dump(2) << "\n";
       return 0;
     };

@@ -36,7 +36,7 @@ void register_ps_command(CLI::App& app, Globals& g, Action& action) {
       }
       if (f->json || f->format == "json") {
         json arr = json::array();
-        for (const auto& i : infos) arr.push_back(info_json(i, false));
+        for (const auto& i : infos) arr.push_back(info_json(i, false, g.root));
         std::cout << arr.dump(2) << "\n";
         return 0;
       }

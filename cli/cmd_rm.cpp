@@ -1,23 +1,25 @@
-// sbx rm: removes sandboxes (-f: running ones too; -a/--filter: many). Thin: parse, call engine/engine.h, print.
+// sbx rm: removes sandboxes (-f: running ones too; -a/--filter: many; -v: their anonymous volumes). Thin: parse, call engine/engine.h, print.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/sandbox_view.h"
 #include "common/error.h"
+#include "engine/volume_holds.h"
 
 namespace sbx::cli {
 
 void register_rm_command(CLI::App& app, Globals& g, Action& action) {
   struct RmFlags {
     std::vector<std::string> refs, filters;
-    bool force = false, all = false;
+    bool force = false, all = false, volumes = false;
   };
   auto f = std::make_shared<RmFlags>();
   CLI::App* cmd = app.add_subcommand("rm", "Remove sandboxes (-f: also running ones)");
   cmd->add_option("SANDBOX", f->refs, "Sandbox ids, id prefixes or names");
   cmd->add_flag("-f,--force", f->force, "Kill running sandboxes first");
   cmd->add_flag("-a,--all", f->all, "Remove every sandbox (with --filter: every matching one)");
+  cmd->add_flag("-v,--volumes", f->volumes, "Also remove the sandboxes' anonymous volumes (their image's VOLUMEs)");
   cmd->add_option("--filter", f->filters, "label=KEY[=VALUE], name=, status=, id=")->allow_extra_args(false);
   cmd->callback([f, &g, &action] {
     action = [f, &g] {
@@ -39,8 +41,11 @@ void register_rm_command(CLI::App& app, Globals& g, Action& action) {
       }
       for (const auto& id : ids) {
         try {
+          std::vector<std::string> anon;
+          if (f->volumes) anon = engine::anonymous_volumes(eng, id);
           eng.remove(id, f->force);
           std::cout << id << "\n";
+          engine::remove_unused_volumes(eng, anon);
         } catch (const Error& e) {
           std::cerr << "sbx: error: " << e.what() << "\n";
           rc = e.exit_code();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/cmd_rename.h"
 #include "cli/trajectory_commands.h"
 #include "cli/report.h"
 #include "cli/sandbox_flags.h"
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
   cli::register_stop_command(app, g, action);
   cli::register_kill_command(app, g, action);
   cli::register_rm_command(app, g, action);
+  cli::register_rename_command(app, g, action);
   cli::register_logs_command(app, g, action);
   cli::register_cp_command(app, g, action);
   cli::register_snapshot_command(app, g, action);

@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 #include "engine/engine.h"
+#include "engine/mount_points.h"
 #include "runtime/linux/sandbox_network.h"
 
 namespace sbx::cli {
@@ -68,7 +69,7 @@ std::string status_text(const runtime::SandboxInfo& i) {
   return i.status;
 }
 
-json info_json(const runtime::SandboxInfo& i, bool full) {
+json info_json(const runtime::SandboxInfo& i, bool full, const std::string& root) {
   const auto& st = i.state;
   json state = {{"Status", i.status},
                 {"Running", i.status == "running"},
@@ -99,6 +100,7 @@ json info_json(const runtime::SandboxInfo& i, bool full) {
             {"Timeout", st.timeout_ms / 1000.0},
             {"IdleTimeout", st.idle_timeout_ms / 1000.0},
             {"State", state}};
+  if (!root.empty()) j["Mounts"] = engine::mount_points_json(engine::sandbox_mount_points(root, i.dir));
   if (full) {
     j["StateDir"] = i.dir;
     j["Cgroups"] = st.cgroups;

@@ -23,8 +23,9 @@ std::string ago(int64_t ms);
 void print_table(const std::vector<std::vector<std::string>>& rows);
 /// ps's STATUS: "Up 2 seconds", "Exited (124) timeout 1 second ago", …
 std::string status_text(const runtime::SandboxInfo& i);
-/// inspect's (full) or ps --json's document of one sandbox.
-nlohmann::json info_json(const runtime::SandboxInfo& i, bool full);
+/// inspect's (full) or ps --json's document of one sandbox; with `root`
+/// (sbx's store) also its bind and volume Mounts (Docker's MountPoint shape).
+nlohmann::json info_json(const runtime::SandboxInfo& i, bool full, const std::string& root = "");
 /// `ps --format TEMPLATE`: each {{.Field}} replaced (podman's names where
 /// podman has them; the accounting as in inspect's State). Throws sbx::Error
 /// on an unknown field.

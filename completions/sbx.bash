@@ -3,7 +3,7 @@
 _sbx() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; }
-  local cmds="run create exec ps list inspect wait stop kill rm logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network trajectory branch replay volume"
+  local cmds="run create exec ps list inspect wait stop kill rm rename logs cp import images tag rmi gc info snapshot snapshot-dir snapshots export checkpoint restore pull push login logout serve stats batch system build history image network trajectory branch replay volume"
   local global="-h --help -v --version --root --run-root --log-level"
   local sbx_root=${SBX_ROOT:-/var/lib/sbx} run_root=${SBX_RUN_ROOT:-/run/sbx} i
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -64,7 +64,8 @@ _sbx() {
     wait) words_list=$sandboxes ;;
     stop) opts="-t --time"; words_list=$sandboxes ;;
     kill) opts="-s --signal"; words_list=$sandboxes ;;
-    rm) opts="-f --force -a --all --filter"; words_list=$sandboxes ;;
+    rename) words_list=$sandboxes ;;
+    rm) opts="-f --force -v --volumes -a --all --filter"; words_list=$sandboxes ;;
     logs) opts="-f --follow"; words_list=$sandboxes ;;
     cp) words_list="$(compgen -f -- "$cur") $(printf '%s: ' $sandboxes)" ;;
     import) opts="-q --quiet"; words_list=$(compgen -f -- "$cur") ;;

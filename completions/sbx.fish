@@ -85,6 +85,7 @@ complete -c sbx -n __sbx_no_cmd -a wait -d 'Wait for sandboxes to end'
 complete -c sbx -n __sbx_no_cmd -a stop -d 'Stop sandboxes: SIGTERM, then SIGKILL after --time'
 complete -c sbx -n __sbx_no_cmd -a kill -d 'Send a signal to sandboxes'
 complete -c sbx -n __sbx_no_cmd -a rm -d 'Remove sandboxes'
+complete -c sbx -n __sbx_no_cmd -a rename -d 'Rename a sandbox'
 complete -c sbx -n __sbx_no_cmd -a logs -d 'Print the output of a sandbox\'s first process'
 complete -c sbx -n __sbx_no_cmd -a cp -d 'Copy files between a running sandbox and the host'
 complete -c sbx -n __sbx_no_cmd -a snapshot -d 'Save a sandbox\'s file system changes as a new image'
@@ -255,9 +256,14 @@ complete -c sbx -n '__sbx_cmd_is kill' -s h -l help -d 'Print this help message 
 complete -c sbx -n '__sbx_cmd_is kill' -s s -l signal -x -a 'TERM KILL INT HUP QUIT USR1 USR2 STOP CONT' -d 'Signal name or number'
 complete -c sbx -n '__sbx_cmd_is kill' -a '(__sbx_sandboxes)'
 
+# sbx rename
+complete -c sbx -n '__sbx_cmd_is rename' -s h -l help -d 'Print this help message and exit'
+complete -c sbx -n '__sbx_cmd_is rename' -a '(__sbx_sandboxes)'
+
 # sbx rm
 complete -c sbx -n '__sbx_cmd_is rm' -s h -l help -d 'Print this help message and exit'
 complete -c sbx -n '__sbx_cmd_is rm' -s f -l force -d 'Kill running sandboxes first'
+complete -c sbx -n '__sbx_cmd_is rm' -s v -l volumes -d 'Also remove their anonymous volumes'
 complete -c sbx -n '__sbx_cmd_is rm' -s a -l all -d 'Remove every sandbox'
 complete -c sbx -n '__sbx_cmd_is rm' -l filter -x -d 'label=KEY=VALUE, name=, status=, id='
 complete -c sbx -n '__sbx_cmd_is rm' -a '(__sbx_sandboxes)'

@@ -55,6 +55,7 @@ _sbx() {
         'stop:Stop sandboxes: SIGTERM, then SIGKILL after --time'
         'kill:Send a signal to sandboxes'
         'rm:Remove sandboxes'
+        'rename:Rename a sandbox'
         'logs:Print the output of a sandbox'\''s first process'
         'cp:Copy files between a running sandbox and the host'
         'snapshot:Save a sandbox'\''s file system changes as a new image'
@@ -272,10 +273,17 @@ _sbx_kill() {
     '(-s --signal)'{-s,--signal}'[Signal name or number]:value:(TERM KILL INT HUP QUIT USR1 USR2 STOP CONT)' \
     '*:sandbox:__sbx_sandboxes'
 }
+_sbx_rename() {
+  _arguments -s -S \
+    '(- *)'{-h,--help}'[Print help and exit]' \
+    '1:sandbox:__sbx_sandboxes' \
+    '2:new name: '
+}
 _sbx_rm() {
   _arguments -s -S \
     '(- *)'{-h,--help}'[Print help and exit]' \
     '(-f --force)'{-f,--force}'[Kill running sandboxes first]' \
+    '(-v --volumes)'{-v,--volumes}'[Also remove their anonymous volumes]' \
     '(-a --all)'{-a,--all}'[Remove every sandbox]' \
     '*--filter[label=KEY=VALUE, name=, status=, id=]:value: ' \
     '*:sandbox:__sbx_sandboxes'

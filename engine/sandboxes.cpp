@@ -12,6 +12,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/volume_holds.h"
 #include "gpu/cdi.h"
 #include "gpu/nvidia.h"
 #include "runtime/backends.h"
@@ -53,9 +54,12 @@ class SnapshotCopies {
   bool used_ = false, kept_ = false;
 };
 
-bool has_volume_mounts(const SandboxSpec& spec) {
+/// Named volumes to attach: the spec's volume mounts, or its image's VOLUMEs
+/// (anonymous volumes, engine/volume_holds.h).
+bool has_volume_mounts(const std::string& root, const SandboxSpec& spec) {
   return std::any_of(spec.mounts.begin(), spec.mounts.end(),
-                     [](const spec::Mount& m) { return m.type == kVolumeMountType; });
+                     [](const spec::Mount& m) { return m.type == kVolumeMountType; }) ||
+         !image_volumes(root, spec.image_id).empty();
 }
 
 // label=k[=v] | name=N | status=S | id=PREFIX
@@ -151,20 +155,33 @@ RunResult Engine::run(const RunRequest& req) {
   // --mount-snapshot: a private, writable copy of each directory snapshot,
   // removed when the run ends (or by 'sbx gc' after a crash).
   SnapshotCopies copies(cfg_.run_root, r.id);
-  if (!req.mount_snapshots.empty() || req.spec.id.empty() || has_volume_mounts(req.spec)) {
+  if (!req.mount_snapshots.empty() || req.spec.id.empty() || has_volume_mounts(cfg_.root, req.spec)) {
     with_copies = req.spec;
     with_copies.id = r.id;
     for (size_t i = 0; i < req.mount_snapshots.size(); ++i)
       with_copies.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
     spec = &with_copies;
   }
-  // Named volumes: in use by this run until it ends.
+  // Named volumes: in use by this run until it ends. Its anonymous volumes
+  // go with it (a run leaves no sandbox behind: docker run --rm's rule).
   std::vector<std::string> volumes = attach_volumes(with_copies);
   struct Detach {
     Engine* e;
     const std::string& id;
     const std::vector<std::string>& names;
-    ~Detach() { e->detach_volumes(id, names); }
+    ~Detach() {
+      std::vector<std::string> anon;
+      try {
+        anon = anonymous_volumes(*e, id);
+      } catch (...) {
+      }
+      e->detach_volumes(id, names);
+      try {
+        remove_unused_volumes(*e, anon);
+      } catch (const Error& err) {
+        log::warn("run " + id.substr(0, 12) + ": removing its anonymous volumes: " + err.what());
+      }
+    }
   } detach{this, r.id, volumes};
   if (log::enabled(log::Level::debug)) log::debug("run " + r.id.substr(0, 12) + ": " + describe(*spec, req.userns));
   r.status = backend->run(*spec, use_userns(*spec, req.userns), req.io);
@@ -179,7 +196,7 @@ std::string Engine::create(const SandboxRequest& req) {
   auto backend = runtime::backend_for(req.spec.runtime, backend_options(req.runsc));
   backend->require(runtime::Operation::Create);
   if (log::enabled(log::Level::debug)) log::debug("create: " + describe(req.spec, req.userns));
-  if (req.mount_snapshots.empty() && !has_volume_mounts(req.spec))
+  if (req.mount_snapshots.empty() && !has_volume_mounts(cfg_.root, req.spec))
     return backend->create(req.spec, use_userns(req.spec, req.userns), req.stdin_fd, req.reuse_layer);
   SandboxSpec spec = req.spec;
   if (spec.id.empty()) spec.id = runtime::new_sandbox_id();
@@ -187,12 +204,25 @@ std::string Engine::create(const SandboxRequest& req) {
   for (size_t i = 0; i < req.mount_snapshots.size(); ++i)
     spec.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
   // Named volumes: in use by the sandbox until it is removed.
+  std::vector<std::string> had = anonymous_volumes(*this, spec.id);  // a container started again keeps its own
   std::vector<std::string> volumes = attach_volumes(spec);
   std::string id;
   try {
     id = backend->create(spec, use_userns(spec, req.userns), req.stdin_fd, req.reuse_layer);
   } catch (...) {
+    // The anonymous volumes made for this attempt go with it; named ones stay.
+    std::vector<std::string> made;
+    try {
+      for (const auto& n : anonymous_volumes(*this, spec.id))
+        if (std::find(had.begin(), had.end(), n) == had.end()) made.push_back(n);
+    } catch (...) {
+    }
     detach_volumes(spec.id, volumes);
+    try {
+      remove_unused_volumes(*this, made);
+    } catch (const Error& e) {
+      log::warn("create " + spec.id.substr(0, 12) + ": removing its anonymous volumes: " + e.what());
+    }
     throw;
   }
   copies.keep();

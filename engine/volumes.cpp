@@ -3,6 +3,7 @@
 // sandbox (auto-create, the first-use copy of the image's files, the
 // references that make a volume "in use"). Layout: engine/volumes.h.
 #include "engine/volumes.h"
+#include "engine/volume_holds.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -570,9 +571,97 @@ uint64_t Engine::volumes_size(size_t* count, size_t* unused, uint64_t* reclaimab
   return total;
 }
 
+std::vector<std::string> image_volumes(const std::string& root, const std::string& image_id) {
+  std::vector<std::string> out;
+  if (image_id.empty() || image_id.find('/') != std::string::npos) return out;
+  std::string blob = root + "/blobs/sha256/" + image_id;
+  if (!fs::exists(blob)) return out;
+  try {
+    json c = json::parse(fs::read_file(blob));
+    auto cfg = c.find("config");
+    if (cfg == c.end() || !cfg->is_object()) return out;
+    auto v = cfg->find("Volumes");
+    if (v == cfg->end() || !v->is_object()) return out;
+    for (const auto& [path, _] : v->items()) {
+      std::string p = path;
+      while (p.size() > 1 && p.back() == '/') p.pop_back();
+      if (!p.empty() && p[0] == '/') out.push_back(p);
+    }
+  } catch (const std::exception&) {
+    return {};
+  }
+  return out;
+}
+
+std::vector<std::string> anonymous_volumes(Engine& engine, const std::string& id) {
+  std::vector<std::string> out;
+  const std::string& root = engine.config().root;
+  for (const auto& n : volume_names(root)) {
+    try {
+      if (!read_volume(root, n).labels.count(kAnonymousVolumeLabel)) continue;
+    } catch (const Error&) {
+      continue;
+    }
+    for (const auto& r : read_refs(root, n))
+      if (r.sandbox == id) out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<std::string> remove_unused_volumes(Engine& engine, const std::vector<std::string>& names) {
+  std::vector<std::string> removed;
+  for (const auto& n : names) {
+    if (!users(engine.config().root, n).empty()) continue;
+    try {
+      engine.remove_volume(n, false);
+      removed.push_back(n);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::Conflict && !not_found(e.kind())) throw;
+    }
+  }
+  return removed;
+}
+
+namespace {
+
+/// An anonymous volume mount for each VOLUME path of the spec's image that
+/// no mount covers; a sandbox of this id that already has one there (a
+/// Docker container started again) keeps it. Returns the volumes made new.
+std::vector<std::string> add_anonymous_volumes(Engine& engine, SandboxSpec& spec) {
+  std::vector<std::string> made;
+  const std::string& root = engine.config().root;
+  auto paths = image_volumes(root, spec.image_id);
+  if (paths.empty()) return made;
+  std::map<std::string, std::string> had;  // destination → name
+  for (const auto& n : anonymous_volumes(engine, spec.id))
+    for (const auto& r : read_refs(root, n))
+      if (r.sandbox == spec.id) had[r.destination] = n;
+  for (const auto& p : paths) {
+    bool covered = std::any_of(spec.mounts.begin(), spec.mounts.end(), [&](const spec::Mount& m) {
+      std::string d = m.destination;
+      while (d.size() > 1 && d.back() == '/') d.pop_back();
+      return d == p;
+    });
+    if (covered) continue;
+    std::string name;
+    if (auto it = had.find(p); it != had.end() && fs::exists(volume_dir(root, it->second) + "/volume.json")) {
+      name = it->second;
+    } else {
+      name = engine.create_volume({runtime::new_sandbox_id(), {{kAnonymousVolumeLabel, ""}}, "local"}).name;
+      made.push_back(name);
+    }
+    spec.mounts.push_back({p, kVolumeMountType, name, {}});
+  }
+  return made;
+}
+
+}  // namespace
+
 std::vector<std::string> Engine::attach_volumes(SandboxSpec& spec) {
   std::vector<std::string> attached;
+  std::vector<std::string> anonymous;
   try {
+    anonymous = add_anonymous_volumes(*this, spec);
     for (auto& m : spec.mounts) {
       if (m.type != kVolumeMountType) continue;
       Volume v = create_volume({m.source, {}, "local"});  // docker: an unknown name is created
@@ -610,9 +699,45 @@ std::vector<std::string> Engine::attach_volumes(SandboxSpec& spec) {
     }
   } catch (...) {
     detach_volumes(spec.id, attached);
+    for (const auto& n : anonymous) {
+      try {
+        remove_volume(n, true);
+      } catch (const Error&) {
+      }
+    }
     throw;
   }
   return attached;
+}
+
+std::vector<std::string> hold_volumes(Engine& engine, const std::string& id, const std::vector<spec::Mount>& mounts) {
+  std::vector<std::string> held;
+  const std::string& root = engine.config().root;
+  try {
+    for (const auto& m : mounts) {
+      if (m.type != kVolumeMountType) continue;
+      Volume v = engine.create_volume({m.source, {}, "local"});
+      bool ro = std::find(m.options.begin(), m.options.end(), "ro") != m.options.end();
+      // No run root: the reference holds while this process lives (ref_live).
+      json ref = {{"run_root", ""},
+                  {"pid", ::getpid()},
+                  {"pid_start", runtime::process_start_time(::getpid())},
+                  {"destination", m.destination},
+                  {"read_only", ro}};
+      std::string dir = volume_dir(root, v.name);
+      fs::mkdir_p(dir + "/refs", 0700);
+      fs::write_file_atomic(dir + "/refs/" + id, ref.dump(), 0600);
+      held.push_back(v.name);
+    }
+  } catch (...) {
+    release_volumes(engine, id, held);
+    throw;
+  }
+  return held;
+}
+
+void release_volumes(Engine& engine, const std::string& id, const std::vector<std::string>& names) noexcept {
+  for (const auto& n : names) ::unlink((volume_dir(engine.config().root, n) + "/refs/" + id).c_str());
 }
 
 std::vector<std::string> gc_volumes(const std::string& root) {

@@ -15,7 +15,7 @@ from .errors import (BuildError, ConnectionError, Conflict, ExecTimeout, FileNot
 from .fanout import Result
 from .fanout import map
 from .process import Process
-from .sandbox import DirSnapshot, FileInfo, Image, MemorySnapshot, Sandbox, SandboxTimeoutError, Stats
+from .sandbox import DirSnapshot, FileInfo, Image, MemorySnapshot, Sandbox, SandboxTimeoutError, Stats, Volume
 
 
 class App:
@@ -33,5 +33,5 @@ class App:
 __all__ = ["App", "BuildError", "Client", "ConnectionError", "Conflict", "DirSnapshot", "ExecTimeout", "FileInfo", "FileNotFound",
            "Image", "ImageNotFound", "InvalidArgument", "IsADirectory", "MemorySnapshot", "NotFound", "OutOfMemory",
            "Process", "Result", "Sandbox", "SandboxNotFound", "SandboxTimeout", "SandboxTimeoutError", "SbxError",
-           "SnapshotNotFound", "Stats", "Unsupported", "default_client", "map"]
+           "SnapshotNotFound", "Stats", "Unsupported", "Volume", "default_client", "map"]
 __version__ = "0.1.0"

@@ -47,6 +47,64 @@ class DirSnapshot:
         (client or default_client()).request("DELETE", "/sbx/v1/snapshots/" + urllib.parse.quote(self.name, safe=""))
 
 
+@dataclass(eq=False)
+class Volume:
+    """A named volume in sbx's store (``sbx volume``; Modal's ``Volume``
+    shape): it outlives the sandboxes that mount it, and several can share
+    it at once. Mount it with ``Sandbox.create(..., volumes={"/data": vol})``
+    (or ``{vol: "/data"}``; ``"/data:ro"`` read-only); an empty volume is
+    first given the image's files at that path."""
+    name: str
+    info: Dict[str, Any] = field(default_factory=dict)
+    client: Optional[Client] = None
+
+    @classmethod
+    def create(cls, name: Optional[str] = None, labels: Optional[Mapping[str, str]] = None,
+               client: Optional[Client] = None) -> "Volume":
+        """Creates volume ``name`` (None: a random 64-hex name); an existing
+        one is returned as it is. Raises InvalidArgument (a bad name)."""
+        c = client or default_client()
+        j = c.request("POST", "/sbx/v1/volumes", body={"name": name or "", "labels": dict(labels or {})})
+        return cls(j["name"], j, c)
+
+    @classmethod
+    def lookup(cls, name: str, client: Optional[Client] = None) -> "Volume":
+        """The volume ``name``. Raises NotFound."""
+        c = client or default_client()
+        j = c.request("GET", "/sbx/v1/volumes/" + urllib.parse.quote(name, safe=""))
+        return cls(j["name"], j, c)
+
+    @classmethod
+    def from_name(cls, name: str, create_if_missing: bool = False, client: Optional[Client] = None,
+                  **_modal: Any) -> "Volume":
+        """Modal's spelling: lookup, or create with ``create_if_missing``."""
+        if create_if_missing:
+            return cls.create(name, client=client)
+        return cls.lookup(name, client=client)
+
+    @classmethod
+    def list(cls, client: Optional[Client] = None) -> List["Volume"]:
+        """Every volume, by name."""
+        c = client or default_client()
+        return [cls(j["name"], j, c) for j in c.request("GET", "/sbx/v1/volumes")]
+
+    @classmethod
+    def remove(cls, name: str, force: bool = False, client: Optional[Client] = None) -> None:
+        """Removes volume ``name``. Raises NotFound (unless ``force``),
+        Conflict (a sandbox uses it)."""
+        (client or default_client()).request("DELETE", "/sbx/v1/volumes/" + urllib.parse.quote(name, safe=""),
+                                              query={"force": "1"} if force else None)
+
+    def delete(self) -> None:
+        """Removes this volume (Modal's ``Volume.delete``). Raises Conflict while in use."""
+        Volume.remove(self.name, client=self.client)
+
+    def refresh(self) -> Dict[str, Any]:
+        """Reads its record again (``used_by``: the sandboxes using it)."""
+        self.info = Volume.lookup(self.name, client=self.client).info
+        return self.info
+
+
 @dataclass
 class MemorySnapshot:
     """A memory checkpoint (``sb.checkpoint``; gVisor)."""
@@ -235,8 +293,9 @@ class Sandbox:
         - ``runtime``: "native" or "gvisor" (default: the server's).
         - ``network``: "none" (loopback only) or "private" (NAT out, with
           ``allow_egress`` = CIDRs / domains as the only destinations).
-        - ``env``, ``workdir``; ``volumes``: {host dir: sandbox path[":ro"]}
-          or {DirSnapshot: sandbox path}; ``name`` (unique), ``labels``
+        - ``env``, ``workdir``; ``volumes``: {host dir: sandbox path[":ro"]},
+          {DirSnapshot: sandbox path}, or a named volume as Modal's
+          {sandbox path: Volume} (or {Volume: sandbox path}); ``name`` (unique), ``labels``
           (Modal's ``tags`` too). Other Modal keywords (app, secrets, …) are ignored.
         - ``record``: keep a trajectory of every exec and file operation
           (``sbx trajectory show``, ``sbx branch``, ``sbx replay``; docs/trajectory.md),
@@ -275,7 +334,11 @@ class Sandbox:
         if volumes:
             binds, snaps = {}, {}
             for k, v in volumes.items():
-                if isinstance(k, DirSnapshot):
+                if isinstance(v, Volume):  # Modal's {"/path": vol}
+                    binds[v.name] = k
+                elif isinstance(k, Volume):
+                    binds[k.name] = v
+                elif isinstance(k, DirSnapshot):
                     snaps[k.name] = v
                 else:
                     binds[os.path.abspath(str(k))] = v

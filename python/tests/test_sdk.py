@@ -240,6 +240,30 @@ def test_snapshots(client):
     subprocess.run([os.environ["SBX"], "rmi", img.ref], capture_output=True)
 
 
+def test_volumes(client):
+    name = "sdkvol-%d" % os.getpid()
+    vol = sbx.Volume.from_name(name, create_if_missing=True, client=client)
+    assert vol.name == name and name in [v.name for v in sbx.Volume.list(client=client)]
+    assert sbx.Volume.create(name, client=client).name == name  # an existing one: that one
+    with sbx.Sandbox.create(BB, volumes={"/data": vol}, client=client) as sb:
+        sb.exec("sh", "-c", "echo kept > /data/f").wait()
+        assert vol.refresh()["used_by"] == [sb.object_id]
+        with pytest.raises(sbx.Conflict):
+            vol.delete()  # in use
+        with sbx.Sandbox.create(BB, volumes={vol: "/v:ro"}, client=client) as sb2:
+            assert sb2.files.read("/v/f") == b"kept\n"  # shared while the first runs
+            assert sb2.exec("sh", "-c", "echo x > /v/g").wait() != 0  # read-only
+    with sbx.Sandbox.create(BB, volumes={"/again": sbx.Volume.lookup(name, client=client)}, client=client) as sb3:
+        assert sb3.files.read("/again/f") == b"kept\n"  # outlived the sandboxes
+    for bad in ("../x", "a/b"):
+        with pytest.raises(sbx.InvalidArgument):
+            sbx.Volume.create(bad, client=client)
+    vol.delete()
+    with pytest.raises(sbx.NotFound):
+        sbx.Volume.lookup(name, client=client)
+    sbx.Volume.remove(name, force=True, client=client)  # gone already: fine with force
+
+
 def test_checkpoint_restore_count(client):
     with sbx.Sandbox.create(BB, "sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done",
                             client=client) as sb:

@@ -91,6 +91,7 @@ void Api::handle(Connection& c, Request& r) {
       if (op == "top" && meth == "GET") return container_top(c, r, id);
       if (op == "stats" && meth == "GET") return container_stats(c, r, id);
       if (op == "resize" && meth == "POST") return container_resize(c, r, id);
+      if (op == "rename" && meth == "POST") return container_rename(c, r, id);
     }
     if (std::regex_match(p, m, kContainerOnly) && meth == "DELETE") return container_remove(c, r, m[1]);
     if (std::regex_match(p, m, kExec)) {

@@ -36,6 +36,7 @@
 
 #include "common/fd.h"
 #include "engine/engine.h"
+#include "engine/mount_points.h"
 #include "server/framing.h"
 #include "server/http.h"
 #include "server/rfc3339.h"
@@ -80,6 +81,10 @@ struct Container {
   std::shared_ptr<Fd> pty;
   bool paused = false;    ///< POST /pause froze it (until /unpause)
   int restarts = 0;       ///< POST /restart count (RestartCount)
+  /// Its bind and volume mounts as create made them (Mounts before a start).
+  std::vector<engine::MountPoint> mounts;
+  /// The volumes create marked in use by it (until its first start or its removal).
+  std::vector<std::string> held_volumes;
   bool auto_remove() const;
   bool tty() const;
 };
@@ -146,6 +151,8 @@ class Api {
   void container_archive(Connection& c, const Request& r, const std::string& id);
   void container_restart(Connection& c, const Request& r, const std::string& id);
   void container_pause(Connection& c, const Request& r, const std::string& id, bool pause);
+  /// POST /containers/{id}/rename?name=: 204; 400 a bad name; 404; 409 the name is in use.
+  void container_rename(Connection& c, const Request& r, const std::string& id);
   void container_top(Connection& c, const Request& r, const std::string& id);
   /// POST /containers/{id}/resize?h=ROWS&w=COLS: the size of its pty (TIOCSWINSZ).
   void container_resize(Connection& c, const Request& r, const std::string& id);
@@ -192,7 +199,9 @@ class Api {
   void volume_remove(Connection& c, const Request& r, const std::string& name);
   void volume_prune(Connection& c, const Request& r);
   /// Container inspect's Mounts: the named volumes sandbox `id` mounts.
-  nlohmann::json container_volume_mounts(const std::string& id);
+  /// Docker's Mounts of container `id`: its sandbox's (state dir `dir`), or
+  /// what create made when it has none yet.
+  nlohmann::json container_mounts(const std::shared_ptr<Container>& ctr, const std::string& dir);
   // networks (server/networks.cpp)
   void network_list(Connection& c, const Request& r);
   void network_inspect(Connection& c, const Request& r, const std::string& ref);

@@ -19,6 +19,8 @@
 #include "server/docker/api.h"
 #include "server/reaper.h"
 #include "server/docker/docker_spec.h"
+#include "engine/rename.h"
+#include "engine/volume_holds.h"
 
 namespace sbx::server {
 
@@ -90,12 +92,16 @@ void Api::container_create(Connection& c, const Request& r) {
   ctr->created_ms = runtime::now_ms();
   // Checked now (a bad bind or network fails create, as in Docker); built again at start.
   // (no GPU on this host, an unknown device: refused now too)
+  engine::RunRequest built;
   try {
-    (void)engine::build_sandbox(options_from_docker(cfg, ctr->id, name),
-                                engine::ResolvedImage{image, ctr->image.id, ctr->image.config, {}}, default_runtime_);
+    built = engine::build_sandbox(options_from_docker(cfg, ctr->id, name),
+                                  engine::ResolvedImage{image, ctr->image.id, ctr->image.config, {}}, default_runtime_);
   } catch (const Error& e) {
     throw HttpError{400, e.what()};
   }
+  ctr->mounts = engine::mount_points(engine_.config().root, built.spec.mounts);
+  // Its named volumes are in use from now on (docker: `volume rm` of one is a conflict).
+  ctr->held_volumes = engine::hold_volumes(engine_, ctr->id, built.spec.mounts);
   {
     std::lock_guard lk(mu_);
     containers_[ctr->id] = ctr;
@@ -226,7 +232,10 @@ void Api::watch(std::shared_ptr<Container> ctr, runtime::SandboxState created) {
   cv_.wait_for(lk, std::chrono::seconds(30), [&] { return ctr->attached == 0; });
   lk.unlock();
   try {
+    // AutoRemove (docker run --rm) takes the anonymous volumes along, as docker does.
+    auto anon = engine::anonymous_volumes(engine_, ctr->id);
     engine_.remove(ctr->id, true);
+    engine::remove_unused_volumes(engine_, anon);
   } catch (const Error& e) {
     log::warn("serve: auto-remove of " + ctr->id.substr(0, 12) + ": " + e.what());
   }
@@ -476,7 +485,7 @@ json Api::inspect_json(const std::string& id) {
           {"Driver", "overlay"},
           {"Platform", "linux"},
           {"HostConfig", hc},
-          {"Mounts", container_volume_mounts(id)},
+          {"Mounts", container_mounts(ctr, info ? info->dir : "")},
           {"Config", config},
           {"NetworkSettings", {{"Networks", container_networks(id, cfg)}, {"Ports", ports}, {"IPAddress", ""}}}};
 }
@@ -494,6 +503,7 @@ void Api::container_list(Connection& c, const Request& r) {
     int64_t created_ms = 0, since_ms = 0;
     int exit_code = 0;
     json cfg = json::object();  ///< the create body (containers this server made)
+    json mounts = json::array();
   };
   std::vector<Row> rows;
   for (const auto& s : engine_.list(engine::ListRequest{true, {}})) {
@@ -503,6 +513,7 @@ void Api::container_list(Connection& c, const Request& r) {
       row.exit_code = s.end->exit_code;
       row.since_ms = s.end->ended_ms;
     }
+    row.mounts = container_mounts(nullptr, s.dir);
     if (auto ctr = record(row.id)) {
       row.image = ctr->config.value("Image", row.image);
       row.cfg = ctr->config;
@@ -520,7 +531,8 @@ void Api::container_list(Connection& c, const Request& r) {
         for (const auto& [k, v] : l->items())
           if (v.is_string()) labels[k] = v.get<std::string>();
       rows.push_back(Row{id, ctr->name, ctr->config.value("Image", ""), ctr->image.id, "created", join_cmd(cmd),
-                         labels, ctr->created_ms, ctr->created_ms, 0, ctr->config});
+                         labels, ctr->created_ms, ctr->created_ms, 0, ctr->config,
+                         engine::mount_points_json(ctr->mounts)});
     }
   }
   json out = json::array();
@@ -568,7 +580,7 @@ void Api::container_list(Connection& c, const Request& r) {
                    {"Status", human_status(row.state, row.exit_code, row.since_ms ? row.since_ms : row.created_ms)},
                    {"Labels", row.labels},
                    {"Ports", json::array()},
-                   {"Mounts", json::array()},
+                   {"Mounts", row.mounts},
                    {"HostConfig", {{"NetworkMode", network_mode(row.cfg)}}},
                    {"NetworkSettings", {{"Networks", container_networks(row.id, row.cfg)}}}});
   }
@@ -606,6 +618,9 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
   std::string id = resolve_container(ref);
   auto ctr = record(id);
   bool force = r.flag("force");
+  // v=1: its anonymous volumes go with it (docker rm -v).
+  std::vector<std::string> anon;
+  if (r.flag("v")) anon = engine::anonymous_volumes(engine_, id);
   if (!ctr || ctr->started) {
     std::optional<runtime::SandboxInfo> info;
     try {
@@ -619,12 +634,60 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
     if (info) engine_.remove(id, force);
   }
   if (ctr) {
-    std::lock_guard lk(mu_);
-    ctr->removed = true;
-    if (!ctr->started) ctr->ended = true;
+    std::vector<std::string> held;
+    {
+      std::lock_guard lk(mu_);
+      ctr->removed = true;
+      if (!ctr->started) ctr->ended = true;
+      held.swap(ctr->held_volumes);
+    }
+    engine::release_volumes(engine_, id, held);
   }
+  engine::remove_unused_volumes(engine_, anon);
   cv_.notify_all();
   emit("destroy", id);
+  c.send(204, "");
+}
+
+void Api::container_rename(Connection& c, const Request& r, const std::string& ref) {
+  std::string id = resolve_container(ref);
+  std::string name = r.param("name");
+  if (!name.empty() && name[0] == '/') name.erase(0, 1);
+  if (name.empty()) throw HttpError{400, "rename: give the new name (?name=NAME)"};
+  try {
+    runtime::validate_name(name);
+  } catch (const Error& e) {
+    throw HttpError{400, e.what()};
+  }
+  auto ctr = record(id);
+  std::string old;
+  std::unique_lock lk(mu_);  // held throughout: two renames to one name cannot both win
+  for (const auto& [other, o] : containers_)
+    if (other != id && !o->removed && o->name == name)
+      throw HttpError{409, "Conflict. The container name \"/" + name + "\" is already in use by container \"" + other +
+                               "\". You have to remove (or rename) that container to be able to reuse that name."};
+  if (ctr) old = ctr->name;
+  if (ctr && !ctr->sandbox) {  // not started yet: the name lives in this record only
+    if (old == name) throw HttpError{400, "Renaming a container with the same name as its current name"};
+    std::string holder;
+    try {
+      holder = engine_.resolve(name);
+    } catch (const Error&) {
+    }
+    if (!holder.empty() && holder != id)
+      throw HttpError{409, "Conflict. The container name \"/" + name + "\" is already in use by container \"" + holder +
+                               "\". You have to remove (or rename) that container to be able to reuse that name."};
+    ctr->name = name;
+  } else {
+    try {
+      old = engine_.inspect(id).state.name;
+    } catch (const Error&) {
+    }
+    engine::rename_sandbox(engine_, id, name);  // Conflict: 409; same name: 400
+    if (ctr) ctr->name = name;
+  }
+  lk.unlock();
+  emit("rename", id, {{"oldName", "/" + old}});
   c.send(204, "");
 }
 

@@ -93,18 +93,11 @@ void Api::volume_prune(Connection& c, const Request& r) {
   c.send(200, json{{"VolumesDeleted", res.deleted}, {"SpaceReclaimed", res.reclaimed}}.dump());
 }
 
-json Api::container_volume_mounts(const std::string& id) {
-  json out = json::array();
-  for (const auto& v : engine_.sandbox_volumes(id))
-    out.push_back({{"Type", "volume"},
-                   {"Name", v.name},
-                   {"Source", v.source},
-                   {"Destination", v.destination},
-                   {"Driver", "local"},
-                   {"Mode", v.read_only ? "ro" : "z"},
-                   {"RW", !v.read_only},
-                   {"Propagation", ""}});
-  return out;
+json Api::container_mounts(const std::shared_ptr<Container>& ctr, const std::string& dir) {
+  if (!dir.empty()) return engine::mount_points_json(engine::sandbox_mount_points(engine_.config().root, dir));
+  if (!ctr) return json::array();
+  std::lock_guard lk(mu_);
+  return engine::mount_points_json(ctr->mounts);
 }
 
 }  // namespace sbx::server

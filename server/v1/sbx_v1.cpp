@@ -59,6 +59,7 @@ void SbxV1::handle(Connection& c, Request& r) {
   static const std::regex kFileOp("^/sbx/v1/sandboxes/([^/]+)/files/([a-z]+)$");
   static const std::regex kSnapshot("^/sbx/v1/snapshots/([^/]+)$");
   static const std::regex kRestore("^/sbx/v1/snapshots/([^/]+)/restore$");
+  static const std::regex kVolume("^/sbx/v1/volumes/([^/]+)$");
   const std::string& p = r.path;
   const std::string& m = r.method;
   std::smatch g;
@@ -67,6 +68,12 @@ void SbxV1::handle(Connection& c, Request& r) {
     if (p == "/sbx/v1/sandboxes" && m == "GET") return list(c, r);
     if (p == "/sbx/v1/snapshots" && m == "GET") return snapshot_list(c);
     if (p == "/sbx/v1/build" && m == "POST") return build(c, r);
+    if (p == "/sbx/v1/volumes" && m == "GET") return volume_list(c);
+    if (p == "/sbx/v1/volumes" && m == "POST") return volume_create(c, r);
+    if (std::regex_match(p, g, kVolume)) {
+      if (m == "GET") return volume_get(c, g[1]);
+      if (m == "DELETE") return volume_remove(c, r, g[1]);
+    }
     if (p == "/sbx/v1/version" && m == "GET")
       return (void)c.send(200, json{{"version", SBX_VERSION}, {"api", "sbx/v1"}}.dump());
     if (std::regex_match(p, g, kSandbox)) {

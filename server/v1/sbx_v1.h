@@ -99,6 +99,11 @@ class SbxV1 {
   void restore(Connection& c, const Request& r, const std::string& name);
   void snapshot_list(Connection& c);
   void snapshot_remove(Connection& c, const std::string& name);
+  // Named volumes (sbx_v1_volumes.cpp).
+  void volume_list(Connection& c);
+  void volume_create(Connection& c, const Request& r);
+  void volume_get(Connection& c, const std::string& name);
+  void volume_remove(Connection& c, const Request& r, const std::string& name);
   // builds (server/v1/sbx_v1_build.cpp)
   /// POST /sbx/v1/build: a context tar in, the build's events out as JSON lines.
   void build(Connection& c, const Request& r);

@@ -271,8 +271,95 @@ print(d["memory_stats"]["usage"] > 0, d["memory_stats"]["limit"] > 0, d["pids_st
     [ "$(docker inspect -f '{{range .Mounts}}{{.Type}} {{.Name}} {{.Destination}} {{.RW}}{{end}}' voltest)" = "volume dvol /m false" ]
   out=$(docker volume rm dvol 2>&1); rc=$?
   check "docker volume rm of a volume in use fails ($rc: $out)" bash -c "[ $rc != 0 ] && grep -q 'in use' <<<\"\$1\"" _ "$out"
-  docker rm -f voltest >/dev/null
+  check "docker ps --format {{.Mounts}} names the volume" \
+    [ "$(docker ps --filter name=voltest --format '{{.Mounts}}')" = dvol ]
+  mkdir -p "$T/bdir"
+  docker run -d --name bindtest "${RT_ARGS[@]}" -v "$T/bdir:/b:ro" $IMG sleep 600 >/dev/null
+  out=$(python3 - "$T/bdir" <<'PY' 2>&1
+import docker, os, sys
+c = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto")
+ms = {x.name: x.attrs["Mounts"] for x in c.containers.list()}  # GET /containers/json
+v, b = ms["voltest"], ms["bindtest"]
+assert [(m["Type"], m["Name"], m["Destination"], m["RW"]) for m in v] == [("volume", "dvol", "/m", False)], v
+assert v[0]["Source"].endswith("/volumes/dvol/_data"), v
+assert [(m["Type"], m["Source"], m["Destination"], m["RW"]) for m in b] == [("bind", sys.argv[1], "/b", False)], b
+assert b[0]["Propagation"] == "rprivate", b
+assert c.containers.get("bindtest").attrs["Mounts"] == b, "inspect and list differ"
+print("ok")
+PY
+)
+  check "docker-py containers.list: Mounts of a volume and a bind ($out)" [ "$out" = ok ]
+  docker rm -f voltest bindtest >/dev/null
   check "docker volume rm after the container is gone" [ "$(docker volume rm dvol)" = dvol ]
+  # A container created and never started holds its volumes too (as docker).
+  docker create --name heldtest "${RT_ARGS[@]}" -v dheld:/h $IMG true >/dev/null
+  check "docker create made the volume" grep -qx dheld <<<"$(docker volume ls -q)"
+  out=$(docker volume rm dheld 2>&1); rc=$?
+  check "docker volume rm of a created container's volume fails ($rc: $out)" \
+    bash -c "[ $rc != 0 ] && grep -q 'in use' <<<\"\$1\"" _ "$out"
+  check "docker ps -a --format {{.Mounts}} of the created container" \
+    [ "$(docker ps -a --filter name=heldtest --format '{{.Mounts}}')" = dheld ]
+  docker rm heldtest >/dev/null
+  check "docker volume rm once the created container is removed" [ "$(docker volume rm dheld)" = dheld ]
+  # Anonymous volumes for an image's VOLUME paths: kept by docker rm, removed by rm -v / DELETE ?v=1.
+  mkdir -p "$T/anonctx"
+  printf 'FROM %s\nVOLUME /vd\n' $IMG >"$T/anonctx/Dockerfile"
+  DOCKER_BUILDKIT=0 docker build -q -t sbxanon:1 "$T/anonctx" >/dev/null 2>&1
+  docker run -d --name anontest "${RT_ARGS[@]}" sbxanon:1 sh -c 'echo x >/vd/x; sleep 600' >/dev/null
+  anon=$(docker inspect -f '{{range .Mounts}}{{if eq .Destination "/vd"}}{{.Name}}{{end}}{{end}}' anontest)
+  check "docker run of an image with VOLUME /vd: an anonymous volume there ($anon)" grep -qE '^[0-9a-f]{64}$' <<<"$anon"
+  check "docker ps --format {{.Mounts}} shows it" [ "$(docker ps --filter name=anontest --format '{{.Mounts}}' --no-trunc)" = "$anon" ]
+  docker rm -f anontest >/dev/null
+  check "docker rm without -v keeps it" grep -qx "$anon" <<<"$(docker volume ls -q --filter dangling=true)"
+  docker volume rm "$anon" >/dev/null
+  out=$(python3 <<'PY' 2>&1
+import docker, os
+c = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto")
+ctr = c.containers.run("sbxanon:1", ["sleep", "600"], detach=True, **({"runtime": "gvisor"} if os.environ.get("SBX_TEST_RUNTIME") == "gvisor" else {}))
+name = [m["Name"] for m in c.api.inspect_container(ctr.id)["Mounts"] if m["Destination"] == "/vd"][0]
+assert name in [v.name for v in c.volumes.list()], name
+ctr.remove(force=True, v=True)
+assert name not in [v.name for v in c.volumes.list()], "rm v=True left " + name
+print("ok")
+PY
+)
+  check "docker-py containers.remove(v=True) removes the anonymous volume ($out)" [ "$out" = ok ]
+  docker rmi sbxanon:1 >/dev/null 2>&1
+
+  # docker rename: a running container keeps running under its new name, a created one starts under it.
+  docker run -d --name rn1 "${RT_ARGS[@]}" $IMG sleep 600 >/dev/null
+  docker create --name rn2 "${RT_ARGS[@]}" $IMG sleep 600 >/dev/null
+  check "docker rename rn1 rn3" docker rename rn1 rn3
+  check "docker exec by the new name" [ "$(docker exec rn3 echo hi)" = hi ]
+  check "docker ps lists rn3, not rn1" [ "$(docker ps --filter name=rn --format '{{.Names}}')" = rn3 ]
+  out=$(docker rename rn3 rn2 2>&1); rc=$?
+  check "docker rename to a created container's name fails ($rc: $out)" bash -c "[ $rc != 0 ] && grep -q 'already in use' <<<\"\$1\"" _ "$out"
+  check "docker rename of an unknown container fails" bash -c '! docker rename nosuch-ctr x1 2>/dev/null'
+  check "docker rename of a created container" docker rename rn2 rn4
+  docker start rn4 >/dev/null
+  check "... which starts under its new name" [ "$(docker exec rn4 echo started)" = started ]
+  out=$(python3 <<'PY' 2>&1
+import docker, os
+c = docker.DockerClient(base_url=os.environ["DOCKER_HOST"], version="auto")
+ctr = c.containers.get("rn3")
+ctr.rename("rn5")
+ctr.reload()
+assert ctr.name == "rn5", ctr.name
+try:
+    ctr.rename("rn4")
+    raise SystemExit("rename to a name in use succeeded")
+except docker.errors.APIError as e:
+    assert e.status_code == 409, e
+try:
+    c.api.rename("nosuch-ctr", "x2")
+    raise SystemExit("rename of an unknown container succeeded")
+except docker.errors.NotFound:
+    pass
+print("ok")
+PY
+)
+  check "docker-py Container.rename; 409 for a name in use, 404 for an unknown one ($out)" [ "$out" = ok ]
+  docker rm -f rn5 rn4 >/dev/null
   out=$(python3 -c '
 import docker, os
 # num_pools: docker-py keeps one connection pool per URL in an LRU of 25

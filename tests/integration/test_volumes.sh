@@ -80,6 +80,11 @@ check "a relative target is refused" grep -q "must be absolute" <<<"$out"
 # --- in use ------------------------------------------------------------------
 id=$($SBX create --name holder -v vol1:/data $BB -- sleep 600)
 check "create -v: the sandbox sees the data" test "$($SBX exec holder cat /data/f)" = hello
+check "ps --json lists its volume mount" python3 -c '
+import json, sys
+ms = [s["Mounts"] for s in json.loads(sys.argv[1]) if s["Name"] == "holder"][0]
+assert [(m["Type"], m["Name"], m["Destination"], m["RW"]) for m in ms] == [("volume", "vol1", "/data", True)], ms
+assert ms[0]["Source"] == sys.argv[2] + "/volumes/vol1/_data", ms' "$($SBX ps --json)" "$SBX_ROOT"
 out=$($SBX volume rm vol1 2>&1); rc=$?
 check "rm of a volume a running sandbox uses: exit 125" test "$rc" = 125
 check "... with a clear error naming the sandbox" grep -q "in use by sandbox ${id:0:12}" <<<"$out"
@@ -104,6 +109,50 @@ $SBX rm holder >/dev/null
 rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null  # name links' dir (empty once every sandbox is gone)
 expect_rc "rm after the sandbox is gone" 0 $SBX volume rm vol1
 check "its directory is gone" test ! -e "$SBX_ROOT/volumes/vol1"
+
+# --- anonymous volumes: the image's VOLUME paths --------------------------------
+mkdir -p "$T/volctx"
+echo seeded >"$T/volctx/seed"
+printf 'FROM %s\nCOPY seed /data/seed\nVOLUME /data\n' "$BB" >"$T/volctx/Dockerfile"
+expect_rc "build an image with a VOLUME line" 0 $SBX build -t sbxvoltest:1 "$T/volctx"
+before=$($SBX volume ls -q | sort | tr '\n' ' ')
+check "run: the VOLUME path is a volume seeded with the image's files" \
+  test "$($SBX run --rm sbxvoltest:1 -- sh -c 'cat /data/seed; grep " /data " /proc/self/mounts | wc -l')" = "seeded
+1"
+check "run: its anonymous volume goes with the run" test "$($SBX volume ls -q | sort | tr '\n' ' ')" = "$before"
+check "-v NAME:/data covers it: no anonymous volume, NAME seeded" \
+  test "$($SBX run --rm -v covered1:/data sbxvoltest:1 -- cat /data/seed)" = seeded
+check "... and only covered1 was made" test "$($SBX volume ls -q | sort | tr '\n' ' ')" = "$(printf '%s\n' $before covered1 | sort | tr '\n' ' ')"
+$SBX volume rm covered1 >/dev/null
+$SBX create --name anon1 sbxvoltest:1 -- sleep 600 >/dev/null
+$SBX exec anon1 sh -c 'echo mine >/data/mine'
+anon=$(python3 -c '
+import json, sys
+ms = [s["Mounts"] for s in json.loads(sys.argv[1]) if s["Name"] == "anon1"][0]
+print(" ".join(m["Name"] for m in ms if m["Type"] == "volume" and m["Destination"] == "/data"))' "$($SBX ps --json)")
+check "create: an anonymous volume with a 64-hex name at /data ($anon)" grep -qE '^[0-9a-f]{64}$' <<<"$anon"
+check "... labelled anonymous as docker's" python3 -c '
+import json, sys; assert "com.docker.volume.anonymous" in json.loads(sys.argv[1])[0]["Labels"]' "$($SBX volume inspect "$anon")"
+check "... holding the image's file and the sandbox's write" \
+  test "$(cat "$SBX_ROOT/volumes/$anon/_data/seed" "$SBX_ROOT/volumes/$anon/_data/mine")" = "seeded
+mine"
+expect_rc "volume rm of it while the sandbox exists: 125" 125 $SBX volume rm "$anon"
+$SBX rm -f anon1 >/dev/null
+check "rm without -v leaves it, dangling" grep -qx "$anon" <<<"$($SBX volume ls -q --filter dangling=true)"
+expect_rc "... and volume rm removes it then" 0 $SBX volume rm "$anon"
+$SBX create --name anon2 sbxvoltest:1 -- sleep 600 >/dev/null
+anon2=$(python3 -c '
+import json, sys
+print([m["Name"] for s in json.loads(sys.argv[1]) if s["Name"] == "anon2" for m in s["Mounts"]][0])' "$($SBX ps --json)")
+check "a second sandbox gets a volume of its own" test -n "$anon2" -a "$anon2" != "$anon"
+expect_rc "rm -f -v" 0 $SBX rm -f -v anon2
+check "rm -v removed its anonymous volume" test ! -e "$SBX_ROOT/volumes/$anon2"
+out=$($SBX create sbxvoltest:1 -- /no/such/command 2>&1); rc=$?
+check "create of a command that does not exist fails ($rc)" test "$rc" != 0
+check "... and leaves no anonymous volume" test "$($SBX volume ls -q | sort | tr '\n' ' ')" = "$before"
+for id in $($SBX ps -aq --no-trunc); do $SBX rm -f "$id" >/dev/null; done
+$SBX rmi sbxvoltest:1 >/dev/null
+rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null
 expect_rc "prune the rest" 0 $SBX volume prune -f
 check "no volume left" test -z "$($SBX volume ls -q)"
 check "nothing left in the volumes dir" test -z "$(ls -A "$SBX_ROOT/volumes")"
