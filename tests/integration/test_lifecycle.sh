@@ -58,6 +58,15 @@ if native_only "seccomp and no_new_privs confine the sentry, not the guest"; the
 echo "$STATUS" | grep -q '^NoNewPrivs:[[:space:]]*1' && ok "exec: no_new_privs" || fail "exec: no_new_privs"
 echo "$STATUS" | grep -q '^Seccomp:[[:space:]]*2' && ok "exec: seccomp filter" || fail "exec: seccomp"
 fi
+if native_only "the holder is the native backend's"; then
+# The holder is sbx-init (runtime/native/init_binary.h), exec'd from a read-only
+# bind of one file in the sandbox, not a resident fork of sbx.
+HPID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$RUN/$ID/state.json")
+expect_eq "$(readlink "/proc/$HPID/exe")" "/dev/.sbx-init" "the holder runs sbx-init, from the sandbox's /dev"
+grep -q ' /dev/.sbx-init ro,' "/proc/$HPID/mountinfo" && ok "sbx-init is a read-only mount" || fail "sbx-init is not a read-only mount"
+S exec box sh -c 'echo x > /dev/.sbx-init' 2>/dev/null && fail "the sandbox wrote sbx-init" || ok "the sandbox cannot write sbx-init"
+ls "$RUN/.init/" | grep -q '^sbx-init-[0-9a-f]\{64\}$' && ok "sbx-init written once, content-addressed" || fail "no $RUN/.init/sbx-init-<sha256>"
+fi
 # runsc drops CAP_NET_RAW unless started with --net-raw (gVisor's default).
 CAPS=00000000a80425fb; [ "$RUNTIME" = gvisor ] && CAPS=00000000a80405fb
 echo "$STATUS" | grep -q "^CapEff:[[:space:]]*$CAPS" && ok "exec: default capabilities" || fail "exec: caps $(echo "$STATUS" | grep CapEff)"
