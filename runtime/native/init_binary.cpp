@@ -25,7 +25,7 @@ namespace {
 bool is_ours(int fd) {
   struct stat st {};
   return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 07777) == 0111 &&
-         st.st_nlink == 1 && static_cast<uint64_t>(st.st_size) == static_cast<uint64_t>(sbx_init_image_end - sbx_init_image);
+         static_cast<uint64_t>(st.st_size) == static_cast<uint64_t>(sbx_init_image_end - sbx_init_image);
 }
 
 int open_path(const std::string& path) {
@@ -42,7 +42,7 @@ int open_init_binary(const std::string& run_root) {
   int fd = open_path(path);
   if (fd >= 0 && is_ours(fd)) return fd;
   if (fd >= 0) ::close(fd);
-  // Missing or not what we wrote: write it anew, then rename it over the name.
+  // Missing or not what we wrote: write it anew under a temporary name.
   if (::mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) fs::mkdir_p(dir, 0700);
   std::string tmp = dir + "/.tmp-" + std::to_string(::getpid()) + "-" + std::to_string(reinterpret_cast<uintptr_t>(&tmp));
   int w = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
@@ -57,10 +57,27 @@ int open_init_binary(const std::string& run_root) {
     throw;
   }
   ::close(w);
-  if (::rename(tmp.c_str(), path.c_str()) < 0) {
+  // Published with link(2), which never replaces: a start that opened the
+  // file a moment ago may be about to attach it in its sandbox, and a mount
+  // of a file unlinked meanwhile fails (ENOENT). So a concurrent writer's
+  // copy (the same bytes) wins; only a file that is not ours is replaced.
+  if (::link(tmp.c_str(), path.c_str()) < 0) {
     int e = errno;
+    if (e == EEXIST) {
+      int cur = open_path(path);
+      if (cur >= 0 && is_ours(cur)) {
+        ::unlink(tmp.c_str());
+        return cur;
+      }
+      if (cur >= 0) ::close(cur);
+      e = ::rename(tmp.c_str(), path.c_str()) < 0 ? errno : 0;
+    }
+    if (e) {
+      ::unlink(tmp.c_str());
+      throw_errno("publish " + tmp + " as " + path, e);
+    }
+  } else {
     ::unlink(tmp.c_str());
-    throw_errno("rename " + tmp + " to " + path, e);
   }
   fd = open_path(path);
   if (fd < 0) throw_errno("open the sandbox init program " + path);

@@ -24,7 +24,9 @@ const char* init_binary_sha256() noexcept;
 /// execveat(fd, "", ..., AT_EMPTY_PATH)), first writing it from the embedded
 /// copy when it is missing or is not what sbx wrote (not a regular file, or
 /// not ours: owner, mode 0111, size). The write is atomic (a temporary file
-/// renamed over the name), so concurrent starts agree. Returns the fd (the
+/// linked to the name; a correct file is never replaced, so a concurrent
+/// start's mount of it stays valid). Other sbx builds' versions stay (one
+/// file each; a run root on /run goes at reboot). Returns the fd (the
 /// caller closes it). Throws sbx::Error naming the path when it cannot.
 int open_init_binary(const std::string& run_root);
 

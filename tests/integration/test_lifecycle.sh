@@ -66,6 +66,14 @@ expect_eq "$(readlink "/proc/$HPID/exe")" "/dev/.sbx-init" "the holder runs sbx-
 grep -q ' /dev/.sbx-init ro,' "/proc/$HPID/mountinfo" && ok "sbx-init is a read-only mount" || fail "sbx-init is not a read-only mount"
 S exec box sh -c 'echo x > /dev/.sbx-init' 2>/dev/null && fail "the sandbox wrote sbx-init" || ok "the sandbox cannot write sbx-init"
 ls "$RUN/.init/" | grep -q '^sbx-init-[0-9a-f]\{64\}$' && ok "sbx-init written once, content-addressed" || fail "no $RUN/.init/sbx-init-<sha256>"
+# The first process starts only once the exec'd holder is non-dumpable again:
+# at once, it finds none of the holder's fds (the host's state dir among them).
+for U in auto host; do
+  IDF=$(S create --userns $U busybox sh -c 'for f in /proc/1/fd/* /proc/1/exe /proc/1/cwd; do readlink $f; done; echo end') || fail "create --userns $U"
+  S wait "$IDF" >/dev/null
+  expect_eq "$(S logs "$IDF" 2>/dev/null | tr '\n' ' ')" "end " "--userns $U: the first process, at its start, reads no link of the holder"
+  S rm -f "$IDF" >/dev/null
+done
 fi
 # runsc drops CAP_NET_RAW unless started with --net-raw (gVisor's default).
 CAPS=00000000a80425fb; [ "$RUNTIME" = gvisor ] && CAPS=00000000a80405fb
