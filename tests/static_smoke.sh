@@ -31,10 +31,20 @@ if command -v file >/dev/null; then
 fi
 
 T=$(mktemp -d /tmp/sbx-static.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+# (A sandbox a failed check left running goes first.)
+trap '"$sbx" --root "$T/root" --run-root "$T/run" rm -f --all >/dev/null 2>&1; rm -rf "$T"' EXIT
 "$sbx" --root "$T/root" --run-root "$T/run" import -q "$images/busybox-oci" busybox:latest >/dev/null ||
   fail "import of $images/busybox-oci"
 out=$("$sbx" --root "$T/root" --run-root "$T/run" run busybox -- echo static-sbx-ok) || fail "run exited $?"
 [ "$out" = static-sbx-ok ] || fail "run printed '$out', want 'static-sbx-ok'"
 [ -z "$(ls -A "$T/run" 2>/dev/null)" ] || fail "run root not empty: $(ls -A "$T/run")"
-echo "static smoke: ok ($sbx: static, import + run -- echo)"
+# A created sandbox: its holder is sbx-init, embedded in this one file and
+# written to the run root's .init/ (runtime/native/init_binary.h).
+S() { "$sbx" --root "$T/root" --run-root "$T/run" "$@"; }
+id=$(S create busybox -- sleep 1000) || fail "create exited $?"
+out=$(S exec "$id" -- echo static-exec-ok) || fail "exec exited $?"
+[ "$out" = static-exec-ok ] || fail "exec printed '$out', want 'static-exec-ok'"
+ls "$T/run/.init/" | grep -q '^sbx-init-[0-9a-f]\{64\}$' || fail "no sbx-init in $T/run/.init"
+S rm -f "$id" >/dev/null || fail "rm -f exited $?"
+[ -z "$(ls -A "$T/run" 2>/dev/null | grep -vE '^\.(names|init)$')" ] || fail "run root not empty after rm: $(ls -A "$T/run")"
+echo "static smoke: ok ($sbx: static, import + run -- echo, create + exec + rm)"

@@ -11,6 +11,10 @@
 //     ctr.log + ctr.log.1, each at most kLogRotateBytes);
 //   - records why the sandbox ended in STATE_DIR/end (runtime/state.h) and
 //     then kills every process in the pid namespace (kill(-1, SIGKILL)).
+// It runs as its own small static program, sbx-init (tools/sbx-init.cpp),
+// which the sandbox's init execs once the sandbox is set up
+// (runtime/native/init_binary.h), so an idle sandbox does not keep a fork of
+// sbx resident.
 // It reaches the state dir only through a directory fd opened before
 // pivot_root. That fd is O_CLOEXEC and the holder is made non-dumpable, so
 // sandbox processes cannot reach it through /proc/1/fd (CVE-2024-21626).

@@ -32,8 +32,8 @@
 #include "runtime/native/child_channel.h"
 #include "runtime/linux/clone_child.h"
 #include "runtime/linux/credentials.h"
-#include "runtime/native/holder.h"
 #include "runtime/native/init.h"
+#include "runtime/native/init_binary.h"
 #include "runtime/native/pooled_command.h"
 #include "runtime/linux/mounts.h"
 #include "runtime/linux/namespaces.h"
@@ -80,6 +80,8 @@ struct ChildCtx {
   int log_r = -1, log_w = -1;  ///< stdout pipe
   int err_r = -1, err_w = -1;  ///< stderr pipe (the log keeps the streams apart)
   int commit_r = -1, commit_w = -1;  ///< the commit socket pair (Sandbox::commit)
+  int init_exe = -1;  ///< detached: sbx-init's detached mount (init_binary.h), which the init attaches and execs as the holder
+  mutable int gate_r = -1, gate_w = -1;  ///< detached: the first process waits for a byte here (made by the init)
   int stdin_fd = -1;  ///< detached with spec.stdin_open: the first process's stdin (StartOptions::detached_stdin)
   // --network private: the sandbox's /etc/hosts and /etc/resolv.conf.
   std::string hosts{}, resolv{};
@@ -129,6 +131,19 @@ void wait_for(int sock, char want) {
                                 const ResolvedUser& user, const std::vector<int>& caps, int pty_slave) noexcept {
   const Process& p = spec.process;
   int code = kExitSbxFailed;
+  if (c.gate_r >= 0) {
+    // Detached: wait until the holder (sbx-init, exec'd by the init) is
+    // non-dumpable again; nothing of the sandbox runs before (its fds hold the
+    // host's state dir). EOF: the init failed.
+    ::close(c.gate_w);
+    char go = 0;
+    ssize_t got;
+    do {
+      got = ::read(c.gate_r, &go, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got != 1 || go != 'g') ::_exit(kExitSbxFailed);
+    ::close(c.gate_r);
+  }
   try {
     // Signals: back to the caller's mask; dispositions reset at exec except
     // "ignored", so un-ignore the ones a shell may have ignored.
@@ -228,6 +243,38 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     log::warn(ldconfig + " for the GPU libraries failed; programs may not find libcuda");
 }
 
+/// Detached: the init becomes the holder by exec'ing sbx-init (tools/sbx-init.cpp)
+/// with the fds it needs, so that what stays resident is that small program,
+/// not this fork of sbx. sbx-init makes itself non-dumpable first, then opens
+/// the first process's gate, then does the rest of the detached start (sbx's
+/// 'G' on the setup channel, its commit) and runs the holder. Only the fds
+/// named here survive the exec (all others are close-on-exec, and sbx-init
+/// closes anything else it inherited). Throws sbx::Error when the exec fails.
+[[noreturn]] void exec_holder(const ChildCtx& c, pid_t workload, int log_fd, int err_fd) {
+  std::vector<std::string> args{"sbx-init"};
+  auto pass = [&](const char* name, int fd) {
+    if (fd < 0) return;
+    if (::fcntl(fd, F_SETFD, 0) < 0) throw_errno(std::string("keep the holder's ") + name + " open across its exec");
+    args.push_back(std::string("--") + name + "=" + std::to_string(fd));
+  };
+  pass("state-fd", c.state_dirfd);
+  pass("log-fd", log_fd);
+  pass("err-fd", err_fd);
+  pass("gate-fd", c.gate_w);
+  pass("sync-fd", c.sock);
+  pass("commit-fd", c.commit_r);
+  if (workload > 0) args.push_back("--workload=" + std::to_string(workload));
+  if (c.spec->timeout.count() > 0) args.push_back("--timeout-ms=" + std::to_string(c.spec->timeout.count()));
+  if (c.spec->idle_timeout.count() > 0)
+    args.push_back("--idle-timeout-ms=" + std::to_string(c.spec->idle_timeout.count()));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  char* envp[] = {nullptr};
+  ::syscall(SYS_execveat, c.init_exe, "", argv.data(), envp, AT_EMPTY_PATH);
+  throw_errno("exec the sandbox's init program sbx-init (" + std::string(init_binary_sha256()).substr(0, 12) + ")");
+}
+
 /// The sandbox's init: the ordered list of setup steps, then the pid-1 loop.
 [[noreturn]] void init_main(const ChildCtx& c) noexcept {
   const SandboxSpec& spec = *c.spec;
@@ -325,6 +372,9 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
       mount_system_in_userns(spec, usys);
     else
       mount_system(spec);
+    // Detached: the holder's program, on the fresh /dev (before the user's
+    // mounts, so that it is never made on one of their volumes).
+    if (c.init_exe >= 0) attach_init_mount(c.init_exe);
     mount_user(spec, binds);
     mask_and_readonly_paths();
 
@@ -392,6 +442,12 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
 
     // 7. the workload. Forwarded signals and SIGCHLD stay blocked in the init.
     pid_t pid = -1;
+    if (c.detached && !wspec->process.args.empty()) {
+      int gp[2];
+      if (::pipe2(gp, O_CLOEXEC) < 0) throw_errno("create the first process's gate pipe");
+      c.gate_r = gp[0];
+      c.gate_w = gp[1];
+    }
     if (!wspec->process.args.empty()) {
       // (A plain fork() also in a pooled init: the init never comes from a
       // process with other threads, runtime/linux/clone_child.h.)
@@ -407,39 +463,10 @@ void run_ldconfig(const SandboxSpec& spec, const std::vector<int>& caps) {
     const int tty_master = c.detached && spec.stdin_pty_master ? c.stdin_fd : -1;
     if (c.stdin_fd >= 0 && tty_master < 0) ::close(c.stdin_fd);
     if (c.detached) {
-      // Outlive sbx only once sbx has recorded us in state.json (it sends 'G'
-      // then); if it dies before, EOF here and PDEATHSIG end the sandbox.
       ::close(c.log_w);
       ::close(c.err_w);
-      char go = 0;
-      if (::recv(c.sock, &go, 1, 0) != 1 || go != 'G') ::_exit(kExitSbxFailed);
-      // EOF on the setup channel: sbx learns that the workload was exec'd.
-      ::close(c.sock);
-      // Still dying with sbx (PDEATHSIG) until it has recorded the sandbox as
-      // running and commits ('C'); EOF instead means it died before that: a
-      // half-created sandbox must not live on.
-      ssize_t got;
-      do {
-        got = ::recv(c.commit_r, &go, 1, 0);
-      } while (got < 0 && errno == EINTR);
-      if (got != 1 || go != 'C') ::_exit(kExitSbxFailed);
-      ::prctl(PR_SET_PDEATHSIG, 0);
-      ::close(c.commit_r);  // sbx waits for this EOF before it exits
-      // Let go of sbx's stdio (a `$(sbx create …)` must see EOF).
-      if (int null = ::open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
-        for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
-        if (null > 2) ::close(null);
-      }
-      // (run_holder closes every fd of sbx's but the holder's own first: a
-      // server's other connections, other sandboxes' stdin pipes.)
-      HolderConfig h;
-      h.state_dirfd = c.state_dirfd;
-      h.workload = pid;
-      h.log_fd = tty_master >= 0 ? tty_master : c.log_r;
-      h.err_fd = tty_master >= 0 ? -1 : c.err_r;
-      h.timeout_ms = spec.timeout.count();
-      h.idle_timeout_ms = spec.idle_timeout.count();
-      run_holder(h);
+      if (c.gate_r >= 0) ::close(std::exchange(c.gate_r, -1));
+      exec_holder(c, pid, tty_master >= 0 ? tty_master : c.log_r, tty_master >= 0 ? -1 : c.err_r);
     }
     ::close(c.sock);
     run_init(pid);
@@ -468,7 +495,7 @@ std::string encode_init_request(const ChildCtx& c, uint64_t flags) {
             {"idmapped_layers", c.idmapped_layers},
             {"binds", binds},
             {"detached", c.detached},
-            {"fds", {c.state_dirfd, c.log_r, c.log_w, c.err_r, c.err_w, c.commit_r, c.commit_w, c.stdin_fd}},
+            {"fds", {c.state_dirfd, c.log_r, c.log_w, c.err_r, c.err_w, c.commit_r, c.commit_w, c.stdin_fd, c.init_exe}},
             {"hosts", c.hosts},
             {"resolv", c.resolv},
             {"pooled", c.pooled},
@@ -614,12 +641,12 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) throw_errno("socketpair");
   ChildCtx ctx{&spec, &sb.cgroup, dir, spec.hostname.empty() ? sb.id.substr(0, 12) : spec.hostname, sv[1], {}, false, {}, {}};
   struct CloseFds {
-    int* fds[6];
+    int* fds[7];
     ~CloseFds() {
       for (int* f : fds)
         if (*f >= 0) ::close(std::exchange(*f, -1));
     }
-  } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w, &ctx.err_r, &ctx.err_w, &ctx.commit_r}};
+  } close_fds{{&ctx.state_dirfd, &ctx.log_r, &ctx.log_w, &ctx.err_r, &ctx.err_w, &ctx.commit_r, &ctx.init_exe}};
   ctx.pooled = opts.pooled;
   if (spec.network == NetworkMode::Private || spec.network == NetworkMode::User) {
     // The addresses first (recorded before anything is made); the veths and
@@ -661,6 +688,13 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     }
     ctx.commit_r = cp[0];
     ctx.commit_w = sb.commit_fd = cp[1];
+    try {
+      ctx.init_exe = open_init_mount(opts.run_root);
+    } catch (...) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw;
+    }
   }
   // User namespace: a host id range, and the layers and volumes opened as
   // detached trees now, so that the child inherits the same fds (runtime/linux/userns.h).
@@ -728,7 +762,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     // lock one of them held (runtime/linux/clone_child.h).
     const uint64_t flags = clone_namespace_flags(spec) | (ctx.userns ? CLONE_NEWUSER : 0);
     // Every fd of the caller's that the init uses (ChildCtx):
-    std::vector<int> keep{sv[1], ctx.state_dirfd, ctx.log_r, ctx.log_w, ctx.err_r, ctx.err_w, ctx.commit_r, ctx.commit_w, ctx.stdin_fd};
+    std::vector<int> keep{sv[1], ctx.state_dirfd, ctx.log_r, ctx.log_w, ctx.err_r, ctx.err_w, ctx.commit_r, ctx.commit_w, ctx.stdin_fd, ctx.init_exe};
     keep.insert(keep.end(), trees.fds.begin(), trees.fds.end());
     // A caller with secrets in memory (sbx serve) starts the init from a
     // fresh exec of sbx instead (runtime/linux/self_exec.h).
@@ -983,9 +1017,9 @@ void init_helper_main(int payload_fd, int answer_fd) {
     }
     c.detached = j.at("detached").get<bool>();
     auto fds = j.at("fds").get<std::vector<int>>();
-    if (fds.size() != 8) throw Error("expected 8 fds");
+    if (fds.size() != 9) throw Error("expected 9 fds");
     c.state_dirfd = fds[0], c.log_r = fds[1], c.log_w = fds[2], c.err_r = fds[3], c.err_w = fds[4];
-    c.commit_r = fds[5], c.commit_w = fds[6], c.stdin_fd = fds[7];
+    c.commit_r = fds[5], c.commit_w = fds[6], c.stdin_fd = fds[7], c.init_exe = fds[8];
     c.hosts = j.at("hosts").get<std::string>();
     c.resolv = j.at("resolv").get<std::string>();
     c.pooled = j.at("pooled").get<bool>();

@@ -1446,8 +1446,9 @@ leaks() {  # WHEN: nothing of this run may be left on the host
   [ -n "$x" ] && { log "leak ($what): cgroups: $(head -3 <<<"$x" | tr '\n' ' ')"; bad=1; }
   x=$(pgrep -af "$marker|$RR" | grep -v "pgrep" || true)
   [ -n "$x" ] && { log "leak ($what): processes: $(head -3 <<<"$x" | tr '\n' ';')"; bad=1; }
-  # State dirs: the run root may keep empty bookkeeping dirs, nothing else.
-  x=$(find "$RR" -mindepth 1 \( -type f -o -type l \) ! -name '*.lock' 2>/dev/null | head -5)
+  # State dirs: the run root may keep empty bookkeeping dirs, nothing else
+  # (but the holder's program, written once per run root: .init/sbx-init-<sha256>).
+  x=$(find "$RR" -mindepth 1 \( -type f -o -type l \) ! -name '*.lock' ! -path "$RR/.init/sbx-init-*" 2>/dev/null | head -5)
   [ -n "$x" ] && { log "leak ($what): state files: $(tr '\n' ' ' <<<"$x")"; bad=1; }
   x=$(find "$RR" -mindepth 1 -maxdepth 1 -type d -regextype egrep -regex '.*/[0-9a-f]{64}' 2>/dev/null | head -3)
   [ -n "$x" ] && { log "leak ($what): sandbox state dirs: $(tr '\n' ' ' <<<"$x")"; bad=1; }

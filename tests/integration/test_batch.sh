@@ -125,7 +125,7 @@ rc=$?
 check "SIGINT: batch exits 130 (got $rc)" test "$rc" = 130
 check "SIGINT: it stopped at once, not after the 30 s tasks ($(( $(date +%s) - t0 )) s)" test $(( $(date +%s) - t0 )) -lt 10
 check "SIGINT: interrupted tasks have no result" test ! -s "$T/sig.out"
-check "SIGINT: no sandbox dir left" test -z "$(ls -A "$SBX_RUN_ROOT" 2>/dev/null | grep -v '^\.names$')"
+check "SIGINT: no sandbox dir left" test -z "$(ls -A "$SBX_RUN_ROOT" 2>/dev/null | grep -vE '^\.(names|init)$')"
 
 # --- SIGKILL of the batch itself: its workers end their sandboxes (parent-death
 # signal), and `sbx gc` removes the task files it kept in RUN_ROOT/.batch-<pid>.

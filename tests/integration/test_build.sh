@@ -64,7 +64,7 @@ PY
 # namespace range held, no temp dir, no mount.
 nothing_left() {
   local what=$1
-  [ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx 'userns\|\.names' || true)" ] || fail "$what: state left in the run root: $(ls -A "$T/run")"
+  [ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx 'userns\|\.names\|\.init' || true)" ] || fail "$what: state left in the run root: $(ls -A "$T/run")"
   [ -z "$(ls "$T/run/userns" 2>/dev/null)" ] || fail "$what: user namespace ranges still held: $(ls "$T/run/userns")"
   [ -z "$(ls -A "$T/root/tmp" 2>/dev/null)" ] || fail "$what: temp files left: $(ls -A "$T/root/tmp")"
   ! grep -q "$T" /proc/self/mountinfo || fail "$what: a mount under $T is left"

@@ -58,6 +58,23 @@ if native_only "seccomp and no_new_privs confine the sentry, not the guest"; the
 echo "$STATUS" | grep -q '^NoNewPrivs:[[:space:]]*1' && ok "exec: no_new_privs" || fail "exec: no_new_privs"
 echo "$STATUS" | grep -q '^Seccomp:[[:space:]]*2' && ok "exec: seccomp filter" || fail "exec: seccomp"
 fi
+if native_only "the holder is the native backend's"; then
+# The holder is sbx-init (runtime/native/init_binary.h), exec'd from a read-only
+# bind of one file in the sandbox, not a resident fork of sbx.
+HPID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$RUN/$ID/state.json")
+expect_eq "$(readlink "/proc/$HPID/exe")" "/dev/.sbx-init" "the holder runs sbx-init, from the sandbox's /dev"
+grep -q ' /dev/.sbx-init ro,' "/proc/$HPID/mountinfo" && ok "sbx-init is a read-only mount" || fail "sbx-init is not a read-only mount"
+S exec box sh -c 'echo x > /dev/.sbx-init' 2>/dev/null && fail "the sandbox wrote sbx-init" || ok "the sandbox cannot write sbx-init"
+ls "$RUN/.init/" | grep -q '^sbx-init-[0-9a-f]\{64\}$' && ok "sbx-init written once, content-addressed" || fail "no $RUN/.init/sbx-init-<sha256>"
+# The first process starts only once the exec'd holder is non-dumpable again:
+# at once, it finds none of the holder's fds (the host's state dir among them).
+for U in auto host; do
+  IDF=$(S create --userns $U busybox sh -c 'for f in /proc/1/fd/* /proc/1/exe /proc/1/cwd; do readlink $f; done; echo end') || fail "create --userns $U"
+  S wait "$IDF" >/dev/null
+  expect_eq "$(S logs "$IDF" 2>/dev/null | tr '\n' ' ')" "end " "--userns $U: the first process, at its start, reads no link of the holder"
+  S rm -f "$IDF" >/dev/null
+done
+fi
 # runsc drops CAP_NET_RAW unless started with --net-raw (gVisor's default).
 CAPS=00000000a80425fb; [ "$RUNTIME" = gvisor ] && CAPS=00000000a80405fb
 echo "$STATUS" | grep -q "^CapEff:[[:space:]]*$CAPS" && ok "exec: default capabilities" || fail "exec: caps $(echo "$STATUS" | grep CapEff)"
@@ -214,7 +231,7 @@ expect_eq "$(S logs "$ID3" | sort | tr '\n' ' ')" "err out " "logs has stdout an
 S inspect "$ID3" | grep -q '"Reason": "exit"' && ok "inspect: reason exit" || fail "reason exit"
 S exec "$ID3" true 2>/dev/null; expect_eq "$?" 125 "exec in an ended sandbox: 125"
 S create busybox nosuchcmd >/dev/null 2>&1; expect_eq "$?" 127 "create with a missing command: 127"
-expect_eq "$(ls -A "$RUN" | grep -vE '^\.(names|userns-[0-9]+)$' | wc -l)" "$(S ps -aq | wc -l)" "a failed create leaves no state dir"
+expect_eq "$(ls -A "$RUN" | grep -vE '^\.(names|init|userns-[0-9]+)$' | wc -l)" "$(S ps -aq | wc -l)" "a failed create leaves no state dir"
 ID4=$(S create python python3 -c 'import sys,time; print("py", flush=True); time.sleep(30)')
 sleep 1
 expect_eq "$(S logs "$ID4")" "py" "logs of a running python"
@@ -317,7 +334,8 @@ S rm -f "$ID7" >/dev/null || fail "rm -f"
 grep -qE '^State:[[:space:]]+[^Z[:space:]]' /proc/$PID7/status 2>/dev/null && fail "rm -f left the init running" || ok "rm -f killed it"
 S rm --all >/dev/null 2>&1
 S rm -f $(S ps -aq --no-trunc) >/dev/null 2>&1
-expect_eq "$(ls -A "$RUN" | grep -v '^.names$')" "" "run root empty"
+# (.init: the holder's program, written once per run root: runtime/native/init_binary.h)
+expect_eq "$(ls -A "$RUN" | grep -vE '^\.(names|init)$')" "" "run root empty"
 expect_eq "$(ls -A "$RUN/.names" 2>/dev/null)" "" "no names left"
 expect_eq "$(grep -c "$T" /proc/self/mountinfo)" "0" "no mounts left"
 LEFT=$(find /sys/fs/cgroup -maxdepth 6 -type d \( -name "sbx-${ID:0:12}" -o -name "sbx-${ID2:0:12}" -o -name "sbx-${ID7:0:12}" \) 2>/dev/null)

@@ -34,7 +34,7 @@ our_procs() {
   done
 }
 leak_check() {  # $1: what
-  expect_eq "$(ls -A "$RUN" 2>/dev/null | grep -v '^.names$')" "" "$1: run root empty"
+  expect_eq "$(ls -A "$RUN" 2>/dev/null | grep -vE '^\.(names|init)$')" "" "$1: run root empty"
   expect_eq "$(ls -A "$RUN/.names" 2>/dev/null)" "" "$1: no names"
   expect_eq "$(grep -c "$RUN" /proc/self/mountinfo)" "0" "$1: no mounts"
   expect_eq "$(our_procs)" "" "$1: no processes"

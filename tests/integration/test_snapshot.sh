@@ -331,7 +331,7 @@ echo "== nothing leaked"
 ! grep -q "$T" /proc/self/mountinfo || fail "mounts left under $T"
 # (RUN_ROOT/userns is the runtime's id-range pool: only its .lock may stay;
 # RUN_ROOT/.names holds the name links: it may stay, empty)
-[ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx 'userns\|\.names')" ] || fail "state left in the run root: $(ls -A "$T/run")"
+[ -z "$(ls -A "$T/run" 2>/dev/null | grep -vx 'userns\|\.names\|\.init')" ] || fail "state left in the run root: $(ls -A "$T/run")"
 [ -z "$(ls -A "$T/run/.names" 2>/dev/null)" ] || fail "sandbox names left: $(ls -A "$T/run/.names")"
 [ -z "$(ls -d /sys/fs/cgroup/*/sbx-"${wid:0:12}" /sys/fs/cgroup/*/*/sbx-"${wid:0:12}" 2>/dev/null)" ] || fail "cgroups of the writer left"
 ! pgrep -f "w/z.new" >/dev/null || fail "the writer's processes are still running"

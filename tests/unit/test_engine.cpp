@@ -37,13 +37,17 @@ std::string busybox_layout() {
   return stdfs::exists(d + "/index.json") ? d : "";
 }
 
-/// Everything under `dir` (relative paths), for the leak check.
+/// Everything under `dir` (relative paths), for the leak check; but the
+/// holder's program (.init, written once per run root, kept).
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
   for (auto it = stdfs::recursive_directory_iterator(dir, ec); !ec && it != stdfs::recursive_directory_iterator();
-       it.increment(ec))
-    out.push_back(stdfs::relative(it->path(), dir).string());
+       it.increment(ec)) {
+    std::string rel = stdfs::relative(it->path(), dir).string();
+    if (rel == ".init" || rel.rfind(".init/", 0) == 0) continue;
+    out.push_back(rel);
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
