@@ -153,35 +153,30 @@ expect_code 0 "match" sbx replay --until 3 "$F"
 # a changed command at step 7: the first divergence is step 7, in stdout
 mkdir -p "$T/changed"
 cp -r "$T/run/$sb/trajectory/objects" "$T/changed/"
-python3 - "$F" "$T/changed/trajectory.jsonl" <<'EOF'
+# with_argv STEP SCRIPT: $T/changed/trajectory.jsonl, $F with step STEP's command `sh -c SCRIPT`
+with_argv() {
+  python3 - "$F" "$T/changed/trajectory.jsonl" "$1" "$2" <<'EOF'
 import json, sys
 out = []
 for l in open(sys.argv[1]):
     d = json.loads(l)
-    if d.get("step") == 2:
-        d["argv"] = ["sh", "-c", "echo two > /work/b; echo hellO"]
+    if d.get("step") == int(sys.argv[3]):
+        d["argv"] = ["sh", "-c", sys.argv[4]]
     out.append(json.dumps(d))
 open(sys.argv[2], "w").write("\n".join(out) + "\n")
 EOF
+}
+with_argv 2 'echo two > /work/b; echo hellO'
 expect_code 1 "stdout differs at byte 4" sbx replay "$T/changed/trajectory.jsonl"
-echo "$out" | grep -q '^2 ' || fail "replay does not name step 2: $out"
-echo "$out" | grep -q '^3 ' && fail "replay went on after the divergence: $out"
+grep -q '^2 ' <<<"$out" || fail "replay does not name step 2: $out"
+grep -q '^3 ' <<<"$out" && fail "replay went on after the divergence: $out"
 expect_code 0 "match" sbx replay --tolerate-regex '^hell' "$T/changed/trajectory.jsonl"
 # a step that writes other content with the same exit code and no output:
 # only the files it changed tell, and the replay names them
-python3 - "$F" "$T/changed/trajectory.jsonl" <<'EOF'
-import json, sys
-out = []
-for l in open(sys.argv[1]):
-    d = json.loads(l)
-    if d.get("step") == 6:
-        d["argv"] = ["sh", "-c", "echo SIX > /work/six"]
-    out.append(json.dumps(d))
-open(sys.argv[2], "w").write("\n".join(out) + "\n")
-EOF
+with_argv 6 'echo SIX > /work/six'
 expect_code 1 "files differ: /work/six (other content)" sbx replay "$T/changed/trajectory.jsonl"
-echo "$out" | grep -q '^6 ' || fail "replay does not name step 6: $out"
-echo "$out" | grep -q '^7 ' && fail "replay went on after the divergence: $out"
+grep -q '^6 ' <<<"$out" || fail "replay does not name step 6: $out"
+grep -q '^7 ' <<<"$out" && fail "replay went on after the divergence: $out"
 [ "$(live "$T/run")" = 1 ] || fail "replay left a sandbox"
 
 echo "== a mini-swe-agent trajectory (its bash actions) replays"
