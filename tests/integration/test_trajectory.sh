@@ -232,7 +232,7 @@ EOF2
 # (the Docker API makes the sandbox at start: a bad value is refused there)
 bad=$(docker create --label sbx.record=maybe busybox true)
 set +e; out=$(docker start "$bad" 2>&1); code=$?; set -e
-[ "$code" != 0 ] && echo "$out" | grep -q "give 1 or true" || fail "a bad sbx.record label: $code $out"
+[ "$code" != 0 ] && grep -q "give 1 or true" <<<"$out" || fail "a bad sbx.record label: $code $out"
 docker rm -f "$dk" "$bad" >/dev/null
 unset DOCKER_HOST
 kill $SERVE; wait $SERVE 2>/dev/null || true; SERVE=""
