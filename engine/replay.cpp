@@ -111,24 +111,32 @@ json last_line(const std::string& file) {
 /// A checkpoint (docs/trajectory.md) as path → what a replay compares of
 /// each changed entry: type, content digest, symlink target, mode, opaque;
 /// a deletion as {"type": "deleted"}. Timestamps are left out.
-std::map<std::string, json> change_set(const json& checkpoint) {
+/// Paths matching one of `skip` are left out.
+std::map<std::string, json> change_set(const json& checkpoint, const std::vector<std::regex>& skip) {
   std::map<std::string, json> out;
   if (!checkpoint.is_object()) return out;
+  auto skipped = [&](const std::string& path) {
+    for (const auto& r : skip)
+      if (std::regex_search(path, r)) return true;
+    return false;
+  };
   for (const auto& f : checkpoint.value("files", json::array()))
-    out[f.value("path", "")] = {{"type", f.value("type", "")},
+    if (!skipped(f.value("path", "")))
+      out[f.value("path", "")] = {{"type", f.value("type", "")},
                                 {"sha256", f.value("sha256", "")},
                                 {"target", f.value("target", "")},
                                 {"mode", f.value("mode", 0u)},
                                 {"opaque", f.value("opaque", false)}};
   for (const auto& d : checkpoint.value("deleted", json::array()))
-    if (d.is_string()) out[d.get<std::string>()] = {{"type", "deleted"}};
+    if (d.is_string() && !skipped(d.get<std::string>())) out[d.get<std::string>()] = {{"type", "deleted"}};
   return out;
 }
 
 /// "" when a step changed the same files (change_set) in the record and in
-/// the replay; else the first few that differ and how.
-std::string files_difference(const json& recorded, const json& replayed) {
-  auto want = change_set(recorded), got = change_set(replayed);
+/// the replay (paths matching one of `skip` left out); else the first few
+/// that differ and how.
+std::string files_difference(const json& recorded, const json& replayed, const std::vector<std::regex>& skip) {
+  auto want = change_set(recorded, skip), got = change_set(replayed, skip);
   if (want == got) return "";
   std::vector<std::string> diffs;
   size_t count = 0;
@@ -159,19 +167,27 @@ std::string files_difference(const json& recorded, const json& replayed) {
   return out;
 }
 
+/// Each of `res` compiled (ECMAScript). Throws sbx::Error (InvalidArgument)
+/// naming `option` for one that is not a regex.
+std::vector<std::regex> regexes(const std::vector<std::string>& res, const char* option) {
+  std::vector<std::regex> out;
+  for (const auto& r : res) {
+    try {
+      out.emplace_back(r);
+    } catch (const std::regex_error& e) {
+      throw Error(ErrorKind::InvalidArgument, std::string(option) + " '" + r + "' is not a regex: " + e.what());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 ReplayResult replay(Engine& engine, const ReplayRequest& req) {
   ScratchDir scratch(engine.config().run_root);
   Trajectory t = read(engine, req.source, scratch.path + "/src");
-  std::vector<std::regex> tolerate;
-  for (const auto& r : req.tolerate_regex) {
-    try {
-      tolerate.emplace_back(r);
-    } catch (const std::regex_error& e) {
-      throw Error(ErrorKind::InvalidArgument, "--tolerate-regex '" + r + "' is not a regex: " + e.what());
-    }
-  }
+  std::vector<std::regex> tolerate = regexes(req.tolerate_regex, "--tolerate-regex");
+  std::vector<std::regex> tolerate_path = regexes(req.tolerate_path, "--tolerate-path");
   int last = t.steps.empty() ? 0 : t.steps.back()["step"].get<int>();
   if (req.until < 0 || req.until > last)
     throw Error(ErrorKind::NotFound, "--until " + std::to_string(req.until) +
@@ -199,7 +215,7 @@ ReplayResult replay(Engine& engine, const ReplayRequest& req) {
       return;
     }
     own_last = mine.value("step", 0);
-    std::string d = files_difference(s["checkpoint"], mine["checkpoint"]);
+    std::string d = files_difference(s["checkpoint"], mine["checkpoint"], tolerate_path);
     if (!d.empty()) {
       rs.result = "differs";
       rs.difference = d;

@@ -88,6 +88,7 @@ struct ReplayRequest {
   int until = 0;       ///< the last step to replay (0: all)
   bool keep = false;   ///< keep the sandbox (ReplayResult::sandbox)
   std::vector<std::string> tolerate_regex;         ///< stdout/stderr lines matching one are not compared
+  std::vector<std::string> tolerate_path;          ///< changed files whose path matches one are not compared
   std::function<void(const ReplayStep&)> on_step;  ///< each step as it ends (optional)
   /// Called with the replay's sandbox id as soon as it is made (optional;
   /// as BranchRequest::on_created).

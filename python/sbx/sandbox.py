@@ -510,11 +510,13 @@ class Sandbox:
         return [Sandbox(self._client, x) for x in j]
 
     def replay(self, image: Optional[str] = None, until: Optional[int] = None, keep: bool = False,
-               tolerate_regex: Optional[Sequence[str]] = None) -> "ReplayResult":
+               tolerate_regex: Optional[Sequence[str]] = None,
+               tolerate_path: Optional[Sequence[str]] = None) -> "ReplayResult":
         """Replays this sandbox's trajectory in a fresh sandbox (the recorded
         image, or ``image``) and compares each step with the record; see
         :func:`replay`."""
-        return replay(self, image=image, until=until, keep=keep, tolerate_regex=tolerate_regex)
+        return replay(self, image=image, until=until, keep=keep, tolerate_regex=tolerate_regex,
+                      tolerate_path=tolerate_path)
 
     # Modal's name for a file-system snapshot.
     def _experimental_snapshot(self) -> Image:
@@ -540,13 +542,14 @@ class ReplayResult:
 
 def replay(sandbox: Union[Sandbox, str], image: Optional[str] = None, until: Optional[int] = None,
            keep: bool = False, tolerate_regex: Optional[Sequence[str]] = None,
-           client: Optional[Client] = None) -> ReplayResult:
+           tolerate_path: Optional[Sequence[str]] = None, client: Optional[Client] = None) -> ReplayResult:
     """``sbx replay`` of a recorded sandbox's trajectory (a Sandbox or its id
     or name): a fresh sandbox of the recorded image (or ``image``) and spec,
     every recorded step run again and compared with the record (exit code,
     stdout, stderr, the files it changed); stops at the first step that
     differs. ``until``: the last step; ``keep``: keep the replay's sandbox;
-    ``tolerate_regex``: output lines matching one are not compared. Raises
+    ``tolerate_regex``: output lines matching one are not compared;
+    ``tolerate_path``: changed files whose path matches one are not. Raises
     NotFound (sandbox, image or step), Conflict (not recorded)."""
     c = sandbox._client if isinstance(sandbox, Sandbox) else (client or default_client())
     ref = sandbox.object_id if isinstance(sandbox, Sandbox) else urllib.parse.quote(str(sandbox), safe="")
@@ -557,6 +560,8 @@ def replay(sandbox: Union[Sandbox, str], image: Optional[str] = None, until: Opt
         body["until"] = until
     if tolerate_regex:
         body["tolerate_regex"] = list(tolerate_regex)
+    if tolerate_path:
+        body["tolerate_path"] = list(tolerate_path)
     j = c.request("POST", "/sbx/v1/sandboxes/" + ref + "/replay", body=body)
     sb = Sandbox(c, j["sandbox"]) if j.get("sandbox") else None
     return ReplayResult(bool(j["matched"]), j.get("first_divergence"), list(j["steps"]), sb)

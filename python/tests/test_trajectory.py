@@ -98,6 +98,7 @@ def test_replay_compares_the_files_a_step_changed(rec):
     r = rec.replay()
     assert not r.matched and r.first_divergence == steps[1]["step"], r
     assert "/work/random" in r.steps[-1]["difference"], r.steps[-1]
+    assert rec.replay(tolerate_path=["^/work/random$"]).matched
 
 
 def test_errors(client, rec):
@@ -123,6 +124,8 @@ def test_errors(client, rec):
         client.request("POST", path + "/replay", body={"tolerate_regex": "("})
     with pytest.raises(sbx.InvalidArgument):
         client.request("POST", path + "/replay", body={"tolerate_regex": ["("]})
+    with pytest.raises(sbx.InvalidArgument, match="tolerate-path"):
+        client.request("POST", path + "/replay", body={"tolerate_path": ["("]})
     with pytest.raises(sbx.InvalidArgument):
         client.request("POST", path + "/branch", body=[1])
     # The trajectory endpoint's answer is JSON lines, the header first.

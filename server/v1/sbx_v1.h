@@ -105,7 +105,7 @@ class SbxV1 {
   void trajectory(Connection& c, const std::string& ref);
   /// POST …/branch {"step", "count", "name"}: sandboxes with that step's files.
   void branch(Connection& c, const Request& r, const std::string& ref);
-  /// POST …/replay {"image", "until", "keep", "tolerate_regex"}: the steps
+  /// POST …/replay {"image", "until", "keep", "tolerate_regex", "tolerate_path"}: the steps
   /// re-run in a fresh sandbox and compared with the record.
   void replay(Connection& c, const Request& r, const std::string& ref);
   /// Starts watch() for sandbox `id`, just made (a branch's, a replay's).

@@ -91,6 +91,7 @@ void SbxV1::replay(Connection& c, const Request& r, const std::string& ref) {
   req.until = int_field(b, "until", 0);
   req.keep = bool_field(b, "keep");
   req.tolerate_regex = v1_string_list(b.value("tolerate_regex", json()), "tolerate_regex");
+  req.tolerate_path = v1_string_list(b.value("tolerate_path", json()), "tolerate_path");
   req.on_created = [this](const std::string& id) { start_watch(id); };
   auto res = engine::trajectory::replay(engine_, req);
   json steps = json::array();

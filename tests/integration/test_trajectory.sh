@@ -177,6 +177,9 @@ with_argv 6 'echo SIX > /work/six'
 expect_code 1 "files differ: /work/six (other content)" sbx replay "$T/changed/trajectory.jsonl"
 grep -q '^6 ' <<<"$out" || fail "replay does not name step 6: $out"
 grep -q '^7 ' <<<"$out" && fail "replay went on after the divergence: $out"
+# (until 8: step 9 copies /work/six out, and that copy differs)
+expect_code 0 "match" sbx replay --tolerate-path '^/work/six$' --until 8 "$T/changed/trajectory.jsonl"
+expect_code 125 "not a regex" sbx replay --tolerate-path '(' "$T/changed/trajectory.jsonl"
 [ "$(live "$T/run")" = 1 ] || fail "replay left a sandbox"
 
 echo "== a mini-swe-agent trajectory (its bash actions) replays"
