@@ -32,8 +32,9 @@ void register_replay_command(CLI::App& app, Globals& g, Action& action) {
   cmd->footer(
       "Makes a fresh sandbox from the recorded image and spec, runs the recorded execs again (with their\n"
       "stdin) and cp's into the sandbox (with their content), and compares each step's exit code and\n"
-      "stdout/stderr digests with the record. Prints a table: 'match', or the first difference (the\n"
-      "stream, the first differing byte and around it), and stops there. Timings are never compared.\n"
+      "stdout/stderr digests, then the files the step changed, with the record. Prints a table:\n"
+      "'match', or the first difference (the stream, the first differing byte and around it; or the\n"
+      "files changed otherwise), and stops there. Timings are never compared.\n"
       "Exit status: 0 all matched, 1 a step differed, 125 the replay could not be made.");
   cmd->add_option("SOURCE", req->source, "A trajectory file, an export archive, or a recorded sandbox")->required();
   cmd->add_option("--image", req->image, "Run it on this image instead of the recorded one");
@@ -41,6 +42,9 @@ void register_replay_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_flag("--keep", req->keep, "Keep the replay's sandbox (its id is printed)");
   cmd->add_option("--tolerate-regex", req->tolerate_regex,
                   "Do not compare stdout/stderr lines matching this regex (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--tolerate-path", req->tolerate_path,
+                  "Do not compare changed files whose path matches this regex (repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("--json", *as_json, "Print the steps as JSON lines");
   cmd->callback([req, as_json, &g, &action] {

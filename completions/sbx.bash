@@ -137,7 +137,7 @@ _sbx() {
         export) opts="-o --output"; words_list=$sandboxes ;;
       esac ;;
     branch) opts="--at --count --name"; words_list="$sandboxes $(compgen -f -- "$cur")" ;;
-    replay) opts="--image --until --keep --tolerate-regex --json"; words_list="$(compgen -f -- "$cur") $sandboxes" ;;
+    replay) opts="--image --until --keep --tolerate-regex --tolerate-path --json"; words_list="$(compgen -f -- "$cur") $sandboxes" ;;
     network)
       # Its own subcommands: create ls inspect rm prune connect disconnect.
       local nsub="" k3

@@ -554,6 +554,7 @@ complete -c sbx -n '__sbx_cmd_is replay' -l image -x -a '(__sbx_images)' -d 'Run
 complete -c sbx -n '__sbx_cmd_is replay' -l until -x -d 'The last step to replay'
 complete -c sbx -n '__sbx_cmd_is replay' -l keep -d 'Keep the replay\'s sandbox'
 complete -c sbx -n '__sbx_cmd_is replay' -l tolerate-regex -x -d 'Do not compare stdout/stderr lines matching this regex'
+complete -c sbx -n '__sbx_cmd_is replay' -l tolerate-path -x -d 'Do not compare changed files whose path matches this regex'
 complete -c sbx -n '__sbx_cmd_is replay' -l json -d 'Print the steps as JSON lines'
 complete -c sbx -n '__sbx_cmd_is replay' -F
 

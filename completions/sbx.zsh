@@ -586,6 +586,7 @@ _sbx_replay() {
     '--until[The last step to replay]:value: ' \
     '--keep[Keep the replay'\''s sandbox]' \
     '*--tolerate-regex[Do not compare stdout/stderr lines matching this regex]:value: ' \
+    '*--tolerate-path[Do not compare changed files whose path matches this regex]:value: ' \
     '--json[Print the steps as JSON lines]' \
     '1:file:_files'
 }

@@ -8,6 +8,7 @@
 #include "common/fd.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/text.h"
 #include "engine/trajectory_ops.h"
 #include "engine/recording.h"
 #include "engine/sandbox_options.h"
@@ -24,7 +25,7 @@ std::string dir_of_sandbox(Engine& engine, const std::string& ref) {
   std::string id = engine.resolve(ref);
   const std::string& run_root = engine.config().run_root;
   if (!recorded(run_root, id))
-    throw Error("sandbox " + ref + " records no trajectory (create it with 'sbx create --record')");
+    throw Error(ErrorKind::Conflict, "sandbox " + ref + " records no trajectory (create it with 'sbx create --record')");
   return dir_of(run_root, id);
 }
 
@@ -47,6 +48,26 @@ std::string create_recorded(Engine& engine, SandboxRequest req, const std::vecto
     throw;
   }
   return id;
+}
+
+std::string create_labelled(Engine& engine, const SandboxRequest& req) {
+  const auto& labels = req.spec.labels;
+  auto rec = labels.find(kRecordLabel);
+  auto red = labels.find(kRedactLabel);
+  std::string v = rec == labels.end() ? "" : rec->second;
+  bool record = v == "1" || v == "true";
+  if (!record && !v.empty() && v != "0" && v != "false")
+    throw Error(ErrorKind::InvalidArgument,
+                std::string("label ") + kRecordLabel + "=" + v + ": give 1 or true to record the sandbox, 0 or false not to");
+  if (!record && red != labels.end())
+    throw Error(ErrorKind::InvalidArgument,
+                std::string("label ") + kRedactLabel + " needs " + kRecordLabel + "=1 (it only applies to recorded sandboxes)");
+  if (!record) return engine.create(req);
+  std::vector<std::string> redact;
+  if (red != labels.end())
+    for (const auto& r : split(red->second, ','))
+      if (!r.empty()) redact.push_back(r);
+  return create_recorded(engine, req, redact);
 }
 
 std::string create_from(Engine& engine, const json& header, const std::string& image, const std::string& name,
@@ -114,7 +135,7 @@ Trajectory read(Engine& engine, const std::string& source, const std::string& sc
     tdir = dir_of_sandbox(engine, source);
   } catch (const Error& e) {
     if (source.find('/') != std::string::npos) throw Error("no such trajectory file: " + source);
-    throw Error(std::string(e.what()) + " (nor is it a trajectory file)");
+    throw Error(e, std::string(e.what()) + " (nor is it a trajectory file)");
   }
   std::string f = tdir + "/trajectory.jsonl";
   auto t = parse(fs::read_file(f), f);
@@ -125,7 +146,7 @@ Trajectory read(Engine& engine, const std::string& source, const std::string& sc
 
 std::vector<std::string> branch(Engine& engine, const BranchRequest& req) {
   const std::string& run_root = engine.config().run_root;
-  if (req.count < 1 || req.count > 1024) throw Error("--count must be 1..1024, not " + std::to_string(req.count));
+  if (req.count < 1 || req.count > 1024) throw Error(ErrorKind::InvalidArgument, "--count must be 1..1024, not " + std::to_string(req.count));
   ScratchDir scratch(run_root);
   std::string text_file;
   Trajectory t = read(engine, req.source, scratch.path + "/src", &text_file);
@@ -143,6 +164,7 @@ std::vector<std::string> branch(Engine& engine, const BranchRequest& req) {
       std::string name = req.name.empty() ? "" : req.count == 1 ? req.name : req.name + "-" + std::to_string(i + 1);
       std::string id = create_from(engine, t.header, "", name, true, parent);
       made.push_back(id);
+      if (req.on_created) req.on_created(id);
       auto sb = runtime::open_sandbox(run_root, id);
       runtime::BackendOptions bo;
       bo.run_root = run_root;

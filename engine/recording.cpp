@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -300,6 +301,49 @@ void record_snapshot(const std::string& run_root, const std::string& id, const s
   } catch (const std::exception& e) {
     log::warn("could not record the snapshot step: " + std::string(e.what()));
   }
+}
+
+json copy_manifest(const std::string& host, const std::string& objects, bool store, uint64_t& total) {
+  namespace sfs = std::filesystem;
+  json files = json::array();
+  std::error_code ec;
+  auto add = [&](const sfs::path& p, const std::string& rel) {
+    auto st = sfs::symlink_status(p, ec);
+    json f = {{"path", rel}, {"mode", static_cast<unsigned>(st.permissions()) & 07777}};
+    if (sfs::is_symlink(st)) {
+      f["type"] = "symlink";
+      f["target"] = sfs::read_symlink(p, ec).string();
+    } else if (sfs::is_directory(st)) {
+      f["type"] = "dir";
+    } else if (sfs::is_regular_file(st)) {
+      f["type"] = "file";
+      uint64_t size = sfs::file_size(p, ec);
+      f["size"] = size;
+      total += size;
+      f["sha256"] = store ? put_object_file(objects, p.string()) : oci::sha256_file_hex(p.string());
+    } else {
+      return;
+    }
+    files.push_back(f);
+  };
+  if (sfs::is_directory(sfs::symlink_status(host, ec))) {
+    add(host, "");
+    for (auto it = sfs::recursive_directory_iterator(host, ec); it != sfs::recursive_directory_iterator(); it.increment(ec))
+      add(it->path(), sfs::relative(it->path(), host, ec).string());
+  } else {
+    add(host, "");
+  }
+  return files;
+}
+
+uint64_t tree_bytes(const std::string& host) {
+  namespace sfs = std::filesystem;
+  std::error_code ec;
+  if (!sfs::is_directory(sfs::symlink_status(host, ec))) return sfs::is_regular_file(host, ec) ? sfs::file_size(host, ec) : 0;
+  uint64_t n = 0;
+  for (auto it = sfs::recursive_directory_iterator(host, ec); it != sfs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) n += it->file_size(ec);
+  return n;
 }
 
 }  // namespace sbx::engine::trajectory

@@ -51,4 +51,16 @@ std::unique_ptr<Recorder> recorder_for(const std::string& run_root, const std::s
 void record_snapshot(const std::string& run_root, const std::string& id, const std::string& type,
                      const std::string& snapshot_id, const std::string& name) noexcept;
 
+/// The manifest of a copy (a file or a directory tree at `host`): the entry
+/// of `host` itself (path "") and, for a directory, every entry under it, as
+/// [{"path" (relative), "type" (file, dir, symlink), "mode", "size",
+/// "sha256", "target"}]; other file types are left out. Each regular file is
+/// stored as an object in `objects` when `store` (else only hashed). Adds the
+/// files' bytes to `total`. Throws sbx::Error when an object cannot be stored.
+nlohmann::json copy_manifest(const std::string& host, const std::string& objects, bool store, uint64_t& total);
+
+/// The bytes of the regular files at `host` (a file, or a tree; symlinks not
+/// followed); 0 for anything else or what cannot be read.
+uint64_t tree_bytes(const std::string& host);
+
 }  // namespace sbx::engine::trajectory

@@ -246,55 +246,6 @@ ExecResult Engine::exec(const ExecRequest& req) {
   return r;
 }
 
-namespace {
-
-/// The files of a copy (a file or a directory tree on the host), each
-/// stored as an object when `store`: [{"path","type","mode","size","sha256"}].
-nlohmann::json copy_manifest(const std::string& host, const std::string& objects, bool store, uint64_t& total) {
-  namespace sfs = std::filesystem;
-  nlohmann::json files = nlohmann::json::array();
-  std::error_code ec;
-  auto add = [&](const sfs::path& p, const std::string& rel) {
-    auto st = sfs::symlink_status(p, ec);
-    nlohmann::json f = {{"path", rel}, {"mode", static_cast<unsigned>(st.permissions()) & 07777}};
-    if (sfs::is_symlink(st)) {
-      f["type"] = "symlink";
-      f["target"] = sfs::read_symlink(p, ec).string();
-    } else if (sfs::is_directory(st)) {
-      f["type"] = "dir";
-    } else if (sfs::is_regular_file(st)) {
-      f["type"] = "file";
-      uint64_t size = sfs::file_size(p, ec);
-      f["size"] = size;
-      total += size;
-      f["sha256"] = store ? trajectory::put_object_file(objects, p.string()) : oci::sha256_file_hex(p.string());
-    } else {
-      return;
-    }
-    files.push_back(f);
-  };
-  if (sfs::is_directory(sfs::symlink_status(host, ec))) {
-    add(host, "");
-    for (auto it = sfs::recursive_directory_iterator(host, ec); it != sfs::recursive_directory_iterator(); it.increment(ec))
-      add(it->path(), sfs::relative(it->path(), host, ec).string());
-  } else {
-    add(host, "");
-  }
-  return files;
-}
-
-uint64_t tree_bytes(const std::string& host) {
-  namespace sfs = std::filesystem;
-  std::error_code ec;
-  if (!sfs::is_directory(sfs::symlink_status(host, ec))) return sfs::is_regular_file(host, ec) ? sfs::file_size(host, ec) : 0;
-  uint64_t n = 0;
-  for (auto it = sfs::recursive_directory_iterator(host, ec); it != sfs::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file(ec) && !it->is_symlink(ec)) n += it->file_size(ec);
-  return n;
-}
-
-}  // namespace
-
 runtime::CopyResult Engine::copy_in(const std::string& sandbox, const std::string& host_path,
                                     const std::string& sandbox_path) {
   auto sb = runtime::open_sandbox(cfg_.run_root, resolve(sandbox));
@@ -306,9 +257,9 @@ runtime::CopyResult Engine::copy_in(const std::string& sandbox, const std::strin
   if (rec) {
     try {
       // The content is kept (deduplicated) up to a bound, for replay.
-      bool store = tree_bytes(host_path) <= trajectory::kCopyContentBound;
+      bool store = trajectory::tree_bytes(host_path) <= trajectory::kCopyContentBound;
       uint64_t total = 0;
-      auto files = copy_manifest(host_path, rec->dir() + "/objects", store, total);
+      auto files = trajectory::copy_manifest(host_path, rec->dir() + "/objects", store, total);
       std::string name = std::filesystem::path(host_path).filename().string();
       rec->append({{"kind", "cp_in"}, {"path", sandbox_path}, {"source_name", name}, {"files", res.files},
                    {"size", res.bytes}, {"sha256", oci::sha256_hex(files.dump())}, {"content_stored", store},
@@ -332,7 +283,7 @@ runtime::CopyResult Engine::copy_out(const std::string& sandbox, const std::stri
   if (rec) {
     try {
       uint64_t total = 0;
-      auto files = copy_manifest(host_path, "", false, total);
+      auto files = trajectory::copy_manifest(host_path, "", false, total);
       rec->append({{"kind", "cp_out"}, {"path", sandbox_path}, {"files", res.files}, {"size", res.bytes},
                    {"sha256", oci::sha256_hex(files.dump())}, {"manifest", files}, {"start_ms", start}},
                   false);

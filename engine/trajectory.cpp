@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <regex>
 
@@ -270,7 +271,7 @@ std::map<std::string, json> files_at(const Trajectory& t, int at) {
   int last = t.steps.empty() ? 0 : t.steps.back()["step"].get<int>();
   int first = t.steps.empty() ? 1 : t.steps.front()["step"].get<int>();
   if (at < first || at > last)
-    throw Error("step " + std::to_string(at) + " is out of range: the trajectory has steps " + std::to_string(first) +
+    throw Error(ErrorKind::NotFound, "step " + std::to_string(at) + " is out of range: the trajectory has steps " + std::to_string(first) +
                 ".." + std::to_string(last));
   std::map<std::string, json> state;
   for (const auto& s : t.steps) {
@@ -550,10 +551,20 @@ ScratchDir::~ScratchDir() {
 
 void pin_reproducible(SandboxSpec& spec) {
   if (!spec.id.empty() && spec.hostname == spec.id.substr(0, 12)) spec.hostname = "sandbox";
-  bool has = false;
-  for (const auto& e : spec.process.env)
-    if (e.rfind("PYTHONHASHSEED=", 0) == 0) has = true;
-  if (!has) spec.process.env.push_back("PYTHONHASHSEED=0");
+  bool seed = false, epoch = false;
+  for (const auto& e : spec.process.env) {
+    if (e.rfind("PYTHONHASHSEED=", 0) == 0) seed = true;
+    if (e.rfind("SOURCE_DATE_EPOCH=", 0) == 0) epoch = true;
+  }
+  if (!seed) spec.process.env.push_back("PYTHONHASHSEED=0");
+  // The recording's own start (seconds): kept in the recorded spec's env, so
+  // a replay or a branch gets the same value, and build tools that honour it
+  // (reproducible-builds.org/specs/source-date-epoch) stamp the same times.
+  if (!epoch)
+    spec.process.env.push_back("SOURCE_DATE_EPOCH=" +
+                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                  std::chrono::system_clock::now().time_since_epoch())
+                                                  .count()));
 }
 
 }  // namespace sbx::engine::trajectory

@@ -128,7 +128,9 @@ struct ScratchDir {
 nlohmann::json make_header(const SandboxSpec& spec, const std::vector<std::string>& redact);
 
 /// Pins what is cheap to pin for a recorded sandbox: a fixed hostname when it
-/// has the default one (its id prefix), PYTHONHASHSEED=0 unless set.
+/// has the default one (its id prefix), PYTHONHASHSEED=0 and
+/// SOURCE_DATE_EPOCH (now, in seconds) unless set; both stay in the recorded
+/// spec, so a replay or branch gets the recorded values.
 void pin_reproducible(SandboxSpec& spec);
 
 }  // namespace sbx::engine::trajectory

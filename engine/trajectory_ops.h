@@ -22,6 +22,19 @@ namespace sbx::engine::trajectory {
 std::string create_recorded(Engine& engine, SandboxRequest req, const std::vector<std::string>& redact,
                             const nlohmann::json& parent = nullptr);
 
+/// The label that asks for recording from the APIs that only carry labels
+/// (the Docker API's container create, E2B's metadata): "1" or "true".
+constexpr const char* kRecordLabel = "sbx.record";
+/// With kRecordLabel: the redact list, comma-separated (as --redact).
+constexpr const char* kRedactLabel = "sbx.record.redact";
+
+/// Creates the sandbox of `req`, recorded (create_recorded) when its labels
+/// hold kRecordLabel "1"/"true" (redact list: kRedactLabel), else plainly
+/// (Engine::create). Returns its id. Throws sbx::Error (InvalidArgument)
+/// for another value of the label, or a redact label without it; else what
+/// create throws.
+std::string create_labelled(Engine& engine, const SandboxRequest& req);
+
 /// The trajectory dir of a recorded sandbox. Throws sbx::Error (125) when
 /// it records none.
 std::string dir_of_sandbox(Engine& engine, const std::string& ref);
@@ -45,6 +58,10 @@ struct BranchRequest {
   int at = 0;          ///< the step (1-based) whose resulting files they get
   int count = 1;       ///< how many
   std::string name;    ///< name prefix: NAME (one) or NAME-1, NAME-2, …; empty: none
+  /// Called with each sandbox's id as soon as it is made (optional): where
+  /// its init is the caller's child (sbx serve), the caller starts reaping
+  /// it, as a branch that fails later removes what it made.
+  std::function<void(const std::string&)> on_created;
 };
 
 /// Makes req.count sandboxes from the recorded image and spec, each with the
@@ -71,7 +88,11 @@ struct ReplayRequest {
   int until = 0;       ///< the last step to replay (0: all)
   bool keep = false;   ///< keep the sandbox (ReplayResult::sandbox)
   std::vector<std::string> tolerate_regex;         ///< stdout/stderr lines matching one are not compared
+  std::vector<std::string> tolerate_path;          ///< changed files whose path matches one are not compared
   std::function<void(const ReplayStep&)> on_step;  ///< each step as it ends (optional)
+  /// Called with the replay's sandbox id as soon as it is made (optional;
+  /// as BranchRequest::on_created).
+  std::function<void(const std::string&)> on_created;
 };
 
 struct ReplayResult {

@@ -15,7 +15,8 @@ from .errors import (BuildError, ConnectionError, Conflict, ExecTimeout, FileNot
 from .fanout import Result
 from .fanout import map
 from .process import Process
-from .sandbox import DirSnapshot, FileInfo, Image, MemorySnapshot, Sandbox, SandboxTimeoutError, Stats, Volume
+from .sandbox import (DirSnapshot, FileInfo, Image, MemorySnapshot, ReplayResult, Sandbox, SandboxTimeoutError, Stats,
+                      Volume, replay)
 
 
 class App:
@@ -32,6 +33,6 @@ class App:
 
 __all__ = ["App", "BuildError", "Client", "ConnectionError", "Conflict", "DirSnapshot", "ExecTimeout", "FileInfo", "FileNotFound",
            "Image", "ImageNotFound", "InvalidArgument", "IsADirectory", "MemorySnapshot", "NotFound", "OutOfMemory",
-           "Process", "Result", "Sandbox", "SandboxNotFound", "SandboxTimeout", "SandboxTimeoutError", "SbxError",
-           "SnapshotNotFound", "Stats", "Unsupported", "Volume", "default_client", "map"]
+           "Process", "ReplayResult", "Result", "Sandbox", "SandboxNotFound", "SandboxTimeout", "SandboxTimeoutError", "SbxError",
+           "SnapshotNotFound", "Stats", "Unsupported", "Volume", "default_client", "map", "replay"]
 __version__ = "0.1.0"

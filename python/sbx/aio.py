@@ -125,6 +125,17 @@ class Sandbox:
     async def checkpoint(self, name: Optional[str] = None) -> _s.MemorySnapshot:
         return await _run(self.sync.checkpoint, name)
 
+    async def trajectory(self, header: bool = False) -> List[Any]:
+        return await _run(self.sync.trajectory, header)
+
+    async def branch(self, step: Optional[int] = None, count: Optional[int] = None, name: Optional[str] = None,
+                     at: Optional[int] = None) -> Union["Sandbox", List["Sandbox"]]:
+        b = await _run(self.sync.branch, step, count, name, at)
+        return [Sandbox(x) for x in b] if isinstance(b, list) else Sandbox(b)
+
+    async def replay(self, **kw: Any) -> _s.ReplayResult:
+        return await _run(self.sync.replay, **kw)
+
     async def __aenter__(self) -> "Sandbox":
         return self
 

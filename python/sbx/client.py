@@ -143,6 +143,14 @@ class Client:
                 body: Any = None) -> Any:
         """One JSON call: ``body`` (JSON-encoded) in, the decoded JSON answer
         out (None for 204). Raises the :mod:`sbx.errors` class of the answer."""
+        out = self.request_bytes(method, path, query, body)
+        if not out:
+            return None
+        return json.loads(out)
+
+    def request_bytes(self, method: str, path: str, query: Optional[Dict[str, Any]] = None,
+                      body: Any = None) -> bytes:
+        """As :meth:`request`, the answer's body as it came (b"" for 204)."""
         data = None if body is None else json.dumps(body).encode()
         r = self._open(method, path, query, data, {"Content-Type": "application/json"} if data is not None else None)
         out = r.read()
@@ -150,9 +158,7 @@ class Client:
             self._local.conn = None
         if r.status >= 400:
             self._raise_for(r.status, out)
-        if r.status == 204 or not out:
-            return None
-        return json.loads(out)
+        return b"" if r.status == 204 else out
 
     def stream_json(self, method: str, path: str, query: Optional[Dict[str, Any]], body: Any, length: int,
                     content_type: str) -> Iterator[Dict[str, Any]]:

@@ -540,6 +540,47 @@ class Sandbox:
                                  body={"name": name or "", "leave_running": leave_running})
         return MemorySnapshot(j["name"], j, self._client)
 
+    # -- trajectories (docs/trajectory.md) -------------------------------------
+
+    def trajectory(self, header: bool = False) -> List[Dict[str, Any]]:
+        """The steps a sandbox created with ``record=True`` went through, in
+        order: one dict per step (``step``, ``kind``, and per kind ``argv``,
+        ``exit_code``, ``stdout``, ``checkpoint``, …; docs/trajectory.md).
+        ``header=True``: the header first. Raises Conflict when the sandbox
+        records none, SandboxNotFound."""
+        data = self._client.request_bytes("GET", self._path + "/trajectory")
+        lines = [json.loads(l) for l in data.decode("utf-8").splitlines() if l.strip()]
+        return lines if header else lines[1:]
+
+    def branch(self, step: Optional[int] = None, count: Optional[int] = None, name: Optional[str] = None,
+               at: Optional[int] = None) -> Union["Sandbox", List["Sandbox"]]:
+        """New sandboxes with the files this recorded sandbox had right after
+        ``step`` (``at`` is the same; processes are not restored), each
+        recording a trajectory of its own. ``count`` None: one Sandbox;
+        else a list of ``count``. ``name``: NAME, or NAME-1, NAME-2, … for
+        several. Raises NotFound (no such step), Conflict (not recorded)."""
+        at_step = step if step is not None else at
+        if at_step is None:
+            raise errors.InvalidArgument("branch needs step=N (the step whose files the branch gets)")
+        body: Dict[str, Any] = {"step": at_step}
+        if count is not None:
+            body["count"] = count
+        if name:
+            body["name"] = name
+        j = self._client.request("POST", self._path + "/branch", body=body)
+        if count is None:
+            return Sandbox(self._client, j)
+        return [Sandbox(self._client, x) for x in j]
+
+    def replay(self, image: Optional[str] = None, until: Optional[int] = None, keep: bool = False,
+               tolerate_regex: Optional[Sequence[str]] = None,
+               tolerate_path: Optional[Sequence[str]] = None) -> "ReplayResult":
+        """Replays this sandbox's trajectory in a fresh sandbox (the recorded
+        image, or ``image``) and compares each step with the record; see
+        :func:`replay`."""
+        return replay(self, image=image, until=until, keep=keep, tolerate_regex=tolerate_regex,
+                      tolerate_path=tolerate_path)
+
     # Modal's name for a file-system snapshot.
     def _experimental_snapshot(self) -> Image:
         return self.snapshot_filesystem()
@@ -547,3 +588,43 @@ class Sandbox:
 
 # Modal's exception name.
 SandboxTimeoutError = errors.SandboxTimeout
+
+
+@dataclass
+class ReplayResult:
+    """What :func:`replay` found: ``matched`` (every step as recorded),
+    ``first_divergence`` (the step number that differed, or None), ``steps``
+    (dicts: ``step``, ``kind``, ``what``, ``result`` "match"/"differs"/
+    "skipped", ``difference``, ``note``), ``sandbox`` (with keep=True: the
+    replay's sandbox)."""
+    matched: bool
+    first_divergence: Optional[int]
+    steps: List[Dict[str, Any]]
+    sandbox: Optional[Sandbox] = None
+
+
+def replay(sandbox: Union[Sandbox, str], image: Optional[str] = None, until: Optional[int] = None,
+           keep: bool = False, tolerate_regex: Optional[Sequence[str]] = None,
+           tolerate_path: Optional[Sequence[str]] = None, client: Optional[Client] = None) -> ReplayResult:
+    """``sbx replay`` of a recorded sandbox's trajectory (a Sandbox or its id
+    or name): a fresh sandbox of the recorded image (or ``image``) and spec,
+    every recorded step run again and compared with the record (exit code,
+    stdout, stderr, the files it changed); stops at the first step that
+    differs. ``until``: the last step; ``keep``: keep the replay's sandbox;
+    ``tolerate_regex``: output lines matching one are not compared;
+    ``tolerate_path``: changed files whose path matches one are not. Raises
+    NotFound (sandbox, image or step), Conflict (not recorded)."""
+    c = sandbox._client if isinstance(sandbox, Sandbox) else (client or default_client())
+    ref = sandbox.object_id if isinstance(sandbox, Sandbox) else urllib.parse.quote(str(sandbox), safe="")
+    body: Dict[str, Any] = {"keep": keep}
+    if image:
+        body["image"] = image
+    if until is not None:
+        body["until"] = until
+    if tolerate_regex:
+        body["tolerate_regex"] = list(tolerate_regex)
+    if tolerate_path:
+        body["tolerate_path"] = list(tolerate_path)
+    j = c.request("POST", "/sbx/v1/sandboxes/" + ref + "/replay", body=body)
+    sb = Sandbox(c, j["sandbox"]) if j.get("sandbox") else None
+    return ReplayResult(bool(j["matched"]), j.get("first_divergence"), list(j["steps"]), sb)

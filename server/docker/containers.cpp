@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "engine/trajectory_ops.h"
 #include "runtime/backends.h"
 #include "runtime/state.h"
 #include "server/docker/api.h"
@@ -188,7 +189,8 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
       req.spec.stdin_open = true;
       req.stdin_fd = stdin_r.fd;
     }
-    engine_.create(req);
+    // The label sbx.record=1 records the container (docs/trajectory.md).
+    engine::trajectory::create_labelled(engine_, req);
     stdin_r = Fd();  // the process holds it now
     created = engine_.inspect(id).state;
     std::lock_guard lk(mu_);
@@ -208,7 +210,9 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
     // The docker CLI maps these words to its exit codes 127 and 126.
     if (e.exit_code() == kExitNotFound) msg += ": executable file not found in $PATH";
     if (e.exit_code() == kExitCannotExec) msg += ": permission denied";
-    throw HttpError{e.exit_code() == kExitNotFound || e.exit_code() == kExitCannotExec ? 400 : 500, msg};
+    bool client = e.exit_code() == kExitNotFound || e.exit_code() == kExitCannotExec ||
+                  e.kind() == ErrorKind::InvalidArgument;
+    throw HttpError{client ? 400 : 500, msg};
   }
   cv_.notify_all();
   std::thread([this, ctr, created] { watch(ctr, created); }).detach();

@@ -15,6 +15,7 @@
 #include "server/error_status.h"
 #include "server/rfc3339.h"
 #include "engine/sandbox_options.h"
+#include "engine/trajectory_ops.h"
 #include "server/e2b/e2b.h"
 #include "server/reaper.h"
 
@@ -243,6 +244,10 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
     for (auto& [k, v] : ev->items()) o.env.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
   json metadata = body.contains("metadata") && body["metadata"].is_object() ? body["metadata"] : json::object();
   o.labels = {{"sbx.e2b", "1"}, {"sbx.e2b.template", tmpl}};
+  // Recording is asked for through metadata (docs/trajectory.md): its keys
+  // become the labels the engine reads.
+  for (const char* k : {engine::trajectory::kRecordLabel, engine::trajectory::kRedactLabel})
+    if (auto m = metadata.find(k); m != metadata.end() && m->is_string()) o.labels[k] = m->get<std::string>();
 
   auto sb = std::make_shared<E2bSandbox>();
   sb->sbx_id = runtime::new_sandbox_id();
@@ -260,7 +265,12 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
   }
   if (req.spec.resources.memory_bytes) sb->memory_mb = static_cast<int>(*req.spec.resources.memory_bytes >> 20);
   if (req.spec.resources.cpus) sb->cpu_count = std::max(1, static_cast<int>(*req.spec.resources.cpus + 0.5));
-  engine_.create(req);
+  try {
+    engine::trajectory::create_labelled(engine_, req);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::InvalidArgument) throw RestError{400, e.what()};
+    throw;
+  }
   runtime::SandboxState created;
   try {
     created = engine_.inspect(sb->sbx_id).state;

@@ -91,6 +91,9 @@ void SbxV1::handle(Connection& c, Request& r) {
       if (m == "POST" && op == "snapshot_filesystem") return snapshot_fs(c, r, resolve(id));
       if (m == "POST" && op == "snapshot_directory") return snapshot_dir(c, r, resolve(id));
       if (m == "POST" && op == "checkpoint") return checkpoint(c, r, resolve(id));
+      if (m == "GET" && op == "trajectory") return trajectory(c, id);
+      if (m == "POST" && op == "branch") return branch(c, r, id);
+      if (m == "POST" && op == "replay") return replay(c, r, id);
     }
     if (std::regex_match(p, g, kFileOp) && m == "POST") return file_op(c, r, resolve(g[1]), g[2]);
     if (std::regex_match(p, g, kRestore) && m == "POST") return restore(c, r, g[1]);

@@ -7,7 +7,8 @@
 // Split by job: sandboxes (server/v1/sbx_v1.cpp: routing, create, get, list,
 // wait, terminate, stats), exec streaming (server/v1/sbx_v1_exec.cpp), files
 // (server/v1/sbx_v1_files.cpp), snapshots (server/v1/sbx_v1_snapshots.cpp),
-// image builds (server/v1/sbx_v1_build.cpp).
+// image builds (server/v1/sbx_v1_build.cpp), trajectories of recorded
+// sandboxes (server/v1/sbx_v1_trajectory.cpp).
 //
 // Streams (exec, file upload) use an HTTP/1.1 upgrade: the client sends
 // "Connection: Upgrade" + "Upgrade: sbx-stream/1" and no body; the server
@@ -104,6 +105,16 @@ class SbxV1 {
   void volume_create(Connection& c, const Request& r);
   void volume_get(Connection& c, const std::string& name);
   void volume_remove(Connection& c, const Request& r, const std::string& name);
+  // trajectories (server/v1/sbx_v1_trajectory.cpp)
+  /// GET …/trajectory: the recorded trajectory as JSON lines (header, steps).
+  void trajectory(Connection& c, const std::string& ref);
+  /// POST …/branch {"step", "count", "name"}: sandboxes with that step's files.
+  void branch(Connection& c, const Request& r, const std::string& ref);
+  /// POST …/replay {"image", "until", "keep", "tolerate_regex", "tolerate_path"}: the steps
+  /// re-run in a fresh sandbox and compared with the record.
+  void replay(Connection& c, const Request& r, const std::string& ref);
+  /// Starts watch() for sandbox `id`, just made (a branch's, a replay's).
+  void start_watch(const std::string& id);
   // builds (server/v1/sbx_v1_build.cpp)
   /// POST /sbx/v1/build: a context tar in, the build's events out as JSON lines.
   void build(Connection& c, const Request& r);

@@ -9,7 +9,10 @@
 #    file deleted at step 5 stays deleted);
 #  - `replay` matches every step (exit 0); a trajectory with a changed
 #    command reports that step as the first divergence (exit 1, the stream
-#    and byte offset); --tolerate-regex; --until;
+#    and byte offset; or, for a step with the same output, the file it
+#    wrote otherwise); --tolerate-regex; --until;
+#  - recording from /sbx/v1 and the SDK, the Docker API (label sbx.record=1,
+#    through the docker CLI) and E2B's create (metadata sbx.record);
 #  - export, move to a fresh store (another --root/--run-root), branch there;
 #  - bad input: a truncated or corrupt file, a step out of range, a missing
 #    checkpoint object: exit 125 and no sandbox left.
@@ -21,7 +24,9 @@ if [ ! -d "$IMAGES/busybox-oci" ]; then
   echo "SKIP: test images not built (tests/images/build.sh)"; exit 0
 fi
 T=$(mktemp -d /tmp/sbx-test.XXXX)
+SERVE=""
 cleanup() {
+  [ -n "$SERVE" ] && { kill "$SERVE" 2>/dev/null; wait "$SERVE" 2>/dev/null; }
   for r in run run2; do
     for d in "$T"/$r/*/; do
       [ -f "$d/state.json" ] || continue
@@ -39,7 +44,7 @@ expect_code() {  # expect_code CODE PATTERN CMD...
   local want=$1 pat=$2; shift 2
   set +e; out=$("$@" 2>&1); code=$?; set -e
   [ "$code" = "$want" ] || fail "'$*' exited $code, want $want: $out"
-  echo "$out" | grep -q -- "$pat" || fail "'$*' said '$out', want '$pat'"
+  grep -q -- "$pat" <<<"$out" || fail "'$*' said '$out', want '$pat'"
 }
 live() { ls "$1" | grep -c '^[0-9a-f]\{64\}$' || true; }
 jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); $1"; }
@@ -72,6 +77,8 @@ import json, sys, base64, hashlib
 lines = [json.loads(l) for l in open(sys.argv[1])]
 h, steps = lines[0], lines[1:]
 assert h["format"] == "sbx-trajectory" and h["version"] == 1, h
+epoch = [e for e in h["spec"]["process"]["env"] if e.startswith("SOURCE_DATE_EPOCH=")]
+assert len(epoch) == 1 and abs(int(epoch[0].split("=")[1]) - h["created_ms"] // 1000) <= 1, epoch
 assert len(h["image"]["id"].replace("sha256:", "")) == 64, h["image"]
 assert [s["step"] for s in steps] == list(range(1, 13))
 kinds = [s["kind"] for s in steps]
@@ -146,20 +153,33 @@ expect_code 0 "match" sbx replay --until 3 "$F"
 # a changed command at step 7: the first divergence is step 7, in stdout
 mkdir -p "$T/changed"
 cp -r "$T/run/$sb/trajectory/objects" "$T/changed/"
-python3 - "$F" "$T/changed/trajectory.jsonl" <<'EOF'
+# with_argv STEP SCRIPT: $T/changed/trajectory.jsonl, $F with step STEP's command `sh -c SCRIPT`
+with_argv() {
+  python3 - "$F" "$T/changed/trajectory.jsonl" "$1" "$2" <<'EOF'
 import json, sys
 out = []
 for l in open(sys.argv[1]):
     d = json.loads(l)
-    if d.get("step") == 2:
-        d["argv"] = ["sh", "-c", "echo two > /work/b; echo hellO"]
+    if d.get("step") == int(sys.argv[3]):
+        d["argv"] = ["sh", "-c", sys.argv[4]]
     out.append(json.dumps(d))
 open(sys.argv[2], "w").write("\n".join(out) + "\n")
 EOF
+}
+with_argv 2 'echo two > /work/b; echo hellO'
 expect_code 1 "stdout differs at byte 4" sbx replay "$T/changed/trajectory.jsonl"
-echo "$out" | grep -q '^2 ' || fail "replay does not name step 2: $out"
-echo "$out" | grep -q '^3 ' && fail "replay went on after the divergence: $out"
+grep -q '^2 ' <<<"$out" || fail "replay does not name step 2: $out"
+grep -q '^3 ' <<<"$out" && fail "replay went on after the divergence: $out"
 expect_code 0 "match" sbx replay --tolerate-regex '^hell' "$T/changed/trajectory.jsonl"
+# a step that writes other content with the same exit code and no output:
+# only the files it changed tell, and the replay names them
+with_argv 6 'echo SIX > /work/six'
+expect_code 1 "files differ: /work/six (other content)" sbx replay "$T/changed/trajectory.jsonl"
+grep -q '^6 ' <<<"$out" || fail "replay does not name step 6: $out"
+grep -q '^7 ' <<<"$out" && fail "replay went on after the divergence: $out"
+# (until 8: step 9 copies /work/six out, and that copy differs)
+expect_code 0 "match" sbx replay --tolerate-path '^/work/six$' --until 8 "$T/changed/trajectory.jsonl"
+expect_code 125 "not a regex" sbx replay --tolerate-path '(' "$T/changed/trajectory.jsonl"
 [ "$(live "$T/run")" = 1 ] || fail "replay left a sandbox"
 
 echo "== a mini-swe-agent trajectory (its bash actions) replays"
@@ -195,7 +215,59 @@ assert s["kind"] == "exec" and s["checkpoint"]["files"][0]["path"] == "/f", s
 assert base64.b64decode(s["stdout"]["data_b64"]) == b"hidden\n", s
 EOF
 sbx rm -f "$sdk_id" >/dev/null
-kill $SERVE; wait $SERVE 2>/dev/null || true
+
+echo "== the Docker API records a container with the label sbx.record=1"
+export DOCKER_HOST="unix://$T/sock"
+dk=$(docker create --label sbx.record=1 --label sbx.record.redact=DKVAR -e DKVAR=s3cret busybox sleep 600) ||
+  fail "docker create --label sbx.record=1: $(cat "$T/serve.log")"
+docker start "$dk" >/dev/null
+docker exec "$dk" sh -c 'echo docker > /dk' >/dev/null
+dk_id=$(grep -l '"sbx.record"' "$T"/run/*/state.json 2>/dev/null | head -1 | xargs -r dirname | xargs -r basename)
+DF=$T/run/$dk_id/trajectory/trajectory.jsonl
+[ -f "$DF" ] || fail "no trajectory for the Docker container $dk ($dk_id): $(ls "$T/run")"
+python3 - "$DF" <<'EOF2' || fail "the Docker container's trajectory"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines[0]["redact"] == ["DKVAR"] and "s3cret" not in json.dumps(lines[0]), lines[0]
+ex = [s for s in lines[1:] if s["kind"] == "exec" and s["argv"][-1] == "echo docker > /dk"]
+assert ex and ex[0]["checkpoint"]["files"][0]["path"] == "/dk", lines[1:]
+EOF2
+# (the Docker API makes the sandbox at start: a bad value is refused there)
+bad=$(docker create --label sbx.record=maybe busybox true)
+set +e; out=$(docker start "$bad" 2>&1); code=$?; set -e
+[ "$code" != 0 ] && grep -q "give 1 or true" <<<"$out" || fail "a bad sbx.record label: $code $out"
+docker rm -f "$dk" "$bad" >/dev/null
+unset DOCKER_HOST
+kill $SERVE; wait $SERVE 2>/dev/null || true; SERVE=""
+
+echo "== E2B's create records with the metadata sbx.record"
+printf 'e2b_%s' "$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/token" && chmod 600 "$T/token"
+TOKEN=$(cat "$T/token")
+PORT=""
+for p in $(shuf -i 20000-60000 -n 5); do
+  "$SBX" --root "$T/root" --run-root "$T/run" serve --socket "$T/sock2" --e2b "127.0.0.1:$p" \
+    --token-file "$T/token" >"$T/serve2.log" 2>&1 &
+  SERVE=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$T/serve2.log" 2>/dev/null && { PORT=$p; break; }
+    kill -0 $SERVE 2>/dev/null || break
+    sleep 0.05
+  done
+  [ -n "$PORT" ] && break
+  kill $SERVE 2>/dev/null; wait $SERVE 2>/dev/null || true
+done
+[ -n "$PORT" ] || fail "sbx serve --e2b did not start: $(cat "$T/serve2.log")"
+e2b() { curl -s -o "$T/r" -w '%{http_code}' -H "X-API-Key: $TOKEN" -H 'Content-Type: application/json' "$@"; }
+code=$(e2b -X POST -d '{"templateID":"busybox","metadata":{"sbx.record":"1"}}' "http://127.0.0.1:$PORT/sandboxes")
+[ "$code" = 201 ] || [ "$code" = 200 ] || fail "E2B create with sbx.record: $code $(cat "$T/r")"
+e2b_id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sandboxID"])' "$T/r")
+rec_e2b=$(grep -l '"sbx.e2b"' "$T"/run/*/state.json 2>/dev/null | head -1 | xargs -r dirname | xargs -r basename)
+[ -n "$rec_e2b" ] && [ -f "$T/run/$rec_e2b/trajectory/trajectory.jsonl" ] || rec_e2b=""
+[ -n "$rec_e2b" ] || fail "the E2B sandbox $e2b_id records no trajectory"
+code=$(e2b -X POST -d '{"templateID":"busybox","metadata":{"sbx.record":"yes"}}' "http://127.0.0.1:$PORT/sandboxes")
+[ "$code" = 400 ] || fail "E2B create with sbx.record=yes: $code, want 400"
+code=$(e2b -X DELETE "http://127.0.0.1:$PORT/sandboxes/$e2b_id")
+kill $SERVE; wait $SERVE 2>/dev/null || true; SERVE=""
 
 echo "== export to another store, branch there"
 sbx2 import -q "$IMAGES/busybox-oci" busybox >/dev/null
