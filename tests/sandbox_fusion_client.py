@@ -246,7 +246,7 @@ def langs_cases(base, extra):
             "a = numpy.array([[2.0, 0.0], [0.0, 4.0]])\n"
             "print(int(numpy.arange(10).sum()), sympy.factor('x**2-1'), pandas.DataFrame({'a': [1, 2]}).a.sum(),\n"
             "      round(float(scipy.linalg.det(a)), 6), networkx.path_graph(4).number_of_edges())")
-    st, r = post(run, verl_reward(code, ""))
+    st, r = post(run, verl_reward(code, "", timeout=30))
     check("python: numpy, scipy, pandas, sympy, networkx import and compute",
           st == 200 and r["status"] == "Success" and r["run_result"]["stdout"] == "45 (x - 1)*(x + 1) 3 8.0 3\n", (st, r))
     st, r = post(run, verl_reward("import pandas as pd, sys\ndf = pd.read_csv(sys.stdin)\nprint(df.groupby('k').v.sum().to_dict())",

@@ -50,8 +50,11 @@ done
 mkdir -p "$out" "$cache/debootstrap"
 script_hash=$(sha256sum "$0" | cut -d' ' -f1)
 
-build() {  # NAME PACKAGES CMD
-  local n=$1 packages=$2 cmd=$3 hash work r start
+build() {  # NAME PACKAGES CMD [apt]
+  # With "apt", PACKAGES are installed by apt-get in the debootstrapped root
+  # rather than by debootstrap --include, whose configure order cannot do
+  # default-jdk-headless (ca-certificates-java's postinst before the JRE).
+  local n=$1 packages=$2 cmd=$3 how=${4:-include} hash work r start include
   hash=$(printf '%s %s\n' "$script_hash" "$packages" | sha256sum | cut -d' ' -f1)
   if [ -d "$out/$n-oci" ] && [ "$(cat "$out/.stamp-$n" 2>/dev/null)" = "$hash" ]; then
     echo "langs.sh: $n up to date in $out" >&2; return 0
@@ -64,12 +67,24 @@ build() {  # NAME PACKAGES CMD
   trap "{ findmnt -rn -o TARGET | grep -F '$work/' | sort -r | while read -r m; do umount -l \"\$m\" || true; done; } || true; rm -rf '$work'" EXIT
   r=$work/rootfs
   echo "langs.sh: $n: debootstrap $suite minbase + $packages from $mirror (minutes)" >&2
-  debootstrap --variant=minbase --include="$packages" --cache-dir="$cache/debootstrap" "$suite" "$r" "$mirror" \
-    >"$work/debootstrap.log" 2>&1 || { tail -30 "$work/debootstrap.log" >&2; echo "langs.sh: $n: debootstrap failed" >&2; exit 1; }
+  include=$packages; [ "$how" = apt ] && include=ca-certificates
+  debootstrap --variant=minbase --include="$include" --cache-dir="$cache/debootstrap" "$suite" "$r" "$mirror" \
+    >"$work/debootstrap.log" 2>&1 || { tail -30 "$r/debootstrap/debootstrap.log" "$work/debootstrap.log" >&2 || true; echo "langs.sh: $n: debootstrap failed" >&2; exit 1; }
+  if [ "$how" = apt ]; then
+    # apt's downloads go to the same cache (bind-mounted; unmounted by the trap on failure).
+    mkdir -p "$cache/apt/partial"
+    mount --bind "$cache/apt" "$r/var/cache/apt/archives"
+    mount -t proc proc "$r/proc"
+    { chroot "$r" apt-get update -q && DEBIAN_FRONTEND=noninteractive chroot "$r" apt-get install -y -q --no-install-recommends ${packages//,/ }; } \
+      >"$work/apt.log" 2>&1 || { tail -30 "$work/apt.log" >&2; echo "langs.sh: $n: apt-get install failed" >&2; exit 1; }
+    umount "$r/proc" "$r/var/cache/apt/archives"
+  fi
   rm -rf "$r"/var/cache/apt/* "$r"/var/lib/apt/lists/* "$r"/usr/share/doc/* "$r"/usr/share/man/* \
     "$r"/usr/share/info/* "$r"/usr/share/locale/* "$r"/var/log/* "$r"/dev/* "$r"/proc/* "$r"/sys/* \
     "$r"/run/* "$r"/tmp/* "$r"/var/tmp/*
-  find "$r" -name __pycache__ -prune -exec rm -rf {} +
+  # __pycache__ stays: each request is a fresh sandbox, so without the .pyc
+  # files every request would compile numpy/pandas/sympy's sources again
+  # (seconds: past a 10 s run_timeout on a loaded host).
   umoci init --layout "$work/layout"
   umoci new --image "$work/layout:latest"
   umoci insert --image "$work/layout:latest" --history.created_by "debootstrap --variant=minbase --include=$packages $suite" "$r" /
@@ -86,4 +101,4 @@ build() {  # NAME PACKAGES CMD
 }
 
 build langs g++,nodejs,python3,python3-numpy,python3-scipy,python3-pandas,python3-sympy,python3-networkx,python3-pytest,python3-dateutil,python3-regex /usr/bin/python3
-[ -z "$extra" ] || build langs-extra "${extra#,}" /bin/bash
+[ -z "$extra" ] || build langs-extra "${extra#,}" /bin/bash apt
