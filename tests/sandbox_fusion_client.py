@@ -152,8 +152,8 @@ def verl_cases(base):
     st, r = post(run, verl_reward("echo ok", "", language="bash"))
     check("bash: Success", st == 200 and r["status"] == "Success" and r["run_result"]["stdout"] == "ok\n", r)
 
-    # A compiled language (the test's table maps cpp to a stand-in compiler:
-    # no gcc image is at hand): compile error and compile + run.
+    # A compiled language (the test's table maps cpp to a stand-in compiler
+    # here; real g++ in langs_cases): compile error and compile + run.
     st, r = post(run, verl_reward("int main() { SYNTAX ERROR }", "", language="cpp"))
     check("compile error: compile_result Finished with its return code and stderr, run_result null, Failed",
           st == 200 and r["status"] == "Failed" and r["compile_result"] is not None and

@@ -17,8 +17,9 @@ CLIENT=$SBX_TEST_SRC/tests/sandbox_fusion_client.py
 DATA=$SBX_TEST_SRC/tests/data/HumanEval.jsonl.gz
 
 # The languages of this test: python and bash on the test images; cpp on a
-# stand-in compiler in busybox (no gcc image is built for tests) that fails
-# on "SYNTAX" and else writes ./test, so compile steps are tested end to end.
+# stand-in compiler in busybox that fails on "SYNTAX" and else writes ./test,
+# so compile steps are tested even without the langs image (real g++, node,
+# … on it further down, when tests/images/langs.sh has built it).
 cat >"$T/languages.json" <<'J'
 {"python": {"image": "python"},
  "bash": {"image": "busybox", "run": ["sh", "main.sh"]},
