@@ -3,6 +3,7 @@
 --sandbox-fusion`'s /run_code beside `sbx batch` (warm pool) and a chroot loop.
 
     sudo python3 bench/sandbox_fusion.py SBX [--par 4,8] [--rounds R] [--problems K] [--out FILE.md]
+    sudo python3 bench/sandbox_fusion.py SBX --langs python,cpp,nodejs [--requests N] [--out FILE.md]
 
 Each problem's program (prompt + canonical_solution + test + check(entry_point))
 runs in the python test image, P at a time, three ways, interleaved in a
@@ -14,6 +15,13 @@ random order each round:
 * sbx batch: one `sbx batch -P P` (its warm pool) of the same programs
   (`python3 -c PROGRAM`);
 * chroot loop: `chroot ROOTFS python3 -c PROGRAM`, P workers.
+
+With --langs: per language, N sequential /run_code requests (one at a time,
+--max-concurrency 1) of a small stdin -> stdout program on the "langs" test
+image (tests/images/langs.sh; go, java, rust on "langs-extra"), after a warm-up
+request each; reported: client latency p50/p99 and the p50 of the compile and
+run steps' execution_time (what the compiler and the program cost, against
+what sbx adds).
 
 Every problem must pass every way (else the bench fails). Reported per P:
 wall s and requests/s (median of the rounds), /run_code's client latency
@@ -111,6 +119,80 @@ def chroot_loop(rootfs, progs, par):
     return time.perf_counter() - t0, [(t, e) for t, ok, e in res if not ok], [], []
 
 
+# A stdin -> stdout program per language (--langs), answer "42".
+LANG_PROGS = {
+    "python": "a, b = map(int, input().split())\nprint(a + b)",
+    "cpp": "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b << std::endl; }",
+    "nodejs": "const v = require('fs').readFileSync(0, 'utf8').trim().split(' ').map(Number);\nconsole.log(v[0] + v[1]);",
+    "go": "package main\nimport \"fmt\"\nfunc main() { var a, b int; fmt.Scan(&a, &b); fmt.Println(a + b) }",
+    "java": "import java.util.Scanner;\npublic class Main { public static void main(String[] x) {\n"
+            "  Scanner s = new Scanner(System.in); System.out.println(s.nextLong() + s.nextLong()); } }",
+    "rust": "use std::io::Read;\nfn main() { let mut s = String::new(); std::io::stdin().read_to_string(&mut s).unwrap();\n"
+            "  let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect(); println!(\"{}\", v[0] + v[1]); }",
+}
+
+
+def lang_latency(url, lang, n):
+    """n sequential requests of lang's program: (client latencies s, compile
+    execution_time s, run execution_time s); exits on a wrong answer."""
+    body = json.dumps({"compile_timeout": 60, "run_timeout": 10, "code": LANG_PROGS[lang], "stdin": "2 40\n",
+                       "language": lang, "files": {}, "fetch_files": []}).encode()
+    lat, comp, run = [], [], []
+    for i in range(n + 1):
+        req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(req, timeout=120) as r:
+            res = json.loads(r.read())
+        dt = time.perf_counter() - t0
+        if res.get("status") != "Success" or res["run_result"]["stdout"] != "42\n":
+            raise SystemExit(f"{lang}: a request failed: {str(res)[:500]}")
+        if i:  # the first one warms the pool
+            lat.append(dt)
+            comp.append((res.get("compile_result") or {}).get("execution_time") or 0.0)
+            run.append(res["run_result"]["execution_time"])
+    return lat, comp, run
+
+
+def langs_bench(a, sbx, g, tmp, images, lines):
+    extra = [x for x in a.langs.split(",") if x in ("go", "java", "rust")]
+    unknown = [x for x in a.langs.split(",") if x not in LANG_PROGS]
+    if unknown:
+        raise SystemExit(f"--langs: unknown {unknown} (known: {', '.join(LANG_PROGS)})")
+    table = {}
+    for img, names in (("langs", [x for x in a.langs.split(",") if x not in extra]), ("langs-extra", extra)):
+        if not names:
+            continue
+        path = os.path.join(images, img + "-oci")
+        if not os.path.isdir(path):
+            raise SystemExit(f"no {path}: build it with tests/images/langs.sh" + (" --with go,java,rust" if extra else ""))
+        subprocess.run([sbx, *g, "import", "-q", path, img], check=True, stdout=subprocess.DEVNULL)
+        table.update({x: {"image": img} for x in names})
+    langs = os.path.join(tmp, "languages.json")
+    with open(langs, "w") as f:
+        json.dump(table, f)
+    port = free_port()
+    server = subprocess.Popen([sbx, *g, "serve", "--socket", os.path.join(tmp, "d.sock"), "--sandbox-fusion",
+                               f"127.0.0.1:{port}", "--languages", langs, "--max-concurrency", "1"],
+                              stderr=open(os.path.join(tmp, "serve.log"), "w"))
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/ping", timeout=1).read()
+                break
+            except OSError:
+                time.sleep(0.05)
+        lines.append(f"\n## Per language\n\n{a.requests} sequential requests each (stdin -> stdout, "
+                     f"--max-concurrency 1, after one warm-up):\n")
+        lines.append("| language | image | latency p50 ms | p99 ms | compile step p50 ms | run step p50 ms |\n"
+                     "|---|---|--:|--:|--:|--:|")
+        for lang in table:
+            lat, comp, run = lang_latency(f"http://127.0.0.1:{port}/run_code", lang, a.requests)
+            lines.append(f"| {lang} | {table[lang]['image']} | {1000 * pct(lat, 0.5):.0f} | {1000 * pct(lat, 0.99):.0f} | "
+                         f"{1000 * pct(comp, 0.5):.0f} | {1000 * pct(run, 0.5):.0f} |")
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -126,6 +208,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--problems", type=int, default=0, help="the first K problems only (0: all 164)")
     ap.add_argument("--humaneval", default=os.path.join(REPO, "tests/data/HumanEval.jsonl.gz"))
+    ap.add_argument("--langs", help="per-language latency on the langs test images instead of HumanEval "
+                    "(comma-separated: python,cpp,nodejs,go,java,rust)")
+    ap.add_argument("--requests", type=int, default=20, help="with --langs: requests per language")
     ap.add_argument("--out")
     a = ap.parse_args()
     sbx = os.path.abspath(a.sbx)
@@ -137,6 +222,14 @@ def main():
              f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, load average at start {os.getloadavg()[0]:.1f}, "
              f"{os.cpu_count()} CPUs. Command: `sudo python3 bench/sandbox_fusion.py {' '.join(sys.argv[1:])}`\n"]
     server = None
+    if a.langs:
+        try:
+            langs_bench(a, sbx, g, tmp, images, lines)
+        finally:
+            subprocess.run([sbx, *g, "gc"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            shutil.rmtree(tmp, ignore_errors=True)
+        report.emit(lines, a.out)
+        return
     try:
         subprocess.run([sbx, *g, "import", "-q", os.path.join(images, "python-oci"), "python"], check=True,
                        stdout=subprocess.DEVNULL)

@@ -11,6 +11,8 @@ usage:
                                               prints "passed N/164"
   sandbox_fusion_client.py jupyter URL        /run_jupyter cases
   sandbox_fusion_client.py stress URL N P     N requests at concurrency P: "answered A/N right R {status: count}"
+  sandbox_fusion_client.py langs URL [LANG,…] python (numpy, pandas, …), pytest, cpp and nodejs on real
+                                              images (tests/images/langs.sh), plus go, java, rust if named
 URL is the server's base, e.g. http://127.0.0.1:8080 (or .../TOKEN).
 Exit status: 0 when every check passed.
 """
@@ -150,8 +152,8 @@ def verl_cases(base):
     st, r = post(run, verl_reward("echo ok", "", language="bash"))
     check("bash: Success", st == 200 and r["status"] == "Success" and r["run_result"]["stdout"] == "ok\n", r)
 
-    # A compiled language (the test's table maps cpp to a stand-in compiler:
-    # no gcc image is at hand): compile error and compile + run.
+    # A compiled language (the test's table maps cpp to a stand-in compiler
+    # here; real g++ in langs_cases): compile error and compile + run.
     st, r = post(run, verl_reward("int main() { SYNTAX ERROR }", "", language="cpp"))
     check("compile error: compile_result Finished with its return code and stderr, run_result null, Failed",
           st == 200 and r["status"] == "Failed" and r["compile_result"] is not None and
@@ -191,6 +193,94 @@ def verl_cases(base):
     check("/metrics: Prometheus text with requests by language and status",
           st == 200 and 'sbx_sandbox_fusion_requests_total{endpoint="run_code",language="python",status="Success"}' in body
           and "sbx_sandbox_fusion_queue_depth" in body and "sbx_sandbox_fusion_request_seconds_bucket" in body, body)
+
+
+# Programs of the compiled languages: (compile error, reads two ints from
+# stdin and prints their sum, exits 3) per language.
+COMPILED = {
+    "cpp": ("int main() { return undeclared_name; }",
+            "#include <bits/stdc++.h>\nint main() { long a, b; std::cin >> a >> b;\n"
+            "  std::vector<long> v{a, b}; std::cout << std::accumulate(v.begin(), v.end(), 0L) << std::endl; }",
+            "#include <cstdio>\nint main() { std::fprintf(stderr, \"bad\\n\"); return 3; }"),
+    "go": ("package main\nfunc main() { undeclared_name() }",
+           "package main\nimport \"fmt\"\nfunc main() { var a, b int; fmt.Scan(&a, &b); fmt.Println(a + b) }",
+           "package main\nimport (\"fmt\"; \"os\")\nfunc main() { fmt.Fprintln(os.Stderr, \"bad\"); os.Exit(3) }"),
+    "java": ("public class Main { public static void main(String[] a) { undeclaredName(); } }",
+             "import java.util.Scanner;\npublic class Main { public static void main(String[] x) {\n"
+             "  Scanner s = new Scanner(System.in); System.out.println(s.nextLong() + s.nextLong()); } }",
+             "public class Main { public static void main(String[] a) { System.err.println(\"bad\"); System.exit(3); } }"),
+    "rust": ("fn main() { undeclared_name(); }",
+             "use std::io::Read;\nfn main() { let mut s = String::new(); std::io::stdin().read_to_string(&mut s).unwrap();\n"
+             "  let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect(); println!(\"{}\", v[0] + v[1]); }",
+             "fn main() { eprintln!(\"bad\"); std::process::exit(3); }"),
+}
+
+
+def compiled_cases(run, lang):
+    bad, add, exit3 = COMPILED[lang]
+    st, r = post(run, verl_reward(bad, "", timeout=60, language=lang))
+    check(lang + ": compile error -> Failed, compile_result Finished with return code != 0 and the "
+          "compiler's message naming the identifier, run_result null",
+          st == 200 and r["status"] == "Failed" and r["compile_result"] is not None and
+          r["compile_result"]["status"] == "Finished" and r["compile_result"]["return_code"] not in (0, None) and
+          "ndeclared" in r["compile_result"]["stderr"] + r["compile_result"]["stdout"] and
+          r["run_result"] is None, (st, r))
+    st, r = post(run, verl_reward(add, "2 40\n", timeout=60, language=lang))
+    check(lang + ": compile + run, stdin -> stdout, Success, both results with SandboxFusion's fields",
+          st == 200 and r["status"] == "Success" and r["compile_result"]["status"] == "Finished" and
+          r["compile_result"]["return_code"] == 0 and isinstance(r["compile_result"]["execution_time"], float) and
+          set(r["run_result"]) == {"status", "execution_time", "return_code", "stdout", "stderr"} and
+          r["run_result"]["status"] == "Finished" and r["run_result"]["return_code"] == 0 and
+          r["run_result"]["stdout"] == "42\n", (st, r))
+    st, r = post(run, verl_reward(exit3, "", timeout=60, language=lang))
+    check(lang + ": a program exiting 3 -> Failed, run_result return code 3, its stderr",
+          st == 200 and r["status"] == "Failed" and r["compile_result"]["return_code"] == 0 and
+          r["run_result"]["return_code"] == 3 and r["run_result"]["stderr"] == "bad\n", (st, r))
+
+
+def langs_cases(base, extra):
+    """python, pytest, cpp, nodejs (and the compiled languages in extra) on
+    real images: the test's --languages points them at tests/images/langs.sh's."""
+    run = base + "/run_code"
+    code = ("import numpy, scipy.linalg, pandas, sympy, networkx\n"
+            "a = numpy.array([[2.0, 0.0], [0.0, 4.0]])\n"
+            "print(int(numpy.arange(10).sum()), sympy.factor('x**2-1'), pandas.DataFrame({'a': [1, 2]}).a.sum(),\n"
+            "      round(float(scipy.linalg.det(a)), 6), networkx.path_graph(4).number_of_edges())")
+    st, r = post(run, verl_reward(code, "", timeout=30))
+    check("python: numpy, scipy, pandas, sympy, networkx import and compute",
+          st == 200 and r["status"] == "Success" and r["run_result"]["stdout"] == "45 (x - 1)*(x + 1) 3 8.0 3\n", (st, r))
+    st, r = post(run, verl_reward("import pandas as pd, sys\ndf = pd.read_csv(sys.stdin)\nprint(df.groupby('k').v.sum().to_dict())",
+                                  "k,v\na,1\nb,2\na,3\n"))
+    check("python: pandas reads the request's stdin",
+          st == 200 and r["status"] == "Success" and r["run_result"]["stdout"] == "{'a': 4, 'b': 2}\n", (st, r))
+    st, r = post(run, {"code": "def test_ok():\n    assert 1 + 1 == 2\n\ndef test_bad():\n    assert 1 + 1 == 3\n",
+                       "language": "pytest", "args": ["-q"]})
+    check("pytest: one test passes, one fails -> Failed, return code 1, pytest's summary",
+          st == 200 and r["status"] == "Failed" and r["run_result"]["return_code"] == 1 and
+          "1 failed, 1 passed" in r["run_result"]["stdout"], (st, r))
+
+    compiled_cases(run, "cpp")
+    st, r = post(run, {"code": "int main() { for (;;) {} }", "language": "cpp", "compile_timeout": 60, "run_timeout": 1})
+    check("cpp: a program past run_timeout -> Failed, run_result TimeLimitExceeded, return code null",
+          st == 200 and r["status"] == "Failed" and r["compile_result"]["return_code"] == 0 and
+          r["run_result"]["status"] == "TimeLimitExceeded" and r["run_result"]["return_code"] is None, (st, r))
+
+    st, r = post(run, verl_reward("const lines = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\n"
+                                  "console.log(lines[0] + lines[1]);", "2 40\n", language="nodejs"))
+    check("nodejs: stdin -> stdout, Success, no compile step",
+          st == 200 and r["status"] == "Success" and r["compile_result"] is None and
+          r["run_result"]["return_code"] == 0 and r["run_result"]["stdout"] == "42\n", (st, r))
+    st, r = post(run, verl_reward("console.log('partial');\nthrow new Error('boom');", "", language="nodejs"))
+    check("nodejs: an exception -> Failed, return code 1, stdout so far, the error in stderr",
+          st == 200 and r["status"] == "Failed" and r["run_result"]["return_code"] == 1 and
+          r["run_result"]["stdout"] == "partial\n" and "Error: boom" in r["run_result"]["stderr"], (st, r))
+    st, r = post(run, verl_reward("console.log(;", "", language="nodejs"))
+    check("nodejs: a syntax error -> Failed, SyntaxError in run_result's stderr",
+          st == 200 and r["status"] == "Failed" and r["compile_result"] is None and
+          "SyntaxError" in r["run_result"]["stderr"], (st, r))
+
+    for lang in extra:
+        compiled_cases(run, lang)
 
 
 def humaneval(base, data, wrong, parallel):
@@ -271,6 +361,8 @@ def main():
         return 0
     elif mode == "jupyter":
         jupyter_cases(base)
+    elif mode == "langs":
+        langs_cases(base, [x for x in (sys.argv[3] if len(sys.argv) > 3 else "").split(",") if x])
     elif mode == "humaneval":
         args = sys.argv[4:]
         parallel = int(args[args.index("-P") + 1]) if "-P" in args else 4

@@ -2,7 +2,7 @@
 # One-step set-up on a fresh Debian 12 machine (run as root): installs the
 # build and test dependencies (.ci/packages), builds sbx into build/ and
 # installs it (/usr/local), builds
-# the real test images (tests/images/build.sh), imports the python image and
+# the real test images (tests/images/build.sh, tests/images/langs.sh), imports the python image and
 # runs the main job in a sandbox.
 # Options: --no-criu skips building CRIU 4.1.1 (memory snapshots of native
 # sandboxes; .ci/criu-build.sh, cached under /usr/local/lib/sbx/criu), which
@@ -56,6 +56,10 @@ echo "setup.sh: installed sbx, sbx-runc, man pages, completions and the Python S
 # Real OCI test images (busybox, python), built with umoci/skopeo/debootstrap;
 # cached, so a second run is instant.
 tests/images/build.sh
+# The languages image of the sandbox-fusion test (g++, nodejs, python3 with
+# numpy/scipy/pandas/sympy/pytest; tests/images/langs.sh), same cache.
+# Not fatal: without it that test skips its real-image cases and says so.
+tests/images/langs.sh || echo "setup.sh: the langs test image was not built; test_sandbox_fusion skips its real-compiler cases" >&2
 # The main job: import the python image into the default store and run python
 # in a sandbox (isolated: no network, a timeout and a memory limit).
 sbx import tests/images/out/python-oci python
