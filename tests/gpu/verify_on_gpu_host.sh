@@ -151,6 +151,24 @@ else
   fail "without --gpus something GPU-related is visible: rc=$rc:"$'\n'"$out"
 fi
 
+# 4b. a long-lived sandbox: the GPU reaches an exec (native: the sandbox's pid 1
+# is the exec'd static sbx-init, its /dev a fresh tmpfs with the GPU nodes bound in)
+if id=$(sbx create "${R[@]}" --gpus 0 "${img[@]}" -- sleep 120 2>"$work/create.err"); then
+  out=$(sbx exec "$id" -- sh -c 'nvidia-smi -L; ls /dev/nvidia[0-9]*' 2>&1); rc=$?
+  if [ $rc -eq 0 ] && printf '%s
+' "$out" | grep -q "^GPU 0: .*${uuids[0]}" && [ "$(printf '%s
+' "$out" | grep -c '^/dev/nvidia[0-9]')" -eq 1 ]; then
+    pass "create --gpus 0, then exec: nvidia-smi -L lists GPU ${uuids[0]} (one /dev/nvidiaN)"
+  else
+    fail "create --gpus 0 + exec: rc=$rc, output:"$'\n'"$out"
+  fi
+  sbx rm -f "$id" >/dev/null 2>&1
+elif [ "$rt" = native ]; then
+  fail "sbx create --gpus 0 (native): $(tail -3 "$work/create.err")"
+else
+  skip "$rt: sbx create --gpus not available: $(tail -1 "$work/create.err")"
+fi
+
 # 5. CUDA programs
 mkdir -p "$work/bin"
 cp tests/gpu/cuda_driver_check.py "$work/bin/"

@@ -191,6 +191,9 @@ P
   sed 's/^/  /' "$T/langs.out"
   check "real images: python with numpy/pandas, pytest, cpp (g++) and nodejs${extra:+, $extra} answered as SandboxFusion answers" [ $rc = 0 ]
   stop_server
+elif [ "${SBX_REQUIRE_LANGS_IMAGE:-0}" = 1 ]; then
+  # .ci/run requires it (its tests/setup.sh builds it): missing there fails, never a silent skip.
+  check "real images: the langs image is in $SBX_IMAGES (tests/setup.sh builds it with tests/images/langs.sh)" false
 else
   echo "skip: no langs image in $SBX_IMAGES (tests/images/langs.sh builds it): python with numpy/pandas, pytest, cpp and nodejs on real images not run"
 fi

@@ -131,8 +131,9 @@ if command -v docker >/dev/null; then
   check "… no image beyond the steps that succeeded (+1: RUN echo before-fail)" [ "$(n_images)" -le $((before + 1)) ]
   check "… no sandbox left" [ -z "$("$SBX" ps -aq)" ]
   # sbx's docker-buildx plugin: `docker buildx build --load` through /build.
-  mkdir -p "$DOCKER_CONFIG/cli-plugins"
-  cp "$SBX_TEST_SRC/contrib/docker-buildx" "$DOCKER_CONFIG/cli-plugins/docker-buildx"
+  installed=$(bash "$SBX_TEST_SRC/contrib/docker-buildx" --install)
+  check "docker-buildx --install puts it in \$DOCKER_CONFIG/cli-plugins, executable ($installed)" \
+    test "$installed" = "$DOCKER_CONFIG/cli-plugins/docker-buildx" -a -x "$DOCKER_CONFIG/cli-plugins/docker-buildx"
   docker buildx build --load -t bx-built -f "$CTX/Dockerfile" --build-arg GREETING=bx --target=base \
     --progress plain "$CTX" >"$T/bx.out" 2>&1
   rc=$?
