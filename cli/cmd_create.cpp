@@ -1,11 +1,12 @@
 // sbx create: start a detached, long-lived sandbox and print its id
 // (engine::Engine::create). Takes sbx run's sandbox options (cli/sandbox_flags.h)
-// plus --mount-snapshot (as run's), --label and --idle-timeout (no exec for that long); --timeout is a
-// hard lifetime.
+// plus --mount-snapshot, --gpus and --device (as run's), --label and
+// --idle-timeout (no exec for that long); --timeout is a hard lifetime.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/gpu_options.h"
 #include "cli/usage.h"
 #include "cli/sandbox_flags.h"
 #include "common/error.h"
@@ -20,6 +21,7 @@ struct CreateFlags {
   SandboxFlags sandbox;  ///< the options create shares with run
   std::vector<std::string> labels;
   std::vector<std::string> mount_snapshots;
+  GpuOptions gpu;
   std::string idle_timeout;
   bool record = false;
   std::vector<std::string> redact;
@@ -30,6 +32,9 @@ int create(const Globals& g, const CreateFlags& f) {
   bo.command = "create";
   bo.hold_without_command = true;  // a long-lived sandbox is for execs
   bo.mount_snapshots = f.mount_snapshots;
+  bo.gpus = f.gpu.gpus;
+  bo.devices = f.gpu.devices;
+  bo.gpu_host_root = f.gpu.host_root;
   if (!f.idle_timeout.empty()) bo.idle_timeout = units::parse_duration(f.idle_timeout, "--idle-timeout");
   for (const auto& l : f.labels) {
     auto eq = l.find('=');
@@ -63,6 +68,7 @@ void register_create_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--mount-snapshot", f->mount_snapshots,
                   "Mount a writable copy of directory snapshot NAME at TARGET (NAME:/TARGET); it goes with 'sbx rm'")
       ->allow_extra_args(false);
+  add_gpu_options(*cmd, f->gpu);
   cmd->add_option("--idle-timeout", f->idle_timeout, "End the sandbox after this long without an exec");
   cmd->add_option("-l,--label", f->labels, "A label KEY=VALUE (for ps --filter and rm --filter)")->allow_extra_args(false);
   cmd->add_flag("--record", f->record,

@@ -57,7 +57,7 @@ _sbx() {
   local opts="" words_list=""
   case $cmd in
     run) opts="$common --mount-snapshot -i --interactive -t --tty --gpus --device --end-record --rm"; words_list=$images ;;
-    create) opts="$common --mount-snapshot --idle-timeout -l --label --record --redact"; words_list=$images ;;
+    create) opts="$common --mount-snapshot --gpus --device --idle-timeout -l --label --record --redact"; words_list=$images ;;
     exec) opts="-e --env -w --workdir -u --user --timeout -i --interactive -t --tty"; words_list=$sandboxes ;;
     ps|list) opts="-a --all -q --quiet --json --no-trunc -f --filter --format" ;;
     inspect) opts="--json"; words_list="$images $sandboxes" ;;

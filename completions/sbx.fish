@@ -212,6 +212,8 @@ complete -c sbx -n '__sbx_cmd_is create' -l runtime -x -a 'native gvisor' -d 'Ru
 complete -c sbx -n '__sbx_cmd_is create' -l pull -x -a 'missing always never newer' -d 'Pull the image: missing, always, never or newer'
 complete -c sbx -n '__sbx_cmd_is create' -l runsc -r -F -d 'Path to runsc for --runtime gvisor'
 complete -c sbx -n '__sbx_cmd_is create' -l mount-snapshot -x -d 'Mount a writable copy of directory snapshot NAME at TARGET'
+complete -c sbx -n '__sbx_cmd_is create' -l gpus -x -a 'all' -d 'NVIDIA GPUs to give the sandbox'
+complete -c sbx -n '__sbx_cmd_is create' -l device -x -d 'Add a device'
 complete -c sbx -n '__sbx_cmd_is create' -l idle-timeout -x -d 'End the sandbox after this long without an exec'
 complete -c sbx -n '__sbx_cmd_is create' -s l -l label -x -d 'A label KEY=VALUE'
 complete -c sbx -n '__sbx_cmd_is create' -l record -d 'Keep a trajectory of every exec, cp and snapshot'

@@ -221,6 +221,8 @@ _sbx_create() {
     '--pull[Pull the image: missing, always, never or newer]:value:(missing always never newer)' \
     '--runsc[Path to runsc for --runtime gvisor]:file:_files' \
     '*--mount-snapshot[Mount a writable copy of directory snapshot NAME at TARGET]:value: ' \
+    '--gpus[NVIDIA GPUs to give the sandbox]:value:(all)' \
+    '*--device[Add a device]:value: ' \
     '--idle-timeout[End the sandbox after this long without an exec]:value: ' \
     '*'{-l,--label}'[A label KEY=VALUE]:value: ' \
     '--record[Keep a trajectory of every exec, cp and snapshot]' \

@@ -78,6 +78,20 @@ grep -q "libcuda.so.1 -> libcuda.so.$ver" <<<"$out" && pass "ldconfig in the san
 grep -q '^cuInit 42$' <<<"$out" && pass "a program loads libcuda.so.1 by soname and calls it" || fail "libcuda.so.1 not loadable by soname"
 grep -q 'write: .*Read-only file system' <<<"$out" && pass "driver library is mounted read-only" || fail "driver library is writable"
 
+# A long-lived sandbox (sbx create --gpus): its execs get the same GPU.
+if id=$(sbx create --rootfs "$ROOTFS" --gpus 0 -- sleep 120 2>"$work/create.err"); then
+  out=$(sbx exec "$id" -- sh -c "$inside" 2>&1); rc=$?
+  if grep -q '^/dev/nvidia-uvm /dev/nvidia-uvm-tools /dev/nvidia1 /dev/nvidiactl $' <<<"$out" &&
+     grep -q 'CVD=GPU-aaaa' <<<"$out" && grep -q '^cuInit 42$' <<<"$out"; then
+    pass "create --gpus 0, then exec: only GPU 0's node, its CUDA_VISIBLE_DEVICES, libcuda.so.1 loads"
+  else
+    fail "create --gpus 0 + exec (rc=$rc): $out"
+  fi
+  sbx rm -f "$id" >/dev/null
+else
+  fail "sbx create --gpus 0: $(cat "$work/create.err")"
+fi
+
 # The sandbox can mknod an unselected GPU (CAP_MKNOD) but the cgroup must refuse opening it.
 out=$(sbx run --rootfs "$ROOTFS" --gpus 0 -- sh -c 'mknod /dev/nvidia0 c 195 0 && head -c0 /dev/nvidia0' 2>&1)
 grep -q 'Operation not permitted' <<<"$out" && pass "an unselected GPU node made with mknod cannot be opened (device cgroup)" || fail "unselected GPU openable: $out"
