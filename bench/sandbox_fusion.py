@@ -170,17 +170,8 @@ def langs_bench(a, sbx, g, tmp, images, lines):
     langs = os.path.join(tmp, "languages.json")
     with open(langs, "w") as f:
         json.dump(table, f)
-    port = free_port()
-    server = subprocess.Popen([sbx, *g, "serve", "--socket", os.path.join(tmp, "d.sock"), "--sandbox-fusion",
-                               f"127.0.0.1:{port}", "--languages", langs, "--max-concurrency", "1"],
-                              stderr=open(os.path.join(tmp, "serve.log"), "w"))
+    server, port = start_server(sbx, g, tmp, langs, 1)
     try:
-        for _ in range(200):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/ping", timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.05)
         lines.append(f"\n## Per language\n\n{a.requests} sequential requests each (stdin -> stdout, "
                      f"--max-concurrency 1, after one warm-up):\n")
         lines.append("| language | image | latency p50 ms | p99 ms | compile step p50 ms | run step p50 ms |\n"
@@ -199,6 +190,21 @@ def free_port():
     p = s.getsockname()[1]
     s.close()
     return p
+
+
+def start_server(sbx, g, tmp, langs, concurrency):
+    """`sbx serve --sandbox-fusion` on a free loopback port, answering /v1/ping: (process, port)."""
+    port = free_port()
+    server = subprocess.Popen([sbx, *g, "serve", "--socket", os.path.join(tmp, "d.sock"), "--sandbox-fusion",
+                               f"127.0.0.1:{port}", "--languages", langs, "--max-concurrency", str(concurrency)],
+                              stderr=open(os.path.join(tmp, "serve.log"), "w"))
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/ping", timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return server, port
 
 
 def main():
@@ -243,18 +249,8 @@ def main():
             for tid, prog in progs:
                 f.write(json.dumps({"id": tid, "cmd": ["python3", "-c", prog]}) + "\n")
         for par in [int(p) for p in a.par.split(",")]:
-            port = free_port()
-            log = open(os.path.join(tmp, "serve.log"), "w")
-            server = subprocess.Popen([sbx, *g, "serve", "--socket", os.path.join(tmp, "d.sock"), "--sandbox-fusion",
-                                       f"127.0.0.1:{port}", "--languages", langs, "--max-concurrency", str(par)],
-                                      stderr=log)
+            server, port = start_server(sbx, g, tmp, langs, par)
             url = f"http://127.0.0.1:{port}/run_code"
-            for _ in range(200):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/ping", timeout=1).read()
-                    break
-                except OSError:
-                    time.sleep(0.05)
             run_code(url, progs[:8], par)  # warm the pool
             ways = {
                 "/run_code": lambda: run_code(url, progs, par),
