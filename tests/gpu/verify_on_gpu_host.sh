@@ -275,8 +275,8 @@ for rt in ${RUNTIMES:-native gvisor}; do
   gpu_checks
   if [ "$rt" = gvisor ]; then
     # A long-lived gVisor sandbox with a GPU cannot be checkpointed (runsc has no
-    # GPU save/restore): refused with nothing written. sbx create has no --gpus
-    # yet, so this runs only once it has.
+    # GPU save/restore): refused with nothing written. (Reached only with a
+    # runsc whose nvproxy knows the host's driver; see above.)
     if id=$(sbx create "${R[@]}" --gpus 0 "${img[@]}" -- sleep 60 2>/dev/null); then
       out=$(sbx checkpoint "$id" 2>&1); rc=$?
       if [ $rc -ne 0 ] && printf '%s\n' "$out" | grep -q 'cannot save GPU state' && [ -z "$(sbx snapshots 2>/dev/null | tail -n +2)" ]; then
