@@ -1155,18 +1155,19 @@ case_serve_racer() {  # a process in the sandbox read sbx serve's memory through
       { indent <"$T/out/last"; fail "serve-exec-racer-$v" "docker run -d failed"; ok=0; continue; }
     for i in $(seq 100); do docker logs "$name" 2>&1 | grep -q 'info    racer' && break; sleep 0.1; done
     # Rounds of 80 execs until the race has been run: the racer caught a
-    # process before its exec (native) or stopped one (gVisor: no "before").
+    # process before its exec (native) or stopped one (gVisor: no "before"),
+    # as its "progress" lines say.
     # How many it catches depends on the host's load (a quiet 2-core machine:
     # about 1 in 20), so a fixed count could miss them all. At most 800.
-    local bad=0 execs=0 round progress=progress-early
-    [ "$runtime" = native ] || progress=progress-stopped
+    local bad=0 execs=0 round progress=early
+    [ "$runtime" = native ] || progress=caught
     for round in $(seq 10); do
       for i in $(seq 40); do
         timeout 60 docker exec "$name" true >/dev/null 2>&1 || bad=$((bad + 1))
         timeout 60 docker exec "$name" sh -c 'echo x' >/dev/null 2>&1 || bad=$((bad + 1))
       done
       execs=$((execs + 80))
-      [ -s "$D/$progress" ] && break
+      docker logs "$name" 2>&1 | grep -q "^progress $progress " && break
     done
     touch "$D/stop"
     timeout 60 docker wait "$name" >/dev/null 2>&1
