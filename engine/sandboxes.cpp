@@ -170,6 +170,9 @@ RunResult Engine::run(const RunRequest& req) {
     const std::string& id;
     const std::vector<std::string>& names;
     ~Detach() {
+      // Only a run that attached volumes can have made anonymous ones (they
+      // are among `names`): a run without any reads no volume record.
+      if (names.empty()) return;
       std::vector<std::string> anon;
       try {
         anon = anonymous_volumes(*e, id);
