@@ -16,6 +16,12 @@ random order each round:
   (`python3 -c PROGRAM`);
 * chroot loop: `chroot ROOTFS python3 -c PROGRAM`, P workers.
 
+With --latency N: N sequential /run_code requests of python `print(1)` (one
+at a time), reported as the p50 of client latency and of latency minus the
+program's execution_time (what sbx adds); with --base OLD_SBX the same through
+`OLD_SBX serve` (its own store), requests alternating between the two servers,
+and the new / base ratios: a before/after of a change to the endpoint.
+
 With --langs: per language, N sequential /run_code requests (one at a time,
 --max-concurrency 1) of a small stdin -> stdout program on the "langs" test
 image (tests/images/langs.sh; go, java, rust on "langs-extra"), after a warm-up
@@ -207,6 +213,60 @@ def start_server(sbx, g, tmp, langs, concurrency):
     return server, port
 
 
+def latency_bench(a, sbx, g, tmp, images, lines):
+    """--latency: sequential print(1) requests, alternating between this sbx and --base."""
+    servers = {}
+    try:
+        for name, binary in [("new", sbx)] + ([("base", os.path.abspath(a.base))] if a.base else []):
+            d = os.path.join(tmp, name)
+            os.makedirs(d)
+            gg = ["--root", os.path.join(d, "root"), "--run-root", os.path.join(d, "run")]
+            subprocess.run([binary, *gg, "import", "-q", os.path.join(images, "python-oci"), "python"], check=True,
+                           stdout=subprocess.DEVNULL)
+            langs = os.path.join(d, "languages.json")
+            with open(langs, "w") as f:
+                json.dump({"python": {"image": "python"}}, f)
+            server, port = start_server(binary, gg, d, langs, 1)
+            servers[name] = (server, f"http://127.0.0.1:{port}/run_code", binary, gg)
+        body = json.dumps({"compile_timeout": 10, "run_timeout": 10, "code": "print(1)", "stdin": "",
+                           "language": "python", "files": {}, "fetch_files": []}).encode()
+        res = {k: ([], []) for k in servers}
+        for i in range(a.latency + 3):
+            order = list(servers)
+            random.shuffle(order)
+            for k in order:
+                req = urllib.request.Request(servers[k][1], data=body, method="POST",
+                                             headers={"Content-Type": "application/json"})
+                t0 = time.perf_counter()
+                with urllib.request.urlopen(req, timeout=60) as r:
+                    out = json.loads(r.read())
+                dt = time.perf_counter() - t0
+                if out.get("status") != "Success" or out["run_result"]["stdout"] != "1\n":
+                    raise SystemExit(f"{k}: a request failed: {str(out)[:500]}")
+                if i >= 3:  # the first ones warm the pool
+                    res[k][0].append(dt)
+                    res[k][1].append(dt - out["run_result"]["execution_time"])
+                time.sleep(a.gap)
+        lines.append(f"\n## Sequential print(1)\n\n{a.latency} requests each, one at a time, "
+                     f"{'alternating in a random order per round, ' if a.base else ''}{a.gap * 1000:.0f} ms apart "
+                     f"(load average now {os.getloadavg()[0]:.1f}):\n")
+        lines.append("| server | latency p50 ms | p90 ms | added (latency - execution_time) p50 ms | p90 ms |\n|---|--:|--:|--:|--:|")
+        for k, (lat, add) in res.items():
+            lines.append(f"| {k} ({servers[k][2]}) | {1000 * pct(lat, 0.5):.1f} | {1000 * pct(lat, 0.9):.1f} | "
+                         f"{1000 * pct(add, 0.5):.1f} | {1000 * pct(add, 0.9):.1f} |")
+        if a.base:
+            n, b = res["new"], res["base"]
+            lines.append(f"\nnew / base: latency p50 {pct(n[0], 0.5) / pct(b[0], 0.5):.2f}x, added p50 "
+                         f"{pct(n[1], 0.5) / pct(b[1], 0.5):.2f}x")
+        lines.append(f"Target added latency <= 5 ms: {1000 * pct(res['new'][1], 0.5):.1f} ms "
+                     f"({pct(res['new'][1], 0.5) / 0.005:.2f}x the target).")
+    finally:
+        for server, _, binary, gg in servers.values():
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+            subprocess.run([binary, *gg, "gc"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sbx")
@@ -217,6 +277,9 @@ def main():
     ap.add_argument("--langs", help="per-language latency on the langs test images instead of HumanEval "
                     "(comma-separated: python,cpp,nodejs,go,java,rust)")
     ap.add_argument("--requests", type=int, default=20, help="with --langs: requests per language")
+    ap.add_argument("--latency", type=int, default=0, help="N sequential print(1) requests instead of HumanEval")
+    ap.add_argument("--base", help="with --latency: an older sbx binary to compare with, interleaved")
+    ap.add_argument("--gap", type=float, default=0.05, help="with --latency: seconds between requests (the pool refills)")
     ap.add_argument("--out")
     a = ap.parse_args()
     sbx = os.path.abspath(a.sbx)
@@ -228,6 +291,13 @@ def main():
              f"{time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime())}, load average at start {os.getloadavg()[0]:.1f}, "
              f"{os.cpu_count()} CPUs. Command: `sudo python3 bench/sandbox_fusion.py {' '.join(sys.argv[1:])}`\n"]
     server = None
+    if a.latency:
+        try:
+            latency_bench(a, sbx, g, tmp, images, lines)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        report.emit(lines, a.out)
+        return
     if a.langs:
         try:
             langs_bench(a, sbx, g, tmp, images, lines)

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <thread>
 
 #include "common/error.h"
 #include "common/fd.h"
@@ -63,7 +64,9 @@ std::string seconds_arg(double s) {
 std::string driver_script(const std::vector<Runner::Step>& steps, const std::string& nonce) {
   std::ostringstream s;
   s << "N=" << nonce << "\n"
-    << "mkdir -p " << kWorkDir << "; cd " << kWorkDir
+    // (The work dir is there when a file was written into it, as the code
+    // is: no mkdir process then.)
+    << "cd " << kWorkDir << " 2>/dev/null || { mkdir -p " << kWorkDir << "; cd " << kWorkDir << "; }"
     << " || { printf '\\n%s X cannot enter the work dir\\n' \"$N\" >&2; exit 0; }\n"
     << "step() {\n"
        "  t=$1; s=$2; i=$3; shift 3\n"
@@ -180,6 +183,9 @@ class DriverReader {
   }
 
   const std::string& error() const { return error_; }
+  /// When the first step started and the last one ended (sbx's clock).
+  clock::time_point first_start() const { return first_start_; }
+  clock::time_point last_end() const { return last_end_; }
   const std::string& stray() const { return stray_; }
   /// The steps that started, in order.
   std::vector<Runner::StepResult> results() {
@@ -205,13 +211,15 @@ class DriverReader {
       err_step_ = started_++;
       step(err_step_).status = "Error";
       started_at_ = clock::now();
+      if (started_ == 1) first_start_ = started_at_;
       running_ = true;
     } else if (kind == "T" && running_) {
       std::string tag;
       int rc = 0;
       in >> tag >> rc;
       auto& r = step(err_step_);
-      r.execution_time = std::chrono::duration<double>(clock::now() - started_at_).count();
+      last_end_ = clock::now();
+      r.execution_time = std::chrono::duration<double>(last_end_ - started_at_).count();
       r.return_code = rc;
       r.status = "Finished";
       running_ = false;
@@ -229,7 +237,7 @@ class DriverReader {
   size_t out_step_ = 0, err_step_ = 0, started_ = 0;
   bool done_ = false, running_ = false, out_eof_ = false;
   std::string error_, stray_;
-  clock::time_point started_at_{};
+  clock::time_point started_at_{}, first_start_{}, last_end_{};
   std::vector<Runner::StepResult> results_;
 };
 
@@ -275,7 +283,42 @@ Runner::Runner(RunnerOptions opts) : opts_(std::move(opts)), engine_(opts_.engin
   fs::mkdir_p(tmp_root_, 0700);
 }
 
+void Runner::retire(std::unique_ptr<runtime::WarmSandbox> sb, std::shared_ptr<PoolEntry> pool) {
+  {
+    std::lock_guard lk(mu_);
+    ++retiring_;
+  }
+  auto done = [this] {
+    {
+      std::lock_guard lk(mu_);
+      --retiring_;
+    }
+    release_slot();
+    cv_.notify_all();  // (the destructor waits for retiring_ too)
+  };
+  try {
+    std::thread([this, sb = std::move(sb), pool = std::move(pool), done]() mutable {
+      try {
+        sb->wait();
+      } catch (const Error&) {
+      }
+      sb.reset();  // (destroys the sandbox)
+      pool.reset();
+      done();
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread: the sandbox's handle went with the thread's arguments, and
+    // its destructor destroyed it here.
+    done();
+  }
+}
+
 Runner::~Runner() {
+  {
+    // The sandboxes being torn down go first (their pools may go next).
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return retiring_ == 0; });
+  }
   {
     std::lock_guard lk(pools_mu_);
     pools_.clear();
@@ -359,16 +402,51 @@ void Runner::release_slot() {
   cv_.notify_one();
 }
 
+namespace {
+
+/// Where a request's time went (--log-level debug): the spans of run_job,
+/// in ms from its start, one log line per request.
+class Spans {
+ public:
+  Spans() : on_(log::enabled(log::Level::debug)), t0_(clock::now()), last_(t0_) {}
+  void mark(const char* what, clock::time_point now = clock::now()) {
+    if (!on_ || now < last_) return;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " %s=%.2f", what, std::chrono::duration<double, std::milli>(now - last_).count());
+    text_ += buf;
+    last_ = now;
+  }
+  ~Spans() {
+    if (on_)
+      log::debug("serve sandbox-fusion: request spans (ms):" + text_ + " total=" +
+                 std::to_string(std::chrono::duration<double, std::milli>(clock::now() - t0_).count()));
+  }
+
+ private:
+  bool on_;
+  clock::time_point t0_, last_;
+  std::string text_;
+};
+
+}  // namespace
+
 Runner::JobResult Runner::run_job(const Job& job) {
+  Spans spans;
   acquire_slot();
+  spans.mark("slot");
   struct SlotGuard {
     Runner* r;
-    ~SlotGuard() { r->release_slot(); }
+    bool held = true;
+    ~SlotGuard() {
+      if (held) r->release_slot();
+    }
   } slot{this};
 
   auto entry = pool_for(job.language, job.image, job.memory_mb);
   metrics_.pool_take(entry->pool->ready() > 0);
+  spans.mark("pool");
   std::unique_ptr<runtime::WarmSandbox> sb = entry->pool->take();
+  spans.mark("take");
   {
     std::lock_guard lk(mu_);
     if (stopping_) throw Error("the server is stopping");
@@ -404,6 +482,7 @@ Runner::JobResult Runner::run_job(const Job& job) {
   cmd.stdio[1] = out_w.fd;
   cmd.stdio[2] = err_w.fd;
   sb->run(cmd);  // throws sbx::Error (the sandbox died, a file could not be written)
+  spans.mark("run");
   in_r.reset();
   out_w.reset();
   err_w.reset();
@@ -441,6 +520,9 @@ Runner::JobResult Runner::run_job(const Job& job) {
       else if (n == 0) err_open = false;
     }
   }
+  spans.mark("to-first-step", reader.first_start());
+  spans.mark("steps", reader.last_end());
+  spans.mark("to-done");
   const std::string driver_err = reader.stray();
   JobResult res;
   if (killed) {
@@ -470,14 +552,18 @@ Runner::JobResult Runner::run_job(const Job& job) {
     }
     runtime::remove_tree(dir);
   }
+  spans.mark("fetch");
   in_w.reset();
+  // Nothing of the request runs past its answer: the kill is here. Waiting
+  // for the init (the kernel tears its namespaces down first: milliseconds)
+  // and removing the sandbox's cgroups and state are not the answer's
+  // business: a thread of their own does them, and the slot stays taken
+  // until they are done, so max_concurrency still bounds the sandboxes.
   sb->kill();
-  try {
-    sb->wait();
-  } catch (const Error&) {
-  }
   active.reset();
-  sb.reset();
+  slot.held = false;
+  retire(std::move(sb), std::move(entry));
+  spans.mark("kill");
   res.steps = reader.results();
   if (!reader.error().empty()) throw Error("sandbox driver: " + reader.error());
   if (res.steps.empty() && !killed)

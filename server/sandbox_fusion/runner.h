@@ -118,6 +118,9 @@ class Runner {
   std::shared_ptr<PoolEntry> pool_for(const std::string& language, const std::string& image, int64_t memory_mb);
   void acquire_slot();
   void release_slot();
+  /// Waits for the killed sandbox `sb` to end and destroys it on a thread of
+  /// its own, then releases the request's slot. No throw.
+  void retire(std::unique_ptr<runtime::WarmSandbox> sb, std::shared_ptr<PoolEntry> pool);
 
   RunnerOptions opts_;
   engine::Engine engine_;
@@ -125,6 +128,7 @@ class Runner {
   std::mutex mu_;
   std::condition_variable cv_;
   int running_ = 0;
+  int retiring_ = 0;  ///< sandboxes being torn down after their answer (guarded by mu_)
   bool stopping_ = false;
   std::set<runtime::WarmSandbox*> active_;  ///< sandboxes running requests (guarded by mu_)
   uint64_t serial_ = 0;
