@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "oci/auth_config.h"
 #include "runtime/backends.h"
+#include "runtime/linux/cgroup_memory_limit.h"
 #include "runtime/state.h"
 #include "engine/sandbox_options.h"
 #include "server/http.h"
@@ -326,12 +327,11 @@ Runner::~Runner() {
   runtime::remove_tree(tmp_root_);
 }
 
-std::shared_ptr<Runner::PoolEntry> Runner::pool_for(const std::string& language, const std::string& image,
-                                                   int64_t memory_mb) {
-  // -1 (or any value below 1): the default bound; a sandbox needs a few MB
-  // to start at all, so less than kMinMemoryMb is raised to it.
-  memory_mb = memory_mb < 1 ? -1 : std::clamp(memory_mb, kMinMemoryMb, int64_t{1} << 32);
-  const std::string key = image + "\n" + std::to_string(memory_mb);
+std::shared_ptr<Runner::PoolEntry> Runner::pool_for(const std::string& language, const std::string& image) {
+  // One pool per image: its sandboxes have the default memory bound and get
+  // their request's limit when taken (run_job), so many different limits
+  // share it.
+  const std::string& key = image;
   std::lock_guard lk(pools_mu_);
   auto it = pools_.find(key);
   if (it != pools_.end()) {
@@ -352,7 +352,6 @@ std::shared_ptr<Runner::PoolEntry> Runner::pool_for(const std::string& language,
   so.network = "none";
   so.hold_without_command = true;
   so.allow_host_idmap = false;
-  if (memory_mb > 0) so.memory_bytes = memory_mb << 20;
   SandboxSpec spec = engine::build_sandbox(so, engine::resolved(engine_, img, image), opts_.runtime).spec;
   // Evict the least recently used pool that no request holds.
   while (pools_.size() >= opts_.max_pools) {
@@ -368,8 +367,7 @@ std::shared_ptr<Runner::PoolEntry> Runner::pool_for(const std::string& language,
   e->pool = engine_.make_pool(spec, engine::use_userns(spec, engine::UsernsMode::Auto), opts_.pool_size);
   e->last_used = ++serial_;
   pools_[key] = e;
-  log::info("serve sandbox-fusion: a warm pool of " + std::to_string(opts_.pool_size) + " for " + image +
-            (memory_mb > 0 ? " (" + std::to_string(memory_mb) + " MB)" : ""));
+  log::info("serve sandbox-fusion: a warm pool of " + std::to_string(opts_.pool_size) + " for " + image);
   return e;
 }
 
@@ -442,11 +440,18 @@ Runner::JobResult Runner::run_job(const Job& job) {
     }
   } slot{this};
 
-  auto entry = pool_for(job.language, job.image, job.memory_mb);
+  auto entry = pool_for(job.language, job.image);
   metrics_.pool_take(entry->pool->ready() > 0);
   spans.mark("pool");
   std::unique_ptr<runtime::WarmSandbox> sb = entry->pool->take();
   spans.mark("take");
+  // The request's memory limit, before its files and command exist. (-1, or
+  // any value below 1: the default bound the pool's sandboxes have; a
+  // sandbox needs a few MB to start at all, so less than kMinMemoryMb is
+  // raised to it.)
+  if (job.memory_mb > 0)
+    runtime::set_sandbox_memory_limit(sb->id(), std::clamp(job.memory_mb, kMinMemoryMb, int64_t{1} << 32) << 20);
+  spans.mark("limit");
   {
     std::lock_guard lk(mu_);
     if (stopping_) throw Error("the server is stopping");

@@ -1,6 +1,10 @@
 // Runs SandboxFusion requests, each in a fresh sandbox of its own taken from
-// a warm pool (engine/pool.h) per language image and memory limit: never
-// reused, no network, destroyed when the request is answered.
+// a warm pool (engine/pool.h) per language image: never reused, no network,
+// destroyed once the request is answered. The pool's sandboxes have the
+// default memory bound; a request's memory_limit_MB is written to its
+// sandbox's cgroup when the sandbox is taken, before its files and command
+// (runtime/linux/cgroup_memory_limit.h), so requests with many different
+// limits share one pool.
 //
 // In the sandbox, one command runs: a small POSIX sh driver that runs the
 // compile step, then the run step, each under `timeout -s KILL` from the
@@ -47,7 +51,7 @@ struct RunnerOptions {
   LanguageTable languages = default_languages();
   int max_concurrency = 4;         ///< sandboxes running requests at once
   std::chrono::milliseconds queue_timeout{8000};  ///< most wait for a slot; then 504
-  size_t pool_size = 2;            ///< sandboxes kept ready per (image, memory limit)
+  size_t pool_size = 2;            ///< sandboxes kept ready per image
   size_t max_pools = 8;            ///< pools kept; the least recently used idle one goes
   size_t max_output = 4u << 20;    ///< bytes of stdout and of stderr kept per step
   uint64_t max_fetch = 64u << 20;  ///< bytes of all fetched files of one request
@@ -115,7 +119,7 @@ class Runner {
 
  private:
   struct PoolEntry;
-  std::shared_ptr<PoolEntry> pool_for(const std::string& language, const std::string& image, int64_t memory_mb);
+  std::shared_ptr<PoolEntry> pool_for(const std::string& language, const std::string& image);
   void acquire_slot();
   void release_slot();
   /// Waits for the killed sandbox `sb` to end and destroys it on a thread of

@@ -75,6 +75,22 @@ rc=$?
 sed 's/^/  /' "$T/jupyter.out"
 check "/run_jupyter: state across cells, display, error, cell time-out, files" [ $rc = 0 ]
 
+# --- many memory limits, one pool ------------------------------------------------------------
+# Each limit is the request's own (set on the pooled sandbox when it is taken,
+# not left from the one before): 128 MiB allocated under 64, 512, 64, 100, 300
+# MB fails, passes, fails, fails, passes; and those limits (with verl's 64,
+# 256 and 1024 above) made no pool beyond the python image's one.
+mem_status() {  # MB -> the /run_code status of allocating and touching 128 MiB under MB
+  curl -s "$URL/run_code" -d "{\"code\": \"x = bytearray(128 << 20)\\nprint(len(x))\", \"language\": \"python\", \"memory_limit_MB\": $1}" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])'
+}
+got=""
+for mb in 64 512 64 100 300; do got="$got $(mem_status $mb)"; done
+check "128 MiB under 64, 512, 64, 100, 300 MB in turn: Failed Success Failed Failed Success (got:$got)" \
+  [ "$got" = " Failed Success Failed Failed Success" ]
+check "requests with six different memory limits (and none) share one pool for the python image" \
+  [ "$(grep -c 'a warm pool of .* for python$' "$T/serve.log")" = 1 ]
+
 # --- HumanEval at concurrency 4 ----------------------------------------------------------
 out=$(python3 "$CLIENT" humaneval "$URL" "$DATA" -P 4)
 echo "  canonical: $out"
