@@ -81,7 +81,7 @@ check "/run_jupyter: state across cells, display, error, cell time-out, files" [
 # MB fails, passes, fails, fails, passes; and those limits (with verl's 64,
 # 256 and 1024 above) made no pool beyond the python image's one.
 mem_status() {  # MB -> the /run_code status of allocating and touching 128 MiB under MB
-  curl -s "$URL/run_code" -d "{\"code\": \"x = bytearray(128 << 20)\\nprint(len(x))\", \"language\": \"python\", \"memory_limit_MB\": $1}" |
+  curl -s "$URL/run_code" -d "{\"code\": \"x = bytearray(128 << 20)\\nprint(len(x))\", \"language\": \"python\", \"memory_limit_MB\": $1, \"run_timeout\": 60}" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])'
 }
 got=""
