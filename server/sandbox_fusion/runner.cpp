@@ -290,12 +290,12 @@ void Runner::retire(std::unique_ptr<runtime::WarmSandbox> sb, std::shared_ptr<Po
     ++retiring_;
   }
   auto done = [this] {
-    {
-      std::lock_guard lk(mu_);
-      --retiring_;
-    }
     release_slot();
-    cv_.notify_all();  // (the destructor waits for retiring_ too)
+    // Last touch of *this: the decrement and the wake-up under the lock, so
+    // the destructor (waiting for retiring_ == 0) cannot return before both.
+    std::lock_guard lk(mu_);
+    --retiring_;
+    cv_.notify_all();
   };
   try {
     std::thread([this, sb = std::move(sb), pool = std::move(pool), done]() mutable {
