@@ -5,7 +5,7 @@
 #include "cli/commands.h"
 #include "cli/sandbox_view.h"
 #include "common/error.h"
-#include "engine/volume_holds.h"
+#include "engine/engine.h"
 
 namespace sbx::cli {
 
@@ -41,11 +41,8 @@ void register_rm_command(CLI::App& app, Globals& g, Action& action) {
       }
       for (const auto& id : ids) {
         try {
-          std::vector<std::string> anon;
-          if (f->volumes) anon = engine::anonymous_volumes(eng, id);
-          eng.remove(id, f->force);
+          eng.remove(id, engine::RemoveRequest{f->force, f->volumes});
           std::cout << id << "\n";
-          engine::remove_unused_volumes(eng, anon);
         } catch (const Error& e) {
           std::cerr << "sbx: error: " << e.what() << "\n";
           rc = e.exit_code();

@@ -51,7 +51,7 @@ void register_volume_command(CLI::App& app, Globals& g, Action& action) {
   {
     struct Flags {
       engine::VolumeCreateRequest r;
-      std::vector<std::string> labels;
+      std::vector<std::string> labels, opts;
       bool json = false;
     };
     auto f = std::make_shared<Flags>();
@@ -59,10 +59,20 @@ void register_volume_command(CLI::App& app, Globals& g, Action& action) {
     c->add_option("NAME", f->r.name, "Its name, [a-zA-Z0-9][a-zA-Z0-9_.-]+ (default: 64 random hex characters)");
     c->add_option("-l,--label", f->labels, "A label KEY=VALUE (repeatable)")->allow_extra_args(false);
     c->add_option("-d,--driver", f->r.driver, "local (the only one)")->capture_default_str();
+    c->add_option("-o,--opt", f->opts,
+                  "A driver option KEY=VALUE (repeatable), as docker's local driver: type=tmpfs with "
+                  "o=size=64m[,mode=1777] (a tmpfs of that size for each sandbox that mounts it)")
+        ->allow_extra_args(false);
     c->add_flag("--json", f->json, "Print the volume as JSON (as inspect)");
     c->callback([f, &g, &action] {
       action = [f, &g] {
         for (const auto& l : f->labels) f->r.labels.insert(parse_label(l));
+        for (const auto& o : f->opts) {
+          size_t eq = o.find('=');
+          if (eq == 0 || eq == std::string::npos)
+            throw Error(ErrorKind::InvalidArgument, "invalid --opt '" + o + "': expected KEY=VALUE");
+          f->r.options[o.substr(0, eq)] = o.substr(eq + 1);
+        }
         auto v = make_engine(g).create_volume(f->r);
         if (f->json) {
           std::cout << json::parse(v.json()).dump(2) << "\n";

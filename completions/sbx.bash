@@ -165,7 +165,7 @@ _sbx() {
       vols=$(sbx --root "$sbx_root" volume ls -q 2>/dev/null)
       case $vsub in
         "") words_list="create ls list inspect rm remove prune" ;;
-        create) opts="-l --label -d --driver --json" ;;
+        create) opts="-l --label -d --driver -o --opt --json" ;;
         ls|list) opts="--json -q --quiet -f --filter" ;;
         inspect) opts="--json"; words_list=$vols ;;
         rm|remove) opts="-f --force"; words_list=$vols ;;

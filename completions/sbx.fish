@@ -586,6 +586,7 @@ for sub in create ls list inspect rm remove prune
 end
 complete -c sbx -n '__sbx_volume_sub create' -s l -l label -x -d 'A label KEY=VALUE'
 complete -c sbx -n '__sbx_volume_sub create' -s d -l driver -x -a local -d 'local (the only one)'
+complete -c sbx -n '__sbx_volume_sub create' -s o -l opt -x -a 'type=tmpfs o=size=' -d 'A driver option KEY=VALUE (type=tmpfs, o=size=64m)'
 complete -c sbx -n '__sbx_volume_sub create' -l json -d 'Print the volume as JSON'
 complete -c sbx -n '__sbx_volume_sub ls list' -l json -d 'Print JSON'
 complete -c sbx -n '__sbx_volume_sub ls list' -s q -l quiet -d 'Print names only'

@@ -712,6 +712,7 @@ _sbx_volume_create() {
     '(- *)'{-h,--help}'[Print help and exit]' \
     '*'{-l,--label}'[A label KEY=VALUE]:value: ' \
     '(-d --driver)'{-d,--driver}'[local (the only one)]:value:(local)' \
+    '*'{-o,--opt}'[A driver option KEY=VALUE (type=tmpfs, o=size=64m)]:value:(type=tmpfs o=size=)' \
     '--json[Print the volume as JSON]' \
     '1:name: '
 }

@@ -164,6 +164,15 @@ struct ExecResult {
   bool timed_out = false;  ///< req.timeout fired (exit_code 124)
 };
 
+/// How Engine::remove removes a sandbox (`sbx rm`, Docker's DELETE
+/// /containers/{id}, AutoRemove).
+struct RemoveRequest {
+  bool force = false;  ///< kill it first when it runs
+  /// Also its anonymous volumes (engine/volume_holds.h) that no other
+  /// sandbox uses (`sbx rm -v`, Docker's ?v=1 and AutoRemove).
+  bool remove_anonymous_volumes = false;
+};
+
 /// ps / rm --filter: label=KEY[=VALUE], name=NAME, status=STATUS, id=PREFIX.
 struct ListRequest {
   bool all = false;  ///< also ended ones (else running and creating only)
@@ -328,7 +337,14 @@ class Engine {
   /// when it is not running.
   runtime::ProcessTable processes(const std::string& ref);
   /// Removes the sandbox with this full id (force: kills it first).
-  void remove(const std::string& id, bool force);
+  void remove(const std::string& id, bool force) { remove(id, RemoveRequest{force, false}); }
+  /// Removes the sandbox with this full id as `req` says; drops its
+  /// references to the volumes its spec names (only those) and, with
+  /// req.remove_anonymous_volumes, removes its anonymous volumes no other
+  /// sandbox uses. Returns the names of the volumes removed. Throws
+  /// sbx::Error as the backend's remove; a volume that cannot be removed is
+  /// logged and left (it is dangling: `sbx volume prune`).
+  std::vector<std::string> remove(const std::string& id, const RemoveRequest& req);
 
   // Networks (runtime/linux/user_network.h): user-defined bridge networks of
   // this engine's run root. Errors carry a kind (common/error.h ErrorKind)
@@ -440,8 +456,10 @@ class Engine {
   std::vector<std::string> attach_volumes(SandboxSpec& spec);
   /// Drops sandbox `id`'s references to `names`.
   void detach_volumes(const std::string& id, const std::vector<std::string>& names) noexcept;
-  /// Drops sandbox `id`'s references to every volume.
-  void detach_all_volumes(const std::string& id) noexcept;
+  /// Drops sandbox `id`'s references to the volumes its spec (`mounts`, as
+  /// the backend recorded them: binds of a volume's _data) names; returns
+  /// the anonymous ones among them. No throw.
+  std::vector<std::string> detach_spec_volumes(const std::string& id, const std::vector<spec::Mount>& mounts) noexcept;
   Config cfg_;
 };
 

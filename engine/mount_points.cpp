@@ -14,8 +14,10 @@ std::vector<MountPoint> mount_points(const std::string& root, const std::vector<
     bool ro = std::find(m.options.begin(), m.options.end(), "ro") != m.options.end();
     if (m.type == kVolumeMountType) {
       out.push_back({"volume", m.source, volumes_dir(root) + "/" + m.source + "/_data", m.destination, ro});
-    } else if (m.type == "bind") {
+    } else if (m.type == "bind" || m.type == "tmpfs") {
+      // (a tmpfs volume's mount names the volume's _data as its source)
       std::string vol = volume_of_source(root, m.source);
+      if (vol.empty() && m.type == "tmpfs") continue;
       out.push_back({vol.empty() ? "bind" : "volume", vol, m.source, m.destination, ro});
     }
   }

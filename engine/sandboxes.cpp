@@ -55,11 +55,17 @@ class SnapshotCopies {
 };
 
 /// Named volumes to attach: the spec's volume mounts, or its image's VOLUMEs
-/// (anonymous volumes, engine/volume_holds.h).
+/// (anonymous volumes, engine/volume_holds.h; the annotation the spec
+/// carries, else its image's config).
 bool has_volume_mounts(const std::string& root, const SandboxSpec& spec) {
-  return std::any_of(spec.mounts.begin(), spec.mounts.end(),
-                     [](const spec::Mount& m) { return m.type == kVolumeMountType; }) ||
-         !image_volumes(root, spec.image_id).empty();
+  if (std::any_of(spec.mounts.begin(), spec.mounts.end(),
+                  [](const spec::Mount& m) { return m.type == kVolumeMountType; }))
+    return true;
+  SandboxSpec copy;
+  copy.image_id = spec.image_id;
+  if (auto it = spec.annotations.find(kImageVolumesAnnotation); it != spec.annotations.end())
+    copy.annotations[it->first] = it->second;
+  return !spec_image_volumes(root, copy).empty();
 }
 
 // label=k[=v] | name=N | status=S | id=PREFIX
@@ -169,15 +175,12 @@ RunResult Engine::run(const RunRequest& req) {
     Engine* e;
     const std::string& id;
     const std::vector<std::string>& names;
+    const std::vector<spec::Mount>& mounts;
     ~Detach() {
       // Only a run that attached volumes can have made anonymous ones (they
       // are among `names`): a run without any reads no volume record.
       if (names.empty()) return;
-      std::vector<std::string> anon;
-      try {
-        anon = anonymous_volumes(*e, id);
-      } catch (...) {
-      }
+      std::vector<std::string> anon = spec_anonymous_volumes(e->config().root, mounts);
       e->detach_volumes(id, names);
       try {
         remove_unused_volumes(*e, anon);
@@ -185,7 +188,7 @@ RunResult Engine::run(const RunRequest& req) {
         log::warn("run " + id.substr(0, 12) + ": removing its anonymous volumes: " + err.what());
       }
     }
-  } detach{this, r.id, volumes};
+  } detach{this, r.id, volumes, with_copies.mounts};
   if (log::enabled(log::Level::debug)) log::debug("run " + r.id.substr(0, 12) + ": " + describe(*spec, req.userns));
   r.status = backend->run(*spec, use_userns(*spec, req.userns), req.io);
   r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
@@ -207,7 +210,14 @@ std::string Engine::create(const SandboxRequest& req) {
   for (size_t i = 0; i < req.mount_snapshots.size(); ++i)
     spec.mounts.push_back(snapshot::mount_snapshot(cfg_.root, req.mount_snapshots[i], copies.dir(i)));
   // Named volumes: in use by the sandbox until it is removed.
-  std::vector<std::string> had = anonymous_volumes(*this, spec.id);  // a container started again keeps its own
+  // A container started again keeps its own anonymous volumes (its
+  // previous spec names them).
+  std::vector<std::string> had;
+  try {
+    if (fs::exists(runtime::sandbox_dir(cfg_.run_root, spec.id) + "/config.json"))
+      had = spec_anonymous_volumes(cfg_.root, runtime::open_sandbox(cfg_.run_root, spec.id).spec().mounts);
+  } catch (const Error&) {
+  }
   std::vector<std::string> volumes = attach_volumes(spec);
   std::string id;
   try {
@@ -215,11 +225,8 @@ std::string Engine::create(const SandboxRequest& req) {
   } catch (...) {
     // The anonymous volumes made for this attempt go with it; named ones stay.
     std::vector<std::string> made;
-    try {
-      for (const auto& n : anonymous_volumes(*this, spec.id))
-        if (std::find(had.begin(), had.end(), n) == had.end()) made.push_back(n);
-    } catch (...) {
-    }
+    for (const auto& n : spec_anonymous_volumes(cfg_.root, spec.mounts))
+      if (std::find(had.begin(), had.end(), n) == had.end()) made.push_back(n);
     detach_volumes(spec.id, volumes);
     try {
       remove_unused_volumes(*this, made);
@@ -377,22 +384,34 @@ runtime::ProcessTable Engine::processes(const std::string& ref) {
   return backend->processes(sb);
 }
 
-void Engine::remove(const std::string& id, bool force) {
+std::vector<std::string> Engine::remove(const std::string& id, const RemoveRequest& req) {
   std::unique_ptr<runtime::Backend> backend;
+  // The volumes its spec names (only those are read); unknown for a sandbox
+  // whose config.json is lost, then every volume is looked at.
+  std::optional<std::vector<spec::Mount>> mounts;
   try {
-    backend = runtime::backend_for(runtime::open_sandbox(cfg_.run_root, id).state, backend_options());
+    auto sb = runtime::open_sandbox(cfg_.run_root, id);
+    backend = runtime::backend_for(sb.state, backend_options());
+    try {
+      mounts = sb.spec().mounts;
+    } catch (const Error&) {
+    }
   } catch (const Error&) {
     // A half-created sandbox may have no readable state.json (or one naming
     // no backend): rm must still remove it, the same way for every backend.
-    runtime::remove_sandbox(cfg_.run_root, id, force);
-    detach_all_volumes(id);
-    runtime::remove_sandbox_snapshot_copies(cfg_.run_root, id);
-    return;
   }
-  backend->remove(id, force);
-  detach_all_volumes(id);
+  if (backend) backend->remove(id, req.force);
+  else runtime::remove_sandbox(cfg_.run_root, id, req.force);
+  std::vector<std::string> anon = mounts ? detach_spec_volumes(id, *mounts) : detach_every_volume(*this, id);
   // create --mount-snapshot: the sandbox's private copies go with it.
   runtime::remove_sandbox_snapshot_copies(cfg_.run_root, id);
+  if (!req.remove_anonymous_volumes) return {};
+  try {
+    return remove_unused_volumes(*this, anon);
+  } catch (const Error& e) {
+    log::warn("rm " + id.substr(0, 12) + ": removing its anonymous volumes: " + e.what());
+    return {};
+  }
 }
 
 // The one signal table sbx and sbx-runc share (runtime/linux/signals.h).

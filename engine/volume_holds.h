@@ -27,8 +27,41 @@ inline constexpr const char* kAnonymousVolumeLabel = "com.docker.volume.anonymou
 /// config blob ROOT/blobs/sha256/ID; a missing or malformed one has none.
 std::vector<std::string> image_volumes(const std::string& root, const std::string& image_id);
 
-/// The anonymous volumes sandbox `id` (full id) references.
+/// The spec annotation that carries the image's VOLUME paths into the
+/// sandbox's spec (its config.json): a JSON array of absolute paths. The
+/// engine sets it when it makes a sandbox; a spec that has it is not read
+/// against the image config again (a Docker container started again, a
+/// restart on the same layer).
+inline constexpr const char* kImageVolumesAnnotation = "org.sbx.image-volumes";
+
+/// The image VOLUME paths `spec` carries (kImageVolumesAnnotation), or, when
+/// it carries none, those of its image in store `root` (image_volumes), which
+/// are then recorded in the spec. No throw for a malformed annotation: the
+/// image is read instead.
+std::vector<std::string> spec_image_volumes(const std::string& root, SandboxSpec& spec);
+
+/// Makes `spec`'s anonymous volumes: each volume mount without a source
+/// gets a new one, and each image VOLUME path (spec_image_volumes) that no
+/// mount covers a volume mount of a new one (a sandbox of spec.id made
+/// before, a Docker container started again, keeps those its previous spec
+/// names). Returns the names made (new ones only). Throws sbx::Error (the
+/// store unwritable); then none of those it made is left.
+std::vector<std::string> add_anonymous_volumes(Engine& engine, SandboxSpec& spec);
+
+/// The anonymous volumes among `mounts` (a spec as the engine attached it:
+/// binds of volumes' _data dirs under `root`), in order, each once. Reads
+/// only those volumes' records.
+std::vector<std::string> spec_anonymous_volumes(const std::string& root, const std::vector<spec::Mount>& mounts);
+
+/// The anonymous volumes sandbox `id` (full id) references. Reads every
+/// volume's record: for a sandbox whose spec is lost only (Engine::remove
+/// reads the spec's own volumes).
 std::vector<std::string> anonymous_volumes(Engine& engine, const std::string& id);
+
+/// Drops `id`'s references to every volume of the store; returns the
+/// anonymous ones among them. For a sandbox whose spec cannot be read (a
+/// half-made one). No throw.
+std::vector<std::string> detach_every_volume(Engine& engine, const std::string& id) noexcept;
 
 /// Removes those of `names` that no sandbox uses any more (one still used
 /// by another sandbox is kept, as docker's `rm -v`). Returns the removed

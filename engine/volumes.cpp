@@ -25,9 +25,11 @@
 #include "common/fd.h"
 #include "common/fs.h"
 #include "common/text.h"
+#include "common/units.h"
 #include "engine/engine.h"
 #include "engine/volume_gc.h"
 #include "runtime/linux/userns.h"
+#include "runtime/backends.h"
 #include "runtime/state.h"
 
 namespace sbx::engine {
@@ -58,6 +60,7 @@ Volume read_volume(const std::string& root, const std::string& name) {
     v.driver = j.value("driver", "local");
     v.created = j.value("created", "");
     v.labels = j.value("labels", std::map<std::string, std::string>{});
+    v.options = j.value("options", std::map<std::string, std::string>{});
   } catch (const json::exception& e) {
     throw Error("volume '" + name + "': its record " + dir + "/volume.json is malformed (" + e.what() + ")");
   }
@@ -404,10 +407,8 @@ spec::Mount parse_mount_flag(const std::string& text, const std::string& what) {
   if (dst.empty() || dst[0] != '/')
     throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': give an absolute target=/PATH");
   if (type == "volume") {
-    if (src.empty())
-      throw Error(ErrorKind::Unsupported,
-                  "invalid " + what + " '" + text + "': anonymous volumes are not supported; give source=NAME");
-    check_volume_name(src, what + " '" + text + "': volume name");
+    // No source: an anonymous volume, made when the sandbox is (docker's).
+    if (!src.empty()) check_volume_name(src, what + " '" + text + "': volume name");
     spec::Mount m{dst, kVolumeMountType, src, {}};
     if (ro) m.options.push_back("ro");
     if (nocopy) m.options.push_back("nocopy");
@@ -433,6 +434,63 @@ spec::Mount parse_mount_flag(const std::string& text, const std::string& what) {
               "invalid " + what + " '" + text + "': unknown type '" + type + "' (bind, volume, tmpfs)");
 }
 
+namespace {
+
+/// The tmpfs mount options of a volume created with Docker's local-driver
+/// options `opts` (type=tmpfs, o=size=…,mode=…,nr_inodes=…, device=tmpfs),
+/// size in bytes; empty for a plain directory volume (no options). Throws
+/// sbx::Error: InvalidArgument for a malformed value, Unsupported for what
+/// sbx's local driver does not do (other types, a bind of a device, a size
+/// quota on a directory volume).
+std::vector<std::string> tmpfs_options(const std::map<std::string, std::string>& opts) {
+  std::vector<std::string> out;
+  if (opts.empty()) return out;
+  for (const auto& [k, v] : opts) {
+    if (k == "size")
+      throw Error(ErrorKind::Unsupported,
+                  "volume option size=" + v + ": a size quota on a directory volume needs project quotas, which sbx "
+                  "does not use; for a volume of bounded size give --opt type=tmpfs --opt o=size=" + v);
+    if (k != "type" && k != "o" && k != "device")
+      throw Error(ErrorKind::InvalidArgument,
+                  "invalid volume option '" + k + "': the local driver takes type, o and device");
+  }
+  auto get = [&opts](const char* k) {
+    auto it = opts.find(k);
+    return it == opts.end() ? std::string() : it->second;
+  };
+  std::string type = get("type"), device = get("device");
+  if (type != "tmpfs")
+    throw Error(ErrorKind::Unsupported,
+                "volume option type=" + (type.empty() ? std::string("(none)") : type) +
+                    " is not supported: sbx's local driver makes directory volumes (no options) and tmpfs volumes "
+                    "(--opt type=tmpfs --opt o=size=64m); binds of host paths are -v /HOST:/PATH");
+  if (!device.empty() && device != "tmpfs")
+    throw Error(ErrorKind::InvalidArgument, "invalid volume option device=" + device + ": a tmpfs volume's device is tmpfs");
+  for (const auto& o : split(get("o"), ',')) {
+    if (o.empty()) continue;
+    size_t eq = o.find('=');
+    std::string k = o.substr(0, eq), v = eq == std::string::npos ? "" : o.substr(eq + 1);
+    if (k == "size") {
+      out.push_back("size=" + std::to_string(units::parse_size(v, "volume option o=size")));
+    } else if (k == "mode" && !v.empty() && v.size() <= 4 && v.find_first_not_of("01234567") == std::string::npos) {
+      out.push_back("mode=" + v);
+    } else if (k == "nr_inodes" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+      out.push_back(o);
+    } else {
+      throw Error(ErrorKind::InvalidArgument, "invalid volume option o=" + get("o") + ": '" + o +
+                                                  "' (a tmpfs volume takes size=N[k|m|g], mode=OCTAL, nr_inodes=N)");
+    }
+  }
+  return out;
+}
+
+bool is_tmpfs_volume(const Volume& v) {
+  auto it = v.options.find("type");
+  return it != v.options.end() && it->second == "tmpfs";
+}
+
+}  // namespace
+
 std::string Volume::json() const {
   nlohmann::json j = {{"Name", name},
                       {"Driver", driver},
@@ -440,7 +498,7 @@ std::string Volume::json() const {
                       {"CreatedAt", created},
                       {"Labels", labels},
                       {"Scope", "local"},
-                      {"Options", nlohmann::json::object()},
+                      {"Options", options},
                       {"UsageData", {{"RefCount", used_by.size()}, {"Size", -1}}}};
   return j.dump();
 }
@@ -452,6 +510,7 @@ Volume Engine::create_volume(const VolumeCreateRequest& req) {
     throw Error(ErrorKind::Unsupported, "volume driver '" + req.driver + "' is not supported: sbx has 'local' only");
   std::string name = req.name.empty() ? runtime::new_sandbox_id() : req.name;
   check_volume_name(name);
+  (void)tmpfs_options(req.options);  // refused before anything is made
   std::string base = volumes_dir(cfg_.root);
   fs::mkdir_p(cfg_.root, 0755);
   if (::mkdir(base.c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + base);
@@ -467,6 +526,7 @@ Volume Engine::create_volume(const VolumeCreateRequest& req) {
     if (::chown(data.c_str(), runtime::kVolumeIdBase, runtime::kVolumeIdBase) < 0) throw_errno("chown " + data);
     if (::mkdir((tmp + "/refs").c_str(), 0700) < 0) throw_errno("mkdir " + tmp + "/refs");
     json rec = {{"name", name}, {"driver", "local"}, {"labels", req.labels}, {"created", now_rfc3339()}};
+    if (!req.options.empty()) rec["options"] = req.options;
     fs::write_file_atomic(tmp + "/volume.json", rec.dump(), 0600);
     if (::rename(tmp.c_str(), dir.c_str()) < 0) {
       int e = errno;
@@ -608,6 +668,46 @@ std::vector<std::string> anonymous_volumes(Engine& engine, const std::string& id
   return out;
 }
 
+std::vector<std::string> spec_image_volumes(const std::string& root, SandboxSpec& spec) {
+  if (auto it = spec.annotations.find(kImageVolumesAnnotation); it != spec.annotations.end()) {
+    try {
+      auto paths = json::parse(it->second).get<std::vector<std::string>>();
+      if (std::all_of(paths.begin(), paths.end(), [](const std::string& p) { return !p.empty() && p[0] == '/'; }))
+        return paths;
+    } catch (const json::exception&) {
+      // malformed: read the image instead
+    }
+  }
+  auto paths = image_volumes(root, spec.image_id);
+  spec.annotations[kImageVolumesAnnotation] = json(paths).dump();
+  return paths;
+}
+
+std::vector<std::string> spec_anonymous_volumes(const std::string& root, const std::vector<spec::Mount>& mounts) {
+  std::vector<std::string> out;
+  for (const auto& m : mounts) {
+    std::string n = volume_of_source(root, m.source);
+    if (n.empty() || std::find(out.begin(), out.end(), n) != out.end()) continue;
+    try {
+      if (read_volume(root, n).labels.count(kAnonymousVolumeLabel)) out.push_back(n);
+    } catch (const Error&) {
+      // gone or damaged: nothing to remove through it
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> detach_every_volume(Engine& engine, const std::string& id) noexcept {
+  std::vector<std::string> anon;
+  const std::string& root = engine.config().root;
+  try {
+    anon = anonymous_volumes(engine, id);
+    for (const auto& n : volume_names(root)) ::unlink((volume_dir(root, n) + "/refs/" + id).c_str());
+  } catch (...) {
+  }
+  return anon;
+}
+
 std::vector<std::string> remove_unused_volumes(Engine& engine, const std::vector<std::string>& names) {
   std::vector<std::string> removed;
   for (const auto& n : names) {
@@ -624,18 +724,32 @@ std::vector<std::string> remove_unused_volumes(Engine& engine, const std::vector
 
 namespace {
 
-/// An anonymous volume mount for each VOLUME path of the spec's image that
-/// no mount covers; a sandbox of this id that already has one there (a
-/// Docker container started again) keeps it. Returns the volumes made new.
-std::vector<std::string> add_anonymous_volumes(Engine& engine, SandboxSpec& spec) {
-  std::vector<std::string> made;
+/// add_anonymous_volumes's work; the names it made are in `made` also when it throws.
+void add_anonymous_volumes_to(Engine& engine, SandboxSpec& spec, std::vector<std::string>& made) {
   const std::string& root = engine.config().root;
-  auto paths = image_volumes(root, spec.image_id);
-  if (paths.empty()) return made;
+  // --mount type=volume without a source: an anonymous volume of its own.
+  for (auto& m : spec.mounts) {
+    if (m.type != kVolumeMountType || !m.source.empty()) continue;
+    m.source = engine.create_volume({runtime::new_sandbox_id(), {{kAnonymousVolumeLabel, ""}}, "local", {}}).name;
+    made.push_back(m.source);
+  }
+  auto paths = spec_image_volumes(root, spec);
+  if (paths.empty()) return;
+  // A sandbox of this id made before (a Docker container started again)
+  // keeps its own: read from its previous spec, not from every volume.
   std::map<std::string, std::string> had;  // destination → name
-  for (const auto& n : anonymous_volumes(engine, spec.id))
-    for (const auto& r : read_refs(root, n))
-      if (r.sandbox == spec.id) had[r.destination] = n;
+  try {
+    if (fs::exists(runtime::sandbox_dir(engine.config().run_root, spec.id) + "/config.json")) {
+      auto old = runtime::open_sandbox(engine.config().run_root, spec.id).spec().mounts;
+      std::vector<std::string> anon = spec_anonymous_volumes(root, old);
+      for (const auto& m : old) {
+        std::string n = volume_of_source(root, m.source);
+        if (std::find(anon.begin(), anon.end(), n) != anon.end()) had[m.destination] = n;
+      }
+    }
+  } catch (const Error&) {
+    // no readable previous spec: new volumes
+  }
   for (const auto& p : paths) {
     bool covered = std::any_of(spec.mounts.begin(), spec.mounts.end(), [&](const spec::Mount& m) {
       std::string d = m.destination;
@@ -647,15 +761,31 @@ std::vector<std::string> add_anonymous_volumes(Engine& engine, SandboxSpec& spec
     if (auto it = had.find(p); it != had.end() && fs::exists(volume_dir(root, it->second) + "/volume.json")) {
       name = it->second;
     } else {
-      name = engine.create_volume({runtime::new_sandbox_id(), {{kAnonymousVolumeLabel, ""}}, "local"}).name;
+      name = engine.create_volume({runtime::new_sandbox_id(), {{kAnonymousVolumeLabel, ""}}, "local", {}}).name;
       made.push_back(name);
     }
     spec.mounts.push_back({p, kVolumeMountType, name, {}});
   }
-  return made;
 }
 
 }  // namespace
+
+std::vector<std::string> add_anonymous_volumes(Engine& engine, SandboxSpec& spec) {
+  std::vector<std::string> made;
+  try {
+    add_anonymous_volumes_to(engine, spec, made);
+  } catch (...) {
+    for (const auto& n : made) {
+      try {
+        engine.remove_volume(n, true);
+      } catch (const Error&) {
+      }
+    }
+    throw;
+  }
+  return made;
+}
+
 
 std::vector<std::string> Engine::attach_volumes(SandboxSpec& spec) {
   std::vector<std::string> attached;
@@ -664,7 +794,7 @@ std::vector<std::string> Engine::attach_volumes(SandboxSpec& spec) {
     anonymous = add_anonymous_volumes(*this, spec);
     for (auto& m : spec.mounts) {
       if (m.type != kVolumeMountType) continue;
-      Volume v = create_volume({m.source, {}, "local"});  // docker: an unknown name is created
+      Volume v = create_volume({m.source, {}, "local", {}});  // docker: an unknown name is created
       bool ro = std::find(m.options.begin(), m.options.end(), "ro") != m.options.end();
       bool nocopy = std::find(m.options.begin(), m.options.end(), "nocopy") != m.options.end();
       std::string dir = volume_dir(cfg_.root, v.name);
@@ -676,6 +806,16 @@ std::vector<std::string> Engine::attach_volumes(SandboxSpec& spec) {
       fs::mkdir_p(dir + "/refs", 0700);
       fs::write_file_atomic(dir + "/refs/" + spec.id, ref.dump(), 0600);
       attached.push_back(v.name);
+      if (is_tmpfs_volume(v)) {
+        // A tmpfs of the volume's size for this sandbox (its source names the
+        // volume's _data, so the sandbox's spec says which volume it is).
+        m.type = "tmpfs";
+        m.source = v.mountpoint;
+        m.options = {"nosuid", "nodev"};
+        for (auto& o : tmpfs_options(v.options)) m.options.push_back(o);
+        if (ro) m.options.push_back("ro");
+        continue;
+      }
       if (!nocopy && !spec.layer_dirs.empty() && dir_empty(v.mountpoint)) {
         std::string scratch = volumes_dir(cfg_.root) + "/.copy-" + runtime::new_sandbox_id().substr(0, 16);
         if (::mkdir(scratch.c_str(), 0700) < 0) throw_errno("mkdir " + scratch);
@@ -716,7 +856,7 @@ std::vector<std::string> hold_volumes(Engine& engine, const std::string& id, con
   try {
     for (const auto& m : mounts) {
       if (m.type != kVolumeMountType) continue;
-      Volume v = engine.create_volume({m.source, {}, "local"});
+      Volume v = engine.create_volume({m.source, {}, "local", {}});
       bool ro = std::find(m.options.begin(), m.options.end(), "ro") != m.options.end();
       // No run root: the reference holds while this process lives (ref_live).
       json ref = {{"run_root", ""},
@@ -767,11 +907,18 @@ void Engine::detach_volumes(const std::string& id, const std::vector<std::string
   for (const auto& n : names) ::unlink((volume_dir(cfg_.root, n) + "/refs/" + id).c_str());
 }
 
-void Engine::detach_all_volumes(const std::string& id) noexcept {
+std::vector<std::string> Engine::detach_spec_volumes(const std::string& id,
+                                                     const std::vector<spec::Mount>& mounts) noexcept {
+  std::vector<std::string> anon;
   try {
-    for (const auto& n : volume_names(cfg_.root)) ::unlink((volume_dir(cfg_.root, n) + "/refs/" + id).c_str());
+    anon = spec_anonymous_volumes(cfg_.root, mounts);
+    for (const auto& m : mounts) {
+      std::string n = volume_of_source(cfg_.root, m.source);
+      if (!n.empty()) ::unlink((volume_dir(cfg_.root, n) + "/refs/" + id).c_str());
+    }
   } catch (...) {
   }
+  return anon;
 }
 
 }  // namespace sbx::engine

@@ -30,6 +30,9 @@ struct Volume {
   std::map<std::string, std::string> labels;
   std::string created;     ///< RFC 3339, UTC
   std::string mountpoint;  ///< ROOT/volumes/NAME/_data
+  /// Docker's local-driver options it was created with (type, o, device);
+  /// empty: a directory in the store.
+  std::map<std::string, std::string> options;
   /// Sandboxes (full ids) that mount it, running or not (filled by
   /// list_volumes / inspect_volume).
   std::vector<std::string> used_by;
@@ -43,6 +46,11 @@ struct VolumeCreateRequest {
   std::string name;  ///< empty: 64 random hex characters (as docker)
   std::map<std::string, std::string> labels;
   std::string driver = "local";  ///< the only one
+  /// Docker's local-driver options (`--opt`, DriverOpts): type=tmpfs with
+  /// o=size=N[kmg],mode=… (a tmpfs of that size mounted for each sandbox that
+  /// uses it), or type=none,o=bind,device=/HOST/DIR (a bind of that dir).
+  /// Anything else: sbx::Error (Unsupported / InvalidArgument).
+  std::map<std::string, std::string> options;
 };
 
 /// What prune_volumes removed.
@@ -68,6 +76,10 @@ bool is_volume_source(const std::string& source);
 /// "nocopy" (no copy of the image's files into an empty volume).
 inline constexpr const char* kVolumeMountType = "volume";
 
+/// A volume mount with an empty source is an anonymous volume (--mount
+/// type=volume,target=/p without a source, as docker's): the engine makes
+/// one, labelled as an image VOLUME's, when it attaches it.
+///
 /// -v NAME:/PATH[:OPTS] (OPTS: ro, rw, nocopy) → a volume mount. `what`
 /// names the option in errors. Throws sbx::Error (InvalidArgument).
 spec::Mount parse_volume_mount(const std::string& text, const std::string& what = "--volume");
@@ -75,7 +87,7 @@ spec::Mount parse_volume_mount(const std::string& text, const std::string& what 
 /// --mount type=bind|volume|tmpfs,src=…,dst=…[,readonly][,volume-nocopy]
 /// [,tmpfs-size=…][,tmpfs-mode=…] (docker's --mount; source=/target=/
 /// destination= and ro= are accepted) → a bind (host path made real), volume
-/// or tmpfs mount. Throws sbx::Error (InvalidArgument).
+/// (no source: an anonymous one) or tmpfs mount. Throws sbx::Error (InvalidArgument).
 spec::Mount parse_mount_flag(const std::string& text, const std::string& what = "--mount");
 
 /// ROOT/volumes.

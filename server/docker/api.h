@@ -85,6 +85,14 @@ struct Container {
   std::vector<engine::MountPoint> mounts;
   /// The volumes create marked in use by it (until its first start or its removal).
   std::vector<std::string> held_volumes;
+  /// Its anonymous volumes, made at create as docker makes them (volume
+  /// mounts without a source, the image's VOLUME paths no mount covers):
+  /// volume mounts with their names, put into its spec at every start;
+  /// removed with it by ?v=1 and AutoRemove.
+  std::vector<spec::Mount> anonymous_mounts;
+  /// Its image's VOLUME paths as the spec annotation carries them
+  /// (engine/volume_holds.h kImageVolumesAnnotation): read once, at create.
+  std::string image_volumes;
   bool auto_remove() const;
   bool tty() const;
 };
@@ -163,6 +171,13 @@ class Api {
   /// create, start, die (exitCode), kill, destroy, pause, unpause, restart.
   void emit(const std::string& action, const std::string& id,
             std::map<std::string, std::string> attrs = {});
+  /// Records an event of another Type for /events streams, as docker emits
+  /// them: "network" (create, connect, disconnect, destroy; Actor.ID the
+  /// network's id, Attributes name, type and, on connect/disconnect,
+  /// container) or "volume" (create, destroy; Actor.ID the name, Attributes
+  /// driver).
+  void emit_object(const std::string& type, const std::string& action, const std::string& id,
+                   std::map<std::string, std::string> attrs);
   /// Starts the sandbox of a created container, or (`again`) of one that
   /// ran, on its writable layer. Throws HttpError.
   void launch(const std::shared_ptr<Container>& ctr, bool again = false);

@@ -100,9 +100,22 @@ void Api::container_create(Connection& c, const Request& r) {
   } catch (const Error& e) {
     throw HttpError{400, e.what()};
   }
+  // Its anonymous volumes are made now, as docker makes them (`docker volume
+  // ls` after `docker create` lists them), and mounted at every start.
+  std::vector<std::string> made = engine::add_anonymous_volumes(engine_, built.spec);
+  for (const auto& m : built.spec.mounts)
+    if (m.type == engine::kVolumeMountType && std::find(made.begin(), made.end(), m.source) != made.end())
+      ctr->anonymous_mounts.push_back(m);
+  if (auto a = built.spec.annotations.find(engine::kImageVolumesAnnotation); a != built.spec.annotations.end())
+    ctr->image_volumes = a->second;
   ctr->mounts = engine::mount_points(engine_.config().root, built.spec.mounts);
   // Its named volumes are in use from now on (docker: `volume rm` of one is a conflict).
-  ctr->held_volumes = engine::hold_volumes(engine_, ctr->id, built.spec.mounts);
+  try {
+    ctr->held_volumes = engine::hold_volumes(engine_, ctr->id, built.spec.mounts);
+  } catch (...) {
+    engine::remove_unused_volumes(engine_, made);
+    throw;
+  }
   {
     std::lock_guard lk(mu_);
     containers_[ctr->id] = ctr;
@@ -148,6 +161,16 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
     engine::SandboxRequest req = engine::build_sandbox(
         options_from_docker(ctr->config, ctr->id, ctr->name),
         engine::resolved(engine_, ctr->image, ctr->config.value("Image", "")), default_runtime_);
+    // The anonymous volumes create made: a volume mount without a source gets
+    // its name, an image VOLUME path its mount (the engine makes no new ones).
+    for (const auto& a : ctr->anonymous_mounts) {
+      auto it = std::find_if(req.spec.mounts.begin(), req.spec.mounts.end(), [&a](const spec::Mount& m) {
+        return m.type == engine::kVolumeMountType && m.source.empty() && m.destination == a.destination;
+      });
+      if (it != req.spec.mounts.end()) it->source = a.source;
+      else req.spec.mounts.push_back(a);
+    }
+    if (!ctr->image_volumes.empty()) req.spec.annotations[engine::kImageVolumesAnnotation] = ctr->image_volumes;
     if (again) {  // (a start that failed left no sandbox: nothing to keep)
       try {
         engine_.inspect(id);
@@ -237,9 +260,7 @@ void Api::watch(std::shared_ptr<Container> ctr, runtime::SandboxState created) {
   lk.unlock();
   try {
     // AutoRemove (docker run --rm) takes the anonymous volumes along, as docker does.
-    auto anon = engine::anonymous_volumes(engine_, ctr->id);
-    engine_.remove(ctr->id, true);
-    engine::remove_unused_volumes(engine_, anon);
+    engine_.remove(ctr->id, engine::RemoveRequest{true, true});
   } catch (const Error& e) {
     log::warn("serve: auto-remove of " + ctr->id.substr(0, 12) + ": " + e.what());
   }
@@ -623,8 +644,7 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
   auto ctr = record(id);
   bool force = r.flag("force");
   // v=1: its anonymous volumes go with it (docker rm -v).
-  std::vector<std::string> anon;
-  if (r.flag("v")) anon = engine::anonymous_volumes(engine_, id);
+  bool volumes = r.flag("v");
   if (!ctr || ctr->started) {
     std::optional<runtime::SandboxInfo> info;
     try {
@@ -635,7 +655,7 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
       throw HttpError{409, "You cannot remove a running container " + id +
                                ". Stop the container before attempting removal or force remove"};
     if (info && force) thaw_for_signal(ctr, id);
-    if (info) engine_.remove(id, force);
+    if (info) engine_.remove(id, engine::RemoveRequest{force, volumes});
   }
   if (ctr) {
     std::vector<std::string> held;
@@ -646,8 +666,17 @@ void Api::container_remove(Connection& c, const Request& r, const std::string& r
       held.swap(ctr->held_volumes);
     }
     engine::release_volumes(engine_, id, held);
+    // One never started (or whose start failed) has no sandbox to take them along.
+    if (volumes) {
+      std::vector<std::string> anon;
+      for (const auto& m : ctr->anonymous_mounts) anon.push_back(m.source);
+      try {
+        engine::remove_unused_volumes(engine_, anon);
+      } catch (const Error& e) {
+        log::warn("serve: rm -v of " + id.substr(0, 12) + ": " + e.what());
+      }
+    }
   }
-  engine::remove_unused_volumes(engine_, anon);
   cv_.notify_all();
   emit("destroy", id);
   c.send(204, "");

@@ -61,13 +61,10 @@ void add_mount(const json& m, engine::SandboxOptions& o) {
     return;
   }
   if (type == "volume") {
-    std::string src = str(m, "Source");
-    if (src.empty())
-      throw Error(ErrorKind::Unsupported,
-                  "invalid HostConfig.Mounts entry for " + target + ": anonymous volumes are not supported; name one");
+    std::string src = str(m, "Source");  // empty: an anonymous volume (as docker's)
     bool nocopy = false;
     if (auto vo = m.find("VolumeOptions"); vo != m.end() && vo->is_object()) nocopy = vo->value("NoCopy", false);
-    o.mounts.push_back("type=volume,source=" + src + ",target=" + target + (ro ? ",readonly" : "") +
+    o.mounts.push_back("type=volume," + (src.empty() ? "" : "source=" + src + ",") + "target=" + target + (ro ? ",readonly" : "") +
                        (nocopy ? ",volume-nocopy" : ""));
     return;
   }

@@ -109,22 +109,56 @@ void Api::emit(const std::string& action, const std::string& id, std::map<std::s
   cv_.notify_all();
 }
 
+void Api::emit_object(const std::string& type, const std::string& action, const std::string& id,
+                      std::map<std::string, std::string> attrs) {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+  // (docker sends no status/id/from on events of other types than container)
+  json ev = {{"Type", type},
+             {"Action", action},
+             {"Actor", {{"ID", id}, {"Attributes", attrs}}},
+             {"scope", "local"},
+             {"time", ns / 1000000000},
+             {"timeNano", ns}};
+  {
+    std::lock_guard lk(mu_);
+    events_.push_back(std::move(ev));
+    if (events_.size() > kEventsKept) events_.pop_front();
+    ++event_seq_;
+  }
+  cv_.notify_all();
+}
+
 void Api::events(Connection& c, const Request& r) {
   std::string ftext = r.param("filters");
   auto types = filter_values(ftext, "type");
   auto actions = filter_values(ftext, "event");
   auto containers = filter_values(ftext, "container");
+  auto networks = filter_values(ftext, "network");
+  auto volumes = filter_values(ftext, "volume");
   double now_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   double since = parse_time(r.param("since"), now_s);
   std::string until_text = r.param("until");
   double until = parse_time(until_text, 0);
   auto wanted = [&](const json& ev) {
-    if (!any_of(types, "container")) return false;  // sbx serve records container events only
-    std::string id = ev["id"], name = ev["Actor"]["Attributes"].value("name", "");
-    bool by_ctr = containers.empty();
-    for (const auto& w : containers) by_ctr = by_ctr || id.rfind(w, 0) == 0 || name == w;
+    std::string type = ev.value("Type", "container");
+    if (!any_of(types, type)) return false;
+    const json& at = ev["Actor"]["Attributes"];
+    std::string id = ev["Actor"].value("ID", ""), name = at.value("name", "");
+    // container=: its own events and the network events naming it (as docker);
+    // network= / volume=: the events of that network or volume.
+    std::string ctr_id = type == "container" ? id : at.value("container", "");
+    auto match = [](const std::vector<std::string>& want, const std::string& i, const std::string& n) {
+      if (want.empty()) return true;
+      for (const auto& w : want)
+        if ((!i.empty() && i.rfind(w, 0) == 0) || (!n.empty() && n == w)) return true;
+      return false;
+    };
+    bool by_obj = match(containers, ctr_id, type == "container" ? name : "") &&
+                  match(networks, type == "network" ? id : "", type == "network" ? name : "") &&
+                  match(volumes, type == "volume" ? id : "", "");
     double t = ev["timeNano"].get<int64_t>() / 1e9;
-    return by_ctr && any_of(actions, ev["Action"]) && t >= since && (until_text.empty() || t <= until);
+    return by_obj && any_of(actions, ev["Action"]) && t >= since && (until_text.empty() || t <= until);
   };
   if (!c.begin_chunks(200, "application/json")) return;
   // Kept events from `since` on first, then new ones as they come.

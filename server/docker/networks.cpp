@@ -115,11 +115,14 @@ void Api::network_create(Connection& c, const Request& r) {
     for (const auto& [k, v] : l->items())
       if (v.is_string()) o.labels[k] = v.get<std::string>();
   engine::NetworkInfo n = engine_.create_network(o);
+  emit_object("network", "create", n.network.id, {{"name", n.network.name}, {"type", "bridge"}});
   c.send(201, json{{"Id", n.network.id}, {"Warning", ""}}.dump());
 }
 
 void Api::network_remove(Connection& c, const Request&, const std::string& ref) {
-  engine_.remove_network(ref);
+  engine::NetworkInfo n = engine_.inspect_network(ref);
+  engine_.remove_network(n.network.id);
+  emit_object("network", "destroy", n.network.id, {{"name", n.network.name}, {"type", "bridge"}});
   c.send(204, "");
 }
 
@@ -129,7 +132,10 @@ void Api::network_prune(Connection& c, const Request& r) {
     if (key != "label") throw HttpError{400, "invalid prune filter '" + key + "' (sbx serve: label)"};
     for (const auto& v : vals) filters.push_back("label=" + v);
   }
-  json names = engine_.prune_networks(filters);
+  std::map<std::string, std::string> ids;  // name → id, for the destroy events
+  for (const auto& i : engine_.list_networks()) ids[i.network.name] = i.network.id;
+  auto names = engine_.prune_networks(filters);
+  for (const auto& n : names) emit_object("network", "destroy", ids.count(n) ? ids[n] : n, {{"name", n}, {"type", "bridge"}});
   c.send(200, json{{"NetworksDeleted", names}}.dump());
 }
 
@@ -156,7 +162,9 @@ void Api::network_connect(Connection& c, const Request& r, const std::string& re
   bool pending = false;
   if (ctr) {
     std::lock_guard lk(mu_);
-    pending = !ctr->sandbox;
+    // (one that ended too: its next start makes its sandbox again, as docker
+    // attaches a stopped container at its next start)
+    pending = !ctr->sandbox || ctr->ended;
   }
   if (pending) {
     json cfg;
@@ -187,8 +195,12 @@ void Api::network_connect(Connection& c, const Request& r, const std::string& re
     } catch (const Error& e) {
       throw HttpError{400, e.what()};
     }
-    std::lock_guard lk(mu_);
-    ctr->config = cfg;
+    {
+      std::lock_guard lk(mu_);
+      ctr->config = cfg;
+    }
+    emit_object("network", connect ? "connect" : "disconnect", net.network.id,
+                {{"name", name}, {"type", "bridge"}, {"container", id}});
     return (void)c.send(200, "");
   }
   if (connect) {
@@ -210,6 +222,8 @@ void Api::network_connect(Connection& c, const Request& r, const std::string& re
         hc["NetworkMode"] = eps.empty() ? "none" : eps.begin().key();
     }
   }
+  emit_object("network", connect ? "connect" : "disconnect", net.network.id,
+              {{"name", name}, {"type", "bridge"}, {"container", id}});
   c.send(200, "");
 }
 

@@ -64,12 +64,23 @@ void Api::volume_create(Connection& c, const Request& r) {
   std::string driver = jstr(body, "Driver");
   if (!driver.empty() && driver != "local")
     throw HttpError{400, "volume driver '" + driver + "' is not supported by sbx serve (local only)"};
-  if (auto o = body.find("DriverOpts"); o != body.end() && o->is_object() && !o->empty())
-    throw HttpError{400, "DriverOpts " + o->dump() + " are not supported by sbx serve: its local volumes take none"};
+  // The local driver's options (type=tmpfs, o=size=…): the engine checks them.
+  if (auto o = body.find("DriverOpts"); o != body.end() && o->is_object())
+    for (const auto& [k, v] : o->items()) {
+      if (!v.is_string()) throw HttpError{400, "invalid DriverOpts: " + k + " must be a string"};
+      req.options[k] = v.get<std::string>();
+    }
   if (auto l = body.find("Labels"); l != body.end() && l->is_object())
     for (const auto& [k, v] : l->items())
       if (v.is_string()) req.labels[k] = v.get<std::string>();
-  c.send(201, engine_.create_volume(req).json());
+  try {
+    engine::Volume v = engine_.create_volume(req);
+    emit_object("volume", "create", v.name, {{"driver", v.driver}});
+    c.send(201, v.json());
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Unsupported || e.kind() == ErrorKind::InvalidArgument) throw HttpError{400, e.what()};
+    throw;
+  }
 }
 
 void Api::volume_inspect(Connection& c, const Request&, const std::string& name) {
@@ -77,19 +88,27 @@ void Api::volume_inspect(Connection& c, const Request&, const std::string& name)
 }
 
 void Api::volume_remove(Connection& c, const Request& r, const std::string& name) {
+  bool existed = true;
+  try {
+    engine_.inspect_volume(name);
+  } catch (const Error&) {
+    existed = false;
+  }
   engine_.remove_volume(name, r.flag("force"));
+  if (existed) emit_object("volume", "destroy", name, {{"driver", "local"}});
   c.send(204, "");
 }
 
 void Api::volume_prune(Connection& c, const Request& r) {
-  // (Docker 23+ prunes anonymous volumes only unless all=true; sbx has no
-  // anonymous volumes, so every unused one goes, as with docker before 23.)
+  // (Docker 23+ prunes anonymous volumes only unless all=true; sbx prunes
+  // every unused one, anonymous or named, as docker before 23.)
   auto keep = filtered(engine_, r.param("filters"), {"label", "all"});
   std::vector<std::string> filters;
   for (const auto& [key, vals] : parse_filters(r.param("filters")))
     if (key == "label")
       for (const auto& v : vals) filters.push_back("label=" + v);
   auto res = engine_.prune_volumes(filters);
+  for (const auto& n : res.deleted) emit_object("volume", "destroy", n, {{"driver", "local"}});
   c.send(200, json{{"VolumesDeleted", res.deleted}, {"SpaceReclaimed", res.reclaimed}}.dump());
 }
 

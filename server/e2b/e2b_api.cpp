@@ -377,7 +377,7 @@ void E2bApi::kill_sandbox(const std::shared_ptr<E2bSandbox>& sb) {
   }
   cv_.notify_all();
   try {
-    engine_.remove(sb->sbx_id, true);
+    engine_.remove(sb->sbx_id, engine::RemoveRequest{true, true});  // anonymous volumes too
   } catch (const Error& e) {
     log::warn("serve e2b: remove sandbox " + sb->id + ": " + e.what());
   }

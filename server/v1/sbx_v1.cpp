@@ -242,7 +242,8 @@ void SbxV1::terminate(Connection& c, const Request& r, const std::string& ref) {
     engine_.kill(id, 9);
     engine_.wait(id);
   } else {
-    engine_.remove(id, true);
+    // Its anonymous volumes (its image's VOLUMEs) go with it: nothing else names them.
+    engine_.remove(id, engine::RemoveRequest{true, true});
     remove_copies(engine_.config().run_root, id);
   }
   c.send(204, "");

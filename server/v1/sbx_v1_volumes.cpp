@@ -41,6 +41,14 @@ void SbxV1::volume_create(Connection& c, const Request& r) {
       req.labels[k] = v.get<std::string>();
     }
   }
+  // Docker's local-driver options ({"type": "tmpfs", "o": "size=64m"}).
+  if (auto o = b.find("options"); o != b.end() && !o->is_null()) {
+    if (!o->is_object()) throw V1Error{400, "InvalidArgument", "volume create: options must be an object of strings"};
+    for (const auto& [k, v] : o->items()) {
+      if (!v.is_string()) throw V1Error{400, "InvalidArgument", "volume create: options must be an object of strings"};
+      req.options[k] = v.get<std::string>();
+    }
+  }
   bool existed = false;
   if (!req.name.empty()) {
     try {

@@ -38,6 +38,7 @@ static engine::SandboxOptions v1_create_options_unchecked(const json& b) {
   // builder decides, as for `sbx create`.
   engine::SandboxOptions o;
   o.names.volume = "volumes";
+  o.names.mount = "mounts";
   o.names.network = "network";
   o.names.cpus = "cpu";
   o.names.command = "create";
@@ -62,6 +63,9 @@ static engine::SandboxOptions v1_create_options_unchecked(const json& b) {
       o.volumes.push_back(host + ":" + ctr.get<std::string>());
     }
   }
+  // Docker's --mount syntax: type=volume,target=/p (no source: an anonymous
+  // volume), type=volume,source=NAME,target=/p, type=tmpfs,target=/p.
+  o.mounts = v1_string_list(b.value("mounts", json()), "mounts");
   o.allow_host_idmap = false;
   if (auto mem = b.find("memory"); mem != b.end() && !mem->is_null()) {
     if (!mem->is_number_integer() || mem->get<int64_t>() <= 0)

@@ -103,6 +103,20 @@ check "docker-compose up -d again ($rc: $(tail -n 3 <<<"$out" | tr '\n' ' '))" [
 for _ in $(seq 50); do [ "$(docker-compose -p sbxct exec -T client cat /data/log 2>&1 | wc -l)" = 2 ] && break; sleep 0.2; done
 out=$(timeout 60 docker-compose -p sbxct exec -T client cat /data/log 2>&1)
 check "… the data persisted across down and up ($(tr '\n' ' ' <<<"$out"))" [ "$(tr '\n' ' ' <<<"$out")" = "up up " ]
+# A changed service is recreated: compose renames the old container, creates
+# and starts the new one, then stops and removes the old.
+old_client=$(docker inspect -f '{{.Id}}' sbxct_client_1)
+printf 'version: "2.4"\nservices:\n  client:\n    environment:\n      RECREATED: "yes"\n' >"$T/proj/docker-compose.override.yml"
+out=$(timeout 300 docker-compose -p sbxct up -d 2>&1); rc=$?
+check "docker-compose up -d after a config change ($rc: $(tail -n 3 <<<"$out" | tr '\n' ' '))" [ $rc -eq 0 ]
+check "… recreated the client ($(tr '\n' ' ' <<<"$out"))" grep -q "Recreating sbxct_client_1" <<<"$out"
+out=$(timeout 60 docker-compose -p sbxct exec -T client printenv RECREATED 2>&1)
+check "… the new client has the new config ($out)" [ "$out" = yes ]
+check "… and another id" [ "$(docker inspect -f '{{.Id}}' sbxct_client_1)" != "$old_client" ]
+check "… the old one is gone ($(docker ps -aq --filter label=com.docker.compose.service=client | tr '\n' ' '))" \
+  [ "$(docker ps -aq --filter label=com.docker.compose.service=client | wc -l)" = 1 ]
+out=$(timeout 60 docker-compose -p sbxct exec -T client cat /data/log 2>&1)
+check "… it mounts the same named volume ($(tr '\n' ' ' <<<"$out"))" [ "$(tr '\n' ' ' <<<"$out")" = "up up " ]
 out=$(timeout 120 docker-compose -p sbxct restart client 2>&1); rc=$?
 check "docker-compose restart client ($rc)" [ $rc -eq 0 ]
 out=$(timeout 120 docker-compose -p sbxct stop 2>&1); rc=$?

@@ -324,6 +324,36 @@ print("ok")
 PY
 )
   check "docker-py containers.remove(v=True) removes the anonymous volume ($out)" [ "$out" = ok ]
+  # docker makes a container's anonymous volumes at create, not at its first start.
+  cid=$(docker create "${RT_ARGS[@]}" sbxanon:1 sh -c 'echo s >>/vd/starts; cat /vd/starts')
+  anon=$(docker inspect -f '{{range .Mounts}}{{if eq .Destination "/vd"}}{{.Name}}{{end}}{{end}}' "$cid")
+  check "docker create: inspect names an anonymous volume at /vd ($anon)" grep -qE '^[0-9a-f]{64}$' <<<"$anon"
+  check "... which docker volume ls lists before any start" grep -qx "$anon" <<<"$(docker volume ls -q)"
+  for _ in 1 2; do docker start "$cid" >/dev/null; docker wait "$cid" >/dev/null; done
+  check "a second start mounts the same volume" \
+    [ "$(docker run --rm "${RT_ARGS[@]}" -v "$anon:/v" $IMG cat /v/starts | tr '\n' ' ')" = "s s " ]
+  docker rm -v "$cid" >/dev/null
+  check "docker rm -v removes it" not_grep "$anon" "$(docker volume ls -q)"
+  cid=$(docker create "${RT_ARGS[@]}" sbxanon:1 true)
+  anon=$(docker inspect -f '{{range .Mounts}}{{.Name}}{{end}}' "$cid")
+  docker rm -v "$cid" >/dev/null
+  check "docker rm -v of a never-started container removes its anonymous volume" not_grep "$anon" "$(docker volume ls -q)"
+  # --mount type=volume without a source: an anonymous volume, as docker's.
+  cid=$(docker run -d "${RT_ARGS[@]}" --mount type=volume,target=/anon $IMG sh -c 'echo a >/anon/a; sleep 600')
+  anon=$(docker inspect -f '{{range .Mounts}}{{if eq .Destination "/anon"}}{{.Name}}{{end}}{{end}}' "$cid")
+  check "docker run --mount type=volume,target=/anon: an anonymous volume ($anon)" grep -qE '^[0-9a-f]{64}$' <<<"$anon"
+  check "... that the container writes" [ "$(docker exec "$cid" cat /anon/a)" = a ]
+  docker rm -f -v "$cid" >/dev/null
+  check "... removed by docker rm -f -v" not_grep "$anon" "$(docker volume ls -q)"
+  # A size-limited volume through the local driver's options (a tmpfs).
+  check "docker volume create --opt type=tmpfs --opt o=size=1m" docker volume create --opt type=tmpfs --opt o=size=1m dsmall
+  out=$(docker run --rm "${RT_ARGS[@]}" -v dsmall:/s $IMG sh -c 'dd if=/dev/zero of=/s/f bs=1024 count=2048 2>&1')
+  check "a container writing more than 1 MiB gets ENOSPC ($out)" grep -q "No space left on device" <<<"$out"
+  check "docker volume inspect shows the options" \
+    [ "$(docker volume inspect -f '{{.Options.type}} {{.Options.o}}' dsmall)" = "tmpfs size=1m" ]
+  docker volume rm dsmall >/dev/null
+  out=$(docker volume create --opt type=nfs --opt device=:/x dnfs 2>&1); rc=$?
+  check "docker volume create --opt type=nfs is refused ($rc: $out)" bash -c "[ $rc != 0 ] && grep -q 'not supported' <<<\"\$1\"" _ "$out"
   docker rmi sbxanon:1 >/dev/null 2>&1
 
   # docker rename: a running container keeps running under its new name, a created one starts under it.

@@ -118,7 +118,29 @@ addrs=$(docker inspect pend --format '{{range .NetworkSettings.Networks}}{{.IPAd
 check "… started, it has an address on each ($addrs)" grep -qE '^203\.0\.113\.1[34][0-9] 203\.0\.113\.1[45][0-9] $' <<<"$addrs"
 out=$(docker run --rm "${RT_ARGS[@]}" --network dnet2 $IMG sh -c 'nslookup pendalias 2>&1 | grep -c 203.0.113.1' 2>&1)
 check "… its alias on the second network resolves ($out)" [ "${out:-0}" -ge 1 ]
+# A stopped container: connect is recorded and joined at its next start (docker's).
+docker stop -t 1 pend >/dev/null
+out=$(docker network disconnect dnet2 pend 2>&1)
+check "disconnect of a stopped container ($out)" [ -z "$out" ]
+n=$(docker inspect pend --format '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}')
+check "… inspect names one network ($n)" [ "$n" = "dnet " ]
+out=$(docker network connect dnet2 pend 2>&1)
+check "connect of a stopped container ($out)" [ -z "$out" ]
+docker start pend >/dev/null
+addrs=$(docker inspect pend --format '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}')
+check "… started again, it has an address on each network ($addrs)" grep -qE '^203\.0\.113\.1[34][0-9] 203\.0\.113\.1[45][0-9] $' <<<"$addrs"
 docker rm -f pend srv >/dev/null
+# Network events, as docker emits them (Type network: create, connect, disconnect, destroy).
+since=$(date +%s)
+docker network create evnet >/dev/null
+docker create "${RT_ARGS[@]}" --name evc $IMG true >/dev/null
+docker network connect evnet evc
+docker network disconnect evnet evc
+docker rm evc >/dev/null
+docker network rm evnet >/dev/null
+ev=$(docker events --since "$since" --until "$(($(date +%s) + 1))" --filter type=network --format '{{.Type}} {{.Action}} {{.Actor.Attributes.name}}' 2>&1)
+check "docker events --filter type=network: create, connect, disconnect, destroy ($(tr '\n' ',' <<<"$ev"))" \
+  [ "$(tr '\n' ',' <<<"$ev")" = "network create evnet,network connect evnet,network disconnect evnet,network destroy evnet," ]
 
 # --- docker-py ---------------------------------------------------------------------
 if python3 -c 'import docker' 2>/dev/null; then

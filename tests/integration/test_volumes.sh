@@ -72,10 +72,40 @@ if [ -n "$PY" ]; then
 fi
 out=$($SBX run --rm -v 'bad name:/x' $BB -- true 2>&1)
 check "a bad volume name in -v is refused" grep -q "invalid --volume" <<<"$out"
-out=$($SBX run --rm --mount type=volume,target=/x $BB -- true 2>&1)
-check "--mount without a source is refused (no anonymous volumes)" grep -q "anonymous volumes" <<<"$out"
+before=$($SBX volume ls -q | sort | tr '\n' ' ')
+check "run --mount type=volume without a source: an anonymous volume there" \
+  test "$($SBX run --rm --mount type=volume,target=/x $BB -- sh -c 'echo w >/x/w; grep -c " /x " /proc/self/mounts')" = 1
+check "... which goes with the run" test "$($SBX volume ls -q | sort | tr '\n' ' ')" = "$before"
+$SBX create --name mnt-anon --mount type=volume,target=/x $BB -- sleep 600 >/dev/null
+manon=$(python3 -c '
+import json, sys
+print([m["Name"] for s in json.loads(sys.argv[1]) if s["Name"] == "mnt-anon" for m in s["Mounts"] if m["Destination"] == "/x"][0])' "$($SBX ps --json)")
+check "create --mount type=volume,target=/x: a 64-hex volume ($manon)" grep -qE '^[0-9a-f]{64}$' <<<"$manon"
+check "... labelled anonymous" python3 -c '
+import json, sys; assert "com.docker.volume.anonymous" in json.loads(sys.argv[1])[0]["Labels"]' "$($SBX volume inspect "$manon")"
+expect_rc "rm -f -v of it" 0 $SBX rm -f -v mnt-anon
+check "... removed the anonymous volume" test ! -e "$SBX_ROOT/volumes/$manon"
+rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null
 out=$($SBX run --rm -v vol1:rel $BB -- true 2>&1)
 check "a relative target is refused" grep -q "must be absolute" <<<"$out"
+
+# --- tmpfs volumes: docker's local-driver options -----------------------------
+expect_rc "volume create --opt type=tmpfs --opt o=size=1m" 0 $SBX volume create --opt type=tmpfs -o o=size=1m,mode=1777 small1
+check "inspect shows its Options" python3 -c '
+import json, sys; o = json.loads(sys.argv[1])[0]["Options"]; assert o == {"type": "tmpfs", "o": "size=1m,mode=1777"}, o' \
+  "$($SBX volume inspect small1)"
+out=$($SBX run --rm -v small1:/s $BB -- sh -c 'dd if=/dev/zero of=/s/f bs=1024 count=2048 2>&1; echo rc=$?; stat -f -c %t /s')
+check "a write past 1 MiB fails with ENOSPC ($out)" grep -q "No space left on device" <<<"$out"
+check "... on a tmpfs mounted there" grep -qx 1021994 <<<"$out"
+check "... and 1 MiB fits" test "$($SBX run --rm -v small1:/s $BB -- sh -c 'dd if=/dev/zero of=/s/f bs=1024 count=512 2>/dev/null && echo ok')" = ok
+for bad in "size=1m" "type=ext4 device=/dev/sda1" "type=none o=bind device=/tmp" "type=tmpfs o=size=lots" "type=tmpfs o=uid=5" "bogus=1"; do
+  args=(); for kv in $bad; do args+=(--opt "$kv"); done
+  out=$($SBX volume create "${args[@]}" badopt 2>&1); rc=$?
+  check "create --opt $bad is refused (125) with a reason ($out)" test "$rc" = 125 -a -n "$out"
+done
+check "... and made no volume" not_grep badopt "$($SBX volume ls -q)"
+check "size= alone names the way that works" grep -q "type=tmpfs" <<<"$($SBX volume create --opt size=1m badopt 2>&1)"
+expect_rc "rm the tmpfs volume" 0 $SBX volume rm small1
 
 # --- in use ------------------------------------------------------------------
 id=$($SBX create --name holder -v vol1:/data $BB -- sleep 600)
@@ -140,12 +170,27 @@ expect_rc "volume rm of it while the sandbox exists: 125" 125 $SBX volume rm "$a
 $SBX rm -f anon1 >/dev/null
 check "rm without -v leaves it, dangling" grep -qx "$anon" <<<"$($SBX volume ls -q --filter dangling=true)"
 expect_rc "... and volume rm removes it then" 0 $SBX volume rm "$anon"
-$SBX create --name anon2 sbxvoltest:1 -- sleep 600 >/dev/null
+# A create or rm reads and touches only the volumes its sandbox names (not
+# every volume of the store: their cost would grow with the store).
+$SBX volume create bystander1 >/dev/null
+$SBX volume create bystander2 >/dev/null
+anon2id=$(strace -qq -e trace=openat,open,unlink,unlinkat,rename,renameat,renameat2 -o "$T/create.trace" \
+  $SBX create --name anon2 sbxvoltest:1 -- sleep 600)
+check "create reads no other volume (strace: no bystander path)" not_grep bystander "$(cat "$T/create.trace")"
+check "... (the trace saw its own volume: the check can fail)" grep -q "$SBX_ROOT/volumes/" "$T/create.trace"
+check "create records the image's VOLUME paths in the sandbox's spec" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))["annotations"]
+assert json.loads(a["org.sbx.image-volumes"]) == ["/data"], a' "$SBX_RUN_ROOT/$anon2id/config.json"
 anon2=$(python3 -c '
 import json, sys
 print([m["Name"] for s in json.loads(sys.argv[1]) if s["Name"] == "anon2" for m in s["Mounts"]][0])' "$($SBX ps --json)")
 check "a second sandbox gets a volume of its own" test -n "$anon2" -a "$anon2" != "$anon"
-expect_rc "rm -f -v" 0 $SBX rm -f -v anon2
+expect_rc "rm -f -v" 0 strace -qq -e trace=openat,open,unlink,unlinkat,rename,renameat,renameat2 -o "$T/rm.trace" \
+  $SBX rm -f -v anon2
+check "rm touches no other volume (strace: no bystander path)" not_grep bystander "$(cat "$T/rm.trace")"
+check "... (the trace saw its own volume: the check can fail)" grep -q "$SBX_ROOT/volumes/$anon2" "$T/rm.trace"
+$SBX volume rm bystander1 bystander2 >/dev/null
 check "rm -v removed its anonymous volume" test ! -e "$SBX_ROOT/volumes/$anon2"
 out=$($SBX create sbxvoltest:1 -- /no/such/command 2>&1); rc=$?
 check "create of a command that does not exist fails ($rc)" test "$rc" != 0

@@ -4,9 +4,11 @@
 #include <doctest.h>
 
 #include "common/error.h"
+#include "engine/engine.h"
 #include "engine/sandbox_options.h"
 #include "engine/volumes.h"
 #include "server/docker/docker_spec.h"
+#include "test_util.h"
 
 using namespace sbx;
 using nlohmann::json;
@@ -65,7 +67,10 @@ TEST_CASE("--mount type=volume|bind|tmpfs as docker's") {
   m = engine::parse_mount_flag("type=tmpfs,target=/run,tmpfs-size=1048576");
   CHECK(m.type == "tmpfs");
   CHECK(std::find(m.options.begin(), m.options.end(), "size=1048576") != m.options.end());
-  CHECK_THROWS_AS(engine::parse_mount_flag("type=volume,target=/x"), Error);  // anonymous
+  m = engine::parse_mount_flag("type=volume,target=/x");  // no source: an anonymous volume (docker's)
+  CHECK(m.type == engine::kVolumeMountType);
+  CHECK(m.source.empty());
+  CHECK(m.destination == "/x");
   CHECK_THROWS_AS(engine::parse_mount_flag("type=volume,source=cache"), Error);  // no target
   CHECK_THROWS_AS(engine::parse_mount_flag("type=volume,source=a b,target=/x"), Error);
   CHECK_THROWS_AS(engine::parse_mount_flag("type=nfs,source=x,target=/x"), Error);
@@ -97,6 +102,52 @@ TEST_CASE("a volume through -v, --mount and Docker's Binds/Mounts gives the same
     CHECK((*ms)[0].destination == "/data");
     CHECK((*ms)[0].options == std::vector<std::string>{"ro"});
   }
+}
+
+TEST_CASE("a volume mount without a source is anonymous through --mount, Docker's Mounts and /sbx/v1's mounts") {
+  engine::ResolvedImage img;
+  img.ref = "bare";
+  img.id = std::string(64, 'e');
+  img.config.cmd = {"true"};
+  img.layer_dirs = {"/layers/0"};
+  engine::SandboxOptions o;
+  o.id = std::string(64, 'f');
+  o.runtime = "native";
+  o.mounts = {"type=volume,target=/anon"};
+  auto a = engine::build_sandbox(o, img).spec.mounts;
+  auto b = engine::build_sandbox(server::options_from_docker(json::parse(R"({"HostConfig": {"Mounts": [{"Type": "volume",
+      "Target": "/anon"}], "Runtime": "native"}})"), o.id, ""), img).spec.mounts;
+  for (const auto* ms : {&a, &b}) {
+    REQUIRE(ms->size() == 1);
+    CHECK((*ms)[0].type == engine::kVolumeMountType);
+    CHECK((*ms)[0].source.empty());
+    CHECK((*ms)[0].destination == "/anon");
+  }
+}
+
+TEST_CASE("volume create options: tmpfs with a size; others refused, nothing made") {
+  test::TempDir t("vols");
+  engine::Engine eng({t.path + "/root", t.path + "/run"});
+  engine::VolumeCreateRequest r;
+  r.name = "small";
+  r.options = {{"type", "tmpfs"}, {"o", "size=1m,mode=1777"}};
+  auto v = eng.create_volume(r);
+  CHECK(v.options == r.options);
+  CHECK(eng.inspect_volume("small").options == r.options);
+  CHECK(nlohmann::json::parse(v.json())["Options"]["o"] == "size=1m,mode=1777");
+  auto refused = [&](std::map<std::string, std::string> opts) {
+    engine::VolumeCreateRequest q;
+    q.name = "bad";
+    q.options = std::move(opts);
+    CHECK_THROWS_AS(eng.create_volume(q), Error);
+    CHECK_THROWS_AS(eng.inspect_volume("bad"), Error);
+  };
+  refused({{"size", "1m"}});                                   // a quota: not done
+  refused({{"type", "ext4"}, {"device", "/dev/sda1"}});       // other types
+  refused({{"type", "none"}, {"o", "bind"}, {"device", "/tmp"}});
+  refused({{"type", "tmpfs"}, {"o", "size=lots"}});
+  refused({{"type", "tmpfs"}, {"o", "uid=5"}});
+  refused({{"type", "tmpfs"}, {"bogus", "1"}});
 }
 
 TEST_CASE("volume_of_source names the volume of a _data path") {
