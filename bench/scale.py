@@ -3,13 +3,20 @@
 
     sudo python3 bench/scale.py SBX [--base SBX_BEFORE] [--counts 0,300,1000] [--reps 10]
                                     [--parallel 4] [--images tests/images/out] [--out FILE.md]
+                                    [--network none|private] [--runtime native|gvisor] [--serve]
 
 For each count N (ascending), the live idle busybox sandboxes (`sbx create
 busybox sleep 100000`, created at parallelism P) are brought up to N in a
 store of their own, then, in R rounds, one of each is timed: `sbx run busybox
 true`, `sbx create busybox sleep 100000`, `sbx exec ID true` (a random live
-sandbox), `sbx rm -f` (of what this level's `create`s made) and `sbx ps -q`;
-medians. With --base, the same with a build of the commit before a change, in
+sandbox), `sbx rm -f` (of what this level's `create`s made), `sbx ps -q`,
+`sbx ps` and `sbx ps --json`; medians. With --serve, an `sbx serve` on each
+store answers `docker ps -q` (the docker CLI) and `GET /sbx/v1/sandboxes`
+(curl), timed in the same rounds, and its thread count is reported. At each
+level the host counters a limit would show: processes (of kernel.pid_max),
+memory cgroups (/proc/cgroups, dying ones included: the memcg id space is
+65,535) and mounts. At the end, the time to remove all of them and what is
+left (processes, cgroups, mounts, state dirs). With --base, the same with a build of the commit before a change, in
 a store of its own, interleaved in the same rounds (alternating which goes
 first), and the ratio after/before per row.
 
@@ -62,6 +69,9 @@ class Store:
         self.root = os.path.join(tmp, name)
         self.env = dict(os.environ, SBX_ROOT=self.root + "/root", SBX_RUN_ROOT=self.root + "/run")
         self.ids = []
+        self.create_flags = []
+        self.serve = None
+        self.sock = self.root + "/docker.sock"
         self.sh(["import", "-q", os.path.join(images, "busybox-oci"), "busybox:latest"])
 
     def sh(self, args, **kw):
@@ -79,7 +89,8 @@ class Store:
         if need <= 0:
             return 0, 0.0
         t0 = time.perf_counter()
-        p = subprocess.run(["xargs", "-P", str(parallel), "-I{}", self.sbx, "create", "busybox", "sleep", "100000"],
+        p = subprocess.run(["xargs", "-P", str(parallel), "-I{}", self.sbx, "create", *self.create_flags, "busybox",
+                            "sleep", "100000"],
                            input="\n".join(str(i) for i in range(need)) + "\n", env=self.env, check=True,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         dt = time.perf_counter() - t0
@@ -97,11 +108,59 @@ class Store:
             pass
         return out
 
+    def start_serve(self):
+        self.serve = subprocess.Popen([self.sbx, "serve", "--socket", self.sock], env=self.env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if os.path.exists(self.sock):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("sbx serve did not make its socket " + self.sock)
+
+    def serve_threads(self):
+        for line in open(f"/proc/{self.serve.pid}/status"):
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+        return 0
+
+    def timed_cmd(self, argv):
+        """Times argv (not sbx); its stdout."""
+        t0 = time.perf_counter()
+        out = subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True).stdout
+        return (time.perf_counter() - t0) * 1000, out
+
+    def docker_ps(self):
+        return self.timed_cmd(["docker", "-H", "unix://" + self.sock, "ps", "-q"])
+
+    def v1_list(self):
+        return self.timed_cmd(["curl", "-sf", "--unix-socket", self.sock, "http://sbx/sbx/v1/sandboxes"])
+
     def remove_all(self):
+        """Removes every sandbox of the store; seconds it took."""
+        t0 = time.perf_counter()
         ids = self.sh(["ps", "-aq", "--no-trunc"]).split()
-        for i in range(0, len(ids), 50):
-            self.sh(["rm", "-f", *ids[i:i + 50]])
+        for i in range(0, len(ids), 200):
+            self.sh(["rm", "-f", *ids[i:i + 200]])
         self.ids = []
+        return len(ids), time.perf_counter() - t0
+
+    def stop_serve(self):
+        if self.serve:
+            self.serve.terminate()
+            self.serve.wait()
+            self.serve = None
+
+
+def host_counters():
+    """Processes, memory cgroups (dying ones included) and host mounts now."""
+    memcg = 0
+    for line in open("/proc/cgroups"):
+        f = line.split()
+        if f and f[0] == "memory":
+            memcg = int(f[2])
+    procs = int(open("/proc/loadavg").read().split()[3].split("/")[1])
+    mounts = sum(1 for _ in open("/proc/self/mountinfo"))
+    return {"procs": procs, "memcg": memcg, "mounts": mounts}
 
 
 def proc_mem(pid):
@@ -133,6 +192,9 @@ def main():
     ap.add_argument("--images", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                                      "images", "out"))
     ap.add_argument("--out")
+    ap.add_argument("--network", default="none", help="the live sandboxes' --network (none, private)")
+    ap.add_argument("--runtime", default="native", help="the live sandboxes' --runtime (native, gvisor)")
+    ap.add_argument("--serve", action="store_true", help="time docker ps and GET /sbx/v1/sandboxes too")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("scale.py: needs root")
@@ -141,14 +203,23 @@ def main():
     stores = []
     lines = [f"# sbx scale bench ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs)\n",
              f"counts {counts}, {a.reps} rounds, create parallelism {a.parallel}; sbx = {a.sbx}"
-             + (f", base = {a.base}" if a.base else "") + "\n"]
+             + (f", base = {a.base}" if a.base else "")
+             + f"; live sandboxes: --network {a.network} --runtime {a.runtime}\n"]
+    counters = [("start", host_counters())]
+    removed = []
     try:
         stores.append(Store("new", a.sbx, tmp, a.images))
         if a.base:
             stores.append(Store("base", a.base, tmp, a.images))
+        for s in stores:
+            s.create_flags = ["--network", a.network, "--runtime", a.runtime]
+            if a.serve:
+                s.start_serve()
         rows = []
+        opnames = ("run", "create", "exec", "rm", "ps", "ps-table", "ps-json") + (
+            ("docker-ps", "v1-list") if a.serve else ())
         for n in counts:
-            res = {s.name: {"run": [], "create": [], "exec": [], "rm": [], "ps": []} for s in stores}
+            res = {s.name: {o: [] for o in opnames} for s in stores}
             grow = {}
             mem = None
             for s in stores:
@@ -181,16 +252,43 @@ def main():
                     if s.ids:
                         res[s.name]["exec"].append(s.timed(["exec", random.choice(s.ids), "true"])[0])
                     res[s.name]["ps"].append(s.timed(["ps", "-q"])[0])
+                    res[s.name]["ps-table"].append(s.timed(["ps"])[0])
+                    ms, out = s.timed(["ps", "--json"])
+                    res[s.name]["ps-json"].append(ms)
+                    if a.serve:
+                        ms, out = s.docker_ps()
+                        res[s.name]["docker-ps"].append(ms)
+                        seen_d = len(out.split())
+                        ms, out = s.v1_list()
+                        res[s.name]["v1-list"].append(ms)
+                        seen_v = len(json.loads(out))
+                        if r == 0:
+                            print(f"  {s.name}: docker ps lists {seen_d}, GET /sbx/v1/sandboxes {seen_v} "
+                                  f"(live {len(s.ids) + 1}); sbx serve threads {s.serve_threads()}", flush=True)
             for r in range(a.reps):
                 for s in (stores if r % 2 == 0 else list(reversed(stores))):
                     res[s.name]["rm"].append(s.timed(["rm", "-f", made[s.name][r]])[0])
             rows.append((n, res, grow, mem))
+            counters.append((f"{n} live", host_counters()))
             print(f"N={n}: " + "; ".join(f"{s.name} run {med(res[s.name]['run']):.1f} ms create "
                                         f"{med(res[s.name]['create']):.1f} exec {med(res[s.name]['exec']):.1f} "
                                         f"rm {med(res[s.name]['rm']):.1f} ps {med(res[s.name]['ps']):.1f}"
                                         for s in stores), flush=True)
         # --- the report
-        ops = ("run", "create", "exec", "rm", "ps")
+        for s in stores:
+            removed.append((s.name, *s.remove_all()))
+            s.stop_serve()
+        time.sleep(2)
+        counters.append(("all removed", host_counters()))
+        left = {}
+        for s in stores:
+            left[s.name] = {
+                "sandboxes": len(s.sh(["ps", "-aq"]).split()),
+                "state dirs": len([d for d in os.listdir(s.root + "/run") if not d.startswith(".")])
+                if os.path.isdir(s.root + "/run") else 0,
+                "mounts under the store": sum(1 for line in open("/proc/self/mountinfo") if s.root in line),
+            }
+        ops = opnames
         lines.append("\n## Medians (ms) by live sandboxes\n")
         head = "| live | " + " | ".join(f"{o} {s.name}" for o in ops for s in stores)
         if a.base:
@@ -213,6 +311,15 @@ def main():
         for n, _, grow, _ in rows:
             lines.append(f"- to {n}: " + ", ".join(f"{k} {g[0]} in {g[1]:.1f} s ({g[0] / g[1]:.0f}/s)"
                                                 for k, g in grow.items() if g[0]))
+        lines.append("\n## Host counters (processes of kernel.pid_max, memory cgroups incl. dying, mounts)\n")
+        pid_max = open("/proc/sys/kernel/pid_max").read().strip()
+        for label, c in counters:
+            lines.append(f"- {label}: processes {c['procs']} (pid_max {pid_max}), memory cgroups {c['memcg']}, "
+                         f"mounts {c['mounts']}")
+        lines.append("\n## Removing all\n")
+        for name, count, secs in removed:
+            lines.append(f"- {name}: {count} sandboxes removed in {secs:.1f} s (sbx rm -f, 200 ids a call); "
+                         f"left: " + ", ".join(f"{k} {v}" for k, v in left[name].items()))
         lines.append("\n## Host memory per idle sandbox (first binary; KiB per sandbox added)\n")
         for n, _, _, mem in rows:
             if not mem:
@@ -226,6 +333,7 @@ def main():
     finally:
         for s in stores:
             try:
+                s.stop_serve()
                 s.remove_all()
             except Exception as e:  # noqa: BLE001 (report and go on cleaning)
                 print(f"scale.py: removing {s.name}'s sandboxes: {e}", file=sys.stderr)

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/sandbox_view.h"
+#include "engine/list_status.h"
 
 namespace sbx::cli {
 
@@ -29,7 +30,11 @@ void register_ps_command(CLI::App& app, Globals& g, Action& action) {
                   "{{.MaxRssBytes}} {{.IoReadBytes}} {{.IoWriteBytes}} {{.DurationMs}} (\\t: tab)");
   cmd->callback([f, &g, &action] {
     action = [f, &g] {
-      auto infos = list(g, f->all, f->filters);
+      // The table and -q show no resource usage: read each sandbox's status
+      // only (a few files each; thousands of sandboxes list in well under a
+      // second). JSON and templates may show usage: the full inspect.
+      const bool usage = f->json || !f->format.empty();
+      auto infos = usage ? list(g, f->all, f->filters) : engine::list_status(make_engine(g), {f->all, f->filters});
       if (!f->format.empty() && f->format != "json") {
         for (const auto& i : infos) std::cout << format_sandbox(f->format, i, f->no_trunc) << "\n";
         return 0;

@@ -12,6 +12,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/list_status.h"
 #include "engine/volume_holds.h"
 #include "gpu/cdi.h"
 #include "gpu/nvidia.h"
@@ -311,7 +312,11 @@ runtime::PathStat Engine::stat_path(const std::string& sandbox, const std::strin
   return backend->stat_path(sb, sandbox_path);
 }
 
-std::vector<runtime::SandboxInfo> Engine::list(const ListRequest& req) {
+namespace {
+
+/// Engine::list's work, with `inspect` reading each sandbox.
+std::vector<runtime::SandboxInfo> list_with(const std::string& run_root, const ListRequest& req,
+                                            runtime::SandboxInfo (*inspect)(const std::string&)) {
   // Check the filters first: a bad one is an error even with no sandbox.
   for (const auto& f : req.filters) {
     auto eq = f.find('=');
@@ -321,9 +326,9 @@ std::vector<runtime::SandboxInfo> Engine::list(const ListRequest& req) {
                   "invalid --filter '" + f + "': use label=KEY[=VALUE], name=, status=, id=");
   }
   std::vector<runtime::SandboxInfo> out;
-  for (const auto& id : runtime::list_ids(cfg_.run_root)) {
+  for (const auto& id : runtime::list_ids(run_root)) {
     try {
-      auto info = runtime::inspect_dir(runtime::sandbox_dir(cfg_.run_root, id));
+      auto info = inspect(runtime::sandbox_dir(run_root, id));
       if (!req.all && info.status != "running" && info.status != "creating") continue;
       if (matches(info, req.filters)) out.push_back(std::move(info));
     } catch (const Error&) {
@@ -332,6 +337,16 @@ std::vector<runtime::SandboxInfo> Engine::list(const ListRequest& req) {
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.state.created_ms > b.state.created_ms; });
   return out;
+}
+
+}  // namespace
+
+std::vector<runtime::SandboxInfo> Engine::list(const ListRequest& req) {
+  return list_with(cfg_.run_root, req, &runtime::inspect_dir);
+}
+
+std::vector<runtime::SandboxInfo> list_status(const Engine& engine, const ListRequest& req) {
+  return list_with(engine.config().run_root, req, &runtime::inspect_status);
 }
 
 runtime::SandboxInfo Engine::inspect(const std::string& ref) {

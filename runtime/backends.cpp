@@ -4,6 +4,7 @@
 #include "runtime/gvisor/gvisor.h"
 #include "runtime/lifecycle.h"
 #include "runtime/native/fresh_helper.h"
+#include "runtime/native/init_binary.h"
 #include "runtime/native/native.h"
 
 namespace sbx::runtime {
@@ -58,7 +59,12 @@ SandboxRef open_sandbox(const std::string& run_root, const std::string& id) {
   return r;
 }
 
-std::vector<std::string> gc_sandboxes(const std::string& run_root) { return gc(run_root, &backend_of); }
+std::vector<std::string> gc_sandboxes(const std::string& run_root) {
+  std::vector<std::string> out = gc(run_root, &backend_of);
+  // Holder programs other sbx builds wrote that no holder executes any more.
+  for (auto& p : gc_init_binaries(run_root)) out.push_back(std::move(p));
+  return out;
+}
 
 std::vector<RuntimeSupport> probe_runtimes(const std::string& runsc) {
   BackendOptions o;

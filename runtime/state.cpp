@@ -1,4 +1,6 @@
 #include "runtime/state.h"
+#include "runtime/inspect_status.h"
+#include "runtime/linux/cgroup_hierarchy.h"
 
 #include "runtime/linux/cgroup_stats.h"
 
@@ -248,7 +250,10 @@ std::vector<std::string> list_ids(const std::string& run_root) {
   return ids;
 }
 
-SandboxInfo inspect_dir(const std::string& dir) {
+namespace {
+
+/// inspect_dir's first part; `all_oom` counts OOM kills of a running sandbox too.
+SandboxInfo inspect_state(const std::string& dir, bool all_oom) {
   SandboxInfo info;
   info.dir = dir;
   info.state = read_state_settled(dir);
@@ -271,6 +276,9 @@ SandboxInfo inspect_dir(const std::string& dir) {
   }
   for (const auto& cg : st.cgroups) {
     // v1: memory.oom_control "oom_kill N"; v2: memory.events "oom_kill N".
+    // (A v1 hierarchy of another controller has neither: not opened.)
+    if (!all_oom && !info.end) break;  // (a listing shows the kills of ended ones only)
+    if (!cgroup_may_have(cg, "memory")) continue;
     for (const char* f : {"/memory.oom_control", "/memory.events"}) {
       try {
         std::string text = fs::read_file(cg + f);
@@ -281,6 +289,16 @@ SandboxInfo inspect_dir(const std::string& dir) {
     }
   }
   if (info.end && info.end->reason == "signal" && info.end->signal == 9 && info.oom_kills > 0) info.end->reason = "oom";
+  return info;
+}
+
+}  // namespace
+
+SandboxInfo inspect_status(const std::string& dir) { return inspect_state(dir, false); }
+
+SandboxInfo inspect_dir(const std::string& dir) {
+  SandboxInfo info = inspect_state(dir, true);
+  const auto& st = info.state;
   CgroupUsage cg = read_cgroup_usage(st.cgroups);
   if (info.status == "running") {
     info.usage = live_usage(cg, st.started_ms ? st.started_ms : st.created_ms);

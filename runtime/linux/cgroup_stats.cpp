@@ -1,4 +1,5 @@
 #include "runtime/linux/cgroup_stats.h"
+#include "runtime/linux/cgroup_hierarchy.h"
 
 #include <fcntl.h>
 #include <time.h>
@@ -55,24 +56,28 @@ CgroupUsage read_cgroup_usage(const std::vector<std::string>& dirs) noexcept {
   CgroupUsage u;
   try {
     for (const auto& d : dirs) {
-      if (!u.cpu_ns) {
+      // (On v1 only the hierarchy's own controller files are tried.)
+      const bool cpu = cgroup_may_have(d, "cpuacct") || cgroup_may_have(d, "cpu");
+      const bool mem = cgroup_may_have(d, "memory"), blk = cgroup_may_have(d, "blkio");
+      const bool pids = cgroup_may_have(d, "pids");
+      if (!u.cpu_ns && cpu) {
         if (auto v = number(d + "/cpuacct.usage")) u.cpu_ns = *v;
         else if (auto us = keyed(d + "/cpu.stat", "usage_usec")) u.cpu_ns = *us * 1000;
       }
-      if (!u.memory_bytes) {
+      if (!u.memory_bytes && mem) {
         if (auto v = number(d + "/memory.usage_in_bytes")) u.memory_bytes = *v;
         else if (auto v2 = number(d + "/memory.current")) u.memory_bytes = *v2;
       }
-      if (!u.memory_peak) {
+      if (!u.memory_peak && mem) {
         if (auto v = number(d + "/memory.max_usage_in_bytes")) u.memory_peak = *v;
         else if (auto v2 = number(d + "/memory.peak")) u.memory_peak = *v2;
       }
-      if (!u.memory_limit) {
+      if (!u.memory_limit && mem) {
         // v1 says "unlimited" with a page-rounded LONG_MAX.
         if (auto v = number(d + "/memory.limit_in_bytes"); v && *v < (1ull << 62)) u.memory_limit = *v;
         else if (auto v2 = number(d + "/memory.max")) u.memory_limit = *v2;
       }
-      if (!u.io_read_bytes) {
+      if (!u.io_read_bytes && blk) {
         if (auto s = slurp(d + "/blkio.throttle.io_service_bytes")) {
           // "MAJ:MIN Read N" … "Total N"
           std::istringstream in(*s);
@@ -99,8 +104,8 @@ CgroupUsage read_cgroup_usage(const std::vector<std::string>& dirs) noexcept {
           u.io_read_bytes = r, u.io_write_bytes = w;
         }
       }
-      if (!u.pids) u.pids = number(d + "/pids.current");
-      if (!u.pids_limit) u.pids_limit = number(d + "/pids.max");
+      if (!u.pids && pids) u.pids = number(d + "/pids.current");
+      if (!u.pids_limit && pids) u.pids_limit = number(d + "/pids.max");
       if (u.procs.empty()) {
         if (auto s = slurp(d + "/cgroup.procs")) {
           std::istringstream in(*s);

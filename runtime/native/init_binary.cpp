@@ -5,8 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <cerrno>
 #include <cstdint>
+#include <ctime>
+#include <set>
+#include <utility>
 
 #include "common/error.h"
 #include "common/fs.h"
@@ -86,6 +91,47 @@ int open_init_binary(const std::string& run_root) {
     throw Error("the sandbox init program " + path + " is not the one sbx just wrote; remove it and retry");
   }
   return fd;
+}
+
+std::vector<std::string> gc_init_binaries(const std::string& run_root) noexcept {
+  std::vector<std::string> removed;
+  const std::string dir = run_root + "/.init";
+  const std::string current = std::string("sbx-init-") + sbx_init_image_sha256;
+  // The candidates, by file identity (a holder's /proc/PID/exe is a mount of
+  // the same inode, in its own mount namespace: the path differs, dev:ino not).
+  std::set<std::pair<dev_t, ino_t>> candidates;
+  std::vector<std::pair<std::string, std::pair<dev_t, ino_t>>> files;
+  DIR* idir = ::opendir(dir.c_str());
+  if (!idir) return removed;  // no .init dir: nothing to do
+  while (struct dirent* e = ::readdir(idir)) {
+    std::string name = e->d_name;
+    std::string path = dir + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) < 0 || !S_ISREG(st.st_mode)) continue;
+    if (name.rfind(".tmp-", 0) == 0) {
+      if (st.st_mtime < ::time(nullptr) - 60 && ::unlink(path.c_str()) == 0) removed.push_back(path);
+      continue;
+    }
+    if (name.rfind("sbx-init-", 0) != 0 || name == current) continue;
+    files.emplace_back(path, std::make_pair(st.st_dev, st.st_ino));
+    candidates.insert({st.st_dev, st.st_ino});
+  }
+  ::closedir(idir);
+  if (candidates.empty()) return removed;
+  std::set<std::pair<dev_t, ino_t>> in_use;
+  DIR* d = ::opendir("/proc");
+  if (!d) return removed;  // cannot tell what runs: remove nothing
+  while (struct dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    struct stat st {};
+    if (::stat((std::string("/proc/") + e->d_name + "/exe").c_str(), &st) == 0 &&
+        candidates.count({st.st_dev, st.st_ino}))
+      in_use.insert({st.st_dev, st.st_ino});
+  }
+  ::closedir(d);
+  for (const auto& [path, key] : files)
+    if (!in_use.count(key) && ::unlink(path.c_str()) == 0) removed.push_back(path);
+  return removed;
 }
 
 int open_init_mount(const std::string& run_root) {

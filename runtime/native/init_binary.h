@@ -14,11 +14,21 @@
 // sandbox's user namespace, and that capability would open them.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace sbx::runtime {
 
 /// The SHA-256 (hex) of the embedded sbx-init.
 const char* init_binary_sha256() noexcept;
+
+/// Removes RUN_ROOT/.init/sbx-init-<sha256> files of other sbx builds that no
+/// process executes now (no /proc/PID/exe is that file: the holders exec it
+/// through a mount of the same inode), and temporary files of killed writers
+/// (.tmp-*, older than a minute). The current build's file always stays. An
+/// older build's create between its open of its file and its exec loses that
+/// race and fails (it writes the file anew on the next try). Returns the
+/// paths removed. No throw (a file it cannot remove stays, and is skipped).
+std::vector<std::string> gc_init_binaries(const std::string& run_root) noexcept;
 
 /// Opens RUN_ROOT/.init/sbx-init-<sha256> as an O_PATH | O_CLOEXEC fd (for
 /// execveat(fd, "", ..., AT_EMPTY_PATH)), first writing it from the embedded

@@ -21,6 +21,7 @@
 #include "server/reaper.h"
 #include "server/docker/docker_spec.h"
 #include "engine/rename.h"
+#include "engine/list_status.h"
 #include "engine/volume_holds.h"
 
 namespace sbx::server {
@@ -238,7 +239,7 @@ void Api::launch(const std::shared_ptr<Container>& ctr, bool again) {
     throw HttpError{client ? 400 : 500, msg};
   }
   cv_.notify_all();
-  std::thread([this, ctr, created] { watch(ctr, created); }).detach();
+  on_sandbox_end(created, [this, ctr, created] { watch(ctr, created); });
 }
 
 void Api::watch(std::shared_ptr<Container> ctr, runtime::SandboxState created) {
@@ -531,7 +532,7 @@ void Api::container_list(Connection& c, const Request& r) {
     json mounts = json::array();
   };
   std::vector<Row> rows;
-  for (const auto& s : engine_.list(engine::ListRequest{true, {}})) {
+  for (const auto& s : engine::list_status(engine_, engine::ListRequest{true, {}})) {
     Row row{s.state.id, s.state.name, s.state.image_ref, s.state.image_id, docker_state(s.status),
             join_cmd(s.state.command), s.state.labels, s.state.created_ms, s.state.started_ms, 0};
     if (s.end) {

@@ -283,7 +283,7 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
     sandboxes_[sb->id] = sb;
   }
   cv_.notify_all();
-  std::thread([this, sb, created] { watch(sb, created); }).detach();
+  on_sandbox_end(created, [this, sb, created] { watch(sb, created); });
   log::info("serve e2b: sandbox " + sb->id + " (" + tmpl + ") created, timeout " + std::to_string(timeout) + " s");
   json out = {{"sandboxID", sb->id},         {"templateID", tmpl},   {"alias", tmpl},
               {"clientID", "sbx"},           {"envdVersion", kEnvdVersion},

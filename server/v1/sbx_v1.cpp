@@ -22,6 +22,7 @@
 #include "server/error_status.h"
 #include "server/framing.h"
 #include "server/reaper.h"
+#include "engine/list_status.h"
 
 namespace sbx::server {
 
@@ -125,8 +126,9 @@ std::string SbxV1::resolve(const std::string& ref) {
   }
 }
 
-json SbxV1::sandbox_json(const std::string& id) {
-  auto i = engine_.inspect(id);
+json SbxV1::sandbox_json(const std::string& id) { return sandbox_json(engine_.inspect(id)); }
+
+json SbxV1::sandbox_json(const runtime::SandboxInfo& i) {
   json j = {{"id", i.state.id},
             {"name", i.state.name},
             {"image", i.state.image_ref},
@@ -175,7 +177,7 @@ void SbxV1::create(Connection& c, const Request& r) {
   else
     engine_.create(req);
   runtime::SandboxState created = engine_.inspect(id).state;
-  std::thread([this, id, created] { watch(id, created); }).detach();
+  on_sandbox_end(created, [this, id, created] { watch(id, created); });
   c.send(201, sandbox_json(id).dump());
 }
 
@@ -206,13 +208,8 @@ void SbxV1::list(Connection& c, const Request& r) {
   }
   if (std::string n = r.param("name"); !n.empty()) lr.filters.push_back("name=" + n);
   json out = json::array();
-  for (const auto& i : engine_.list(lr)) {
-    try {
-      out.push_back(sandbox_json(i.state.id));
-    } catch (const Error&) {
-      // removed between list and inspect
-    }
-  }
+  // (Statuses only: no sandbox's usage is shown, and thousands may be listed.)
+  for (const auto& i : engine::list_status(engine_, lr)) out.push_back(sandbox_json(i));
   c.send(200, out.dump());
 }
 

@@ -123,6 +123,8 @@ class SbxV1 {
   std::string resolve(const std::string& ref);
   /// The sandbox as the SDK sees it: id, name, image, runtime, status, labels, times, end.
   nlohmann::json sandbox_json(const std::string& id);
+  /// The same of one already read (a listing's).
+  nlohmann::json sandbox_json(const runtime::SandboxInfo& info);
   /// Runs `args` in sandbox `id` with no stdin; its stdout (at most `max` bytes) and exit code.
   std::pair<int, std::string> run_capture(const std::string& id, const std::vector<std::string>& args,
                                           size_t max = 16u << 20);

@@ -6,6 +6,7 @@
 
 #include "common/error.h"
 #include "server/v1/sbx_v1.h"
+#include "server/reaper.h"
 
 namespace sbx::server {
 
@@ -77,7 +78,7 @@ void SbxV1::restore(Connection& c, const Request& r, const std::string& name) {
       created.id = id;  // (removed meanwhile: its monitor is still ours to reap)
       created.pid = s.pid;
     }
-    std::thread([this, id, created] { watch(id, created); }).detach();
+    on_sandbox_end(created, [this, id, created] { watch(id, created); });
     out.push_back(sandbox_json(id));
   }
   c.send(201, out.dump());

@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "engine/trajectory_ops.h"
 #include "server/v1/sbx_v1.h"
+#include "server/reaper.h"
 
 namespace sbx::server {
 
@@ -58,7 +59,7 @@ void SbxV1::start_watch(const std::string& id) {
   } catch (const Error&) {
     return;  // already gone: nothing to watch
   }
-  std::thread([this, id, created] { watch(id, created); }).detach();
+  on_sandbox_end(created, [this, id, created] { watch(id, created); });
 }
 
 void SbxV1::trajectory(Connection& c, const std::string& ref) {

@@ -10,6 +10,7 @@
 # SBX_SCALE_P (default 4). Counts, not times: how many files of other
 # sandboxes one `sbx run` opens (strace), at 10 and at N alive.
 source "$(dirname "$0")/../sandbox_lib.sh"
+source "$(dirname "$0")/../serve_lib.sh"
 
 if [ "$RUNTIME" != native ]; then echo "SKIP: native only (the gVisor start shares the same gc and claims)"; finish; fi
 if ! command -v strace >/dev/null; then echo "SKIP: needs strace"; finish; fi
@@ -101,6 +102,65 @@ ln -s "$(printf 'f%.0s' $(seq 64))" "$SBX_RUN_ROOT/.userns-$free_slot"
 $SBX gc >/dev/null
 check "sbx gc drops a claim whose owner is gone" test ! -L "$SBX_RUN_ROOT/.userns-$free_slot"
 
+# --- sbx serve: one watcher for all, not a thread per sandbox ----------------------
+# Each sandbox the server creates is watched until its end (to reap its holder,
+# the server's child): the server's thread count must not grow with them.
+threads() { awk '/^Threads:/ {print $2}' "/proc/$SERVER_PID/status"; }
+start_server
+v1() { curl -sf --unix-socket "$SOCK" "$@"; }
+v1 -X POST -d '{"image": "busybox", "command": ["true"]}' http://sbx/sbx/v1/sandboxes >/dev/null  # (warm-up)
+sleep 1
+t0=$(threads)
+m=40
+: >"$T/v1ids"
+for _ in $(seq $m); do
+  v1 -X POST -d '{"image": "busybox", "command": ["sleep", "100000"]}' http://sbx/sbx/v1/sandboxes |
+    grep -oE '"id":"[0-9a-f]{64}"' | cut -d'"' -f4 >>"$T/v1ids"
+done
+check "$m sandboxes created through /sbx/v1" test "$(wc -l <"$T/v1ids")" = $m
+t1=$(threads)
+echo "sbx serve threads: $t0 before, $t1 with $m more sandboxes it created alive"
+check "the server's threads do not grow with its sandboxes ($t0 -> $t1 with $m)" test "$t1" -le $((t0 + 4))
+docker_ids=$(docker ps -q --no-trunc | wc -l)
+check "docker ps through sbx serve lists all $(live) ($docker_ids)" test "$docker_ids" = "$(live)"
+listed=$(v1 http://sbx/sbx/v1/sandboxes | grep -oE '"id":"[0-9a-f]{64}"' | wc -l)
+check "GET /sbx/v1/sandboxes lists all $(live) ($listed)" test "$listed" = "$(live)"
+# Their ends are still noticed: kill the holders of some, the watcher reaps them.
+for id in $(head -5 "$T/v1ids"); do $SBX kill "$id" >/dev/null; done
+for _ in $(seq 100); do
+  z=$(ps -o stat= --ppid "$SERVER_PID" | grep -c '^Z')
+  ended=$(for id in $(head -5 "$T/v1ids"); do v1 "http://sbx/sbx/v1/sandboxes/$id"; done | grep -c '"status":"exited"')
+  [ "$z" = 0 ] && [ "$ended" = 5 ] && break
+  sleep 0.1
+done
+check "5 killed sandboxes of the server ended ($ended) and their holders were reaped ($z zombies)" \
+  test "$ended" = 5 -a "$z" = 0
+for id in $(cat "$T/v1ids"); do v1 -X DELETE "http://sbx/sbx/v1/sandboxes/$id" >/dev/null; done
+check "... and removed through /sbx/v1" test -z "$(for id in $(cat "$T/v1ids"); do [ -d "$SBX_RUN_ROOT/$id" ] && echo "$id"; done)"
+check "no zombie child left in the server" test "$(ps -o stat= --ppid "$SERVER_PID" | grep -c '^Z')" = 0
+stop_server
+
+# --- holder programs of other sbx builds -----------------------------------------
+# RUN_ROOT/.init/sbx-init-<sha256>: one per build that started a sandbox here.
+# `sbx gc` removes another build's file once no process executes it (checked by
+# file identity: holders exec it through a mount of the same inode), never the
+# current build's. A copy of sleep stands in for another build's holder.
+cur=$(ls "$SBX_RUN_ROOT"/.init/ | grep -E '^sbx-init-[0-9a-f]{64}$')
+check "the current build's holder program is there (one: $cur)" test "$(echo "$cur" | wc -l)" = 1
+old_busy="$SBX_RUN_ROOT/.init/sbx-init-$(printf 'a%.0s' $(seq 64))"
+old_idle="$SBX_RUN_ROOT/.init/sbx-init-$(printf 'b%.0s' $(seq 64))"
+cp "$(command -v sleep)" "$old_busy"; cp "$(command -v sleep)" "$old_idle"
+chmod 0111 "$old_busy" "$old_idle"
+"$old_busy" 100000 & busy_pid=$!
+$SBX gc >"$T/gc.out"
+check "sbx gc removed the holder program no process executes" test ! -e "$old_idle"
+check "... and said so ($(grep sbx-init "$T/gc.out" | head -2))" grep -q "removed $old_idle" "$T/gc.out"
+check "... kept the one a live process executes" test -e "$old_busy"
+check "... and the current build's, with $(live) sandboxes alive" test -e "$SBX_RUN_ROOT/.init/$cur"
+kill "$busy_pid"; wait "$busy_pid" 2>/dev/null
+$SBX gc >/dev/null
+check "sbx gc removed the other build's program once its process ended" test ! -e "$old_busy"
+
 bad=0
 for l in "$SBX_RUN_ROOT"/.userns-*; do [ -d "$SBX_RUN_ROOT/$(readlink "$l")" ] || bad=$((bad + 1)); done
 check "every claim link names a live state dir ($bad do not)" test $bad = 0
@@ -118,5 +178,7 @@ check "no sandbox left" test "$(live)" = 0
 cg_left=$(while read -r c; do [ -d "$c" ] && echo "$c"; done <"$T/cgroups")
 check "none of this test's $(wc -l <"$T/cgroups") cgroups is left ($(echo $cg_left | head -c 200))" test -z "$cg_left"
 check "no claim link left" test -z "$(ls -A "$SBX_RUN_ROOT" | grep '^\.userns-')"
+$SBX gc >/dev/null
+check "sbx gc with none alive keeps the current build's holder program" test -e "$SBX_RUN_ROOT/.init/$cur"
 rmdir "$SBX_RUN_ROOT/.names" 2>/dev/null
 finish

@@ -75,3 +75,23 @@ TEST_CASE("read_cgroup_usage reads v1 and v2 accounting files") {
   CHECK(e2.io_read_bytes == 1024);
   (void)!std::system(("rm -rf " + v1 + " " + v2).c_str());
 }
+
+// runtime/linux/cgroup_hierarchy.h: which v1 hierarchy holds which controller's files.
+#include "runtime/linux/cgroup_hierarchy.h"
+
+TEST_CASE("cgroup_may_have: a v1 hierarchy holds its own controllers' files only") {
+  CHECK(cgroup_may_have("/sys/fs/cgroup/memory/sbx/sbx-0123456789ab", "memory"));
+  CHECK_FALSE(cgroup_may_have("/sys/fs/cgroup/memory/sbx/sbx-0123456789ab", "pids"));
+  CHECK_FALSE(cgroup_may_have("/sys/fs/cgroup/pids/sbx-0123456789ab", "memory"));
+  CHECK(cgroup_may_have("/sys/fs/cgroup/pids/sbx-0123456789ab", "pids"));
+  CHECK(cgroup_may_have("/sys/fs/cgroup/cpu,cpuacct/sbx-x", "cpuacct"));
+  CHECK(cgroup_may_have("/sys/fs/cgroup/cpu,cpuacct/sbx-x", "cpu"));
+  CHECK_FALSE(cgroup_may_have("/sys/fs/cgroup/cpu,cpuacct/sbx-x", "memory"));
+  CHECK_FALSE(cgroup_may_have("/sys/fs/cgroup/devices/sbx-x", "blkio"));
+  CHECK_FALSE(cgroup_may_have("/sys/fs/cgroup/systemd/sbx-x", "memory"));
+  // cgroup v2 (one hierarchy for all), the hybrid's unified one, other paths: anything may be there.
+  CHECK(cgroup_may_have("/sys/fs/cgroup/unified/sbx-x", "memory"));
+  CHECK(cgroup_may_have("/sys/fs/cgroup/sbx/sbx-x", "memory"));
+  CHECK(cgroup_may_have("/sys/fs/cgroup/system.slice/sbx-x", "pids"));
+  CHECK(cgroup_may_have("/tmp/fake-cgroup", "memory"));
+}
