@@ -60,6 +60,7 @@ void SbxV1::handle(Connection& c, Request& r) {
   static const std::regex kSnapshot("^/sbx/v1/snapshots/([^/]+)$");
   static const std::regex kRestore("^/sbx/v1/snapshots/([^/]+)/restore$");
   static const std::regex kVolume("^/sbx/v1/volumes/([^/]+)$");
+  static const std::regex kTrajectoryFile("^/sbx/v1/trajectories/(show|branch|replay)$");
   const std::string& p = r.path;
   const std::string& m = r.method;
   std::smatch g;
@@ -95,6 +96,7 @@ void SbxV1::handle(Connection& c, Request& r) {
       if (m == "POST" && op == "branch") return branch(c, r, id);
       if (m == "POST" && op == "replay") return replay(c, r, id);
     }
+    if (std::regex_match(p, g, kTrajectoryFile) && m == "POST") return trajectory_file(c, r, g[1]);
     if (std::regex_match(p, g, kFileOp) && m == "POST") return file_op(c, r, resolve(g[1]), g[2]);
     if (std::regex_match(p, g, kRestore) && m == "POST") return restore(c, r, g[1]);
     if (std::regex_match(p, g, kSnapshot) && m == "DELETE") return snapshot_remove(c, g[1]);
