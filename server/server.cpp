@@ -29,7 +29,7 @@
 #include "server/http.h"
 #include "server/sandbox_fusion/api.h"
 #include "server/temp_dir.h"
-#include "server/v1/trajectory_dir.h"
+#include "server/v1/trajectory_files.h"
 
 namespace sbx::server {
 

@@ -2,6 +2,7 @@
 // docs/api.md): create, get, list, wait, terminate, stats.
 #include "server/v1/sbx_v1.h"
 #include "engine/trajectory_ops.h"
+#include "server/v1/trajectory_files.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -96,7 +97,9 @@ void SbxV1::handle(Connection& c, Request& r) {
       if (m == "POST" && op == "branch") return branch(c, r, id);
       if (m == "POST" && op == "replay") return replay(c, r, id);
     }
-    if (std::regex_match(p, g, kTrajectoryFile) && m == "POST") return trajectory_file(c, r, g[1]);
+    if (std::regex_match(p, g, kTrajectoryFile) && m == "POST")
+      return v1_trajectory_file(engine_, c, r, g[1], [this](const std::string& id) { start_watch(id); },
+                                [this](const std::string& id) { return sandbox_json(id); });
     if (std::regex_match(p, g, kFileOp) && m == "POST") return file_op(c, r, resolve(g[1]), g[2]);
     if (std::regex_match(p, g, kRestore) && m == "POST") return restore(c, r, g[1]);
     if (std::regex_match(p, g, kSnapshot) && m == "DELETE") return snapshot_remove(c, g[1]);

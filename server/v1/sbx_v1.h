@@ -8,7 +8,7 @@
 // wait, terminate, stats), exec streaming (server/v1/sbx_v1_exec.cpp), files
 // (server/v1/sbx_v1_files.cpp), snapshots (server/v1/sbx_v1_snapshots.cpp),
 // image builds (server/v1/sbx_v1_build.cpp), trajectories of recorded
-// sandboxes and trajectory files (server/v1/sbx_v1_trajectory.cpp).
+// sandboxes (server/v1/sbx_v1_trajectory.cpp).
 //
 // Streams (exec, file upload) use an HTTP/1.1 upgrade: the client sends
 // "Connection: Upgrade" + "Upgrade: sbx-stream/1" and no body; the server
@@ -113,10 +113,6 @@ class SbxV1 {
   /// POST …/replay {"image", "until", "keep", "tolerate_regex", "tolerate_path"}: the steps
   /// re-run in a fresh sandbox and compared with the record.
   void replay(Connection& c, const Request& r, const std::string& ref);
-  /// POST /sbx/v1/trajectories/{show,branch,replay}: the same on a
-  /// trajectory FILE, uploaded as the body or ?path= under the server's
-  /// trajectory dir (server/v1/trajectory_dir.h); options in the query.
-  void trajectory_file(Connection& c, const Request& r, const std::string& op);
   /// Starts watch() for sandbox `id`, just made (a branch's, a replay's).
   void start_watch(const std::string& id);
   // builds (server/v1/sbx_v1_build.cpp)

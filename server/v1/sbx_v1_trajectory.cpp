@@ -19,7 +19,7 @@
 #include "common/openat2.h"
 #include "engine/trajectory_ops.h"
 #include "server/v1/sbx_v1.h"
-#include "server/v1/trajectory_dir.h"
+#include "server/v1/trajectory_files.h"
 
 namespace sbx::server {
 
@@ -148,7 +148,9 @@ void set_v1_trajectory_dir(const std::string& dir) {
 
 const std::string& v1_trajectory_dir() { return trajectory_dir_setting(); }
 
-void SbxV1::trajectory_file(Connection& c, const Request& r, const std::string& op) {
+void v1_trajectory_file(engine::Engine& eng, Connection& c, const Request& r, const std::string& op,
+                        const std::function<void(const std::string&)>& watch,
+                        const std::function<json(const std::string&)>& sandbox_json) {
   struct stat st {};
   bool upload = !r.body_file.empty() && ::stat(r.body_file.c_str(), &st) == 0 && st.st_size > 0;
   std::string path = r.param("path");
@@ -166,7 +168,7 @@ void SbxV1::trajectory_file(Connection& c, const Request& r, const std::string& 
   // error (400) before anything is made, as the engine would refuse it.
   engine::trajectory::Trajectory t;
   {
-    engine::trajectory::ScratchDir scratch(engine_.config().run_root);
+    engine::trajectory::ScratchDir scratch(eng.config().run_root);
     try {
       t = engine::trajectory::load(source, scratch.path + "/src");
     } catch (const Error& e) {
@@ -187,9 +189,9 @@ void SbxV1::trajectory_file(Connection& c, const Request& r, const std::string& 
     if (req.at == 0) throw V1Error{400, "InvalidArgument", "step (the step to branch from, 1-based) is required"};
     req.count = int_param(r, "count", 1);
     req.name = r.param("name");
-    req.on_created = [this](const std::string& id) { start_watch(id); };
+    req.on_created = watch;
     json out = json::array();
-    for (const auto& id : engine::trajectory::branch(engine_, req)) out.push_back(sandbox_json(id));
+    for (const auto& id : engine::trajectory::branch(eng, req)) out.push_back(sandbox_json(id));
     return (void)c.send(201, r.param("count").empty() ? out.front().dump() : out.dump());
   }
   engine::trajectory::ReplayRequest req;
@@ -199,9 +201,9 @@ void SbxV1::trajectory_file(Connection& c, const Request& r, const std::string& 
   req.keep = r.flag("keep");
   req.tolerate_regex = r.params("tolerate_regex");
   req.tolerate_path = r.params("tolerate_path");
-  req.on_created = [this](const std::string& id) { start_watch(id); };
-  auto res = engine::trajectory::replay(engine_, req);
-  c.send(200, replay_json(res, [this](const std::string& id) { return sandbox_json(id); }).dump());
+  req.on_created = watch;
+  auto res = engine::trajectory::replay(eng, req);
+  c.send(200, replay_json(res, sandbox_json).dump());
 }
 
 void SbxV1::start_watch(const std::string& id) {
