@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "engine/trajectory_ops.h"
+#include "runtime/linux/time_namespace.h"
 
 namespace sbx::cli {
 
@@ -25,6 +26,7 @@ struct CreateFlags {
   std::string idle_timeout;
   bool record = false;
   std::vector<std::string> redact;
+  bool timens = false, no_timens = false;
 };
 
 int create(const Globals& g, const CreateFlags& f) {
@@ -43,6 +45,8 @@ int create(const Globals& g, const CreateFlags& f) {
   }
   engine::SandboxRequest req = build_request(g, f.sandbox, bo);
   if (!f.redact.empty() && !f.record) throw Error(ErrorKind::InvalidArgument, "--redact needs --record");
+  // Unset: the default (on with --record: engine::trajectory::pin_reproducible).
+  if (f.timens || f.no_timens) req.spec.annotations[runtime::kTimeNamespaceAnnotation] = f.timens ? "true" : "false";
   auto engine = make_engine(g);
   std::cout << (f.record ? engine::trajectory::create_recorded(engine, req, f.redact) : engine.create(req)) << std::endl;
   return 0;
@@ -76,6 +80,10 @@ void register_create_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--redact", f->redact,
                   "With --record: store this env NAME (or names matching REGEX; 'stdin': stdin) as a digest only")
       ->allow_extra_args(false);
+  auto* tn = cmd->add_flag("--timens", f->timens,
+                           "Monotonic and boot clocks (and /proc/uptime) that start at 0 with the sandbox (a time "
+                           "namespace; default with --record)");
+  cmd->add_flag("--no-timens", f->no_timens, "The host's monotonic and boot clocks, also with --record")->excludes(tn);
   cmd->callback([f, cmd, &g, &action] {
     finish_command_line(*cmd, f->sandbox);
     action = [f, &g] { return create(g, *f); };

@@ -39,6 +39,10 @@ void register_serve_command(CLI::App& app, Globals& g, Action& action) {
   cmd->add_option("--languages", opts->languages_file,
                   "SandboxFusion languages table (JSON: name -> {image, file, compile, run}) over the defaults")
       ->type_name("FILE");
+  cmd->add_option("--trajectory-dir", opts->trajectory_dir,
+                  "Let /sbx/v1/trajectories/* read trajectory files by ?path= under DIR (nothing outside it); "
+                  "without it, only uploaded ones")
+      ->type_name("DIR");
   cmd->add_option("--max-concurrency", opts->max_concurrency,
                   "SandboxFusion sandboxes running at once; more requests wait (default: min(cores, GiB of RAM / 2))")
       ->type_name("N")

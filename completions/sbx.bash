@@ -57,7 +57,7 @@ _sbx() {
   local opts="" words_list=""
   case $cmd in
     run) opts="$common --mount-snapshot -i --interactive -t --tty --gpus --device --end-record --rm"; words_list=$images ;;
-    create) opts="$common --mount-snapshot --gpus --device --idle-timeout -l --label --record --redact"; words_list=$images ;;
+    create) opts="$common --mount-snapshot --gpus --device --idle-timeout -l --label --record --redact --timens --no-timens"; words_list=$images ;;
     exec) opts="-e --env -w --workdir -u --user --timeout -i --interactive -t --tty"; words_list=$sandboxes ;;
     ps|list) opts="-a --all -q --quiet --json --no-trunc -f --filter --format" ;;
     inspect) opts="--json"; words_list="$images $sandboxes" ;;
@@ -73,7 +73,7 @@ _sbx() {
     tag) words_list=$images ;;
     rmi) opts="-f --force"; words_list=$images ;;
     gc) opts="--older-than" ;;
-    serve) opts="--socket --tcp --token-file --e2b --sandbox-fusion --languages --max-concurrency --queue-timeout --runtime --max-connections --max-client-connections --header-timeout --idle-timeout" ;;
+    serve) opts="--socket --tcp --token-file --e2b --sandbox-fusion --languages --trajectory-dir --max-concurrency --queue-timeout --runtime --max-connections --max-client-connections --header-timeout --idle-timeout" ;;
     info) opts="--json --runsc" ;;
     snapshot) opts="--name --upper --image"; words_list=$sandboxes ;;
     export) opts="-o --output --format --name --json"; words_list=$images ;;

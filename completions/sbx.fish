@@ -218,6 +218,8 @@ complete -c sbx -n '__sbx_cmd_is create' -l idle-timeout -x -d 'End the sandbox 
 complete -c sbx -n '__sbx_cmd_is create' -s l -l label -x -d 'A label KEY=VALUE'
 complete -c sbx -n '__sbx_cmd_is create' -l record -d 'Keep a trajectory of every exec, cp and snapshot'
 complete -c sbx -n '__sbx_cmd_is create' -l redact -x -d 'With --record: store this env NAME (or REGEX; stdin) as a digest only'
+complete -c sbx -n '__sbx_cmd_is create' -l timens -d 'Monotonic and boot clocks that start at 0 (a time namespace; default with --record)'
+complete -c sbx -n '__sbx_cmd_is create' -l no-timens -d 'The host\'s monotonic and boot clocks, also with --record'
 complete -c sbx -n '__sbx_cmd_is create' -a '(__sbx_images)'
 
 # sbx exec
@@ -379,6 +381,7 @@ complete -c sbx -n '__sbx_cmd_is serve' -l token-file -r -F -d 'File with the be
 complete -c sbx -n '__sbx_cmd_is serve' -l e2b -x -d 'Also serve an E2B-compatible API on loopback ADDR:PORT (needs --token-file)'
 complete -c sbx -n '__sbx_cmd_is serve' -l sandbox-fusion -x -d 'Also serve a SandboxFusion-compatible API (/run_code, /run_jupyter) on ADDR:PORT'
 complete -c sbx -n '__sbx_cmd_is serve' -l languages -r -F -d 'SandboxFusion languages table (JSON) over the defaults'
+complete -c sbx -n '__sbx_cmd_is serve' -l trajectory-dir -x -a '(__fish_complete_directories)' -d 'Let /sbx/v1/trajectories read trajectory files by path under DIR'
 complete -c sbx -n '__sbx_cmd_is serve' -l max-concurrency -x -d 'SandboxFusion sandboxes running at once'
 complete -c sbx -n '__sbx_cmd_is serve' -l queue-timeout -x -d 'Most wait of a SandboxFusion request for a slot; then 504'
 complete -c sbx -n '__sbx_cmd_is serve' -l runtime -x -a 'native gvisor' -d 'Runtime of containers that name none'

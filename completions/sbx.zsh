@@ -179,6 +179,7 @@ _sbx_serve() {
     '--e2b[Also serve an E2B-compatible API on loopback ADDR\:PORT (needs --token-file)]:value: ' \
     '--sandbox-fusion[Also serve a SandboxFusion-compatible API on ADDR\:PORT]:value: ' \
     '--languages[SandboxFusion languages table (JSON) over the defaults]:file:_files' \
+    '--trajectory-dir[Let /sbx/v1/trajectories read trajectory files by path under DIR]:directory:_files -/' \
     '--max-concurrency[SandboxFusion sandboxes running at once]:value: ' \
     '--queue-timeout[Most wait of a SandboxFusion request for a slot; then 504]:value: ' \
     '--runtime[Runtime of containers that name none]:runtime:(native gvisor)' \
@@ -227,6 +228,8 @@ _sbx_create() {
     '*'{-l,--label}'[A label KEY=VALUE]:value: ' \
     '--record[Keep a trajectory of every exec, cp and snapshot]' \
     '*--redact[With --record: store this env NAME (or REGEX; stdin) as a digest only]:value: ' \
+    '(--no-timens)--timens[Monotonic and boot clocks that start at 0 (a time namespace; default with --record)]' \
+    '(--timens)--no-timens[The host'\''s monotonic and boot clocks, also with --record]' \
     '1:image:__sbx_images' \
     '*::command:_normal'
 }

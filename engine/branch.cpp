@@ -15,6 +15,7 @@
 #include "engine/trajectory.h"
 #include "oci/digest.h"
 #include "runtime/backends.h"
+#include "runtime/linux/time_namespace.h"
 #include "spec/spec_json.h"
 
 namespace sbx::engine::trajectory {
@@ -115,6 +116,9 @@ std::string create_from(Engine& engine, const json& header, const std::string& i
   }
   spec.image_id = img.id;
   if (!image.empty()) spec.image_ref = image;
+  // A trajectory from before time namespaces ran with the host's clocks: so
+  // does its replay (a newer one's spec holds the annotation as recorded).
+  if (!header.contains("timens")) spec.annotations.emplace(runtime::kTimeNamespaceAnnotation, "false");
   for (const auto& r : header["spec"].value("redacted_env", json::array()))
     log::warn("env " + r.value("name", "") + " was recorded as a digest only: the new sandbox does not have it");
   SandboxRequest req;

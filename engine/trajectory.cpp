@@ -20,6 +20,7 @@
 #include "common/fs.h"
 #include "oci/auth_config.h"
 #include "oci/digest.h"
+#include "runtime/linux/time_namespace.h"
 #include "runtime/state.h"
 #include "spec/spec_json.h"
 
@@ -35,6 +36,86 @@ std::string dir_of(const std::string& run_root, const std::string& id) {
 bool recorded(const std::string& run_root, const std::string& id) {
   return fs::exists(dir_of(run_root, id) + "/trajectory.jsonl");
 }
+
+namespace {
+
+bool is_sha256_hex(const json& v) {
+  if (!v.is_string()) return false;
+  const std::string& h = v.get_ref<const std::string&>();
+  if (h.size() != 64) return false;
+  for (char c : h)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+/// A path made of plain components: no empty, "." or ".." one, no NUL.
+/// `absolute`: it starts with "/" (a path in the sandbox); else relative
+/// ("" is the copy's root).
+bool is_plain_path(const json& v, bool absolute) {
+  if (!v.is_string()) return false;
+  const std::string& p = v.get_ref<const std::string&>();
+  if (p.size() > 4096 || p.find('\0') != std::string::npos) return false;
+  if (!absolute && p.empty()) return true;
+  if (absolute != (!p.empty() && p.front() == '/')) return false;
+  size_t i = absolute ? 1 : 0;
+  while (true) {
+    size_t slash = p.find('/', i);
+    std::string c = p.substr(i, slash == std::string::npos ? std::string::npos : slash - i);
+    if (c.empty() || c == "." || c == "..") return false;
+    if (slash == std::string::npos) return true;
+    i = slash + 1;
+  }
+}
+
+/// Why a file entry (a checkpoint's or a copy's manifest's) cannot be
+/// written back; "" when it can.
+std::string bad_entry(const json& f, bool absolute) {
+  if (!f.is_object()) return "an entry is not an object";
+  if (!is_plain_path(f.value("path", json()), absolute))
+    return "the path " + f.value("path", json()).dump() + " is not a plain " +
+           (absolute ? "absolute path" : "relative path") + " (no '.', '..' or empty components)";
+  std::string type = f.value("type", json("")).is_string() ? f.value("type", "") : "";
+  if (type != "file" && type != "dir" && type != "symlink") return "the type of " + f["path"].dump() + " is not file, dir or symlink";
+  if (type == "file" && !is_sha256_hex(f.value("sha256", json())))
+    return "the sha256 of " + f["path"].dump() + " is not 64 hex digits";
+  for (const char* k : {"mode", "size"})
+    if (f.contains(k) && !f[k].is_number_unsigned()) return std::string("the ") + k + " of " + f["path"].dump() + " is not a number";
+  if (f.contains("target") && !f["target"].is_string()) return "the link target of " + f["path"].dump() + " is not a string";
+  if (f.contains("opaque") && !f["opaque"].is_boolean()) return "opaque of " + f["path"].dump() + " is not true or false";
+  return "";
+}
+
+/// Why step `s` cannot be used (its checkpoint, its copy's manifest: what a
+/// branch or a replay writes on the host and into a sandbox); "" when fine.
+/// Refused here, in the one reader, so that a hostile file never gets as far
+/// as writing a file outside the scratch dir or reading a host file as an
+/// "object".
+std::string bad_step(const json& s) {
+  if (s.contains("checkpoint") && !s["checkpoint"].is_null()) {
+    const json& c = s["checkpoint"];
+    if (!c.is_object()) return "its checkpoint is not an object";
+    const json& files = c.value("files", json::array());
+    const json& deleted = c.value("deleted", json::array());
+    if (!files.is_array() || !deleted.is_array()) return "its checkpoint's files or deleted is not a list";
+    for (const auto& f : files)
+      if (auto why = bad_entry(f, true); !why.empty()) return "checkpoint: " + why;
+    for (const auto& d : deleted)
+      if (!is_plain_path(d, true)) return "checkpoint: the deleted path " + d.dump() + " is not a plain absolute path";
+  }
+  if (s.value("kind", "") == "cp_in") {
+    const json& name = s.value("source_name", json(""));
+    if (!name.is_string() || name.get_ref<const std::string&>().find('/') != std::string::npos ||
+        name.get_ref<const std::string&>().find('\0') != std::string::npos)
+      return "its source_name " + name.dump() + " is not a single path component";
+    const json& m = s.value("manifest", json::array());
+    if (!m.is_array()) return "its manifest is not a list";
+    for (const auto& f : m)
+      if (auto why = bad_entry(f, false); !why.empty()) return "manifest: " + why;
+  }
+  return "";
+}
+
+}  // namespace
 
 Trajectory parse(const std::string& text, const std::string& what) {
   Trajectory t;
@@ -70,6 +151,9 @@ Trajectory parse(const std::string& text, const std::string& what) {
     if (j["step"].get<int>() != want)
       throw Error(what + ": line " + std::to_string(line) + " is step " + j["step"].dump() + ", expected " +
                   std::to_string(want) + ": corrupt trajectory");
+    if (auto why = bad_step(j); !why.empty())
+      throw Error(what + ": step " + j["step"].dump() + " (line " + std::to_string(line) + "): " + why +
+                  ": refused (corrupt or hostile trajectory)");
     t.steps.push_back(std::move(j));
   }
   return t;
@@ -304,6 +388,14 @@ std::vector<std::string> materialize(const std::map<std::string, json>& state, c
     std::string dst = dir + path;
     if (type == "deleted" || e.value("opaque", false)) to_delete.push_back(path);
     if (type == "deleted") continue;
+    // Never through a link made here: a file "under" a symlink of the same
+    // state would land wherever the link points, on the host.
+    for (size_t slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+      auto parent = state.find(path.substr(0, slash));
+      if (parent != state.end() && parent->second.value("type", "") == "symlink")
+        throw Error(ErrorKind::InvalidArgument, "the trajectory's files put " + path + " under the symlink " + parent->first +
+                    ": refused (corrupt or hostile trajectory)");
+    }
     fs::mkdir_p(sfs::path(dst).parent_path().string(), 0755);
     if (type == "dir") {
       fs::mkdir_p(dst, 0755);
@@ -314,7 +406,7 @@ std::vector<std::string> materialize(const std::map<std::string, json>& state, c
     } else if (type == "file") {
       std::string obj = objects_dir + "/" + e.value("sha256", "");
       if (!fs::exists(obj))
-        throw Error("checkpoint object " + e.value("sha256", "") + " of " + path + " is missing from " + objects_dir +
+        throw Error(ErrorKind::NotFound, "checkpoint object " + e.value("sha256", "") + " of " + path + " is missing from " + objects_dir +
                     ": the trajectory's checkpoints are incomplete");
       std::error_code ec;
       sfs::copy_file(obj, dst, sfs::copy_options::overwrite_existing, ec);
@@ -504,6 +596,11 @@ uint64_t export_tar(const std::string& tdir, const std::string& out) {
   return static_cast<uint64_t>(st.st_size);
 }
 
+bool clocks_start_at_zero(const SandboxSpec& spec) {
+  // gVisor's own kernel starts its monotonic and boot clocks with the sandbox.
+  return spec.runtime == "gvisor" || runtime::wants_time_namespace(spec);
+}
+
 json make_header(const SandboxSpec& spec, const std::vector<std::string>& redact) {
   json s = spec::spec_to_json(spec);
   // Host-specific and sandbox-specific fields stay out: a replay or a branch
@@ -521,6 +618,8 @@ json make_header(const SandboxSpec& spec, const std::vector<std::string>& redact
     }
     s["redacted_env"] = redacted;
   }
+  json unpinned = json::array({"wall clock", "kernel randomness (/dev/urandom, getrandom)", "pids"});
+  if (!clocks_start_at_zero(spec)) unpinned.push_back("monotonic and boot clocks (no time namespace)");
   json h = {{"format", "sbx-trajectory"},
             {"version", kFormatVersion},
             {"sbx_version", SBX_VERSION},
@@ -529,7 +628,8 @@ json make_header(const SandboxSpec& spec, const std::vector<std::string>& redact
             {"hostname", spec.hostname},
             {"network", s.contains("network") ? s["network"] : json()},
             {"redact", redact},
-            {"unpinned", json::array({"wall clock", "kernel randomness (/dev/urandom, getrandom)", "pids"})},
+            {"timens", clocks_start_at_zero(spec)},
+            {"unpinned", unpinned},
             {"created_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count()},
@@ -557,6 +657,9 @@ void pin_reproducible(SandboxSpec& spec) {
     if (e.rfind("SOURCE_DATE_EPOCH=", 0) == 0) epoch = true;
   }
   if (!seed) spec.process.env.push_back("PYTHONHASHSEED=0");
+  // Monotonic and boot clocks that start at zero (a time namespace), unless
+  // the caller said otherwise (--no-timens: the annotation "false").
+  spec.annotations.emplace(runtime::kTimeNamespaceAnnotation, "true");
   // The recording's own start (seconds): kept in the recorded spec's env, so
   // a replay or a branch gets the same value, and build tools that honour it
   // (reproducible-builds.org/specs/source-date-epoch) stamp the same times.

@@ -124,13 +124,20 @@ struct ScratchDir {
   ScratchDir& operator=(const ScratchDir&) = delete;
 };
 
+/// True when the sandbox of `spec` sees CLOCK_MONOTONIC and CLOCK_BOOTTIME
+/// start at zero: native with a time namespace (runtime/linux/time_namespace.h),
+/// gVisor always. The header's "timens".
+bool clocks_start_at_zero(const SandboxSpec& spec);
+
 /// The header a recorded sandbox's trajectory starts with.
 nlohmann::json make_header(const SandboxSpec& spec, const std::vector<std::string>& redact);
 
 /// Pins what is cheap to pin for a recorded sandbox: a fixed hostname when it
 /// has the default one (its id prefix), PYTHONHASHSEED=0 and
-/// SOURCE_DATE_EPOCH (now, in seconds) unless set; both stay in the recorded
-/// spec, so a replay or branch gets the recorded values.
+/// SOURCE_DATE_EPOCH (now, in seconds) unless set, and a time namespace
+/// (runtime::kTimeNamespaceAnnotation "true") unless the spec has the
+/// annotation already; all stay in the recorded spec, so a replay or branch
+/// gets the recorded values.
 void pin_reproducible(SandboxSpec& spec);
 
 }  // namespace sbx::engine::trajectory

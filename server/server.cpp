@@ -29,6 +29,7 @@
 #include "server/http.h"
 #include "server/sandbox_fusion/api.h"
 #include "server/temp_dir.h"
+#include "server/v1/trajectory_files.h"
 
 namespace sbx::server {
 
@@ -167,6 +168,10 @@ void serve(const ServeOptions& opts) {
   // The SandboxFusion endpoint's table and runner first: a bad --languages
   // or runtime is refused before any socket exists.
   std::unique_ptr<sandbox_fusion::Api> sfusion;
+  struct stat tst {};
+  if (!opts.trajectory_dir.empty() && (::stat(opts.trajectory_dir.c_str(), &tst) < 0 || !S_ISDIR(tst.st_mode)))
+    throw Error(ErrorKind::InvalidArgument, "sbx serve: --trajectory-dir " + opts.trajectory_dir + " is not a directory");
+  set_v1_trajectory_dir(opts.trajectory_dir);
   if (!opts.sandbox_fusion.empty()) {
     sandbox_fusion::RunnerOptions ro;
     ro.engine = opts.engine;

@@ -25,6 +25,9 @@ struct ServeOptions {
   /// (then its token starts every path: http://HOST:PORT/TOKEN/run_code).
   std::string sandbox_fusion;
   std::string languages_file;  ///< its languages table over the defaults (--languages); empty: defaults
+  /// The host directory /sbx/v1 reads trajectory files from by path
+  /// (--trajectory-dir; server/v1/trajectory_dir.h); empty: uploads only.
+  std::string trajectory_dir;
   /// Its sandboxes running at once; 0: from the cores and memory
   /// (min(cores, GiB of RAM / 2), at least 1).
   int max_concurrency = 0;

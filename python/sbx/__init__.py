@@ -9,14 +9,15 @@ The server is ``sbx serve`` (found through ``SBX_HOST``/``SBX_TOKEN``, else
 its default socket, or ``sbx.Client(...)``). asyncio: :mod:`sbx.aio`.
 """
 from .client import Client, default_client
-from .errors import (BuildError, ConnectionError, Conflict, ExecTimeout, FileNotFound, ImageNotFound, InvalidArgument,
+from .errors import (BuildError, ConnectionError, Conflict, ExecTimeout, FileNotFound, Forbidden, ImageNotFound,
+                     InvalidArgument,
                      IsADirectory, NotFound, OutOfMemory, SandboxNotFound, SandboxTimeout, SbxError,
                      SnapshotNotFound, Unsupported)
 from .fanout import Result
 from .fanout import map
 from .process import Process
 from .sandbox import (DirSnapshot, FileInfo, Image, MemorySnapshot, ReplayResult, Sandbox, SandboxTimeoutError, Stats,
-                      Volume, replay)
+                      Volume, branch_file, replay, replay_file, trajectory_file)
 
 
 class App:
@@ -31,8 +32,9 @@ class App:
         return cls(name)
 
 
-__all__ = ["App", "BuildError", "Client", "ConnectionError", "Conflict", "DirSnapshot", "ExecTimeout", "FileInfo", "FileNotFound",
+__all__ = ["App", "BuildError", "Client", "ConnectionError", "Conflict", "DirSnapshot", "ExecTimeout", "FileInfo", "FileNotFound", "Forbidden",
            "Image", "ImageNotFound", "InvalidArgument", "IsADirectory", "MemorySnapshot", "NotFound", "OutOfMemory",
            "Process", "ReplayResult", "Result", "Sandbox", "SandboxNotFound", "SandboxTimeout", "SandboxTimeoutError", "SbxError",
-           "SnapshotNotFound", "Stats", "Unsupported", "Volume", "default_client", "map", "replay"]
+           "SnapshotNotFound", "Stats", "Unsupported", "Volume", "branch_file", "default_client", "map", "replay", "replay_file",
+           "trajectory_file"]
 __version__ = "0.1.0"

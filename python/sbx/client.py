@@ -109,7 +109,11 @@ class Client:
     def _target(path: str, query: Optional[Dict[str, Any]]) -> str:
         if not query:
             return path
-        q = {k: ("1" if v is True else "0" if v is False else str(v)) for k, v in query.items() if v is not None}
+        def one(v: Any) -> str:
+            return "1" if v is True else "0" if v is False else str(v)
+        # A list: the key repeated (tolerate_regex=a&tolerate_regex=b).
+        q = [(k, one(x)) for k, v in query.items() if v is not None
+             for x in (v if isinstance(v, (list, tuple)) else [v])]
         return path + "?" + urllib.parse.urlencode(q)
 
     def _raise_for(self, status: int, data: bytes) -> None:
@@ -159,6 +163,18 @@ class Client:
         if r.status >= 400:
             self._raise_for(r.status, out)
         return b"" if r.status == 204 else out
+
+    def upload(self, method: str, path: str, query: Optional[Dict[str, Any]], data: Optional[bytes],
+               content_type: str = "application/octet-stream") -> bytes:
+        """A request whose body is ``data`` as it is (None: no body); the
+        answer's body. Raises the answer's error for a status >= 400."""
+        r = self._open(method, path, query, data, {"Content-Type": content_type} if data is not None else None)
+        out = r.read()
+        if r.will_close:
+            self._local.conn = None
+        if r.status >= 400:
+            self._raise_for(r.status, out)
+        return out
 
     def stream_json(self, method: str, path: str, query: Optional[Dict[str, Any]], body: Any, length: int,
                     content_type: str) -> Iterator[Dict[str, Any]]:

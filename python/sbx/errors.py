@@ -59,6 +59,11 @@ class IsADirectory(SbxError, builtins.IsADirectoryError):
     """The path names a directory where a file was expected."""
 
 
+class Forbidden(SbxError, PermissionError):
+    """Never allowed as asked, whatever the state (HTTP 403): e.g. a
+    trajectory ``path=`` outside the server's ``--trajectory-dir``."""
+
+
 class Conflict(SbxError):
     """The sandbox is not in a state for this (e.g. not running; HTTP 409)."""
 
@@ -97,6 +102,7 @@ _KINDS: Dict[str, Type[SbxError]] = {
     "FileNotFound": FileNotFound,
     "IsADirectory": IsADirectory,
     "Conflict": Conflict,
+    "Forbidden": Forbidden,
 }
 
 
@@ -107,5 +113,6 @@ def from_response(status: int, body: Optional[dict], fallback: str = "") -> SbxE
     message = str(body.get("message", fallback or f"HTTP {status}"))
     cls = _KINDS.get(kind)
     if cls is None:
-        cls = NotFound if status == 404 else InvalidArgument if status == 400 else Conflict if status == 409 else SbxError
+        cls = NotFound if status == 404 else InvalidArgument if status == 400 else Conflict if status == 409 else \
+            Forbidden if status == 403 else SbxError
     return cls(message, kind, status)

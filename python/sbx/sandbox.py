@@ -628,3 +628,71 @@ def replay(sandbox: Union[Sandbox, str], image: Optional[str] = None, until: Opt
     j = c.request("POST", "/sbx/v1/sandboxes/" + ref + "/replay", body=body)
     sb = Sandbox(c, j["sandbox"]) if j.get("sandbox") else None
     return ReplayResult(bool(j["matched"]), j.get("first_divergence"), list(j["steps"]), sb)
+
+
+TrajectorySource = Union[str, "os.PathLike[str]", bytes]
+
+
+def _trajectory_call(op: str, file: Optional[TrajectorySource], path: Optional[str], query: Dict[str, Any],
+                     client: Optional[Client]) -> bytes:
+    """POST /sbx/v1/trajectories/OP with the trajectory ``file`` (a local
+    file's name, or its bytes) as the body, or ``path`` (a file on the
+    server's host, under its ``--trajectory-dir``)."""
+    c = client or default_client()
+    if (file is None) == (path is None):
+        raise errors.InvalidArgument("give the trajectory as file= (a local file or bytes) or path= (on the server), one of them")
+    q = dict(query)
+    data: Optional[bytes] = None
+    if path is not None:
+        q["path"] = path
+    elif isinstance(file, bytes):
+        data = file
+    else:
+        with open(os.fspath(file), "rb") as f:
+            data = f.read()
+    return c.upload("POST", "/sbx/v1/trajectories/" + op, q, data)
+
+
+def trajectory_file(file: Optional[TrajectorySource] = None, *, path: Optional[str] = None,
+                    client: Optional[Client] = None) -> List[Dict[str, Any]]:
+    """A trajectory FILE read by the server: an export of ``sbx trajectory
+    export`` (a tar), a ``trajectory.jsonl`` or a mini-swe-agent trajectory
+    (imported), given as ``file`` (a local file, uploaded, or its bytes) or
+    ``path`` (on the server's host, under its ``--trajectory-dir``). Returns
+    the header, then one dict per step. Raises InvalidArgument (not a
+    readable trajectory: corrupt, truncated, hostile), Forbidden/NotFound
+    (``path`` outside the server's trajectory dir, or missing)."""
+    data = _trajectory_call("show", file, path, {}, client)
+    return [json.loads(l) for l in data.decode("utf-8").splitlines() if l.strip()]
+
+
+def branch_file(file: Optional[TrajectorySource] = None, step: Optional[int] = None, count: Optional[int] = None,
+                name: Optional[str] = None, *, path: Optional[str] = None,
+                client: Optional[Client] = None) -> Union[Sandbox, List[Sandbox]]:
+    """``sbx branch FILE --at STEP`` through the server: new sandboxes with the
+    files of the trajectory's ``step`` (``file``/``path`` as
+    :func:`trajectory_file`; an export archive holds the checkpoints a branch
+    needs). ``count`` None: one Sandbox, else a list."""
+    if step is None:
+        raise errors.InvalidArgument("branch_file needs step=N (the step whose files the branch gets)")
+    c = client or default_client()
+    q: Dict[str, Any] = {"step": step, "count": count, "name": name or None}
+    j = json.loads(_trajectory_call("branch", file, path, q, c))
+    if count is None:
+        return Sandbox(c, j)
+    return [Sandbox(c, x) for x in j]
+
+
+def replay_file(file: Optional[TrajectorySource] = None, *, path: Optional[str] = None, image: Optional[str] = None,
+                until: Optional[int] = None, keep: bool = False, tolerate_regex: Optional[Sequence[str]] = None,
+                tolerate_path: Optional[Sequence[str]] = None, client: Optional[Client] = None) -> ReplayResult:
+    """``sbx replay FILE`` through the server (``file``/``path`` as
+    :func:`trajectory_file`; the other arguments as :func:`replay`): a
+    rollout recorded elsewhere, replayed on this server's host."""
+    c = client or default_client()
+    q: Dict[str, Any] = {"image": image or None, "until": until, "keep": keep,
+                         "tolerate_regex": list(tolerate_regex or []) or None,
+                         "tolerate_path": list(tolerate_path or []) or None}
+    j = json.loads(_trajectory_call("replay", file, path, q, c))
+    sb = Sandbox(c, j["sandbox"]) if j.get("sandbox") else None
+    return ReplayResult(bool(j["matched"]), j.get("first_divergence"), list(j["steps"]), sb)

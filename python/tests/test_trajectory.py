@@ -131,3 +131,25 @@ def test_errors(client, rec):
     # The trajectory endpoint's answer is JSON lines, the header first.
     lines = client.request_bytes("GET", path + "/trajectory").decode().splitlines()
     assert json.loads(lines[0])["format"] == "sbx-trajectory" and len(lines) >= 2
+
+
+def test_a_trajectory_file_uploaded_replays_and_reads(rec, client):
+    """/sbx/v1/trajectories/*: the file as the body (here the JSON lines the
+    server gave for a recorded sandbox, as if recorded elsewhere)."""
+    _run(rec, "mkdir -p /work && echo one > /work/a; echo out")
+    data = ("\n".join(json.dumps(l) for l in rec.trajectory(header=True)) + "\n").encode()
+    lines = sbx.trajectory_file(data, client=client)
+    assert lines[0]["format"] == "sbx-trajectory" and lines[1]["kind"] == "exec", lines
+    res = sbx.replay_file(data, client=client)
+    assert res.matched and res.first_divergence is None, res
+    changed = data.replace(b"echo out", b"echo OUT")
+    res = sbx.replay_file(changed, client=client)
+    n = [s for s in lines[1:] if s["kind"] == "exec" and "echo out" in s["argv"][-1]][0]["step"]
+    assert not res.matched and res.first_divergence == n and "stdout" in res.steps[-1]["difference"], res
+    # A bare trajectory.jsonl has no objects: a branch needs the export archive.
+    with pytest.raises(sbx.NotFound, match="missing"):
+        sbx.branch_file(data, step=1, client=client)
+    with pytest.raises(sbx.InvalidArgument, match="truncated"):
+        sbx.trajectory_file(data[:-5], client=client)
+    with pytest.raises(sbx.InvalidArgument, match="one of them"):
+        sbx.trajectory_file(client=client)

@@ -210,7 +210,7 @@ int namespace_flags(pid_t pid) {
     const char* name;
     int flag;
   } kNs[] = {{"user", CLONE_NEWUSER}, {"mnt", CLONE_NEWNS},  {"pid", CLONE_NEWPID},     {"ipc", CLONE_NEWIPC},
-             {"uts", CLONE_NEWUTS},   {"net", CLONE_NEWNET}, {"cgroup", CLONE_NEWCGROUP}};
+             {"uts", CLONE_NEWUTS},   {"net", CLONE_NEWNET}, {"cgroup", CLONE_NEWCGROUP}, {"time", CLONE_NEWTIME}};
   int flags = 0;
   for (const auto& ns : kNs) {
     struct stat a, b;

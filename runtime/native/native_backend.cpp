@@ -37,6 +37,7 @@
 #include "runtime/native/pooled_command.h"
 #include "runtime/linux/mounts.h"
 #include "runtime/linux/namespaces.h"
+#include "runtime/linux/time_namespace.h"
 #include "runtime/linux/network.h"
 #include "runtime/linux/pty.h"
 #include "runtime/linux/pty_relay.h"
@@ -519,6 +520,14 @@ int reap(Sandbox& sb, bool block) {
   return sb.exit_status;
 }
 
+/// The clone that starts the sandbox's init (clone_sandbox), into a new time
+/// namespace whose monotonic and boot clocks start at zero when the spec
+/// asks for one (runtime/linux/time_namespace.h).
+pid_t clone_init(const SandboxSpec& spec, uint64_t flags, int* pidfd) {
+  if (!wants_time_namespace(spec)) return clone_sandbox(flags, pidfd);
+  return clone_in_new_time_namespace([&] { return clone_sandbox(flags, pidfd); });
+}
+
 }  // namespace
 
 Sandbox::Sandbox(Sandbox&& o) noexcept { *this = std::move(o); }
@@ -769,7 +778,7 @@ Sandbox start(const SandboxSpec& spec, const StartOptions& opts) {
     if (fresh_helper_image() >= 0)
       pid = clone_from_fresh_helper("init", encode_init_request(ctx, flags), &sb.pidfd, std::move(keep));
     else
-      pid = clone_from_single_thread([&](uint64_t extra, int* fd) { return clone_sandbox(flags | extra, fd); },
+      pid = clone_from_single_thread([&](uint64_t extra, int* fd) { return clone_init(spec, flags | extra, fd); },
                                      [&] {
                                        ::close(sv[0]);
                                        init_main(ctx);
@@ -1035,7 +1044,7 @@ void init_helper_main(int payload_fd, int answer_fd) {
   // Read on the host, as sbx itself would have before the clone: after
   // pivot_root "/" is the sandbox's (cgroup_mode looks at /sys/fs/cgroup).
   (void)cgroup_mode();
-  answer_clone(answer_fd, [&](uint64_t extra, int* fd) { return clone_sandbox(flags | extra, fd); },
+  answer_clone(answer_fd, [&](uint64_t extra, int* fd) { return clone_init(spec, flags | extra, fd); },
                [&] { init_main(c); });
 }
 

@@ -26,7 +26,8 @@ bool Container::tty() const { return config.value("Tty", false); }
 
 BodyRule Api::body_rule(const Request& r) {
   if ((r.method == "PUT" && r.path.rfind("/containers/", 0) == 0 && r.path.ends_with("/archive")) ||
-      (r.method == "POST" && (r.path == "/images/load" || r.path == "/build" || r.path == "/sbx/v1/build")))
+      (r.method == "POST" && (r.path == "/images/load" || r.path == "/build" || r.path == "/sbx/v1/build" ||
+                              r.path.rfind("/sbx/v1/trajectories/", 0) == 0)))
     return {kMaxArchiveBody, true};
   return {kMaxJsonBody, false};
 }

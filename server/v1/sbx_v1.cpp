@@ -2,6 +2,7 @@
 // docs/api.md): create, get, list, wait, terminate, stats.
 #include "server/v1/sbx_v1.h"
 #include "engine/trajectory_ops.h"
+#include "server/v1/trajectory_files.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@ void SbxV1::handle(Connection& c, Request& r) {
   static const std::regex kSnapshot("^/sbx/v1/snapshots/([^/]+)$");
   static const std::regex kRestore("^/sbx/v1/snapshots/([^/]+)/restore$");
   static const std::regex kVolume("^/sbx/v1/volumes/([^/]+)$");
+  static const std::regex kTrajectoryFile("^/sbx/v1/trajectories/(show|branch|replay)$");
   const std::string& p = r.path;
   const std::string& m = r.method;
   std::smatch g;
@@ -96,6 +98,9 @@ void SbxV1::handle(Connection& c, Request& r) {
       if (m == "POST" && op == "branch") return branch(c, r, id);
       if (m == "POST" && op == "replay") return replay(c, r, id);
     }
+    if (std::regex_match(p, g, kTrajectoryFile) && m == "POST")
+      return v1_trajectory_file(engine_, c, r, g[1], [this](const std::string& id) { start_watch(id); },
+                                [this](const std::string& id) { return sandbox_json(id); });
     if (std::regex_match(p, g, kFileOp) && m == "POST") return file_op(c, r, resolve(g[1]), g[2]);
     if (std::regex_match(p, g, kRestore) && m == "POST") return restore(c, r, g[1]);
     if (std::regex_match(p, g, kSnapshot) && m == "DELETE") return snapshot_remove(c, g[1]);

@@ -129,3 +129,84 @@ TEST_CASE("trajectory: checkpoints hold changed files only, deduplicated; files_
   CHECK(error_code([&] { trajectory::files_at(t, 2); }, &msg) == 125);
   CHECK(msg.find("cannot be restored") != std::string::npos);
 }
+
+TEST_CASE("trajectory: a hostile step is refused by the parser, before anything is written") {
+  const std::string sha(64, 'a');
+  auto step = [](const std::string& body) { return kHeader + "\n" + body + "\n"; };
+  auto ck = [&](const std::string& file) {
+    return step(R"({"step":1,"kind":"exec","checkpoint":{"files":[)" + file + R"(],"deleted":[]}})");
+  };
+  std::string msg;
+  // A path that climbs out, is relative, has an empty or "." component.
+  for (const char* p : {"/../../etc/x", "etc/x", "/a//b", "/a/./b", "/a/.."}) {
+    CHECK(error_code([&] { trajectory::parse(ck(R"({"path":")" + std::string(p) + R"(","type":"file","sha256":")" + sha + "\"}"), "t"); },
+                     &msg) == 125);
+    CHECK(msg.find("refused") != std::string::npos);
+  }
+  // An object name that is a path, or no digest at all.
+  CHECK(error_code([&] { trajectory::parse(ck(R"({"path":"/x","type":"file","sha256":"../../../etc/passwd"})"), "t"); }, &msg) == 125);
+  CHECK(msg.find("64 hex") != std::string::npos);
+  CHECK(error_code([&] { trajectory::parse(ck(R"({"path":"/x","type":"file"})"), "t"); }) == 125);
+  CHECK(error_code([&] { trajectory::parse(ck(R"({"path":"/x","type":"fifo"})"), "t"); }) == 125);
+  CHECK(error_code([&] { trajectory::parse(ck(R"({"path":"/x","type":"dir","mode":"rwx"})"), "t"); }) == 125);
+  CHECK(error_code([&] {
+          trajectory::parse(step(R"({"step":1,"kind":"exec","checkpoint":{"files":[],"deleted":["/../x"]}})"), "t");
+        }) == 125);
+  // A copy whose source name or manifest path climbs out.
+  CHECK(error_code([&] {
+          trajectory::parse(step(R"({"step":1,"kind":"cp_in","source_name":"../x","manifest":[]})"), "t");
+        }, &msg) == 125);
+  CHECK(msg.find("source_name") != std::string::npos);
+  CHECK(error_code([&] {
+          trajectory::parse(
+              step(R"({"step":1,"kind":"cp_in","source_name":"d","manifest":[{"path":"../x","type":"file","sha256":")" + sha + "\"}]}"),
+              "t");
+        }) == 125);
+  // What the recorder writes still parses.
+  CHECK(error_code([&] {
+          trajectory::parse(ck(R"({"path":"/w/a b","type":"file","mode":420,"size":1,"sha256":")" + sha +
+                               R"("},{"path":"/w","type":"dir","mode":493,"opaque":true},{"path":"/l","type":"symlink","target":"../etc"})"),
+                            "t");
+          trajectory::parse(step(R"({"step":1,"kind":"cp_in","source_name":"d","manifest":[{"path":"","type":"dir","mode":493},{"path":"d/f","type":"file","mode":420,"size":0,"sha256":")" +
+                                 sha + "\"}]}"),
+                            "t");
+        }, &msg) == 0);
+}
+
+TEST_CASE("trajectory: materialize never writes through a symlink of the same state") {
+  TempDir d;
+  const std::string sha(64, 'b');
+  fs::mkdir_p(d.path + "/objects", 0700);
+  fs::mkdir_p(d.path + "/outside", 0700);
+  fs::write_file_atomic(d.path + "/objects/" + sha, "x");
+  std::map<std::string, json> state;
+  state["/l"] = {{"path", "/l"}, {"type", "symlink"}, {"target", d.path + "/outside"}};
+  state["/l/pwned"] = {{"path", "/l/pwned"}, {"type", "file"}, {"mode", 420}, {"sha256", sha}};
+  std::string msg;
+  CHECK(error_code([&] { trajectory::materialize(state, d.path + "/objects", d.path + "/files"); }, &msg) == 125);
+  CHECK(msg.find("under the symlink /l") != std::string::npos);
+  CHECK(!fs::exists(d.path + "/outside/pwned"));
+  // A deleted path under a link (a dir replaced by a link) is fine: nothing is written for it.
+  state["/l/pwned"] = {{"type", "deleted"}};
+  CHECK(error_code([&] { trajectory::materialize(state, d.path + "/objects", d.path + "/files2"); }) == 0);
+}
+
+TEST_CASE("trajectory: the header says whether the clocks start at zero") {
+  SandboxSpec s;
+  s.runtime = "native";
+  trajectory::pin_reproducible(s);
+  CHECK(s.annotations["dev.sbx.timens"] == "true");
+  CHECK(trajectory::make_header(s, {})["timens"] == true);
+  SandboxSpec off;
+  off.runtime = "native";
+  off.annotations["dev.sbx.timens"] = "false";  // --no-timens
+  trajectory::pin_reproducible(off);
+  CHECK(off.annotations["dev.sbx.timens"] == "false");
+  json h = trajectory::make_header(off, {});
+  CHECK(h["timens"] == false);
+  CHECK(h["unpinned"].dump().find("monotonic") != std::string::npos);
+  SandboxSpec gv;
+  gv.runtime = "gvisor";
+  gv.annotations["dev.sbx.timens"] = "false";
+  CHECK(trajectory::make_header(gv, {})["timens"] == true);
+}
