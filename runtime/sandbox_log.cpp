@@ -1,7 +1,9 @@
 #include "runtime/sandbox_log.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -151,7 +153,16 @@ SandboxLog::~SandboxLog() {
 
 void SandboxLog::open() noexcept {
   if (fd_ >= 0) ::close(fd_);
-  fd_ = ::openat(dirfd_, kRecordLog, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  // No symlink is followed (RESOLVE_NO_SYMLINKS, not O_NOFOLLOW): the file's
+  // flags then hold no O_NOFOLLOW, which CRIU would reuse to reopen the fd
+  // it is given at restore (--inherit-fd, through /proc/self/fd: ELOOP).
+  struct open_how how {};
+  how.flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
+  how.mode = 0600;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+  fd_ = static_cast<int>(::syscall(SYS_openat2, dirfd_, kRecordLog, &how, sizeof how));
+  if (fd_ < 0 && errno == ENOSYS)  // kernel < 5.6
+    fd_ = ::openat(dirfd_, kRecordLog, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   struct stat st;
   size_ = (fd_ >= 0 && ::fstat(fd_, &st) == 0) ? st.st_size : 0;
 }

@@ -156,6 +156,14 @@ void run_holder(const HolderConfig& cfg) {
       while (::read(sfd, &si, sizeof si) == sizeof si) {
         int sig = static_cast<int>(si.ssi_signo);
         if (sig == SIGCHLD) continue;
+        if (sig == holder_dumpable_signal()) {
+          // Only sbx on the host may ask (ssi_pid: the sender's pid in this
+          // namespace, 0 from an ancestor namespace); the answer is the owner
+          // of /proc/1, which sbx reads.
+          if (si.ssi_pid == 0 && si.ssi_code == SI_QUEUE)
+            ::prctl(PR_SET_DUMPABLE, si.ssi_int == 1 ? 1 : 0, 0, 0, 0);
+          continue;
+        }
         if (cfg.workload > 0) {
           ::kill(cfg.workload, sig);
         } else if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT || sig == SIGUSR1 ||

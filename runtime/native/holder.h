@@ -19,6 +19,7 @@
 // pivot_root. That fd is O_CLOEXEC and the holder is made non-dumpable, so
 // sandbox processes cannot reach it through /proc/1/fd (CVE-2024-21626).
 #pragma once
+#include <signal.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -27,6 +28,14 @@
 #include "runtime/state.h"        // touch_activity
 
 namespace sbx::runtime {
+
+/// The signal sbx queues (sigqueue(2)) to a holder to make it dumpable
+/// (value 1) or not (value 0) around a CRIU dump
+/// (runtime/native/criu_checkpoint.h). The holder obeys it only from outside
+/// the sandbox's pid namespace (the sender's pid reads 0 there), so no process
+/// of the sandbox can open /proc/1 with it; sbx sends it only while every
+/// other process of the sandbox is frozen. Not forwarded to the first process.
+inline int holder_dumpable_signal() noexcept { return SIGRTMIN + 4; }
 
 struct HolderConfig {
   int state_dirfd = -1;        ///< the sandbox's state dir (O_DIRECTORY|O_CLOEXEC)

@@ -15,6 +15,7 @@
 #include "runtime/native/copy.h"
 #include "runtime/native/create.h"
 #include "runtime/native/criu.h"
+#include "runtime/native/criu_checkpoint.h"
 #include "runtime/native/exec.h"
 #include "runtime/native/native_backend.h"
 #include "runtime/native/writable_layer.h"
@@ -69,9 +70,10 @@ std::function<void()> gc_while_starting(const BackendOptions& o) {
 }  // namespace
 
 bool NativeBackend::supports(Operation op) const noexcept {
-  // Checkpoint/Restore: CRIU's answer depends on the host, so
-  // check_checkpoint asks it (and explains); restore has nothing to restore.
-  return op != Operation::Restore;
+  // Checkpoint/Restore: CRIU's answer depends on the host and the sandbox,
+  // so check_checkpoint asks it (and explains).
+  (void)op;
+  return true;
 }
 
 RuntimeSupport NativeBackend::probe() const {
@@ -198,13 +200,18 @@ void NativeBackend::check_checkpoint(const SandboxRef& sb) {
   if (!state_alive(sb.state))
     throw Error(ErrorKind::Conflict,
                 "sandbox " + sb.state.id.substr(0, 12) + " is not running; only a running sandbox can be checkpointed");
-  // What no CRIU can save comes first, with its reason; nothing is written.
-  if (std::string why = criu_spec_blocker(sb.spec()); !why.empty())
-    throw Error("cannot checkpoint sandbox " + sb.state.id.substr(0, 12) + ": " + why +
-                "; nothing was written and the sandbox keeps running");
-  fail_native_checkpoint();
+  // What CRIU cannot save, or sbx cannot restore yet, comes first with its
+  // reason; nothing is written.
+  refuse_native_checkpoint(sb.state, sb.spec());
 }
 
-CheckpointResult NativeBackend::checkpoint(const SandboxRef&, const CheckpointRequest&) { fail_native_checkpoint(); }
+CheckpointResult NativeBackend::checkpoint(const SandboxRef& sb, const CheckpointRequest& req) {
+  return checkpoint_native(opts_.run_root, sb.state, sb.spec(), req);
+}
+
+std::vector<RestoredSandbox> NativeBackend::restore(const RestoreRequest& req) {
+  if (!criu_info().works) fail_native_checkpoint();
+  return restore_native(opts_.run_root, req);
+}
 
 }  // namespace sbx::runtime

@@ -1,8 +1,7 @@
 // NativeBackend: runtime/backend.h over the native mechanics (Linux
 // namespaces, overlay, cgroups, seccomp: runtime/native/native_backend.h,
 // create.h, exec.h, copy.h, writable_layer.h; runtime/lifecycle.h). Memory
-// checkpoints need CRIU (runtime/native/criu.h), which sbx does not drive
-// yet: checkpoint() and restore() are where it will.
+// checkpoints go through CRIU (runtime/native/criu.h, criu_checkpoint.h).
 #pragma once
 #include "runtime/backend.h"
 
@@ -37,11 +36,13 @@ class NativeBackend final : public Backend {
   void unpause(const SandboxRef& sb) override;
   WritableLayer writable_layer(const SandboxRef& sb) override;
   SnapshotView snapshot_view(const SandboxRef& sb) override;
-  /// Throws the CRIU message (runtime/native/criu.h): CRIU missing, broken,
-  /// or not driven by sbx yet.
+  /// Throws why `sb` cannot be checkpointed (runtime/native/criu_checkpoint.h
+  /// refuse_native_checkpoint: CRIU missing or broken, GPUs, a network, …).
   void check_checkpoint(const SandboxRef& sb) override;
-  /// As check_checkpoint (the CRIU message), until sbx drives CRIU.
+  /// CRIU dump of the sandbox (runtime/native/criu_checkpoint.h checkpoint_native).
   CheckpointResult checkpoint(const SandboxRef& sb, const CheckpointRequest& req) override;
+  /// CRIU restore of req.count copies (runtime/native/criu_checkpoint.h restore_native).
+  std::vector<RestoredSandbox> restore(const RestoreRequest& req) override;
 };
 
 }  // namespace sbx::runtime
