@@ -515,6 +515,12 @@ std::vector<RestoredSandbox> restore_native(const std::string& run_root, const R
       } catch (const std::exception&) {
         throw Error("criu restore wrote no pid file in " + s.dir);
       }
+      // CRIU restores the holder's dumpable flag as dumped; ask it once more
+      // to be non-dumpable, so no copy's /proc/1 opens to its sandbox even
+      // if the checkpoint was taken while it was dumpable.
+      union sigval off;
+      off.sival_int = 0;
+      ::sigqueue(pid, holder_dumpable_signal(), off);
       st.pid = pid;
       st.pid_start = process_start_time(pid);
       st.status = "running";
