@@ -27,7 +27,8 @@ bool cgroup_may_have(const std::string& dir, const char* controller) noexcept {
     size_t comma = h.find(',', i);
     if (comma == std::string_view::npos) comma = h.size();
     std::string_view part = h.substr(i, comma - i);
-    if (part.rfind("name=", 0) == 0) return false;  // a named hierarchy: no controller files
+    // A named hierarchy (mounted "name=systemd", seen as "systemd"): no controller files.
+    if (part.rfind("name=", 0) == 0 || part == "systemd") return false;
     for (const char* k : kKnown)
       if (part == k) return false;
     i = comma + 1;

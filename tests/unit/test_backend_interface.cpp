@@ -139,9 +139,9 @@ TEST_CASE("memory checkpoints go through the sandbox's backend; a refusal leaves
   auto st = write_sandbox(run_root.path, 'c', child);
   auto native = runtime::backend_for("native", run_root_options(run_root.path));
   runtime::SandboxRef ref{runtime::sandbox_dir(run_root.path, st.id), st};
-  // The native backend refuses with the CRIU message, before anything is written.
-  CHECK_THROWS_WITH_AS(snapshot::checkpoint_sandbox(root.path, *native, ref, "n1", false),
-                       doctest::Contains("--runtime gvisor"), Error);
+  // The native backend refuses (without CRIU: the CRIU message; with it: this
+  // made-up sandbox has no bundle), before anything is written.
+  CHECK_THROWS_AS(snapshot::checkpoint_sandbox(root.path, *native, ref, "n1", false), Error);
   CHECK_FALSE(stdfs::exists(root.path + "/snapshots/checkpoints"));
   CHECK(snapshot::read_catalog(root.path).empty());
   // A memory snapshot recorded by a backend is restored by that backend: one
@@ -156,7 +156,8 @@ TEST_CASE("memory checkpoints go through the sandbox's backend; a refusal leaves
   engine::Engine eng({root.path, run_root.path});
   engine::RestoreRequest rr;
   rr.snapshot = "m1";
-  CHECK_THROWS_WITH_AS(eng.restore(rr), doctest::Contains("native: restore from a memory checkpoint"), Error);
+  // (said to be native's, it reaches the native backend, which finds no data)
+  CHECK_THROWS_WITH_AS(eng.restore(rr), doctest::Contains("memory snapshot 'm1'"), Error);
   rr.count = 0;
   CHECK_THROWS_WITH_AS(eng.restore(rr), "--count must be between 1 and 4096", Error);
   ::kill(child, SIGKILL);

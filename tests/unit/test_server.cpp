@@ -104,7 +104,8 @@ TEST_CASE("spec_from_docker refuses what sbx cannot do") {
                   Error);
   CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Binds": ["bad name:/data"]}})"), img, {}, id, ""),
                   Error);
-  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Mounts": [{"Type": "volume", "Target": "/d"}]}})"),
+  // (A volume mount without a source is an anonymous volume, as docker's.)
+  CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Mounts": [{"Type": "volume", "Source": "bad name", "Target": "/d"}]}})"),
                                            img, {}, id, ""),
                   Error);
   CHECK_THROWS_AS(server::spec_from_docker(json::parse(R"({"HostConfig": {"Binds": ["/tmp:rel"]}})"), img, {}, id, ""),
