@@ -246,7 +246,15 @@ json Api::container_networks(const std::string& id, const json& cfg) {
     a.push_back(short_id);
     return a;
   };
-  auto live = runtime::sandbox_endpoints(id);
+  // A stopped container's sandbox keeps its old endpoints until its next
+  // start, which joins the networks its config names now (connect and
+  // disconnect of a stopped container change only the config).
+  bool ended = false;
+  if (auto ctr = record(id)) {
+    std::lock_guard lk(mu_);
+    ended = ctr->ended;
+  }
+  auto live = ended ? decltype(runtime::sandbox_endpoints(id)){} : runtime::sandbox_endpoints(id);
   if (!live.empty()) {
     for (const auto& e : live) {
       json ep = asked(e.network_name, e.network_id);
