@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "engine/volume_holds.h"
 #include "oci/reference.h"
 #include "runtime/state.h"
 #include "server/docker/api.h"
@@ -71,6 +72,19 @@ void Api::image_list(Connection& c, const Request&) {
 void Api::image_inspect(Connection& c, const Request&, const std::string& name) {
   oci::ImageRecord img = find_image(name);
   const auto& cfg = img.config;
+  json volumes = json::object();  // (docker's shape: {"/path": {}})
+  try {
+    for (const auto& v : engine::image_volumes(engine_.config().root, img.id)) volumes[v] = json::object();
+  } catch (const Error&) {
+  }
+  json config = {{"Env", cfg.env},
+                 {"Cmd", cfg.cmd.empty() ? json() : json(cfg.cmd)},
+                 {"Entrypoint", cfg.entrypoint.empty() ? json() : json(cfg.entrypoint)},
+                 {"WorkingDir", cfg.working_dir},
+                 {"User", cfg.user},
+                 {"StopSignal", cfg.stop_signal},
+                 {"Volumes", volumes.empty() ? json() : volumes},
+                 {"Labels", cfg.labels}};
   json out = {{"Id", "sha256:" + img.id},
               {"RepoTags", img.names},
               {"RepoDigests", digests(img)},
@@ -82,14 +96,10 @@ void Api::image_inspect(Connection& c, const Request&, const std::string& name) 
               {"Os", img.os.empty() ? "linux" : img.os},
               {"Size", img.unpacked_size},
               {"VirtualSize", img.unpacked_size},
-              {"Config",
-               {{"Env", cfg.env},
-                {"Cmd", cfg.cmd.empty() ? json() : json(cfg.cmd)},
-                {"Entrypoint", cfg.entrypoint.empty() ? json() : json(cfg.entrypoint)},
-                {"WorkingDir", cfg.working_dir},
-                {"User", cfg.user},
-                {"StopSignal", cfg.stop_signal},
-                {"Labels", cfg.labels}}},
+              {"Config", config},
+              // (docker-compose 1.29 reads ContainerConfig's Volumes when it
+              // recreates a service; docker fills it for API versions < 1.45)
+              {"ContainerConfig", config},
               {"RootFS", {{"Type", "layers"}, {"Layers", img.diff_ids}}},
               {"Metadata", {{"LastTagTime", img.imported}}}};
   c.send(200, out.dump());

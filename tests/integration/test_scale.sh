@@ -129,7 +129,7 @@ check "GET /sbx/v1/sandboxes lists all $(live) ($listed)" test "$listed" = "$(li
 for id in $(head -5 "$T/v1ids"); do $SBX kill "$id" >/dev/null; done
 for _ in $(seq 100); do
   z=$(ps -o stat= --ppid "$SERVER_PID" | grep -c '^Z')
-  ended=$(for id in $(head -5 "$T/v1ids"); do v1 "http://sbx/sbx/v1/sandboxes/$id"; done | grep -c '"status":"exited"')
+  ended=$(for id in $(head -5 "$T/v1ids"); do v1 "http://sbx/sbx/v1/sandboxes/$id"; done | grep -o '"status":"exited"' | wc -l)
   [ "$z" = 0 ] && [ "$ended" = 5 ] && break
   sleep 0.1
 done

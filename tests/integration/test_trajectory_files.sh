@@ -113,7 +113,8 @@ mkdir -p "$T/tdir/sub" && cp "$T/rec.tar" "$T/tdir/sub/rec.tar"
 ln -s "$T/rec.tar" "$T/tdir/out.tar"   # a symlink that leads out of the dir
 start_serve() {  # start_serve [ARGS]: sbx serve on $T/sock
   rm -f "$T/sock"
-  sbx serve --socket "$T/sock" "$@" >"$T/serve.log" 2>&1 &
+  # ("$SBX" itself, not the sbx function: $! must be the server, not a subshell)
+  "$SBX" --root "$T/root" --run-root "$T/run" serve --socket "$T/sock" "$@" >"$T/serve.log" 2>&1 &
   SERVE=$!
   for _ in $(seq 100); do [ -S "$T/sock" ] && return; sleep 0.1; done
   fail "sbx serve did not start: $(cat "$T/serve.log")"
