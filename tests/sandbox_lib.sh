@@ -39,6 +39,9 @@ ROOT_SBX_CGROUPS_BEFORE=$(ls -d /sys/fs/cgroup/*/sbx-* 2>/dev/null | sort)
 SBX_PARENT_CGROUP=/sys/fs/cgroup/memory/sbx
 [ -d /sys/fs/cgroup/memory ] || SBX_PARENT_CGROUP=/sys/fs/cgroup/sbx
 PARENT_CHILDREN_BEFORE=$(ls -d "$SBX_PARENT_CGROUP"/sbx-* 2>/dev/null | sort)
+# Per-sandbox network index dirs (RUN/sbx-net/sandboxes/<id>) there before
+# the test: only new ones can be this test's.
+NET_INDEX_BEFORE=$(ls "${SBX_NETWORK_STATE:-/run/sbx-net}/sandboxes" 2>/dev/null | sort)
 fails=0
 passes=0
 
@@ -178,6 +181,14 @@ leak_check() {
   # root); with no lease of anyone left, sbx's nft table and sbv* veths too.
   local netstate=${SBX_NETWORK_STATE:-/run/sbx-net}
   leaked=$(grep -l -F "$SBX_RUN_ROOT" "$netstate"/*.json 2>/dev/null | tr '\n' ' ')
+  # ... and index dirs made during the test and left empty (a live sandbox's
+  # holds its records; an empty one is a killed sandbox's that gc missed).
+  local d
+  for d in "$netstate"/sandboxes/*/; do
+    [ -d "$d" ] || continue
+    grep -qx "$(basename "$d")" <<<"$NET_INDEX_BEFORE" && continue
+    [ -z "$(ls -A "$d")" ] && leaked+="empty index dir $d "
+  done
   if ! ls "$netstate"/*.json >/dev/null 2>&1; then
     # (A sandbox's veth goes with its namespace, asynchronously: give it a moment.)
     for _ in 1 2 3 4 5 6 7 8 9 10; do ip -o link show 2>/dev/null | grep -Eq ': sbv[0-9a-f]{12}[@:]' || break; sleep 0.1; done

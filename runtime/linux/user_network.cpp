@@ -729,7 +729,6 @@ std::vector<NetworkEndpoint> allocate_endpoints(const std::string& run_root, con
   if (!opts.publish.empty() && !nets.empty() && nets[0].internal)
     throw Error(ErrorKind::InvalidArgument, "-p publishes to the sandbox's first network, and " + nets[0].name +
                                         " is --internal: put a network with a way out first");
-  fs::mkdir_p(sandbox_network_index(sandbox_id), 0700);
   bool have_route = false;
   try {
     for (size_t i = 0; i < nets.size(); ++i) {
@@ -772,6 +771,10 @@ std::vector<NetworkEndpoint> allocate_endpoints(const std::string& run_root, con
         reclaim_address(n, want);
       }
       fs::FileLock lock(network_lock_path());
+      // The sandbox's index dir is made under the lock, as its first record
+      // is written: gc (under the same lock) takes an empty one for a dead
+      // sandbox's, never for one being made.
+      fs::mkdir_p(sandbox_network_index(sandbox_id), 0700);
       if (want) {
         take_fixed_address(n, want, sandbox_id);
         e.address = want;
@@ -944,10 +947,8 @@ void disconnect_endpoint(const std::string& run_root, const std::string& sandbox
 }
 
 /// Removes the temp files of atomic writes whose writer was killed
-/// (NAME.tmp.PID.N) from `dir`; with `rmdir_if_old`, then the dir itself
-/// when it is empty and older than a minute (an allocation in progress makes
-/// it just before its record). No throw.
-void sweep_dir(const std::string& dir, bool rmdir_if_old) noexcept {
+/// (NAME.tmp.PID.N) from `dir`. No throw.
+void sweep_dir(const std::string& dir) noexcept {
   if (DIR* d = ::opendir(dir.c_str())) {
     while (struct dirent* e = ::readdir(d)) {
       std::string n = e->d_name;
@@ -958,23 +959,22 @@ void sweep_dir(const std::string& dir, bool rmdir_if_old) noexcept {
     }
     ::closedir(d);
   }
-  struct stat st {};
-  if (rmdir_if_old && ::stat(dir.c_str(), &st) == 0 && ::time(nullptr) - st.st_mtime > 60) ::rmdir(dir.c_str());
 }
 
 std::vector<std::string> gc_user_networks() noexcept {
   std::vector<std::string> out;
   try {
-    for (const auto& id : network_ids()) sweep_dir(net_dir(id), false);
-    sweep_dir(networks_dir(), false);
+    for (const auto& id : network_ids()) sweep_dir(net_dir(id));
+    sweep_dir(networks_dir());
     // Endpoints of dead sandboxes.
     std::string index = network_state_dir() + "/sandboxes";
     if (DIR* d = ::opendir(index.c_str())) {
-      std::vector<std::string> paths;
+      std::vector<std::string> paths, subs;
       while (struct dirent* e = ::readdir(d)) {
         if (e->d_name[0] == '.') continue;
         std::string sub = index + "/" + e->d_name;
-        sweep_dir(sub, true);
+        sweep_dir(sub);
+        subs.push_back(sub);
         if (DIR* s = ::opendir(sub.c_str())) {
           while (struct dirent* f = ::readdir(s)) {
             std::string n = f->d_name;
@@ -996,6 +996,11 @@ std::vector<std::string> gc_user_networks() noexcept {
         release_endpoints(v, false);
         out.push_back("endpoint " + e.port + " (" + format_ipv4(e.address) + " on " + e.network_name + ")");
       }
+      // Index dirs left empty (a sandbox killed as its first endpoint was
+      // made): every record is made under the lock with its dir, so an empty
+      // one under the lock is nobody's. (rmdir takes empty ones only.)
+      fs::FileLock lock(network_lock_path());
+      for (const auto& sub : subs) ::rmdir(sub.c_str());
     }
     // Networks a killed sbx was making or removing, and those whose run root is gone.
     for (const auto& id : network_ids()) {
