@@ -62,11 +62,8 @@ bool has_volume_mounts(const std::string& root, const SandboxSpec& spec) {
   if (std::any_of(spec.mounts.begin(), spec.mounts.end(),
                   [](const spec::Mount& m) { return m.type == kVolumeMountType; }))
     return true;
-  SandboxSpec copy;
-  copy.image_id = spec.image_id;
-  if (auto it = spec.annotations.find(kImageVolumesAnnotation); it != spec.annotations.end())
-    copy.annotations[it->first] = it->second;
-  return !spec_image_volumes(root, copy).empty();
+  auto carried = carried_image_volumes(spec);
+  return carried ? !carried->empty() : !image_volumes(root, spec.image_id).empty();
 }
 
 // label=k[=v] | name=N | status=S | id=PREFIX

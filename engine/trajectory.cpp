@@ -39,15 +39,6 @@ bool recorded(const std::string& run_root, const std::string& id) {
 
 namespace {
 
-bool is_sha256_hex(const json& v) {
-  if (!v.is_string()) return false;
-  const std::string& h = v.get_ref<const std::string&>();
-  if (h.size() != 64) return false;
-  for (char c : h)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
 /// A path made of plain components: no empty, "." or ".." one, no NUL.
 /// `absolute`: it starts with "/" (a path in the sandbox); else relative
 /// ("" is the copy's root).
@@ -76,7 +67,7 @@ std::string bad_entry(const json& f, bool absolute) {
            (absolute ? "absolute path" : "relative path") + " (no '.', '..' or empty components)";
   std::string type = f.value("type", json("")).is_string() ? f.value("type", "") : "";
   if (type != "file" && type != "dir" && type != "symlink") return "the type of " + f["path"].dump() + " is not file, dir or symlink";
-  if (type == "file" && !is_sha256_hex(f.value("sha256", json())))
+  if (type == "file" && !(f.value("sha256", json()).is_string() && oci::is_sha256_hex(f["sha256"].get_ref<const std::string&>())))
     return "the sha256 of " + f["path"].dump() + " is not 64 hex digits";
   for (const char* k : {"mode", "size"})
     if (f.contains(k) && !f[k].is_number_unsigned()) return std::string("the ") + k + " of " + f["path"].dump() + " is not a number";

@@ -10,6 +10,7 @@
 // (dangling) unless its removal asks for them to go (`sbx rm -v`, Docker's
 // DELETE ?v=1, AutoRemove), as docker does.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ std::vector<std::string> image_volumes(const std::string& root, const std::strin
 /// restart on the same layer).
 inline constexpr const char* kImageVolumesAnnotation = "org.sbx.image-volumes";
 
+/// The image VOLUME paths `spec` carries (kImageVolumesAnnotation), in
+/// order; nullopt when it carries none or a malformed list. Reads nothing.
+std::optional<std::vector<std::string>> carried_image_volumes(const SandboxSpec& spec);
+
 /// The image VOLUME paths `spec` carries (kImageVolumesAnnotation), or, when
 /// it carries none, those of its image in store `root` (image_volumes), which
 /// are then recorded in the spec. No throw for a malformed annotation: the
@@ -52,11 +57,6 @@ std::vector<std::string> add_anonymous_volumes(Engine& engine, SandboxSpec& spec
 /// binds of volumes' _data dirs under `root`), in order, each once. Reads
 /// only those volumes' records.
 std::vector<std::string> spec_anonymous_volumes(const std::string& root, const std::vector<spec::Mount>& mounts);
-
-/// The anonymous volumes sandbox `id` (full id) references. Reads every
-/// volume's record: for a sandbox whose spec is lost only (Engine::remove
-/// reads the spec's own volumes).
-std::vector<std::string> anonymous_volumes(Engine& engine, const std::string& id);
 
 /// Drops `id`'s references to every volume of the store; returns the
 /// anonymous ones among them. For a sandbox whose spec cannot be read (a

@@ -653,6 +653,11 @@ std::vector<std::string> image_volumes(const std::string& root, const std::strin
   return out;
 }
 
+namespace {
+
+/// The anonymous volumes sandbox `id` (full id) references. Reads every
+/// volume's record: for a sandbox whose spec is lost only (Engine::remove
+/// reads the spec's own volumes).
 std::vector<std::string> anonymous_volumes(Engine& engine, const std::string& id) {
   std::vector<std::string> out;
   const std::string& root = engine.config().root;
@@ -668,16 +673,22 @@ std::vector<std::string> anonymous_volumes(Engine& engine, const std::string& id
   return out;
 }
 
-std::vector<std::string> spec_image_volumes(const std::string& root, SandboxSpec& spec) {
-  if (auto it = spec.annotations.find(kImageVolumesAnnotation); it != spec.annotations.end()) {
-    try {
-      auto paths = json::parse(it->second).get<std::vector<std::string>>();
-      if (std::all_of(paths.begin(), paths.end(), [](const std::string& p) { return !p.empty() && p[0] == '/'; }))
-        return paths;
-    } catch (const json::exception&) {
-      // malformed: read the image instead
-    }
+}  // namespace
+
+std::optional<std::vector<std::string>> carried_image_volumes(const SandboxSpec& spec) {
+  auto it = spec.annotations.find(kImageVolumesAnnotation);
+  if (it == spec.annotations.end()) return std::nullopt;
+  try {
+    auto paths = json::parse(it->second).get<std::vector<std::string>>();
+    if (std::all_of(paths.begin(), paths.end(), [](const std::string& p) { return !p.empty() && p[0] == '/'; }))
+      return paths;
+  } catch (const json::exception&) {
   }
+  return std::nullopt;  // malformed: the image is read instead
+}
+
+std::vector<std::string> spec_image_volumes(const std::string& root, SandboxSpec& spec) {
+  if (auto carried = carried_image_volumes(spec)) return *carried;
   auto paths = image_volumes(root, spec.image_id);
   spec.annotations[kImageVolumesAnnotation] = json(paths).dump();
   return paths;

@@ -28,6 +28,7 @@
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/clone_child.h"  // other_threads_exist
 #include "runtime/linux/run_command.h"
+#include "runtime/linux/mountinfo.h"
 #include "runtime/linux/sandbox_freezer.h"
 #include "runtime/native/criu.h"
 #include "runtime/native/holder.h"
@@ -40,49 +41,6 @@ namespace {
 
 using json = nlohmann::json;
 using clock_type = std::chrono::steady_clock;
-
-/// One line of /proc/PID/mountinfo (proc(5)).
-struct MountLine {
-  int id = 0;
-  std::string dev;    ///< "MAJOR:MINOR"
-  std::string root;   ///< the mount's root within its file system
-  std::string point;  ///< where it is mounted (relative to the reader's root)
-  std::string fstype;
-  std::string super;  ///< super options
-};
-
-std::string unescape(const std::string& s) {  // \040 and friends
-  std::string o;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      o += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
-      i += 3;
-    } else {
-      o += s[i];
-    }
-  }
-  return o;
-}
-
-std::vector<MountLine> mountinfo(const std::string& path) {
-  std::vector<MountLine> out;
-  std::istringstream in(fs::read_file(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream l(line);
-    MountLine m;
-    std::string parent, opts, f;
-    l >> m.id >> parent >> m.dev >> m.root >> m.point >> opts;
-    while (l >> f && f != "-") {
-    }
-    std::string source;
-    l >> m.fstype >> source >> m.super;
-    m.root = unescape(m.root);
-    m.point = unescape(m.point);
-    out.push_back(m);
-  }
-  return out;
-}
 
 std::string read_tail(const std::string& path, size_t n) {
   try {
@@ -168,8 +126,8 @@ struct Externals {
 Externals find_externals(pid_t pid, const std::string& state_dir) {
   Externals e;
   const std::string proc = "/proc/" + std::to_string(pid);
-  std::vector<MountLine> inside = mountinfo(proc + "/mountinfo");
-  std::vector<MountLine> host = mountinfo("/proc/self/mountinfo");
+  std::vector<MountInfoLine> inside = read_mountinfo(pid);
+  std::vector<MountInfoLine> host = read_mountinfo(0);
   std::set<std::string> whole;  // file systems the sandbox holds from their root
   std::set<int> ids;
   for (const auto& m : inside) {
@@ -234,10 +192,10 @@ Externals find_externals(pid_t pid, const std::string& state_dir) {
 
 /// The image's layers, top first, from the overlay at the sandbox's "/".
 std::vector<std::string> lower_dirs(pid_t pid) {
-  for (const auto& m : mountinfo("/proc/" + std::to_string(pid) + "/mountinfo")) {
+  for (const auto& m : read_mountinfo(pid)) {
     if (m.point != "/" || m.fstype != "overlay") continue;
     std::vector<std::string> out;
-    std::istringstream o(m.super);
+    std::istringstream o(m.super_options);
     std::string opt;
     while (std::getline(o, opt, ',')) {
       if (opt.rfind("lowerdir+=", 0) == 0) out.push_back(opt.substr(10));

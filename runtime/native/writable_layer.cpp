@@ -1,11 +1,11 @@
 #include "runtime/native/writable_layer.h"
 
 #include <filesystem>
-#include <sstream>
 
 #include "common/error.h"
 #include "common/fs.h"
 #include "oci/runtime_config.h"
+#include "runtime/linux/mountinfo.h"
 #include "runtime/linux/sandbox_freezer.h"
 
 namespace sbx::runtime {
@@ -14,30 +14,18 @@ namespace {
 
 /// upperdir= of the overlay mounted at "/" in the process's mount namespace.
 std::string upper_from_mountinfo(pid_t pid) {
-  std::string info;
+  std::vector<MountInfoLine> mounts;
   try {
-    info = fs::read_file("/proc/" + std::to_string(pid) + "/mountinfo");
+    mounts = read_mountinfo(pid);
   } catch (const Error&) {
     return "";
   }
-  std::istringstream in(info);
-  std::string line;
-  while (std::getline(in, line)) {
-    // id parent maj:min root mountpoint opts [optional...] - fstype source superopts
-    std::istringstream f(line);
-    std::string id, parent, dev, root, mp;
-    f >> id >> parent >> dev >> root >> mp;
-    if (mp != "/") continue;
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream tail(line.substr(dash + 3));
-    std::string fstype, source, opts;
-    tail >> fstype >> source >> opts;
-    if (fstype != "overlay") continue;
-    size_t p = opts.find("upperdir=");
+  for (const auto& m : mounts) {
+    if (m.point != "/" || m.fstype != "overlay") continue;
+    size_t p = m.super_options.find("upperdir=");
     if (p == std::string::npos) continue;
-    std::string up = opts.substr(p + 9, opts.find(',', p) - p - 9);
-    return up;  // the last "/" mount wins (the sandbox's root after pivot_root)
+    // the first "/" overlay with an upper dir (the sandbox's root after pivot_root)
+    return m.super_options.substr(p + 9, m.super_options.find(',', p) - p - 9);
   }
   return "";
 }

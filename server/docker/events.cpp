@@ -89,37 +89,28 @@ void Api::emit(const std::string& action, const std::string& id, std::map<std::s
       for (const auto& [k, v] : l->items())
         if (v.is_string() && !attrs.count(k)) attrs[k] = v.get<std::string>();
   }
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
-  json ev = {{"status", action},
-             {"id", id},
-             {"from", attrs["image"]},
-             {"Type", "container"},
-             {"Action", action},
-             {"Actor", {{"ID", id}, {"Attributes", attrs}}},
-             {"scope", "local"},
-             {"time", ns / 1000000000},
-             {"timeNano", ns}};
-  {
-    std::lock_guard lk(mu_);
-    events_.push_back(std::move(ev));
-    if (events_.size() > kEventsKept) events_.pop_front();
-    ++event_seq_;
-  }
-  cv_.notify_all();
+  emit_object("container", action, id, std::move(attrs));
 }
 
 void Api::emit_object(const std::string& type, const std::string& action, const std::string& id,
                       std::map<std::string, std::string> attrs) {
   auto now = std::chrono::system_clock::now().time_since_epoch();
   int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
-  // (docker sends no status/id/from on events of other types than container)
+  const bool container = type == "container";
+  if (container) attrs.try_emplace("image", "");  // (always among a container event's attributes)
   json ev = {{"Type", type},
              {"Action", action},
              {"Actor", {{"ID", id}, {"Attributes", attrs}}},
              {"scope", "local"},
              {"time", ns / 1000000000},
              {"timeNano", ns}};
+  // (the fields of the API before 1.22, which docker still sends on
+  // container events only)
+  if (container) {
+    ev["status"] = action;
+    ev["id"] = id;
+    ev["from"] = attrs.at("image");
+  }
   {
     std::lock_guard lk(mu_);
     events_.push_back(std::move(ev));

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "engine/trajectory_ops.h"
 #include "server/http.h"
 
 namespace sbx::server {
@@ -32,5 +33,11 @@ const std::string& v1_trajectory_dir();
 void v1_trajectory_file(engine::Engine& eng, Connection& c, const Request& r, const std::string& op,
                         const std::function<void(const std::string&)>& watch,
                         const std::function<nlohmann::json(const std::string&)>& sandbox_json);
+
+/// A replay's answer (for files and for POST /sbx/v1/sandboxes/{id}/replay):
+/// matched, first_divergence, steps, and the kept sandbox's record through
+/// `sandbox` (null when none was kept). No throw.
+nlohmann::json replay_json(const engine::trajectory::ReplayResult& res,
+                           const std::function<nlohmann::json(const std::string&)>& sandbox);
 
 }  // namespace sbx::server
