@@ -138,16 +138,9 @@ pid_t clone_from_fresh_helper(const char* entry, const std::string& payload, int
                         request_arg.data(), answer_arg.data(), nullptr};
   keep.push_back(answer_w.fd);
   keep.push_back(request.fd);
-  pid_t helper = ::fork();
-  if (helper < 0) throw_errno("fork the helper that starts the sandbox");
-  if (helper == 0) {
-    int e = exec_fresh_helper(argv, keep.data(), keep.size());
-    Answer a;
-    a.err = e;
-    std::strncpy(a.msg, "start sbx's helper that starts the sandbox (execveat)", sizeof a.msg - 1);
-    (void)!::write(answer_w.fd, &a, sizeof a);
-    ::_exit(kExitSbxFailed);
-  }
+  int exec_errno = 0;
+  pid_t helper = spawn_fresh_helper(argv, keep.data(), keep.size(), &exec_errno);
+  if (helper < 0) throw_errno("start sbx's helper that starts the sandbox (execveat)", exec_errno);
   answer_w.reset();
   request.reset();
   return take_answer(helper, std::move(answer_r), pidfd);

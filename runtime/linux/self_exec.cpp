@@ -2,11 +2,15 @@
 
 #include <elf.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -118,10 +122,13 @@ void use_fresh_helpers() {
 
 int fresh_helper_image() noexcept { return g_image.load(); }
 
-int exec_fresh_helper(char* const argv[], const int* keep, size_t nkeep) noexcept {
-  // No process of a sandbox may read or trace us, from here to the helper's
-  // own prctl after the exec (enter_fresh_helper) and on to the workload's exec.
-  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return errno;
+namespace {
+
+/// Closes every fd from 3 up but `keep` and the image, clears close-on-exec
+/// on `keep`, and execs the image. Async-signal-safe and without a write to
+/// memory but errno's: it also runs in spawn_fresh_helper's child, which
+/// shares its parent's memory. Returns the errno of the failed step.
+int exec_image(char* const argv[], const int* keep, size_t nkeep) noexcept {
   const int image = g_image.load();
   if (image < 0) return ENOEXEC;
   // Every fd of the parent's but `keep` goes (its other threads' sockets,
@@ -146,6 +153,68 @@ int exec_fresh_helper(char* const argv[], const int* keep, size_t nkeep) noexcep
   static char* const empty_env[] = {nullptr};
   ::syscall(SYS_execveat, image, "", argv, empty_env, AT_EMPTY_PATH);
   return errno;
+}
+
+struct SpawnArgs {
+  char* const* argv;
+  const int* keep;
+  size_t nkeep;
+  const sigset_t* mask;  ///< the caller's signal mask, for the helper
+  int err;               ///< written by the child when its exec failed
+};
+
+/// The child of spawn_fresh_helper, on its own stack in its parent's memory
+/// (CLONE_VM) until the exec: it writes nothing there but `err` (and errno).
+int spawn_child(void* p) {
+  auto* a = static_cast<SpawnArgs*>(p);
+  // A handler of the parent's would run here in the parent's memory: none
+  // runs (the parent blocked every signal; dispositions are this child's
+  // own copy, CLONE_SIGHAND is not set). Ignored signals stay ignored, as
+  // across fork and exec.
+  for (int sig = 1; sig < NSIG; ++sig) {
+    struct sigaction sa {};
+    if (sig == SIGKILL || sig == SIGSTOP || ::sigaction(sig, nullptr, &sa) < 0) continue;
+    if (sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL) {
+      sa = {};
+      sa.sa_handler = SIG_DFL;
+      ::sigaction(sig, &sa, nullptr);
+    }
+  }
+  ::sigprocmask(SIG_SETMASK, a->mask, nullptr);
+  a->err = exec_image(a->argv, a->keep, a->nkeep);
+  ::_exit(kExitSbxFailed);
+}
+
+}  // namespace
+
+pid_t spawn_fresh_helper(char* const argv[], const int* keep, size_t nkeep, int* exec_errno) {
+  *exec_errno = 0;
+  if (g_image.load() < 0) {
+    *exec_errno = ENOEXEC;
+    return -1;
+  }
+  // The child runs on this buffer, a part of this thread's stack that this
+  // thread does not touch while it waits (CLONE_VFORK). The child needs a
+  // few hundred bytes (sigaction, fcntl, close_range, execveat); clone
+  // takes the top (the stack grows down).
+  alignas(64) char stack[32 * 1024];
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  SpawnArgs a{argv, keep, nkeep, &old, 0};
+  int saved = 0;
+  pid_t pid = ::clone(spawn_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+  if (pid < 0) saved = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) throw_errno("start sbx's helper (clone)", saved);
+  if (a.err != 0) {
+    // It exited without the exec: reap it here, the caller has no child.
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    *exec_errno = a.err;
+    return -1;
+  }
+  return pid;
 }
 
 void enter_fresh_helper() noexcept {

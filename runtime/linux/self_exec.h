@@ -21,16 +21,19 @@
 // root in a --userns host sandbox, and not after sbx serve has exited. It is
 // made once per process (sbx serve: one copy for the server's life, of the
 // part of the binary that runs: its loadable segments, not its debug
-// information; about 7 MB). The helper is made non-dumpable before the exec and again
-// first thing after it (execve makes a process dumpable again), as runc
-// does, so no process of the sandbox can read or ptrace it or its children
-// until the workload's own execve.
+// information; about 7 MB). The helper is started with a vfork (spawn_fresh_helper: no copy
+// of the caller's memory exists at any time) and made non-dumpable first
+// thing after its exec, before it joins anything, so no process of the
+// sandbox can read or ptrace it or its children until the workload's own
+// execve.
 //
 // Who takes this path: a process that called use_fresh_helpers() (sbx serve,
 // at its start, before it reads any secret). The command line has no secret
 // in memory and starts sandboxes from a fork as before (the extra exec would
 // cost every `sbx run` and `sbx exec` its time).
 #pragma once
+#include <sys/types.h>
+
 #include <cstddef>
 #include <string>
 
@@ -52,13 +55,19 @@ void use_fresh_helpers();
 /// does not use fresh helpers. No throw.
 int fresh_helper_image() noexcept;
 
-/// In a child forked from sbx (async-signal-safe: no allocation): makes
-/// itself non-dumpable, closes every fd from 3 up but the `nkeep` fds of
-/// `keep` (any order; -1 entries are ignored, fds below 3 stay as they are),
-/// clears close-on-exec on those, and execs the sealed image with `argv` and
-/// an empty environment.
-/// Returns the errno of the failed step (the caller reports it and exits).
-int exec_fresh_helper(char* const argv[], const int* keep, size_t nkeep) noexcept;
+/// Starts a helper: a child that closes every fd from 3 up but the `nkeep`
+/// fds of `keep` (any order; -1 entries are ignored, fds below 3 stay as they
+/// are), clears close-on-exec on those, and execs the sealed image with
+/// `argv`, an empty environment and the caller's signal mask. The child is a
+/// vfork (clone(2) CLONE_VM|CLONE_VFORK, as posix_spawn): it copies none of
+/// the caller's memory, not even its page tables, and this thread waits only
+/// until the exec. (A fork of sbx serve copied the page tables of the whole
+/// server and made its threads take copy-on-write faults afterwards.) Until
+/// enter_fresh_helper the helper is dumpable, which exposes nothing: it is a
+/// fresh image, outside every sandbox. Returns the helper's pid, or -1 with
+/// `*exec_errno` set when the exec failed (the child is reaped). Throws
+/// sbx::Error when clone fails.
+pid_t spawn_fresh_helper(char* const argv[], const int* keep, size_t nkeep, int* exec_errno);
 
 /// First thing in a helper, after its exec: non-dumpable again (execve made
 /// it dumpable) and close-on-exec on every inherited fd from 3 up (so none

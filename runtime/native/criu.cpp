@@ -132,15 +132,10 @@ void fail_native_checkpoint() {
                 i.error + ")" + hint);
   if (!i.works)
     throw Error("memory snapshots of native sandboxes need a working CRIU, but " + i.error + hint, 0, kExitSbxFailed);
-  // What `criu dump` of a native sandbox runs into today (its pid 1 is a fork
-  // of sbx, runtime/native/holder.h): the init is not dumpable (so that the
-  // sandbox's root cannot read it), which keeps CRIU from opening its
-  // namespaces from inside the sandbox's user namespace, and it maps the sbx
-  // binary and the host's libraries, which are not in the sandbox's mount
-  // namespace, so CRIU finds no mount for them.
+  // A working CRIU: the caller asked for no reason (refuse_native_checkpoint
+  // asks only when CRIU is missing or broken).
   throw Error("this host has a working CRIU (" + i.path + ", " + i.version +
-              "), but sbx cannot checkpoint native sandboxes with it yet: the sandbox's init (a fork of sbx) maps "
-              "files from outside the sandbox's root, which CRIU cannot restore" + hint);
+              "); the sandbox's own refusal says why it cannot be checkpointed" + hint);
 }
 
 }  // namespace sbx::runtime

@@ -54,8 +54,8 @@ std::string criu_spec_blocker(const SandboxSpec& spec);
 /// on this host: CRIU missing, or `criu check` failing (its first error line is
 /// quoted, with the vDSO hint for Debian 12's CRIU 3.17), suggesting
 /// .ci/criu-build.sh and `--runtime gvisor`. When `criu check` passes it
-/// still throws, with the reason: the init (a fork of sbx) maps files from
-/// outside the sandbox's root and is not dumpable, which CRIU cannot dump.
+/// still throws (naming the CRIU found); callers ask only when it does not
+/// (runtime/native/criu_checkpoint.h refuse_native_checkpoint).
 [[noreturn]] void fail_native_checkpoint();
 
 }  // namespace sbx::runtime

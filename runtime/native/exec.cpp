@@ -287,20 +287,22 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
   }
   char* const helper_argv[] = {const_cast<char*>("sbx"), const_cast<char*>(kHelperArg), const_cast<char*>("exec"),
                                payload_arg.data(), nullptr};
-  const std::string exec_failed = "start sbx's helper to join sandbox " + short_id + " (execveat): ";
+  const std::string exec_failed = "start sbx's helper to join sandbox " + short_id + " (execveat)";
 
-  pid_t helper = ::fork();
-  if (helper < 0) throw_errno("fork");
-  if (helper == 0) {
-    if (payload.fd >= 0) {
-      int e = exec_fresh_helper(helper_argv, keep.data(), keep.size());
-      send_error(child_sock.fd, kExitSbxFailed, exec_failed + std::strerror(e));
-      ::_exit(kExitSbxFailed);
+  pid_t helper;
+  if (payload.fd >= 0) {
+    int exec_errno = 0;
+    helper = spawn_fresh_helper(helper_argv, keep.data(), keep.size(), &exec_errno);
+    if (helper < 0) throw_errno(exec_failed, exec_errno);
+  } else {
+    helper = ::fork();
+    if (helper < 0) throw_errno("fork");
+    if (helper == 0) {
+      // No process of the sandbox may read or trace us or the process we
+      // fork, until its exec (the workload's execve makes it dumpable again).
+      ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+      join_and_start(join, spec.process, req, caller_mask);
     }
-    // No process of the sandbox may read or trace us or the process we
-    // fork, until its exec (the workload's execve makes it dumpable again).
-    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    join_and_start(join, spec.process, req, caller_mask);
   }
   payload = Fd();
   child_sock = Fd();
@@ -308,12 +310,12 @@ int exec_in_sandbox(const std::string& dir, const SandboxState& st, const Sandbo
   pid_t child = -1;
   if (::read(pid_r.fd, &child, sizeof child) != sizeof child) child = -1;
   crash_point("exec-joined");
-  int hs;
-  while (::waitpid(helper, &hs, 0) < 0 && errno == EINTR) {
-  }
 
-  // Wait for exec (EOF), an error, or the pty master.
+  // Wait for exec (EOF), an error, or the pty master; then reap the helper,
+  // whose exit (after it sent the pid) overlaps the workload's exec.
   ChildReport report = read_child_report(sock.fd);  // a read error reads as EOF
+  while (::waitpid(helper, nullptr, 0) < 0 && errno == EINTR) {
+  }
   Fd master(report.pty_master);
   if (!report.error.empty() || child <= 0) {
     if (child > 0)

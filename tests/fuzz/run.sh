@@ -32,19 +32,16 @@ mkdir -p "$build/crashes"
 fuzz_tmp=$(mktemp -d "${TMPDIR:-/tmp}/sbx-fuzz-run.XXXXXX")
 trap 'rm -rf "$fuzz_tmp"' EXIT
 export TMPDIR=$fuzz_tmp
-status=0
-for name in "${fuzzers[@]}"; do
-  bin="$build/tests/fuzz/$name"
-  seeds="tests/fuzz/corpus/${name#fuzz_}"
-  work="$build/corpus/$name"
+# Each fuzzer is one process on one core: $jobs of them run at a time.
+fuzz_one() {
+  local name=$1 bin="$build/tests/fuzz/$1" seeds="tests/fuzz/corpus/${1#fuzz_}" work="$build/corpus/$1"
+  local log="$build/$1.log" rc runs cov
   mkdir -p "$work"
-  dict=()
+  local dict=() dirs=("$work")
   [ -f "tests/fuzz/${name#fuzz_}.dict" ] && dict=(-dict="tests/fuzz/${name#fuzz_}.dict")
-  log="$build/$name.log"
+  [ -d "$seeds" ] && dirs+=("$seeds")
   echo "fuzz: $name for ${secs}s (seeds: $seeds)"
   set +e
-  dirs=("$work")
-  [ -d "$seeds" ] && dirs+=("$seeds")
   "$bin" "${dirs[@]}" "${dict[@]}" \
     -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=1048576 \
     -artifact_prefix="$build/crashes/$name-" -print_final_stats=1 >"$log" 2>&1
@@ -56,7 +53,18 @@ for name in "${fuzzers[@]}"; do
   if [ $rc -ne 0 ]; then
     echo "fuzz: $name FAILED (rc=$rc); see $log and $build/crashes/" >&2
     grep -E 'ERROR|SUMMARY|Test unit written' "$log" | head -20 >&2 || true
-    status=1
+    return 1
   fi
+}
+status=0
+pids=()
+for name in "${fuzzers[@]}"; do
+  if [ ${#pids[@]} -ge "$jobs" ]; then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
+  fuzz_one "$name" &
+  pids+=($!)
 done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
 exit $status
