@@ -35,6 +35,28 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
+std::string read_tail(const std::string& path, size_t max) noexcept {
+  try {
+    Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (f.fd < 0) return "";
+    struct stat st {};
+    if (::fstat(f.fd, &st) < 0) return "";
+    // A regular file: start `max` bytes before its end. Anything else (a
+    // pipe, a /proc file with size 0) is read through, keeping the last `max`.
+    if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<uint64_t>(st.st_size) > max &&
+        ::lseek(f.fd, st.st_size - static_cast<off_t>(max), SEEK_SET) < 0)
+      return "";
+    std::string out;
+    read_fd(f.fd, path, [&out, max](std::string_view chunk) {
+      out.append(chunk);
+      if (out.size() > 2 * max + 65536) out.erase(0, out.size() - max);
+    });
+    return out.size() > max ? out.substr(out.size() - max) : out;
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 void write_all(int fd, std::string_view data, const std::string& path) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());

@@ -10,6 +10,11 @@ namespace sbx::fs {
 /// Reads a whole file. Throws sbx::Error naming the path on failure.
 std::string read_file(const std::string& path);
 
+/// The last `max` bytes of the file at `path` (all of it when shorter),
+/// read from its end: a long log is not read whole. "" when the file cannot
+/// be opened or read. No throw (for error messages that quote a log).
+std::string read_tail(const std::string& path, size_t max) noexcept;
+
 /// Reads `fd` (not closed here) to its end, handing each chunk (up to 64 KiB)
 /// to `sink` as it comes. Throws sbx::Error "read PATH" with errno on failure
 /// (`path` names the file in the message only).

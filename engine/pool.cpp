@@ -172,7 +172,9 @@ void WarmPool::refill() {
   ::pthread_sigmask(SIG_SETMASK, &all, nullptr);
   std::unique_lock<std::mutex> l(mu_);
   for (;;) {
-    cv_.wait(l, [&] { return stop_ || (error_.empty() && ready_.size() + starting_ < opts_.size); });
+    cv_.wait(l, [&] {
+      return stop_ || (error_.empty() && ready_.size() + starting_ < opts_.size && (deferring_ == 0 || ready_.empty()));
+    });
     if (stop_) return;
     ++starting_;
     l.unlock();
@@ -223,6 +225,20 @@ std::unique_ptr<runtime::WarmSandbox> WarmPool::take() {
   ready_.pop_front();
   cv_.notify_all();
   return sb;
+}
+
+std::shared_ptr<void> WarmPool::defer_refill() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    ++deferring_;
+  }
+  return std::shared_ptr<void>(static_cast<void*>(this), [this](void*) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      --deferring_;
+    }
+    cv_.notify_all();
+  });
 }
 
 ExitStatus WarmPool::run(const runtime::PooledCommand& cmd, std::chrono::milliseconds timeout) {

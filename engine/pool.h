@@ -66,6 +66,14 @@ class WarmPool {
   /// failed), once per failure; the refill then tries again.
   std::unique_ptr<runtime::WarmSandbox> take();
 
+  /// Holds back the refill while the caller's request runs, until the
+  /// returned token is released (destroyed): a sandbox start costs CPU that
+  /// the request in flight would lose on a small host. Only while the pool
+  /// still has a sandbox ready: an empty pool refills at once, so take()
+  /// never waits for a deferral. Take the token before take(), release it
+  /// when the request's answer is out. No throw.
+  std::shared_ptr<void> defer_refill();
+
   /// take(), run_pooled(cmd), wait(timeout), destroy(): one command, to
   /// its end. Errors as run_pooled (127/126 for the command, 125 else).
   ExitStatus run(const runtime::PooledCommand& cmd, std::chrono::milliseconds timeout);
@@ -84,6 +92,7 @@ class WarmPool {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<runtime::WarmSandbox>> ready_;
   size_t starting_ = 0;
+  size_t deferring_ = 0;  ///< defer_refill() tokens alive
   std::string error_;  ///< the last refill failure, until take() reports it
   int error_code_ = 0;
   bool stop_ = false;

@@ -179,7 +179,9 @@ void serve(const ServeOptions& opts) {
     ro.languages = opts.languages_file.empty() ? sandbox_fusion::default_languages()
                                                : sandbox_fusion::load_languages(opts.languages_file);
     ro.max_concurrency = opts.max_concurrency > 0 ? opts.max_concurrency : default_max_concurrency();
-    ro.pool_size = static_cast<size_t>(std::min(ro.max_concurrency, 8));
+    // At least 2: with one spare ready, a request's refill waits until its
+    // answer is out (engine/pool.h defer_refill) instead of taking CPU from it.
+    ro.pool_size = static_cast<size_t>(std::clamp(ro.max_concurrency, 2, 8));
     if (opts.queue_timeout.count() <= 0) throw Error("sbx serve: --queue-timeout must be above 0");
     ro.queue_timeout = opts.queue_timeout;
     sfusion = std::make_unique<sandbox_fusion::Api>(std::move(ro), opts.token_file.empty() ? "" : token);

@@ -43,15 +43,6 @@ bool sandbox_has_gpus(const std::vector<std::string>& runsc_flags, const std::st
   return false;
 }
 
-std::string read_tail(const std::string& path, size_t max) {
-  try {
-    std::string s = fs::read_file(path);
-    return s.size() > max ? s.substr(s.size() - max) : s;
-  } catch (const Error&) {
-    return "";
-  }
-}
-
 /// Extracts the "msg" values of runsc's JSON log lines at level error.
 std::string runsc_errors(const std::string& log) {
   std::string out;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/fs.h"
 #include "runtime/linux/run_command.h"
 #include "spec/sandbox_spec.h"
 
@@ -27,8 +28,8 @@ bool sandbox_has_gpus(const std::vector<std::string>& runsc_flags, const std::st
 using runtime::run_quiet;
 using runtime::run_with_output;
 
-/// The last `max` bytes of the file at `path` ("" when unreadable).
-std::string read_tail(const std::string& path, size_t max);
+/// The last bytes of a log, for messages (common/fs.h).
+using fs::read_tail;
 
 /// Extracts the "msg" values of runsc's JSON log lines at level error.
 std::string runsc_errors(const std::string& log);

@@ -42,13 +42,11 @@ namespace {
 using json = nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 
+/// The last `n` bytes of a log, for a message: fs::read_tail, or what it
+/// was when there is nothing to quote.
 std::string read_tail(const std::string& path, size_t n) {
-  try {
-    std::string s = fs::read_file(path);
-    return s.size() > n ? s.substr(s.size() - n) : s;
-  } catch (const Error&) {
-    return "(no log at " + path + ")";
-  }
+  std::string tail = fs::read_tail(path, n);
+  return tail.empty() ? "(nothing in " + path + ")" : tail;
 }
 
 /// The error lines of a CRIU log (else its tail), for messages.

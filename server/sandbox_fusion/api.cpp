@@ -66,7 +66,7 @@ void Api::handle(Connection& c, Request& r) {
     return;
   }
   if (path == "/metrics") {
-    if (endpoint("GET")) c.send(200, runner_->metrics().text(), "text/plain; version=0.0.4; charset=utf-8");
+    if (endpoint("GET")) c.send(200, runner_->metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
     return;
   }
   if (path != "/run_code" && path != "/run_jupyter") {

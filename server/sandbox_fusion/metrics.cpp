@@ -50,7 +50,7 @@ void Metrics::running(int delta) {
   running_ += delta;
 }
 
-std::string Metrics::text() const {
+std::string Metrics::text(size_t pool_ready) const {
   std::lock_guard lk(mu_);
   std::ostringstream o;
   o << "# HELP sbx_sandbox_fusion_requests_total Requests answered, by endpoint, language and status.\n"
@@ -68,6 +68,9 @@ std::string Metrics::text() const {
        "# TYPE sbx_sandbox_fusion_pool_takes_total counter\n"
        "sbx_sandbox_fusion_pool_takes_total{result=\"hit\"} " << hits_ << "\n"
        "sbx_sandbox_fusion_pool_takes_total{result=\"miss\"} " << misses_ << "\n"
+    << "# HELP sbx_sandbox_fusion_pool_ready Sandboxes ready in the warm pools now.\n"
+       "# TYPE sbx_sandbox_fusion_pool_ready gauge\n"
+       "sbx_sandbox_fusion_pool_ready " << pool_ready << "\n"
     << "# HELP sbx_sandbox_fusion_request_seconds Wall time of requests, from the body read to the answer.\n"
        "# TYPE sbx_sandbox_fusion_request_seconds histogram\n";
   for (const auto& [ep, b] : buckets_) {

@@ -4,6 +4,7 @@
 // pool hits and misses, and a latency histogram.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -22,8 +23,9 @@ class Metrics {
   void pool_take(bool hit);
   void queued(int delta);   ///< requests waiting for a slot
   void running(int delta);  ///< sandboxes running now
-  /// The text of /metrics.
-  std::string text() const;
+  /// The text of /metrics; `pool_ready`: sandboxes ready in the warm pools
+  /// now (the caller owns the pools).
+  std::string text(size_t pool_ready = 0) const;
 
  private:
   static constexpr std::array<double, 12> kBuckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};

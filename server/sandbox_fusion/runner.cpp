@@ -327,6 +327,15 @@ Runner::~Runner() {
   runtime::remove_tree(tmp_root_);
 }
 
+std::string Runner::metrics_text() {
+  size_t ready = 0;
+  {
+    std::lock_guard lk(pools_mu_);
+    for (const auto& [key, entry] : pools_) ready += entry->pool->ready();
+  }
+  return metrics_.text(ready);
+}
+
 std::shared_ptr<Runner::PoolEntry> Runner::pool_for(const std::string& language, const std::string& image) {
   // One pool per image: its sandboxes have the default memory bound and get
   // their request's limit when taken (run_job), so many different limits
@@ -443,6 +452,9 @@ Runner::JobResult Runner::run_job(const Job& job) {
   auto entry = pool_for(job.language, job.image);
   metrics_.pool_take(entry->pool->ready() > 0);
   spans.mark("pool");
+  // Its refill waits until this request's answer is out (while another
+  // sandbox is ready): the start would take CPU from this request.
+  std::shared_ptr<void> refill_deferral = entry->pool->defer_refill();
   std::unique_ptr<runtime::WarmSandbox> sb = entry->pool->take();
   spans.mark("take");
   // The request's memory limit, before its files and command exist. (-1, or
@@ -567,6 +579,7 @@ Runner::JobResult Runner::run_job(const Job& job) {
   sb->kill();
   active.reset();
   slot.held = false;
+  refill_deferral.reset();  // (before retire: `entry`, which owns the pool, goes with it)
   retire(std::move(sb), std::move(entry));
   spans.mark("kill");
   res.steps = reader.results();

@@ -84,6 +84,8 @@ class Runner {
   void shutdown();
 
   Metrics& metrics() { return metrics_; }
+  /// The text of /metrics, with the warm pools' ready sandboxes.
+  std::string metrics_text();
   const RunnerOptions& options() const { return opts_; }
 
   /// One step of a job: its argv, time-out (s) and stdin file in the sandbox.

@@ -102,6 +102,22 @@ metrics=$(curl -s "$URL/metrics")
 check "/metrics counts the 164 canonical successes (and more)" \
   awk -F' ' '/^sbx_sandbox_fusion_requests_total\{endpoint="run_code",language="python",status="Success"\}/ {exit !($2 >= 164)}' <<<"$metrics"
 check "/metrics: pool hits counted" grep -q 'sbx_sandbox_fusion_pool_takes_total{result="hit"} [1-9]' <<<"$metrics"
+# A request holds its pool's refill back until its answer is out (while
+# another sandbox is ready); once the requests are answered every pool fills
+# up again to its size (the server's log says each pool's size).
+pools_full() {
+  local want
+  want=$(grep -o 'a warm pool of [0-9]* for' "$T/serve.log" | awk '{n += $5} END {print n + 0}')
+  [ "$want" -gt 0 ] || return 1
+  for _ in $(seq 150); do
+    curl -s "$URL/metrics" | grep -qx "sbx_sandbox_fusion_pool_ready $want" && return 0
+    sleep 0.1
+  done
+  echo "  want pool_ready $want: $(curl -s "$URL/metrics" | grep '^sbx_sandbox_fusion_pool_ready')"
+  return 1
+}
+curl -s "$URL/run_code" -d '{"code": "print(1)", "language": "python"}' >/dev/null
+check "/metrics: after the last answer the warm pools refill to their size (pool_ready)" pools_full
 
 # --- a sandbox killed mid-request -------------------------------------------------------------
 ( curl -s "$URL/run_code" -d '{"code": "import time\nprint(1, flush=True)\ntime.sleep(30)", "language": "python", "run_timeout": 40}' >"$T/killed.json" ) &
