@@ -1,6 +1,7 @@
 // Docker container config → SandboxSpec (server/docker/docker_spec.h).
 #include "server/docker/docker_spec.h"
 
+#include <cstdint>
 #include <sstream>
 
 #include "common/error.h"
@@ -28,9 +29,18 @@ std::string str(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+/// An integer field (Docker's int64 fields: Memory, NanoCpus, PidsLimit,
+/// SizeBytes, Mode, Count); 0 when absent or not a number. A fraction, an
+/// exponent or a value beyond int64 is refused, as Docker's own decoder
+/// does: converting such a double to an integer is undefined behaviour.
 int64_t num(const json& j, const char* key) {
   auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<int64_t>() : 0;
+  if (it == j.end() || !it->is_number()) return 0;
+  if (it->is_number_float() ||
+      (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+    throw Error(ErrorKind::InvalidArgument,
+                std::string("invalid ") + key + ": " + it->dump() + " is not a 64-bit integer");
+  return it->get<int64_t>();
 }
 
 /// HostConfig.Mounts entry {"Type": "bind"|"volume"|"tmpfs", "Source",

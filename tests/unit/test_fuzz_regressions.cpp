@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include "oci/runtime_config.h"
+#include "server/docker/docker_spec.h"
+#include <nlohmann/json.hpp>
 
 using namespace sbx;
 
@@ -92,4 +94,24 @@ TEST_CASE("fuzz_image_json: a number out of range in index.json is an sbx error,
   oci::Store store(t + "/store");
   CHECK_THROWS_AS(store.import(t + "/img"), Error);
   std::filesystem::remove_all(t);
+}
+
+TEST_CASE("fuzz_docker_create: a fractional or huge number in an integer field is a 400, not undefined behaviour") {
+  // Found by fuzz_docker_create: "NanoCpus": 1.5e32 reached json's
+  // double-to-int64 conversion (UBSan: outside the range of 'long').
+  for (const char* bad : {R"({"NanoCpus": 150000000222222222222222222222220})", R"({"Memory": 1.5})",
+                          R"({"PidsLimit": 18446744073709551615})",
+                          R"({"Mounts": [{"Type": "tmpfs", "Target": "/t", "TmpfsOptions": {"SizeBytes": 1e300}}]})"}) {
+    nlohmann::json cfg = {{"Image", "busybox"}, {"HostConfig", nlohmann::json::parse(bad)}};
+    try {
+      server::options_from_docker(cfg, std::string(64, 'a'), "n");
+      FAIL("accepted: " << bad);
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::InvalidArgument);
+      CHECK(std::string(e.what()).find("64-bit integer") != std::string::npos);
+    }
+  }
+  nlohmann::json ok = {{"Image", "busybox"}, {"HostConfig", {{"NanoCpus", 1500000000}, {"Memory", 268435456}}}};
+  auto o = server::options_from_docker(ok, std::string(64, 'a'), "n");
+  CHECK(o.memory_bytes == 268435456);
 }
