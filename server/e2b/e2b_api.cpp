@@ -69,7 +69,12 @@ int64_t timeout_seconds(const json& body, const char* key, int64_t def) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return def;
   if (!it->is_number()) throw RestError{400, std::string("'") + key + "' must be a number of seconds"};
-  int64_t t = it->get<int64_t>();
+  // Range-checked as a double first: converting an out-of-range double
+  // (1e300) to an integer is undefined behaviour.
+  const double d = it->get<double>();
+  if (!(d >= 0 && d <= static_cast<double>(kMaxTimeoutS)))
+    throw RestError{400, std::string("'") + key + "' must be 0.." + std::to_string(kMaxTimeoutS) + " seconds"};
+  int64_t t = it->is_number_float() ? static_cast<int64_t>(d) : it->get<int64_t>();
   if (t < 0 || t > kMaxTimeoutS) throw RestError{400, std::string("'") + key + "' must be 0.." + std::to_string(kMaxTimeoutS) + " seconds"};
   return t;
 }

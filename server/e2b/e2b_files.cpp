@@ -340,7 +340,9 @@ json E2bApi::filesystem_unary(const std::string& method, const json& in, const R
     return json::object();
   }
   if (method == "ListDir") {
-    int64_t depth = in.value("depth", 1);
+    // An integer (a fraction or a huge double is not converted: undefined behaviour).
+    json d = in.value("depth", json(1));
+    int64_t depth = d.is_number_integer() ? d.get<int64_t>() : 1;
     if (depth < 1) depth = 1;
     auto f = helper({"list", path_of("path"), std::to_string(depth)});
     if (f.empty()) throw ConnectError{"internal", "no listing from the sandbox's helper"};

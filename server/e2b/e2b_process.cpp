@@ -259,7 +259,9 @@ json E2bApi::process_unary(const std::string& method, const json& in, const std:
     if (p->ended) throw ConnectError{"not_found", "process with pid " + std::to_string(p->pid) + " has ended"};
     if (method == "SendSignal") {
       json s = in.value("signal", json());
-      int sig = s.is_number() ? s.get<int>() : s.is_string() ? (s == "SIGNAL_SIGKILL" ? 9 : s == "SIGNAL_SIGTERM" ? 15 : 0) : 0;
+      int64_t sig = s.is_number_integer() ? s.get<int64_t>()
+                    : s.is_string()       ? (s == "SIGNAL_SIGKILL" ? 9 : s == "SIGNAL_SIGTERM" ? 15 : 0)
+                                          : 0;
       if (sig != 9 && sig != 15) throw ConnectError{"invalid_argument", "signal must be SIGKILL or SIGTERM"};
       p->killed = true;
       if (p->cancel_w >= 0) (void)!::write(p->cancel_w, "x", 1);
