@@ -26,6 +26,7 @@
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/json_number.h"
 #include "common/units.h"
 #include "engine/batch.h"
 #include "engine/engine.h"
@@ -111,7 +112,7 @@ Task parse_task(const std::string& text, size_t line) {
     if (!j.is_object()) throw Error("a task is a JSON object");
     if (j.contains("id")) {
       if (j["id"].is_string()) t.id = j["id"].get<std::string>();
-      else if (j["id"].is_number_integer()) t.id = std::to_string(j["id"].get<int64_t>());
+      else if (auto n = json_number::to_int64(j["id"])) t.id = std::to_string(*n);
       else throw Error(ErrorKind::InvalidArgument, "\"id\" must be a string or an integer");
     }
     if (t.id.empty()) throw Error("\"id\" is missing or empty");
@@ -153,21 +154,27 @@ Task parse_task(const std::string& text, size_t line) {
     if (j.contains("timeout")) {
       const auto& v = j["timeout"];
       if (v.is_number()) {
-        if (v.get<double>() <= 0) throw Error(ErrorKind::InvalidArgument, "\"timeout\" must be above 0");
-        t.timeout = std::chrono::milliseconds(static_cast<int64_t>(v.get<double>() * 1000));
+        auto ms = json_number::seconds_to_ms(v, 1e9);
+        if (!ms || ms->count() <= 0)
+          throw Error(ErrorKind::InvalidArgument, "\"timeout\" must be a number of seconds above 0 (at most 1e9)");
+        t.timeout = *ms;
       } else {
         t.timeout = units::parse_duration(v.get<std::string>(), "\"timeout\"");
       }
     }
     if (j.contains("memory")) {
       const auto& v = j["memory"];
-      t.memory_bytes = v.is_number_integer() ? v.get<int64_t>()
-                                             : static_cast<int64_t>(units::parse_size(v.get<std::string>(), "\"memory\""));
+      if (v.is_number()) {
+        t.memory_bytes = json_number::to_int64(v);
+        if (!t.memory_bytes) throw Error(ErrorKind::InvalidArgument, "\"memory\" must be an integer number of bytes or a size (\"256m\")");
+      } else {
+        t.memory_bytes = static_cast<int64_t>(units::parse_size(v.get<std::string>(), "\"memory\""));
+      }
       if (*t.memory_bytes <= 0) throw Error(ErrorKind::InvalidArgument, "\"memory\" must be above 0");
     }
     if (j.contains("pids_limit")) {
-      t.pids_limit = j["pids_limit"].get<int64_t>();
-      if (*t.pids_limit <= 0) throw Error(ErrorKind::InvalidArgument, "\"pids_limit\" must be above 0");
+      t.pids_limit = json_number::to_int64(j["pids_limit"]);
+      if (!t.pids_limit || *t.pids_limit <= 0) throw Error(ErrorKind::InvalidArgument, "\"pids_limit\" must be an integer above 0");
     }
     if (j.contains("cpus")) {
       t.cpus = j["cpus"].get<double>();

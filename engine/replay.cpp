@@ -11,6 +11,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/fs.h"
+#include "common/json_number.h"
 #include "common/log.h"
 #include "engine/recording.h"
 #include "engine/trajectory_ops.h"
@@ -243,7 +244,8 @@ ReplayResult replay(Engine& engine, const ReplayRequest& req) {
         x.cwd = s.value("workdir", "");
         x.user = s.value("user", "");
         x.forward_signals = false;
-        if (s.contains("timeout_ms")) x.timeout = std::chrono::milliseconds(s["timeout_ms"].get<int64_t>());
+        // The reader (bad_step) refused a timeout_ms that is not an int64 >= 0.
+        if (auto ms = json_number::to_int64(s.value("timeout_ms", json()))) x.timeout = std::chrono::milliseconds(*ms);
         Fd in, out = memfd("replay-stdout"), err = memfd("replay-stderr");
         const json& sin = s.value("stdin", json());
         if (sin.is_object()) {

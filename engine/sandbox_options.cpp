@@ -254,7 +254,10 @@ RunRequest build_sandbox(const SandboxOptions& o, const ResolvedImage& image, co
     spec.disk_bytes = *o.disk_bytes;
   }
   if (o.cpus) {
-    if (!(*o.cpus > 0)) throw Error(ErrorKind::InvalidArgument, "invalid " + o.names.cpus + ": must be above 0");
+    // At most 1e6: beyond any host, and the cgroup quota (cpus * 100000 us)
+    // must stay within a long.
+    if (!(*o.cpus > 0 && *o.cpus <= 1e6))
+      throw Error(ErrorKind::InvalidArgument, "invalid " + o.names.cpus + ": must be above 0 and at most 1e6");
     spec.resources.cpus = o.cpus;
   }
   int64_t pids = o.pids_limit.value_or(1024);

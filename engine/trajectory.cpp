@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/fs.h"
+#include "common/json_number.h"
 #include "oci/auth_config.h"
 #include "oci/digest.h"
 #include "runtime/linux/time_namespace.h"
@@ -82,6 +83,10 @@ std::string bad_entry(const json& f, bool absolute) {
 /// as writing a file outside the scratch dir or reading a host file as an
 /// "object".
 std::string bad_step(const json& s) {
+  if (s.contains("timeout_ms") && !s["timeout_ms"].is_null()) {
+    auto ms = json_number::to_int64(s["timeout_ms"]);
+    if (!ms || *ms < 0) return "its timeout_ms " + s["timeout_ms"].dump() + " is not a whole number of ms >= 0";
+  }
   if (s.contains("checkpoint") && !s["checkpoint"].is_null()) {
     const json& c = s["checkpoint"];
     if (!c.is_object()) return "its checkpoint is not an object";

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "common/json_number.h"
 #include "runtime/linux/user_network.h"
 
 namespace sbx::server {
@@ -36,11 +37,11 @@ std::string str(const json& j, const char* key) {
 int64_t num(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return 0;
-  if (it->is_number_float() ||
-      (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+  auto n = json_number::to_int64(*it);
+  if (!n)
     throw Error(ErrorKind::InvalidArgument,
                 std::string("invalid ") + key + ": " + it->dump() + " is not a 64-bit integer");
-  return it->get<int64_t>();
+  return *n;
 }
 
 /// HostConfig.Mounts entry {"Type": "bind"|"volume"|"tmpfs", "Source",

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "common/error.h"
+#include "common/json_number.h"
 #include "common/log.h"
 #include "runtime/state.h"
 #include "server/error_status.h"
@@ -69,12 +70,9 @@ int64_t timeout_seconds(const json& body, const char* key, int64_t def) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return def;
   if (!it->is_number()) throw RestError{400, std::string("'") + key + "' must be a number of seconds"};
-  // Range-checked as a double first: converting an out-of-range double
-  // (1e300) to an integer is undefined behaviour.
-  const double d = it->get<double>();
-  if (!(d >= 0 && d <= static_cast<double>(kMaxTimeoutS)))
-    throw RestError{400, std::string("'") + key + "' must be 0.." + std::to_string(kMaxTimeoutS) + " seconds"};
-  return it->is_number_float() ? static_cast<int64_t>(d) : it->get<int64_t>();
+  auto ms = json_number::seconds_to_ms(*it, static_cast<double>(kMaxTimeoutS));
+  if (!ms) throw RestError{400, std::string("'") + key + "' must be 0.." + std::to_string(kMaxTimeoutS) + " seconds"};
+  return ms->count() / 1000;
 }
 
 }  // namespace

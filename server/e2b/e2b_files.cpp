@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/fs.h"
+#include "common/json_number.h"
 #include "common/log.h"
 #include "server/error_status.h"
 #include "server/rfc3339.h"
@@ -340,9 +341,7 @@ json E2bApi::filesystem_unary(const std::string& method, const json& in, const R
     return json::object();
   }
   if (method == "ListDir") {
-    // An integer (a fraction or a huge double is not converted: undefined behaviour).
-    json d = in.value("depth", json(1));
-    int64_t depth = d.is_number_integer() ? d.get<int64_t>() : 1;
+    int64_t depth = json_number::to_int64(in.value("depth", json(1))).value_or(1);
     if (depth < 1) depth = 1;
     auto f = helper({"list", path_of("path"), std::to_string(depth)});
     if (f.empty()) throw ConnectError{"internal", "no listing from the sandbox's helper"};

@@ -20,6 +20,7 @@
 
 #include "common/error.h"
 #include "common/fd.h"
+#include "common/json_number.h"
 #include "common/log.h"
 #include "server/e2b/e2b.h"
 #include "server/exec_pump.h"
@@ -226,8 +227,11 @@ void E2bApi::stream_events(Connection& c, const Request& r, const std::shared_pt
 std::shared_ptr<E2bProcess> E2bApi::select_process(const json& sel, const std::shared_ptr<E2bSandbox>& sb) {
   std::lock_guard lk(mu_);
   if (sel.contains("pid")) {
-    uint32_t pid = sel["pid"].is_string() ? static_cast<uint32_t>(std::stoul(sel["pid"].get<std::string>()))
-                                          : sel["pid"].get<uint32_t>();
+    // A pid is below 2^22 (pid_max); anything else names no process.
+    int64_t n = sel["pid"].is_string() ? static_cast<int64_t>(std::stoul(sel["pid"].get<std::string>()))
+                                       : json_number::to_int64(sel["pid"]).value_or(-1);
+    if (n < 0 || n > UINT32_MAX) throw ConnectError{"invalid_argument", "pid " + sel["pid"].dump() + " is not a process id"};
+    uint32_t pid = static_cast<uint32_t>(n);
     auto it = sb->procs.find(pid);
     if (it == sb->procs.end()) throw ConnectError{"not_found", "process with pid " + std::to_string(pid) + " not found"};
     return it->second;
@@ -259,9 +263,8 @@ json E2bApi::process_unary(const std::string& method, const json& in, const std:
     if (p->ended) throw ConnectError{"not_found", "process with pid " + std::to_string(p->pid) + " has ended"};
     if (method == "SendSignal") {
       json s = in.value("signal", json());
-      int64_t sig = s.is_number_integer() ? s.get<int64_t>()
-                    : s.is_string()       ? (s == "SIGNAL_SIGKILL" ? 9 : s == "SIGNAL_SIGTERM" ? 15 : 0)
-                                          : 0;
+      int64_t sig = s.is_string() ? (s == "SIGNAL_SIGKILL" ? 9 : s == "SIGNAL_SIGTERM" ? 15 : 0)
+                                  : json_number::to_int64(s).value_or(0);
       if (sig != 9 && sig != 15) throw ConnectError{"invalid_argument", "signal must be SIGKILL or SIGTERM"};
       p->killed = true;
       if (p->cancel_w >= 0) (void)!::write(p->cancel_w, "x", 1);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "common/json_number.h"
 #include "server/sandbox_fusion/languages.h"
 
 namespace sbx::server::sandbox_fusion {
@@ -58,11 +59,9 @@ struct Checker {
   void integer(const std::string& k, int64_t& out) {
     const json* v = field(k);
     if (!v) return;
-    if (v->is_number_integer()) {
-      out = v->get<int64_t>();
-    } else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
-               std::fabs(v->get<double>()) < 9e15) {
-      out = static_cast<int64_t>(v->get<double>());
+    // pydantic takes a whole float (2.0) for an int.
+    if (auto n = json_number::to_int64(*v, true)) {
+      out = *n;
     } else if (v->is_number_float()) {
       add("int_from_float", k, "Input should be a valid integer, got a number with a fractional part", *v);
     } else {

@@ -12,6 +12,7 @@
 
 #include "common/error.h"
 #include "common/fd.h"
+#include "common/json_number.h"
 #include "common/log.h"
 #include "server/exec_pump.h"
 #include "server/framing.h"
@@ -48,8 +49,11 @@ void SbxV1::exec(Connection& c, const Request& r, const std::string& ref) {
       if (v.is_string()) req.env.push_back(k + "=" + v.get<std::string>());
   req.cwd = b.value("workdir", "");
   req.user = b.value("user", "");
-  if (auto t = b.find("timeout"); t != b.end() && t->is_number() && t->get<double>() > 0)
-    req.timeout = std::chrono::milliseconds(static_cast<int64_t>(t->get<double>() * 1000));
+  if (auto t = b.find("timeout"); t != b.end() && !t->is_null()) {
+    auto ms = json_number::seconds_to_ms(*t, 1e9);
+    if (!ms) throw V1Error{400, "InvalidArgument", "timeout must be a number of seconds, 0 to 1e9"};
+    if (ms->count() > 0) req.timeout = *ms;
+  }
   bool pty = b.value("pty", false);
   if (pty) req.env.push_back("TERM=xterm");
   if (engine_.inspect(id).status != "running")

@@ -4,11 +4,13 @@
 // translates its request into the engine's (engine/trajectory_ops.h) and
 // serializes the answer; the engine decides.
 
+#include <climits>
 #include <functional>
 #include <thread>
 
 #include "common/error.h"
 #include "common/fs.h"
+#include "common/json_number.h"
 #include "engine/trajectory_ops.h"
 #include "server/v1/sbx_v1.h"
 #include "server/reaper.h"
@@ -30,8 +32,10 @@ json body_object(const Request& r) {
 int int_field(const json& b, const char* key, int def) {
   auto it = b.find(key);
   if (it == b.end() || it->is_null()) return def;
-  if (!it->is_number_integer()) throw V1Error{400, "InvalidArgument", std::string(key) + " must be an integer"};
-  return it->get<int>();
+  auto n = json_number::to_int64(*it);
+  if (!n || *n < INT_MIN || *n > INT_MAX)
+    throw V1Error{400, "InvalidArgument", std::string(key) + " must be an integer (32-bit)"};
+  return static_cast<int>(*n);
 }
 
 std::string string_field(const json& b, const char* key) {

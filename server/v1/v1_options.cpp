@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "server/v1/sbx_v1.h"
+#include "common/json_number.h"
 
 namespace sbx::server {
 
@@ -22,12 +23,16 @@ std::vector<std::string> v1_string_list(const json& j, const char* what) {
 
 namespace {
 
+/// The longest time a body may give (about 31 years): anything longer is a
+/// mistake, and a bound keeps the conversion to milliseconds defined.
+constexpr double kMaxSeconds = 1e9;
+
 std::chrono::milliseconds seconds(const json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::chrono::milliseconds(0);
-  if (!it->is_number() || it->get<double>() < 0)
-    throw V1Error{400, "InvalidArgument", std::string(key) + " must be a number of seconds >= 0"};
-  return std::chrono::milliseconds(static_cast<int64_t>(it->get<double>() * 1000));
+  auto ms = json_number::seconds_to_ms(*it, kMaxSeconds);
+  if (!ms) throw V1Error{400, "InvalidArgument", std::string(key) + " must be a number of seconds, 0 to 1e9"};
+  return *ms;
 }
 
 }  // namespace
@@ -68,12 +73,15 @@ static engine::SandboxOptions v1_create_options_unchecked(const json& b) {
   o.mounts = v1_string_list(b.value("mounts", json()), "mounts");
   o.allow_host_idmap = false;
   if (auto mem = b.find("memory"); mem != b.end() && !mem->is_null()) {
-    if (!mem->is_number_integer() || mem->get<int64_t>() <= 0)
-      throw V1Error{400, "InvalidArgument", "memory must be a number of bytes > 0"};
-    o.memory_bytes = mem->get<int64_t>();
+    auto n = json_number::to_int64(*mem);
+    if (!n || *n <= 0) throw V1Error{400, "InvalidArgument", "memory must be a number of bytes > 0"};
+    o.memory_bytes = *n;
   }
   if (auto cpu = b.find("cpu"); cpu != b.end() && !cpu->is_null()) {
-    if (!cpu->is_number() || cpu->get<double>() <= 0) throw V1Error{400, "InvalidArgument", "cpu must be a number > 0"};
+    // Bounded before the conversion to nanoseconds below (1e300 would be
+    // undefined behaviour); 1e6 CPUs is beyond any host.
+    if (!cpu->is_number() || !(cpu->get<double>() > 0 && cpu->get<double>() <= 1e6))
+      throw V1Error{400, "InvalidArgument", "cpu must be a number > 0 and at most 1e6"};
     // As Docker's NanoCpus, which /sbx/v1 once went through.
     o.cpus = static_cast<double>(static_cast<int64_t>(cpu->get<double>() * 1e9)) / 1e9;
   }
