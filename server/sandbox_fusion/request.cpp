@@ -100,10 +100,14 @@ struct Checker {
 json parse_body(const std::string& body) {
   try {
     return json::parse(body);
-  } catch (const json::parse_error& e) {
-    // FastAPI: {"type": "json_invalid", "loc": ["body", POSITION], ...}.
+  } catch (const json::exception& e) {
+    // FastAPI: {"type": "json_invalid", "loc": ["body", POSITION], ...}. A
+    // number beyond a double (1e315) is json's out_of_range, not a
+    // parse_error, and has no position: 0 then (found by fuzz_sandbox_fusion).
+    const auto* pe = dynamic_cast<const json::parse_error*>(&e);
+    const size_t at = pe && pe->byte > 0 ? pe->byte - 1 : 0;
     throw ValidationError{json::array({{{"type", "json_invalid"},
-                                        {"loc", json::array({"body", e.byte > 0 ? e.byte - 1 : 0})},
+                                        {"loc", json::array({"body", at})},
                                         {"msg", "JSON decode error"},
                                         {"input", json::object()},
                                         {"ctx", {{"error", e.what()}}}}})};

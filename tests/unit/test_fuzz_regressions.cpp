@@ -14,6 +14,7 @@
 #include "oci/runtime_config.h"
 #include "engine/batch.h"
 #include "server/docker/docker_spec.h"
+#include "server/sandbox_fusion/request.h"
 #include "server/v1/sbx_v1.h"
 #include <nlohmann/json.hpp>
 
@@ -146,4 +147,19 @@ TEST_CASE("v1 create and batch task lines: huge or fractional numbers are refuse
   CHECK(t.pids_limit == 64);
   CHECK(t.memory_bytes == 1048576);
   CHECK(t.timeout.count() == 1500);
+}
+
+TEST_CASE("fuzz_sandbox_fusion: a number beyond a double is FastAPI's json_invalid (422), not a 500") {
+  // Found by fuzz_sandbox_fusion: json throws out_of_range (not parse_error)
+  // for 1e315, which escaped the body parser.
+  for (const char* body : {R"({"code": "", "language": "python", "run_timeout": 1e315})",
+                           R"({"cells": [], "x": -1e400})"}) {
+    try {
+      (void)server::sandbox_fusion::parse_run_code(body);
+      FAIL("accepted: " << body);
+    } catch (const server::sandbox_fusion::ValidationError& e) {
+      REQUIRE(e.detail.size() == 1);
+      CHECK(e.detail[0]["type"] == "json_invalid");
+    }
+  }
 }
