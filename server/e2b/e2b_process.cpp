@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
+
 #include "common/error.h"
 #include "common/fd.h"
 #include "common/json_number.h"
@@ -227,9 +229,17 @@ void E2bApi::stream_events(Connection& c, const Request& r, const std::shared_pt
 std::shared_ptr<E2bProcess> E2bApi::select_process(const json& sel, const std::shared_ptr<E2bSandbox>& sb) {
   std::lock_guard lk(mu_);
   if (sel.contains("pid")) {
-    // A pid is below 2^22 (pid_max); anything else names no process.
-    int64_t n = sel["pid"].is_string() ? static_cast<int64_t>(std::stoul(sel["pid"].get<std::string>()))
-                                       : json_number::to_int64(sel["pid"]).value_or(-1);
+    // A pid is below 2^22 (pid_max); anything else names no process. (A
+    // string is protobuf JSON's form of a uint32; junk in it is no pid.)
+    const json& p = sel["pid"];
+    int64_t n = -1;
+    if (p.is_string()) {
+      const std::string& t = p.get_ref<const std::string&>();
+      auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+      if (ec != std::errc() || end != t.data() + t.size() || t.empty()) n = -1;
+    } else {
+      n = json_number::to_int64(p).value_or(-1);
+    }
     if (n < 0 || n > UINT32_MAX) throw ConnectError{"invalid_argument", "pid " + sel["pid"].dump() + " is not a process id"};
     uint32_t pid = static_cast<uint32_t>(n);
     auto it = sb->procs.find(pid);
