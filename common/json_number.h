@@ -22,6 +22,11 @@ namespace sbx::json_number {
 /// a string, null. No throw.
 std::optional<int64_t> to_int64(const nlohmann::json& v, bool integral_floats = false) noexcept;
 
+/// The longest duration a request may ask for, in seconds (about 31 years:
+/// beyond any sandbox's life, and far inside int64 milliseconds). The
+/// front ends' and the batch file's timeouts use it as seconds_to_ms's bound.
+inline constexpr double kMaxSeconds = 1e9;
+
 /// `v` (a JSON number of seconds, fractions allowed) as milliseconds,
 /// rounded down. nullopt unless it is a number (not a boolean) with
 /// 0 <= v <= max_seconds; max_seconds must be at most 9.2e12 (int64 ms).

@@ -154,7 +154,7 @@ Task parse_task(const std::string& text, size_t line) {
     if (j.contains("timeout")) {
       const auto& v = j["timeout"];
       if (v.is_number()) {
-        auto ms = json_number::seconds_to_ms(v, 1e9);
+        auto ms = json_number::seconds_to_ms(v, json_number::kMaxSeconds);
         if (!ms || ms->count() <= 0)
           throw Error(ErrorKind::InvalidArgument, "\"timeout\" must be a number of seconds above 0 (at most 1e9)");
         t.timeout = *ms;

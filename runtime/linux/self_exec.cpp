@@ -21,6 +21,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -32,6 +33,14 @@
 #ifndef F_SEAL_EXEC
 #define F_SEAL_EXEC 0x0020
 #endif
+
+// The static helper program (tools/sbx-helper.cpp), when this binary embeds
+// it (CMakeLists.txt: sbx does; its sanitizer builds, sbx-runc and the test
+// programs do not). Weak: where nothing defines them they are null.
+extern "C" {
+__attribute__((weak, visibility("hidden"))) extern const char sbx_helper_image[];
+__attribute__((weak, visibility("hidden"))) extern const char sbx_helper_image_end[];
+}
 
 namespace sbx::runtime {
 
@@ -62,19 +71,45 @@ off_t loaded_extent(int fd, off_t size) {
   return end >= static_cast<uint64_t>(size) ? size : static_cast<off_t>(end);
 }
 
-/// A sealed, read-only memfd copy of the part of /proc/self/exe that runs
-/// (loaded_extent). Throws sbx::Error.
+/// A new memfd named `name` that can be sealed and executed. Throws sbx::Error.
+Fd executable_memfd(const char* name) {
+  // MFD_EXEC: executable even where vm.memfd_noexec makes memfds noexec by
+  // default (Linux 6.3+; older kernels refuse the flag: then without it).
+  Fd mfd(static_cast<int>(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC)));
+  if (mfd.fd < 0 && errno == EINVAL) mfd = Fd(static_cast<int>(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+  if (mfd.fd < 0) throw_errno(std::string("memfd_create for the program of sbx's helpers (") + name + ")");
+  return mfd;
+}
+
+/// Makes the memfd `mfd` (filled) read-and-execute only and sealed, and
+/// returns a read-only open of it (close-on-exec). Throws sbx::Error.
+int seal_image(Fd mfd);
+
+/// A sealed, read-only memfd ("sbx-helper") holding the embedded static
+/// helper program. Throws sbx::Error.
+int seal_embedded_helper() {
+  Fd mfd = executable_memfd("sbx-helper");
+  const char* p = sbx_helper_image;
+  const size_t size = static_cast<size_t>(sbx_helper_image_end - sbx_helper_image);
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(mfd.fd, p + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw_errno("write sbx's helper program into a memfd", n < 0 ? errno : EIO);
+    done += static_cast<size_t>(n);
+  }
+  return seal_image(std::move(mfd));
+}
+
+/// A sealed, read-only memfd ("sbx") copy of the part of /proc/self/exe
+/// that runs (loaded_extent). Throws sbx::Error.
 int seal_copy_of_self() {
   Fd src(::open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
   if (src.fd < 0) throw_errno("open /proc/self/exe to copy sbx's binary for its helpers");
   struct stat st {};
   if (::fstat(src.fd, &st) < 0) throw_errno("stat sbx's binary (/proc/self/exe)");
   const off_t extent = loaded_extent(src.fd, st.st_size);
-  // MFD_EXEC: executable even where vm.memfd_noexec makes memfds noexec by
-  // default (Linux 6.3+; older kernels refuse the flag: then without it).
-  Fd mfd(static_cast<int>(::memfd_create("sbx", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC)));
-  if (mfd.fd < 0 && errno == EINVAL) mfd = Fd(static_cast<int>(::memfd_create("sbx", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
-  if (mfd.fd < 0) throw_errno("memfd_create for the copy of sbx's binary its helpers run");
+  Fd mfd = executable_memfd("sbx");
   off_t left = extent;
   while (left > 0) {
     ssize_t n = ::sendfile(mfd.fd, src.fd, nullptr, static_cast<size_t>(left));
@@ -93,30 +128,37 @@ int seal_copy_of_self() {
         ::pwrite(mfd.fd, &none, sizeof none, offsetof(Elf64_Ehdr, e_shstrndx)) != sizeof none)
       throw_errno("write the ELF header of the memfd copy of sbx's binary");
   }
+  return seal_image(std::move(mfd));
+}
+
+int seal_image(Fd mfd) {
   // Read and execute only (a memfd starts as 0777): a sandbox that gets hold
   // of it through /proc/PID/exe cannot even open it for writing, which,
   // sealed or not, would make every later exec of it fail with ETXTBSY.
   // (Host root in a --userns host sandbox passes mode bits with
   // CAP_DAC_OVERRIDE: it could do that, though not change a byte.)
-  if (::fchmod(mfd.fd, 0555) < 0) throw_errno("chmod the memfd copy of sbx's binary");
+  if (::fchmod(mfd.fd, 0555) < 0) throw_errno("chmod the memfd of sbx's helper program");
   // Nothing may change it any more: not its bytes, its size, its seals, its
   // exec bits (F_SEAL_EXEC: Linux 6.3+, else without).
   const int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
   if (::fcntl(mfd.fd, F_ADD_SEALS, seals | F_SEAL_EXEC) < 0 && ::fcntl(mfd.fd, F_ADD_SEALS, seals) < 0)
-    throw_errno("seal the memfd copy of sbx's binary");
-  if ((::fcntl(mfd.fd, F_GET_SEALS) & seals) != seals) throw Error("the memfd copy of sbx's binary is not sealed");
+    throw_errno("seal the memfd of sbx's helper program");
+  if ((::fcntl(mfd.fd, F_GET_SEALS) & seals) != seals) throw Error("the memfd of sbx's helper program is not sealed");
   // execve refuses a file that is open for writing (ETXTBSY): keep a
   // read-only open of it and let the writable one go.
   std::string self = "/proc/self/fd/" + std::to_string(mfd.fd);
   int ro = ::open(self.c_str(), O_RDONLY | O_CLOEXEC);
-  if (ro < 0) throw_errno("reopen the memfd copy of sbx's binary read-only");
+  if (ro < 0) throw_errno("reopen the memfd of sbx's helper program read-only");
   return ro;
 }
 
 }  // namespace
 
 void use_fresh_helpers() {
-  std::call_once(g_once, [] { g_image.store(seal_copy_of_self()); });
+  std::call_once(g_once, [] {
+    const bool embedded = sbx_helper_image != nullptr && sbx_helper_image_end > sbx_helper_image;
+    g_image.store(embedded ? seal_embedded_helper() : seal_copy_of_self());
+  });
   if (g_image.load() < 0) throw Error("sbx's helpers have no image (an earlier copy of the binary failed)");
 }
 

@@ -16,7 +16,7 @@
 #include "common/error.h"
 #include "common/fs.h"
 
-// cmake/embed_init.cmake (the generated sbx_init_blob.c).
+// cmake/embed_binary.cmake (the generated sbx_init_blob.c).
 extern "C" {
 extern const char sbx_init_image[];
 extern const char sbx_init_image_end[];

@@ -1,5 +1,5 @@
 // The holder's program: sbx-init (tools/sbx-init.cpp), a small static binary
-// embedded in sbx at build time (cmake/embed_init.cmake) and written out once
+// embedded in sbx at build time (cmake/embed_binary.cmake) and written out once
 // per run root, content-addressed, as RUN_ROOT/.init/sbx-init-<sha256>
 // (owned by root, in the root-only run root). A created sandbox's init execs
 // it (runtime/native/native_backend.cpp) instead of staying resident as a

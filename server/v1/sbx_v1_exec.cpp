@@ -50,7 +50,7 @@ void SbxV1::exec(Connection& c, const Request& r, const std::string& ref) {
   req.cwd = b.value("workdir", "");
   req.user = b.value("user", "");
   if (auto t = b.find("timeout"); t != b.end() && !t->is_null()) {
-    auto ms = json_number::seconds_to_ms(*t, 1e9);
+    auto ms = json_number::seconds_to_ms(*t, json_number::kMaxSeconds);
     if (!ms) throw V1Error{400, "InvalidArgument", "timeout must be a number of seconds, 0 to 1e9"};
     if (ms->count() > 0) req.timeout = *ms;
   }

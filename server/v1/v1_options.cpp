@@ -23,14 +23,12 @@ std::vector<std::string> v1_string_list(const json& j, const char* what) {
 
 namespace {
 
-/// The longest time a body may give (about 31 years): anything longer is a
-/// mistake, and a bound keeps the conversion to milliseconds defined.
-constexpr double kMaxSeconds = 1e9;
-
+/// `key` of `body` in seconds (json_number::kMaxSeconds at most) as ms; 0
+/// when absent or null. Throws V1Error 400 for anything else.
 std::chrono::milliseconds seconds(const json& body, const char* key) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::chrono::milliseconds(0);
-  auto ms = json_number::seconds_to_ms(*it, kMaxSeconds);
+  auto ms = json_number::seconds_to_ms(*it, json_number::kMaxSeconds);
   if (!ms) throw V1Error{400, "InvalidArgument", std::string(key) + " must be a number of seconds, 0 to 1e9"};
   return *ms;
 }

@@ -95,6 +95,10 @@ EOF
   check "docker exec: stdout ($out)" [ "$out" = out ]
   check "docker exec: stderr apart" [ "$(cat "$T/err")" = err ]
   check "docker exec: exit code 5 ($rc)" [ "$rc" = 5 ]
+  # The server's helpers run the small static program embedded in sbx
+  # (tools/sbx-helper.cpp), sealed in a memfd: not a copy of sbx itself.
+  helper_fd=$(ls -l /proc/"$SERVER_PID"/fd 2>/dev/null | grep -o '/memfd:sbx[^ ]*' | head -1)
+  check "the server's helper program is the embedded sbx-helper ($helper_fd)" [ "$helper_fd" = /memfd:sbx-helper ]
   out=$(printf 'line1\nline2\n' | docker exec -i servetest sh -c 'cat; echo done')
   check "docker exec -i passes stdin and its end" [ "$out" = $'line1\nline2\ndone' ]
   head -c 300000 /dev/urandom >"$T/blob"

@@ -6,7 +6,10 @@
 
 #include <cstdint>
 
+#include "common/error.h"
 #include "common/json_number.h"
+#include "engine/batch.h"
+#include "server/v1/sbx_v1.h"
 
 using namespace sbx;
 using nlohmann::json;
@@ -49,4 +52,34 @@ TEST_CASE("json_number::seconds_to_ms: 0..max seconds, fractions rounded down") 
   CHECK_FALSE(json_number::seconds_to_ms(json::parse("true"), 10));
   CHECK_FALSE(json_number::seconds_to_ms(json::parse("\"5\""), 10));
   CHECK(json_number::seconds_to_ms(json::parse("1e9"), 1e9)->count() == 1000000000000);
+}
+
+TEST_CASE("json_number's callers: /sbx/v1 create bodies and batch task lines refuse huge or fractional numbers") {
+  // Before json_number, cpu * 1e9, timeout * 1000 and pids_limit reached a
+  // double-to-integer conversion out of range (fuzz_docker_create's class).
+  for (const char* bad : {R"({"image":"busybox","cpu":1e300})", R"({"image":"busybox","timeout":1e300})",
+                          R"({"image":"busybox","idle_timeout":-1})", R"({"image":"busybox","timeout":1000000001})",
+                          R"({"image":"busybox","memory":1.5})",
+                          R"({"image":"busybox","memory":18446744073709551615})"}) {
+    try {
+      server::v1_create_options(nlohmann::json::parse(bad));
+      FAIL("accepted: " << bad);
+    } catch (const server::V1Error& e) {
+      CHECK(e.status == 400);
+    }
+  }
+  auto o = server::v1_create_options(nlohmann::json::parse(R"({"image":"busybox","cpu":1.5,"timeout":2.5})"));
+  CHECK(o.cpus == doctest::Approx(1.5));
+  CHECK(o.timeout.count() == 2500);
+
+  engine::SandboxOptions base;
+  base.image = "busybox";
+  for (const char* bad : {R"({"id":"a","cmd":["x"],"timeout":1e300})", R"({"id":"a","cmd":["x"],"pids_limit":1e300})",
+                          R"({"id":"a","cmd":["x"],"pids_limit":2.5})", R"({"id":"a","cmd":["x"],"memory":1e300})",
+                          R"({"id":1e300,"cmd":["x"]})"})
+    CHECK_THROWS_AS(engine::batch_task_options(base, bad), Error);
+  auto t = engine::batch_task_options(base, R"({"id":7,"cmd":["x"],"timeout":1.5,"pids_limit":64,"memory":"1m"})");
+  CHECK(t.pids_limit == 64);
+  CHECK(t.memory_bytes == 1048576);
+  CHECK(t.timeout.count() == 1500);
 }
