@@ -61,7 +61,8 @@ void register_volume_command(CLI::App& app, Globals& g, Action& action) {
     c->add_option("-d,--driver", f->r.driver, "local (the only one)")->capture_default_str();
     c->add_option("-o,--opt", f->opts,
                   "A driver option KEY=VALUE (repeatable), as docker's local driver: type=tmpfs with "
-                  "o=size=64m[,mode=1777] (a tmpfs of that size for each sandbox that mounts it)")
+                  "o=size=64m[,mode=1777] (a tmpfs of that size for each sandbox that mounts it), or type=none "
+                  "o=bind[,ro] device=/HOST/DIR (that host directory, as -v /HOST:/PATH)")
         ->allow_extra_args(false);
     c->add_flag("--json", f->json, "Print the volume as JSON (as inspect)");
     c->callback([f, &g, &action] {

@@ -436,14 +436,23 @@ spec::Mount parse_mount_flag(const std::string& text, const std::string& what) {
 
 namespace {
 
-/// The tmpfs mount options of a volume created with Docker's local-driver
-/// options `opts` (type=tmpfs, o=size=…,mode=…,nr_inodes=…, device=tmpfs),
-/// size in bytes; empty for a plain directory volume (no options). Throws
+/// What a volume's local-driver options (docker's `--opt`) make of it.
+struct LocalVolume {
+  enum class Kind { Directory, Tmpfs, Bind } kind = Kind::Directory;
+  std::vector<std::string> tmpfs;  ///< Tmpfs: its mount options (size in bytes, mode, nr_inodes)
+  std::string device;              ///< Bind: the host directory it binds (absolute)
+  bool read_only = false;          ///< Bind: o=bind,ro
+};
+
+/// Reads Docker's local-driver options `opts`: none, a plain directory
+/// volume; type=tmpfs (o=size=…,mode=…,nr_inodes=…, device=tmpfs), a tmpfs
+/// volume; type=none o=bind[,ro] device=/HOST/DIR, a volume that is a bind
+/// of a host directory (compose's `driver_opts` for a named bind). Throws
 /// sbx::Error: InvalidArgument for a malformed value, Unsupported for what
-/// sbx's local driver does not do (other types, a bind of a device, a size
-/// quota on a directory volume).
-std::vector<std::string> tmpfs_options(const std::map<std::string, std::string>& opts) {
-  std::vector<std::string> out;
+/// sbx's local driver does not do (other types, block devices, a size quota
+/// on a directory volume).
+LocalVolume local_volume(const std::map<std::string, std::string>& opts) {
+  LocalVolume out;
   if (opts.empty()) return out;
   for (const auto& [k, v] : opts) {
     if (k == "size")
@@ -459,34 +468,50 @@ std::vector<std::string> tmpfs_options(const std::map<std::string, std::string>&
     return it == opts.end() ? std::string() : it->second;
   };
   std::string type = get("type"), device = get("device");
+  if (type == "none") {
+    bool bind = false;
+    for (const auto& o : split(get("o"), ',')) {
+      if (o == "bind" || o == "rbind") bind = true;
+      else if (o == "ro") out.read_only = true;
+      else if (!o.empty() && o != "rw")
+        throw Error(ErrorKind::InvalidArgument, "invalid volume option o=" + get("o") + ": '" + o +
+                                                    "' (a bind volume takes o=bind, o=bind,ro)");
+    }
+    if (!bind)
+      throw Error(ErrorKind::InvalidArgument,
+                  "invalid volume options: type=none needs o=bind and device=/HOST/DIR (a bind of a host directory)");
+    if (device.empty() || device[0] != '/' || device.find('\0') != std::string::npos)
+      throw Error(ErrorKind::InvalidArgument, "invalid volume option device=" + device +
+                                                  ": a bind volume's device is an absolute host directory");
+    out.kind = LocalVolume::Kind::Bind;
+    out.device = device;
+    return out;
+  }
   if (type != "tmpfs")
     throw Error(ErrorKind::Unsupported,
                 "volume option type=" + (type.empty() ? std::string("(none)") : type) +
-                    " is not supported: sbx's local driver makes directory volumes (no options) and tmpfs volumes "
-                    "(--opt type=tmpfs --opt o=size=64m); binds of host paths are -v /HOST:/PATH");
+                    " is not supported: sbx's local driver makes directory volumes (no options), tmpfs volumes "
+                    "(--opt type=tmpfs --opt o=size=64m) and binds of a host directory (--opt type=none --opt o=bind "
+                    "--opt device=/HOST/DIR); it mounts no block devices or network file systems");
   if (!device.empty() && device != "tmpfs")
     throw Error(ErrorKind::InvalidArgument, "invalid volume option device=" + device + ": a tmpfs volume's device is tmpfs");
+  out.kind = LocalVolume::Kind::Tmpfs;
   for (const auto& o : split(get("o"), ',')) {
     if (o.empty()) continue;
     size_t eq = o.find('=');
     std::string k = o.substr(0, eq), v = eq == std::string::npos ? "" : o.substr(eq + 1);
     if (k == "size") {
-      out.push_back("size=" + std::to_string(units::parse_size(v, "volume option o=size")));
+      out.tmpfs.push_back("size=" + std::to_string(units::parse_size(v, "volume option o=size")));
     } else if (k == "mode" && !v.empty() && v.size() <= 4 && v.find_first_not_of("01234567") == std::string::npos) {
-      out.push_back("mode=" + v);
+      out.tmpfs.push_back("mode=" + v);
     } else if (k == "nr_inodes" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
-      out.push_back(o);
+      out.tmpfs.push_back(o);
     } else {
       throw Error(ErrorKind::InvalidArgument, "invalid volume option o=" + get("o") + ": '" + o +
                                                   "' (a tmpfs volume takes size=N[k|m|g], mode=OCTAL, nr_inodes=N)");
     }
   }
   return out;
-}
-
-bool is_tmpfs_volume(const Volume& v) {
-  auto it = v.options.find("type");
-  return it != v.options.end() && it->second == "tmpfs";
 }
 
 }  // namespace
@@ -510,7 +535,7 @@ Volume Engine::create_volume(const VolumeCreateRequest& req) {
     throw Error(ErrorKind::Unsupported, "volume driver '" + req.driver + "' is not supported: sbx has 'local' only");
   std::string name = req.name.empty() ? runtime::new_sandbox_id() : req.name;
   check_volume_name(name);
-  (void)tmpfs_options(req.options);  // refused before anything is made
+  (void)local_volume(req.options);  // refused before anything is made
   std::string base = volumes_dir(cfg_.root);
   fs::mkdir_p(cfg_.root, 0755);
   if (::mkdir(base.c_str(), 0700) < 0 && errno != EEXIST) throw_errno("mkdir " + base);
@@ -817,14 +842,30 @@ std::vector<std::string> Engine::attach_volumes(SandboxSpec& spec) {
       fs::mkdir_p(dir + "/refs", 0700);
       fs::write_file_atomic(dir + "/refs/" + spec.id, ref.dump(), 0600);
       attached.push_back(v.name);
-      if (is_tmpfs_volume(v)) {
+      const LocalVolume local = local_volume(v.options);
+      if (local.kind == LocalVolume::Kind::Tmpfs) {
         // A tmpfs of the volume's size for this sandbox (its source names the
         // volume's _data, so the sandbox's spec says which volume it is).
         m.type = "tmpfs";
         m.source = v.mountpoint;
         m.options = {"nosuid", "nodev"};
-        for (auto& o : tmpfs_options(v.options)) m.options.push_back(o);
+        for (const auto& o : local.tmpfs) m.options.push_back(o);
         if (ro) m.options.push_back("ro");
+        continue;
+      }
+      if (local.kind == LocalVolume::Kind::Bind) {
+        // The host directory itself, as -v /HOST:/PATH binds it (docker
+        // mounts it on the volume's _data first; the sandbox sees the same).
+        // Nothing of the image is copied into it: it is the host's.
+        char* real = ::realpath(local.device.c_str(), nullptr);
+        if (!real)
+          throw_errno_hint("volume '" + v.name + "': its device " + local.device,
+                           "make that host directory, or remove the volume and create it with another device=");
+        m.type = "bind";
+        m.source = real;
+        ::free(real);
+        m.options = {"rbind"};
+        if (ro || local.read_only) m.options.push_back("ro");
         continue;
       }
       if (!nocopy && !spec.layer_dirs.empty() && dir_empty(v.mountpoint)) {

@@ -57,15 +57,18 @@ $RT_LINE
     volumes: ["shared:/data"]
   outsider:
     image: busybox:latest
-    command: ["sh", "-c", "echo up >>/shared/log; exec sleep 1000"]
+    command: ["sh", "-c", "echo up >>/shared/log; echo from-compose >/hd/f; exec sleep 1000"]
     networks: [other]
-    volumes: ["shared:/shared"]
+    volumes: ["hostdata:/hd", "shared:/shared"]  # (sorted: compose sorts them when it merges an override, and a new order recreates the service)
 $RT_LINE
 networks:
   other: {}
 volumes:
   shared: {}
+  hostdata:
+    driver_opts: {type: none, o: bind, device: "$T/hostdata"}
 EOF
+mkdir -p "$T/hostdata" && chown 1000:1000 "$T/hostdata" && chmod 777 "$T/hostdata"  # (gVisor writes as its owner)
 cd "$T/proj" || finish
 start_server || finish
 
@@ -95,6 +98,8 @@ check "a named volume: the client reads what the outsider wrote ($out)" [ "$out"
 check "… docker volume ls lists it" grep -qx sbxct_shared <<<"$(docker volume ls -q)"
 mounts=$(docker inspect sbxct_client_1 --format '{{range .Mounts}}{{.Type}} {{.Name}} {{.Destination}} {{.RW}}{{end}}')
 check "… container inspect's Mounts has it ($mounts)" [ "$mounts" = "volume sbxct_shared /data true" ]
+check "a volume of driver_opts type none, o bind: the outsider wrote into the host directory" \
+  [ "$(cat "$T/hostdata/f" 2>&1)" = from-compose ]
 out=$(timeout 300 docker-compose -p sbxct down 2>&1); rc=$?
 check "docker-compose down (volumes kept) ($rc: $(tail -n 2 <<<"$out" | tr '\n' ' '))" [ $rc -eq 0 ]
 check "… the volume outlives down" grep -qx sbxct_shared <<<"$(docker volume ls -q)"
@@ -126,6 +131,7 @@ check "docker-compose down -v ($rc: $(tail -n 3 <<<"$out" | tr '\n' ' '))" [ $rc
 check "… no container left ($(docker ps -aq | tr '\n' ' '))" [ -z "$(docker ps -aq)" ]
 check "… no network left ($(docker network ls -q | tr '\n' ' '))" [ -z "$(docker network ls -q)" ]
 check "… no volume left ($(docker volume ls -q | tr '\n' ' '))" [ -z "$(docker volume ls -q)" ]
+check "… and the bind volume's host directory is as it was" [ "$(cat "$T/hostdata/f" 2>&1)" = from-compose ]
 stop_server
 for _ in $(seq 20); do [ -z "$(ours_left)" ] && break; sleep 0.1; done
 check "nothing left: no sandbox, record, endpoint, bridge, DNS server or rule ($(ours_left | tr '\n' ' '))" test -z "$(ours_left)"

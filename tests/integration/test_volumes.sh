@@ -98,7 +98,8 @@ out=$($SBX run --rm -v small1:/s $BB -- sh -c 'dd if=/dev/zero of=/s/f bs=1024 c
 check "a write past 1 MiB fails with ENOSPC ($out)" grep -q "No space left on device" <<<"$out"
 check "... on a tmpfs mounted there" grep -qx 1021994 <<<"$out"
 check "... and 1 MiB fits" test "$($SBX run --rm -v small1:/s $BB -- sh -c 'dd if=/dev/zero of=/s/f bs=1024 count=512 2>/dev/null && echo ok')" = ok
-for bad in "size=1m" "type=ext4 device=/dev/sda1" "type=none o=bind device=/tmp" "type=tmpfs o=size=lots" "type=tmpfs o=uid=5" "bogus=1"; do
+for bad in "size=1m" "type=ext4 device=/dev/sda1" "type=none device=/tmp" "type=none o=bind device=rel/dir" \
+           "type=none o=bind,uid=5 device=/tmp" "type=nfs o=addr=192.0.2.1 device=:/x" "type=tmpfs o=size=lots" "type=tmpfs o=uid=5" "bogus=1"; do
   args=(); for kv in $bad; do args+=(--opt "$kv"); done
   out=$($SBX volume create "${args[@]}" badopt 2>&1); rc=$?
   check "create --opt $bad is refused (125) with a reason ($out)" test "$rc" = 125 -a -n "$out"
@@ -106,6 +107,31 @@ done
 check "... and made no volume" not_grep badopt "$($SBX volume ls -q)"
 check "size= alone names the way that works" grep -q "type=tmpfs" <<<"$($SBX volume create --opt size=1m badopt 2>&1)"
 expect_rc "rm the tmpfs volume" 0 $SBX volume rm small1
+
+# --- bind volumes: a named volume that is a host directory (compose's
+# driver_opts {type: none, o: bind, device: /HOST/DIR}) -----------------------
+# Owned by a user, writable by all: the native sandbox writes as its own ids,
+# gVisor's as the directory's owner (a root-owned one it cannot write).
+mkdir -p "$T/hostdir" && echo from-host >"$T/hostdir/f" && chown 1000:1000 "$T/hostdir" && chmod 777 "$T/hostdir"
+expect_rc "volume create --opt type=none --opt o=bind --opt device=DIR" 0 \
+  $SBX volume create --opt type=none --opt o=bind --opt device="$T/hostdir" hbind
+out=$($SBX run --rm -v hbind:/h $BB -- sh -c 'cat /h/f; echo from-sandbox >/h/g')
+check "the sandbox sees the host directory's file ($out)" test "$out" = from-host
+check "... and what it writes is in the host directory" test "$(cat "$T/hostdir/g" 2>&1)" = from-sandbox
+out=$($SBX run --rm --mount type=volume,source=hbind,target=/h,readonly $BB -- sh -c 'cat /h/f; echo x >/h/x' 2>&1)
+check "readonly: read, and no write ($out)" grep -q "^from-host" <<<"$out"
+check "... nothing written" test ! -e "$T/hostdir/x"
+expect_rc "o=bind,ro volume" 0 $SBX volume create --opt type=none --opt o=bind,ro --opt device="$T/hostdir" hbindro
+out=$($SBX run --rm -v hbindro:/h $BB -- sh -c 'echo x >/h/x' 2>&1)
+check "an o=bind,ro volume is read-only in the sandbox ($out)" test ! -e "$T/hostdir/x"
+expect_rc "rm the bind volumes" 0 $SBX volume rm hbind hbindro
+check "rm of a bind volume leaves the host directory as it was" test "$(cat "$T/hostdir/f" "$T/hostdir/g")" = $'from-host\nfrom-sandbox'
+expect_rc "a bind volume of a missing directory: create as docker (no check)" 0 \
+  $SBX volume create --opt type=none --opt o=bind --opt device="$T/nohostdir" hmissing
+out=$($SBX run --rm -v hmissing:/h $BB -- true 2>&1); rc=$?
+check "... and a run with it fails naming the directory (rc $rc: $out)" test "$rc" = 125 -a -n "$(grep -F "$T/nohostdir" <<<"$out")"
+check "... leaving no sandbox" test -z "$($SBX ps -aq)"
+expect_rc "rm it" 0 $SBX volume rm hmissing
 
 # --- in use ------------------------------------------------------------------
 id=$($SBX create --name holder -v vol1:/data $BB -- sleep 600)
