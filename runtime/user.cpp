@@ -100,4 +100,11 @@ ResolvedUser resolve_user(const std::string& user, const std::string& root) {
   return r;
 }
 
+std::optional<uint32_t> group_id(const std::string& name, const std::string& root) {
+  std::string base = root == "/" ? "" : root;
+  for (const auto& f : read_db(base + "/etc/group"))
+    if (f.size() >= 3 && f[0] == name) return parse_id(f[2], "gid of group " + f[0] + " in /etc/group");
+  return std::nullopt;
+}
+
 }  // namespace sbx::runtime

@@ -3,6 +3,7 @@
 // not the host's).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,12 @@ uint32_t parse_id(const std::string& text, const std::string& what);
 /// root. A numeric uid not in passwd gets gid 0 (as docker). Throws
 /// sbx::Error ("unable to find user bob: no matching entries in passwd file").
 ResolvedUser resolve_user(const std::string& user, const std::string& root = "/");
+
+/// The gid of group `name` in ROOT/etc/group, or nullopt when the file or
+/// the group is not there. Reads the file itself, as dockerd does for its
+/// socket's group: not through NSS, which a static sbx cannot load safely
+/// (glibc's static getgrnam dlopens the host's NSS modules). Throws
+/// sbx::Error for a malformed gid.
+std::optional<uint32_t> group_id(const std::string& name, const std::string& root = "/");
 
 }  // namespace sbx::runtime

@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,6 +23,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/linux/self_exec.h"
+#include "runtime/user.h"
 #include "server/docker/api.h"
 #include "server/e2b/e2b.h"
 #include "server/http.h"
@@ -77,9 +77,8 @@ Listener listen_unix(const std::string& path) {
   int rc = ::bind(l.fd.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
   ::umask(old);
   if (rc < 0) throw_errno("bind " + path);
-  struct group* g = ::getgrnam("sbx");
-  if (g) {
-    if (::chown(path.c_str(), 0, g->gr_gid) < 0 || ::chmod(path.c_str(), 0660) < 0) throw_errno("chown/chmod " + path);
+  if (auto gid = runtime::group_id("sbx")) {
+    if (::chown(path.c_str(), 0, *gid) < 0 || ::chmod(path.c_str(), 0660) < 0) throw_errno("chown/chmod " + path);
   }
   if (::listen(l.fd.fd, kBacklog) < 0) throw_errno("listen on " + path);
   return l;

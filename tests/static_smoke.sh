@@ -47,4 +47,23 @@ out=$(S exec "$id" -- echo static-exec-ok) || fail "exec exited $?"
 ls "$T/run/.init/" | grep -q '^sbx-init-[0-9a-f]\{64\}$' || fail "no sbx-init in $T/run/.init"
 S rm -f "$id" >/dev/null || fail "rm -f exited $?"
 [ -z "$(ls -A "$T/run" 2>/dev/null | grep -vE '^\.(names|init)$')" ] || fail "run root not empty after rm: $(ls -A "$T/run")"
-echo "static smoke: ok ($sbx: static, import + run -- echo, create + exec + rm)"
+# sbx serve: starts (its socket's group is read from /etc/group itself: a
+# static glibc's getgrnam loads the host's NSS modules, which crashed it),
+# answers _ping, and runs an exec through its embedded static helper.
+serve_log=$T/serve.log
+"$sbx" --root "$T/root" --run-root "$T/run" serve --socket "$T/docker.sock" 2>"$serve_log" &  # (not through S: $! must be sbx)
+serve_pid=$!
+trap 'kill $serve_pid 2>/dev/null; wait $serve_pid 2>/dev/null; "$sbx" --root "$T/root" --run-root "$T/run" rm -f --all >/dev/null 2>&1; rm -rf "$T"' EXIT
+for _ in $(seq 100); do [ -S "$T/docker.sock" ] && break; kill -0 $serve_pid 2>/dev/null || break; sleep 0.05; done
+ping=$(curl -s --unix-socket "$T/docker.sock" http://d/_ping 2>&1) || true
+helper=$( (ls -l /proc/$serve_pid/fd 2>/dev/null || true) | grep -o '/memfd:sbx[^ ]*' | head -1) || true
+created=$(curl -s --unix-socket "$T/docker.sock" -H 'Content-Type: application/json' \
+  -d '{"Image": "busybox", "Cmd": ["sleep", "1000"]}' http://d/v1.44/containers/create) || true
+id=$(sed -n 's/.*"Id":"\([0-9a-f]*\)".*/\1/p' <<<"$created")
+started=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$T/docker.sock" -X POST "http://d/v1.44/containers/$id/start") || true
+exec_out=$(S exec "$id" -- echo up 2>&1) || true
+[ "$ping" = OK ] || fail "sbx serve did not answer _ping ('$ping'): $(tail -3 "$serve_log")"
+[ "$helper" = /memfd:sbx-helper ] || fail "sbx serve's helper program is '$helper', not the embedded sbx-helper"
+[ -n "$id" ] && [ "$started" = 204 ] || fail "container create/start through sbx serve: '$created', start $started"
+[ "$exec_out" = up ] || fail "the container sbx serve started does not run: exec said '$exec_out'"
+echo "static smoke: ok ($sbx: static, import + run -- echo, create + exec + rm, serve)"

@@ -87,6 +87,18 @@ TEST_CASE("users resolve against the image's passwd and group") {
   CHECK_THROWS_AS(resolve_user("alice:nogroup", d.path), Error);
 }
 
+TEST_CASE("group_id reads a group's gid from ROOT/etc/group itself (no NSS)") {
+  TempDir d;
+  write(d.path + "/etc/group", "# comment\nroot:x:0:\nsbx:x:4321:alice\nbad:x:notanumber:\n");
+  CHECK(group_id("sbx", d.path) == std::optional<uint32_t>(4321));
+  CHECK(group_id("root", d.path) == std::optional<uint32_t>(0));
+  CHECK_FALSE(group_id("docker", d.path).has_value());
+  CHECK_FALSE(group_id("sb", d.path).has_value());  // whole names only
+  CHECK_THROWS_AS(group_id("bad", d.path), Error);
+  TempDir empty;
+  CHECK_FALSE(group_id("sbx", empty.path).has_value());  // no /etc/group
+}
+
 TEST_CASE("image Entrypoint/Cmd/Env/WorkingDir/User combine as docker") {
   oci::ImageConfig img;
   img.entrypoint = {"/entry"};
