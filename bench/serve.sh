@@ -68,15 +68,8 @@ fi
 if [ "${SBX_BENCH_NO_PODMAN:-0}" = 1 ]; then
   echo "note: SBX_BENCH_NO_PODMAN=1: podman's rows are left out"
 elif command -v podman >/dev/null; then
-  # The service's containers get podman's defaults plus the ulimits podman
-  # needs on this host (bench/lifecycle.sh); --time=0: it never exits idle.
-  mkdir -p "$T/ptmp"
-  "${P[@]}" load -q -i "$IMAGES/busybox.docker.tar" >/dev/null
-  "${P[@]}" tag "$("${P[@]}" images -q | head -1)" docker.io/library/busybox:latest
-  printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n' >"$T/containers.conf"
-  CONTAINERS_CONF=$T/containers.conf "${P[@]}" system service --time=0 "$PSOCK" 2>"$T/podman.log" &
-  PSERVER=$!
-  for _ in $(seq 100); do [ -S "$T/podman.sock" ] && break; sleep 0.05; done
+  source "$(dirname "$0")/podman_service.sh"
+  podman_service_start "$T/podman.sock"
   DOCKER_HOST=$PSOCK docker run -d --network none --name bench-podman busybox tail -f /dev/null >/dev/null
   CMDS+=(-n 'docker run --rm busybox true (podman service)' "env DOCKER_HOST=$PSOCK docker run --rm --network none busybox true"
     -n 'docker exec (podman service)' "env DOCKER_HOST=$PSOCK docker exec bench-podman true")
