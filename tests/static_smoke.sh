@@ -49,7 +49,8 @@ S rm -f "$id" >/dev/null || fail "rm -f exited $?"
 [ -z "$(ls -A "$T/run" 2>/dev/null | grep -vE '^\.(names|init)$')" ] || fail "run root not empty after rm: $(ls -A "$T/run")"
 # sbx serve: starts (its socket's group is read from /etc/group itself: a
 # static glibc's getgrnam loads the host's NSS modules, which crashed it),
-# answers _ping, and runs an exec through its embedded static helper.
+# answers _ping, seals its embedded sbx-helper, and creates and starts a
+# container (the create goes through that helper; the exec after is the CLI's).
 serve_log=$T/serve.log
 "$sbx" --root "$T/root" --run-root "$T/run" serve --socket "$T/docker.sock" 2>"$serve_log" &  # (not through S: $! must be sbx)
 serve_pid=$!

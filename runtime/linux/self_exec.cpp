@@ -83,7 +83,26 @@ Fd executable_memfd(const char* name) {
 
 /// Makes the memfd `mfd` (filled) read-and-execute only and sealed, and
 /// returns a read-only open of it (close-on-exec). Throws sbx::Error.
-int seal_image(Fd mfd);
+int seal_image(Fd mfd) {
+  // Read and execute only (a memfd starts as 0777): a sandbox that gets hold
+  // of it through /proc/PID/exe cannot even open it for writing, which,
+  // sealed or not, would make every later exec of it fail with ETXTBSY.
+  // (Host root in a --userns host sandbox passes mode bits with
+  // CAP_DAC_OVERRIDE: it could do that, though not change a byte.)
+  if (::fchmod(mfd.fd, 0555) < 0) throw_errno("chmod the memfd of sbx's helper program");
+  // Nothing may change it any more: not its bytes, its size, its seals, its
+  // exec bits (F_SEAL_EXEC: Linux 6.3+, else without).
+  const int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+  if (::fcntl(mfd.fd, F_ADD_SEALS, seals | F_SEAL_EXEC) < 0 && ::fcntl(mfd.fd, F_ADD_SEALS, seals) < 0)
+    throw_errno("seal the memfd of sbx's helper program");
+  if ((::fcntl(mfd.fd, F_GET_SEALS) & seals) != seals) throw Error("the memfd of sbx's helper program is not sealed");
+  // execve refuses a file that is open for writing (ETXTBSY): keep a
+  // read-only open of it and let the writable one go.
+  std::string self = "/proc/self/fd/" + std::to_string(mfd.fd);
+  int ro = ::open(self.c_str(), O_RDONLY | O_CLOEXEC);
+  if (ro < 0) throw_errno("reopen the memfd of sbx's helper program read-only");
+  return ro;
+}
 
 /// A sealed, read-only memfd ("sbx-helper") holding the embedded static
 /// helper program. Throws sbx::Error.
@@ -129,27 +148,6 @@ int seal_copy_of_self() {
       throw_errno("write the ELF header of the memfd copy of sbx's binary");
   }
   return seal_image(std::move(mfd));
-}
-
-int seal_image(Fd mfd) {
-  // Read and execute only (a memfd starts as 0777): a sandbox that gets hold
-  // of it through /proc/PID/exe cannot even open it for writing, which,
-  // sealed or not, would make every later exec of it fail with ETXTBSY.
-  // (Host root in a --userns host sandbox passes mode bits with
-  // CAP_DAC_OVERRIDE: it could do that, though not change a byte.)
-  if (::fchmod(mfd.fd, 0555) < 0) throw_errno("chmod the memfd of sbx's helper program");
-  // Nothing may change it any more: not its bytes, its size, its seals, its
-  // exec bits (F_SEAL_EXEC: Linux 6.3+, else without).
-  const int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
-  if (::fcntl(mfd.fd, F_ADD_SEALS, seals | F_SEAL_EXEC) < 0 && ::fcntl(mfd.fd, F_ADD_SEALS, seals) < 0)
-    throw_errno("seal the memfd of sbx's helper program");
-  if ((::fcntl(mfd.fd, F_GET_SEALS) & seals) != seals) throw Error("the memfd of sbx's helper program is not sealed");
-  // execve refuses a file that is open for writing (ETXTBSY): keep a
-  // read-only open of it and let the writable one go.
-  std::string self = "/proc/self/fd/" + std::to_string(mfd.fd);
-  int ro = ::open(self.c_str(), O_RDONLY | O_CLOEXEC);
-  if (ro < 0) throw_errno("reopen the memfd of sbx's helper program read-only");
-  return ro;
 }
 
 }  // namespace

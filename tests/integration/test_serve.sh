@@ -97,8 +97,12 @@ EOF
   check "docker exec: exit code 5 ($rc)" [ "$rc" = 5 ]
   # The server's helpers run the small static program embedded in sbx
   # (tools/sbx-helper.cpp), sealed in a memfd: not a copy of sbx itself.
-  helper_fd=$(ls -l /proc/"$SERVER_PID"/fd 2>/dev/null | grep -o '/memfd:sbx[^ ]*' | head -1)
-  check "the server's helper program is the embedded sbx-helper ($helper_fd)" [ "$helper_fd" = /memfd:sbx-helper ]
+  helper_fd=""
+  for f in /proc/"$SERVER_PID"/fd/*; do [ "$(readlink "$f")" = "/memfd:sbx-helper (deleted)" ] && helper_fd=$f; done
+  check "the server's helper program is the embedded sbx-helper ($(ls -l /proc/"$SERVER_PID"/fd | grep -o '/memfd:[^ ]*' | tr '\n' ' '))" [ -n "$helper_fd" ]
+  # F_GET_SEALS (1034) through a read-only open: SEAL|SHRINK|GROW|WRITE (15).
+  seals=$(python3 -c 'import fcntl, os, sys; print(fcntl.fcntl(os.open(sys.argv[1], os.O_RDONLY), 1034) & 15)' "$helper_fd" 2>&1)
+  check "… sealed against writes, growth, shrinking and new seals ($seals)" [ "$seals" = 15 ]
   out=$(printf 'line1\nline2\n' | docker exec -i servetest sh -c 'cat; echo done')
   check "docker exec -i passes stdin and its end" [ "$out" = $'line1\nline2\ndone' ]
   head -c 300000 /dev/urandom >"$T/blob"
