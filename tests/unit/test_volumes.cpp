@@ -125,7 +125,7 @@ TEST_CASE("a volume mount without a source is anonymous through --mount, Docker'
   }
 }
 
-TEST_CASE("volume create options: tmpfs with a size; others refused, nothing made") {
+TEST_CASE("volume create options: tmpfs with a size, a bind of a host directory; others refused, nothing made") {
   test::TempDir t("vols");
   engine::Engine eng({t.path + "/root", t.path + "/run"});
   engine::VolumeCreateRequest r;
@@ -135,6 +135,10 @@ TEST_CASE("volume create options: tmpfs with a size; others refused, nothing mad
   CHECK(v.options == r.options);
   CHECK(eng.inspect_volume("small").options == r.options);
   CHECK(nlohmann::json::parse(v.json())["Options"]["o"] == "size=1m,mode=1777");
+  engine::VolumeCreateRequest b;
+  b.name = "hostbind";
+  b.options = {{"type", "none"}, {"o", "bind,ro"}, {"device", "/tmp"}};
+  CHECK(eng.create_volume(b).options == b.options);
   auto refused = [&](std::map<std::string, std::string> opts) {
     engine::VolumeCreateRequest q;
     q.name = "bad";
@@ -144,7 +148,9 @@ TEST_CASE("volume create options: tmpfs with a size; others refused, nothing mad
   };
   refused({{"size", "1m"}});                                   // a quota: not done
   refused({{"type", "ext4"}, {"device", "/dev/sda1"}});       // other types
-  refused({{"type", "none"}, {"o", "bind"}, {"device", "/tmp"}});
+  refused({{"type", "none"}, {"device", "/tmp"}});             // a bind needs o=bind
+  refused({{"type", "none"}, {"o", "bind"}, {"device", "tmp"}});  // and an absolute device
+  refused({{"type", "none"}, {"o", "bind,uid=5"}, {"device", "/tmp"}});
   refused({{"type", "tmpfs"}, {"o", "size=lots"}});
   refused({{"type", "tmpfs"}, {"o", "uid=5"}});
   refused({{"type", "tmpfs"}, {"bogus", "1"}});
