@@ -311,7 +311,6 @@ $SBX gc >/dev/null
 for id in $($SBX ps -aq --no-trunc 2>/dev/null); do $SBX rm -f "$id" >/dev/null; done
 for _ in $(seq 20); do [ -z "$(net_leaks)" ] && break; sleep 0.1; done
 check "SIGKILL of sbx mid-start, then gc: nothing left: $(net_leaks | tr '\n' ' ')" test -z "$(net_leaks)"
-X
 
 cleanup_world
 trap - EXIT

@@ -98,10 +98,13 @@ rc=$?
 native_only && check "SIGTERM to sbx run is forwarded: the command dies of it (143, got $rc)" test "$rc" -eq 143
 check "SIGTERM: state dir removed" test ! -e "$dir"
 
-$SBX run $BB sh -c 'trap "" TERM; sleep 100' &
+# The first SIGTERM goes only once the trap is set (the command says so):
+# a fixed wait raced with gVisor's slower start, and the first signal then
+# ended the shell (143).
+$SBX run $BB sh -c 'trap "" TERM; echo trap-set; sleep 100' >"$T/trap.out" &
 sbxpid=$!
 dir=$(wait_for_state)
-sleep 0.2
+for _ in $(seq 200); do grep -q trap-set "$T/trap.out" 2>/dev/null && break; sleep 0.05; done
 kill -TERM $sbxpid; sleep 0.2; kill -TERM $sbxpid
 wait $sbxpid
 rc=$?
