@@ -21,6 +21,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "runtime/backend.h"
+#include "runtime/linux/cgroup_removal.h"
 #include "runtime/linux/cgroups.h"
 #include "runtime/linux/sandbox_network.h"
 #include "runtime/linux/userns.h"
@@ -116,39 +117,9 @@ std::optional<EndRecord> wait_sandbox(const std::string& dir, std::chrono::milli
 }
 
 int destroy_cgroup_dirs(const std::vector<std::string>& dirs) noexcept {
-  int first = 0;
-  for (const auto& d : dirs) {
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      std::string procs;
-      try {
-        procs = fs::read_file(d + "/cgroup.procs");
-      } catch (const Error& e) {
-        if (e.err() == ENOENT) break;  // already gone
-      }
-      bool any = false;
-      for (const char* p = procs.c_str(); *p;) {
-        char* end;
-        long pid = std::strtol(p, &end, 10);
-        if (end == p) break;
-        if (pid > 0) {
-          ::kill(static_cast<pid_t>(pid), SIGKILL);
-          any = true;
-        }
-        p = end;
-        while (*p == '\n') ++p;
-      }
-      if (::rmdir(d.c_str()) == 0 || errno == ENOENT) break;
-      if (errno != EBUSY) {
-        if (!first) first = errno;
-        break;
-      }
-      // EBUSY: the killed processes are still exiting.
-      std::this_thread::sleep_for(std::chrono::milliseconds(any ? 5 : 10));
-      if (attempt == 199 && !first) first = EBUSY;
-    }
-  }
+  int e = remove_cgroup_dirs(dirs);
   release_sandboxes_parent();  // the last sandbox takes sbx's parent cgroup with it
-  return first;
+  return e;
 }
 
 void remove_sandbox(const std::string& run_root, const std::string& id, bool force, Backend* backend) {

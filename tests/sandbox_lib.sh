@@ -12,6 +12,7 @@ SBX_TEST_SRC=${SBX_TEST_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 SBX_IMAGES=${SBX_IMAGES:-$SBX_TEST_SRC/tests/images/out}
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root (namespaces, mounts, cgroups)"; exit 77; fi
 
+TEST_START=$(date +%s)
 T=$(mktemp -d /tmp/sbx-test.XXXXXX)
 export SBX_ROOT=$T/root SBX_RUN_ROOT=$T/run
 # The backend under test: SBX_TEST_RUNTIME=gvisor runs every `sbx run` of the
@@ -141,7 +142,7 @@ leak_check() {
   fi
   leaked=""
   for dir in "${TEST_CGROUPS[@]}"; do
-    leaked+=$(find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*' 2>/dev/null)
+    leaked+=$(find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'sbx-*' -printf '%p ' 2>/dev/null)
   done
   leaked+=$(comm -13 <(echo "$PARENT_CHILDREN_BEFORE") <(ls -d "$SBX_PARENT_CGROUP"/sbx-* 2>/dev/null | sort) | tr '\n' ' ')
   if [ -z "$(ls -d "$SBX_PARENT_CGROUP"/sbx-* 2>/dev/null)" ] && [ -d "$SBX_PARENT_CGROUP" ]; then
@@ -149,6 +150,11 @@ leak_check() {
   fi
   if [ -n "$leaked" ]; then
     fails=$((fails + 1)); echo "FAIL leak: cgroups left: $leaked"
+    # What holds each and when it was made: the clue to which case left it.
+    for dir in $leaked; do
+      [ -d "$dir" ] || continue
+      echo "     $dir: made $(($(stat -c %Z "$dir") - TEST_START)) s into the test; processes: $(tr '\n' ' ' <"$dir/cgroup.procs" 2>/dev/null)"
+    done
   else
     passes=$((passes + 1)); echo "ok   leak: no sbx-* cgroups left, nor sbx's parent cgroup"
   fi

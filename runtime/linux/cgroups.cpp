@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "runtime/default_bounds.h"
 #include "runtime/linux/cgroup_control.h"
+#include "runtime/linux/cgroup_removal.h"
 
 namespace sbx::runtime {
 
@@ -346,24 +347,15 @@ uint64_t Cgroup::pids_max_hits() const noexcept {
 void Cgroup::destroy() noexcept {
   std::vector<std::string>& dirs_ = roles_.dirs;
   if (dirs_.empty()) return;
-  bool killed = false;
-  // Children first is not needed (we create no sub-cgroups); remove in reverse.
-  for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
-    for (int attempt = 0; attempt < 50; ++attempt) {
-      if (::rmdir(it->c_str()) == 0 || errno == ENOENT) break;
-      if (errno != EBUSY) {
-        log::warn("cannot remove cgroup " + *it + ": " + std::strerror(errno) + "; 'sbx gc' will retry");
-        break;
-      }
-      // Processes are still in it (or exiting): kill them and retry shortly.
-      if (!killed) {
-        kill_all();
-        killed = true;
-      }
-      struct timespec ts {0, 2000000};
-      nanosleep(&ts, nullptr);
-      if (attempt == 49) log::warn("cgroup " + *it + " is still busy; 'sbx gc' will remove it");
-    }
+  // Most often every process has exited by now: one rmdir per dir.
+  std::vector<std::string> busy;
+  for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it)
+    if (::rmdir(it->c_str()) < 0 && errno != ENOENT) busy.push_back(*it);
+  if (!busy.empty()) {
+    // The whole cgroup at once first (cgroup.kill, or frozen then killed on
+    // v1: a fork cannot outrun it), then each dir until it is gone.
+    kill_all();
+    remove_cgroup_dirs(busy);
   }
   roles_ = {};
   procs_.clear();
