@@ -316,6 +316,23 @@ bool dir_empty(const std::string& dir) {
   return empty;
 }
 
+/// A bind of the host directory `host_dir` on `dst` (read-only with `ro`),
+/// by its real path (realpath(3): what is bound is what the path names now,
+/// not a link that may change later). Throws sbx::Error naming `what`, with
+/// `hint` when there is one, when the directory cannot be resolved.
+spec::Mount host_dir_bind(const std::string& dst, const std::string& host_dir, bool ro, const std::string& what,
+                          const std::string& hint = "") {
+  char* real = ::realpath(host_dir.c_str(), nullptr);
+  if (!real) {
+    if (hint.empty()) throw_errno(what);
+    throw_errno_hint(what, hint);
+  }
+  spec::Mount m{dst, "bind", real, {"rbind"}};
+  ::free(real);
+  if (ro) m.options.push_back("ro");
+  return m;
+}
+
 }  // namespace
 
 // ---- names and parsing -------------------------------------------------------
@@ -417,12 +434,7 @@ spec::Mount parse_mount_flag(const std::string& text, const std::string& what) {
   if (type == "bind") {
     if (src.empty() || src[0] != '/')
       throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': a bind needs an absolute source=");
-    char* real = ::realpath(src.c_str(), nullptr);
-    if (!real) throw_errno(what + " source " + src);
-    spec::Mount m{dst, "bind", real, {"rbind"}};
-    ::free(real);
-    if (ro) m.options.push_back("ro");
-    return m;
+    return host_dir_bind(dst, src, ro, what + " source " + src);
   }
   if (type == "tmpfs") {
     spec::Mount m{dst, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
@@ -857,15 +869,9 @@ std::vector<std::string> Engine::attach_volumes(SandboxSpec& spec) {
         // The host directory itself, as -v /HOST:/PATH binds it (docker
         // mounts it on the volume's _data first; the sandbox sees the same).
         // Nothing of the image is copied into it: it is the host's.
-        char* real = ::realpath(local.device.c_str(), nullptr);
-        if (!real)
-          throw_errno_hint("volume '" + v.name + "': its device " + local.device,
-                           "make that host directory, or remove the volume and create it with another device=");
-        m.type = "bind";
-        m.source = real;
-        ::free(real);
-        m.options = {"rbind"};
-        if (ro || local.read_only) m.options.push_back("ro");
+        m = host_dir_bind(m.destination, local.device, ro || local.read_only,
+                          "volume '" + v.name + "': its device " + local.device,
+                          "make that host directory, or remove the volume and create it with another device=");
         continue;
       }
       if (!nocopy && !spec.layer_dirs.empty() && dir_empty(v.mountpoint)) {
