@@ -66,13 +66,16 @@ void send_rest_error(Connection& c, int status, const std::string& msg) {
   c.send(status, json{{"code", status}, {"message", msg}}.dump());
 }
 
-int64_t timeout_seconds(const json& body, const char* key, int64_t def) {
+/// The request's `key`, a number of seconds (fractions kept), in ms; `def_ms`
+/// when it is absent or null. Throws RestError 400 when it is not a number of
+/// 0..kMaxTimeoutS seconds.
+int64_t timeout_ms(const json& body, const char* key, int64_t def_ms) {
   auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return def;
+  if (it == body.end() || it->is_null()) return def_ms;
   if (!it->is_number()) throw RestError{400, std::string("'") + key + "' must be a number of seconds"};
   auto ms = json_number::seconds_to_ms(*it, static_cast<double>(kMaxTimeoutS));
   if (!ms) throw RestError{400, std::string("'") + key + "' must be 0.." + std::to_string(kMaxTimeoutS) + " seconds"};
-  return ms->count() / 1000;
+  return ms->count();
 }
 
 }  // namespace
@@ -225,7 +228,7 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
   json body = json::parse(r.body.empty() ? "{}" : r.body);
   std::string tmpl = body.value("templateID", "");
   if (tmpl.empty()) throw RestError{400, "templateID is required: the name of an sbx image"};
-  int64_t timeout = timeout_seconds(body, "timeout", kDefaultTimeoutS);
+  int64_t timeout = timeout_ms(body, "timeout", kDefaultTimeoutS * 1000);
   if (body.contains("autoPause") && body["autoPause"].is_boolean() && body["autoPause"].get<bool>())
     throw RestError{400, "sbx serve does not pause sandboxes (lifecycle.onTimeout 'pause'); use 'kill'"};
   oci::ImageRecord img;
@@ -278,7 +281,7 @@ void E2bApi::create_sandbox(Connection& c, const Request& r) {
   } catch (const Error&) {
   }
   sb->started_ms = now_ms();
-  sb->end_ms = sb->started_ms + timeout * 1000;
+  sb->end_ms = sb->started_ms + timeout;
   {
     std::lock_guard lk(mu_);
     sandboxes_[sb->id] = sb;
@@ -341,11 +344,11 @@ void E2bApi::set_timeout(Connection& c, const Request& r, const std::string& id,
   json body = json::parse(r.body.empty() ? "{}" : r.body);
   auto sb = find(id);
   if (!sb) throw RestError{404, "sandbox " + id + " not found"};
-  int64_t t = timeout_seconds(body, refresh ? "duration" : "timeout", refresh ? 0 : -1);
+  int64_t t = timeout_ms(body, refresh ? "duration" : "timeout", refresh ? 0 : -1);
   if (t < 0) throw RestError{400, "'timeout' (seconds) is required"};
   {
     std::lock_guard lk(mu_);
-    int64_t end = now_ms() + t * 1000;
+    int64_t end = now_ms() + t;
     // setTimeout sets the deadline (shorter or longer); a refresh only extends it.
     if (!refresh || end > sb->end_ms) sb->end_ms = end;
   }
@@ -357,11 +360,11 @@ void E2bApi::connect_sandbox(Connection& c, const Request& r, const std::string&
   json body = json::parse(r.body.empty() ? "{}" : r.body);
   auto sb = find(id);
   if (!sb) throw RestError{404, "sandbox " + id + " not found (sbx serve has no paused sandboxes)"};
-  int64_t t = timeout_seconds(body, "timeout", 0);
+  int64_t t = timeout_ms(body, "timeout", 0);
   json out;
   {
     std::lock_guard lk(mu_);
-    if (t > 0) sb->end_ms = std::max(sb->end_ms, now_ms() + t * 1000);
+    if (t > 0) sb->end_ms = std::max(sb->end_ms, now_ms() + t);
     out = sandbox_json(*sb, true);
   }
   cv_.notify_all();

@@ -99,6 +99,18 @@ check "GET /files of a 1 TiB sparse file: 413 ($code)" [ "$code" = 413 ]
 check "… naming the bound" grep -q 'at most 4294967296 bytes' "$T/r"
 curl -s -o /dev/null -H "X-API-Key: $TOKEN" -X DELETE "$URL/sandboxes/$E2B_ID"
 
+# --- a timeout in seconds keeps its fraction: 2.5 s is 2500 ms, not 2 ------------
+code=$(curl -s -o "$T/r" -w '%{http_code}' -H "X-API-Key: $TOKEN" -H 'Content-Type: application/json' \
+  -X POST -d '{"templateID":"busybox","timeout":2.5}' "$URL/sandboxes")
+E2B_ID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["sandboxID"])' "$T/r" 2>/dev/null)
+span=$(curl -s -H "X-API-Key: $TOKEN" "$URL/sandboxes/$E2B_ID" | python3 -c '
+import datetime, json, sys
+j = json.load(sys.stdin)
+t = lambda s: datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ")
+print(round((t(j["endAt"]) - t(j["startedAt"])).total_seconds() * 1000))' 2>&1)
+check "REST create with timeout 2.5: endAt is 2500 ms after startedAt ($code, $span)" [ "$span" = 2500 ]
+curl -s -o /dev/null -H "X-API-Key: $TOKEN" -X DELETE "$URL/sandboxes/$E2B_ID"
+
 # --- the SDK ----------------------------------------------------------------------------
 MARK=$T/host-mark
 NODE_PATH=$MODS E2B_API_URL=$URL E2B_SANDBOX_URL=$URL E2B_API_KEY=$TOKEN SBX_E2B_TEMPLATE=busybox \
