@@ -332,13 +332,27 @@ void mount_user(const SandboxSpec& spec, std::vector<BindSource>& binds) {
 void mask_and_readonly_paths() { mask_and_readonly_paths(default_masked_paths(), default_readonly_paths()); }
 
 void mask_and_readonly_paths(const std::vector<std::string>& masked, const std::vector<std::string>& readonly) {
+  // One empty tmpfs for every masked dir, bound on all but the first: each
+  // superblock costs the host a shrinker, and the kernel keeps a slot for
+  // every shrinker in every memory cgroup (mm/shrinker.c), so a superblock
+  // per mask made every sandbox's kernel memory grow with the number alive.
+  std::string first_masked_dir;
   for (const auto& p : masked) {
     struct stat st {};
     if (::stat(p.c_str(), &st) < 0) continue;  // not on this kernel
-    if (S_ISDIR(st.st_mode))
-      mnt("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0", "mask tmpfs");
-    else
+    if (!S_ISDIR(st.st_mode)) {
       mnt("/dev/null", p, nullptr, MS_BIND, nullptr, "mask");
+      continue;
+    }
+    if (first_masked_dir.empty()) {
+      mnt("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0", "mask tmpfs");
+      first_masked_dir = p;
+      continue;
+    }
+    mnt(first_masked_dir.c_str(), p, nullptr, MS_BIND, nullptr, "mask");
+    struct mount_attr attr {};
+    attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+    if (::mount_setattr(AT_FDCWD, p.c_str(), 0, &attr, sizeof attr) < 0) throw_errno("make the mask on " + p + " read-only");
   }
   for (const auto& p : readonly) {
     if (::mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) < 0) {

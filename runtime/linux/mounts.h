@@ -109,8 +109,8 @@ void mask_and_readonly_paths();
 
 /// The same for given lists (sbx-runc: config.json's linux.maskedPaths and
 /// readonlyPaths), paths as seen from the current root, as runc's maskPath and
-/// readonlyPath: a masked directory gets an empty read-only tmpfs, a masked
-/// file /dev/null bound over it; a read-only path becomes a recursive
+/// readonlyPath: masked directories get one empty read-only tmpfs (bound on
+/// each), a masked file /dev/null bound over it; a read-only path becomes a recursive
 /// read-only, nosuid, nodev, noexec bind mount of itself. Paths that do not
 /// exist are skipped. Throws sbx::Error naming the path.
 void mask_and_readonly_paths(const std::vector<std::string>& masked, const std::vector<std::string>& readonly);

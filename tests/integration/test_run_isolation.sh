@@ -31,6 +31,14 @@ for p in /proc/kcore /proc/keys /proc/timer_list /proc/sched_debug /proc/interru
 done
 out=$(run $BB sh -c 'ls /sys/firmware | wc -l')
 check "masked: /sys/firmware is empty" test "$out" = 0
+# Every masked dir is the same empty read-only tmpfs (one superblock, not one
+# per mask: each superblock costs the host kernel memory in every memory cgroup).
+masked_dirs=""
+for p in /proc/acpi /proc/asound /proc/scsi /sys/firmware /sys/devices/virtual/powercap; do [ -d "$p" ] && masked_dirs+=" $p"; done
+if [ "$(wc -w <<<"$masked_dirs")" -ge 2 ]; then
+  out=$(run $BB sh -c "for d in $masked_dirs; do stat -c %d \$d; touch \$d/x 2>/dev/null && echo writable; ls -A \$d; done | sort -u")
+  check "masked dirs ($masked_dirs) share one empty read-only tmpfs ($out)" test "$(wc -l <<<"$out")" = 1
+fi
 expect_rc "read-only: /proc/sys" 1 run $BB sh -c 'echo 1 >/proc/sys/kernel/domainname 2>/dev/null'
 expect_rc "read-only: /sys" 1 run $BB sh -c 'echo 1 >/sys/kernel/profiling 2>/dev/null || mkdir /sys/x 2>/dev/null'
 expect_rc "no mknod'ed disk can be read (device cgroup)" 1 \
