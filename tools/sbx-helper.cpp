@@ -15,7 +15,4 @@
 // Exits 125 with a message for a command line no sbx made.
 #include "runtime/native/fresh_helper.h"
 
-int main(int argc, char** argv) {
-  if (!sbx::runtime::is_fresh_helper(argc, argv)) argc = 1;  // (run_fresh_helper then says what this is)
-  return sbx::runtime::run_fresh_helper(argc, argv);
-}
+int main(int argc, char** argv) { return sbx::runtime::run_fresh_helper(argc, argv); }

@@ -16,7 +16,8 @@ bool is_fresh_helper(int argc, char** argv) noexcept { return argc > 1 && std::s
 int run_fresh_helper(int argc, char** argv) noexcept {
   enter_fresh_helper();
   try {
-    const char* what = argc > 2 ? argv[2] : "";
+    // (Not a helper's command line at all: the same message.)
+    const char* what = is_fresh_helper(argc, argv) && argc > 2 ? argv[2] : "";
     if (std::strcmp(what, "exec") == 0 && argc == 4) return exec_helper_main(helper_fd_arg(argv[3], "request"));
     if (std::strcmp(what, "init") == 0 && argc == 5)
       init_helper_main(helper_fd_arg(argv[3], "request"), helper_fd_arg(argv[4], "answer"));

@@ -19,11 +19,13 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "common/fd.h"
 #include "runtime/linux/self_exec.h"
 #include "runtime/native/exec.h"
+#include "runtime/native/fresh_helper.h"
 #include "runtime/native/native_backend.h"
 #include "spec/spec_json.h"
 #include "test_util.h"
@@ -121,6 +123,36 @@ TEST_CASE("fresh helpers: the image is a sealed copy of the binary that nobody c
     int st = 0;
     ::waitpid(pid, &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return "the copy does not run (wait status " + std::to_string(st) + ")";
+    return "";
+  });
+  CHECK_MESSAGE(err.empty(), err);
+}
+
+TEST_CASE("fresh helpers: a command line no sbx made exits 125 with a message, whatever its later words") {
+  std::string err = in_child([]() -> std::string {
+    // (stderr to a file: the message is checked, not printed)
+    char path[] = "/tmp/sbx-helper-msg-XXXXXX";
+    int fd = ::mkstemp(path);
+    if (fd < 0) return "mkstemp failed";
+    ::unlink(path);
+    ::dup2(fd, 2);
+    std::string bad_first = "not-the-helper-arg", helper = kHelperArg, exec = "exec", init = "init", three = "3", bogus = "bogus";
+    std::vector<std::vector<char*>> lines = {
+        {bad_first.data(), bad_first.data(), exec.data(), three.data()},  // "exec FD" after a word that is not the helper's
+        {bad_first.data(), helper.data(), bogus.data()},
+        {bad_first.data(), helper.data(), init.data(), three.data()},  // init needs two fds
+    };
+    for (auto& argv : lines) {
+      int rc = run_fresh_helper(static_cast<int>(argv.size()), argv.data());
+      if (rc != 125) return "exit " + std::to_string(rc) + " for '" + argv[1] + " " + argv[2] + "'";
+    }
+    std::string msg(4096, '\0');
+    ssize_t n = ::pread(fd, msg.data(), msg.size(), 0);
+    msg.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    // One "not a command" per line: none of them was taken for a request.
+    size_t said = 0;
+    for (size_t at = msg.find("not a command"); at != std::string::npos; at = msg.find("not a command", at + 1)) ++said;
+    if (said != lines.size()) return "stderr says 'not a command' " + std::to_string(said) + " times: '" + msg + "'";
     return "";
   });
   CHECK_MESSAGE(err.empty(), err);
