@@ -284,6 +284,7 @@ SandboxInfo inspect_state(const std::string& dir, bool all_oom) {
         std::string text = fs::read_file(cg + f);
         auto pos = text.find("oom_kill ");
         if (pos != std::string::npos) info.oom_kills += std::strtoull(text.c_str() + pos + 9, nullptr, 10);
+        break;  // (a memory cgroup has one of the two: v1's or v2's)
       } catch (const Error&) {
       }
     }
