@@ -5,35 +5,22 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "runtime/linux/cgroup_control.h"
 
 namespace sbx::runtime {
 
 namespace {
 
-/// The pids a cgroup.procs file lists (empty when it cannot be read).
-std::vector<pid_t> cgroup_pids(const std::string& dir) {
-  std::vector<pid_t> pids;
-  std::string text;
-  try {
-    text = fs::read_file(dir + "/cgroup.procs");
-  } catch (const std::exception&) {
-    return pids;
-  }
-  for (const char* p = text.c_str(); *p;) {
-    char* end;
-    long pid = std::strtol(p, &end, 10);
-    if (end == p) break;
-    if (pid > 0) pids.push_back(static_cast<pid_t>(pid));
-    p = end;
-    while (*p == '\n') ++p;
-  }
-  return pids;
+/// The pids one cgroup dir's cgroup.procs lists (empty when it cannot be read).
+std::vector<pid_t> pids_in(const std::string& dir) {
+  CgroupRoles one;
+  one.dirs = {dir};
+  return cgroup_pids(one);
 }
 
 /// "pid 42 (sleep, state D)" for the first few processes in the cgroup:
@@ -41,7 +28,7 @@ std::vector<pid_t> cgroup_pids(const std::string& dir) {
 std::string describe_holders(const std::string& dir) {
   std::string out;
   int n = 0;
-  for (pid_t pid : cgroup_pids(dir)) {
+  for (pid_t pid : pids_in(dir)) {
     if (n++ == 4) {
       out += ", ...";
       break;
@@ -87,7 +74,7 @@ int remove_cgroup_dirs(const std::vector<std::string>& dirs, int budget_ms) noex
         }
         // Busy: kill what is in it (again: a process may have been forked
         // into it meanwhile) and come back to it after the others.
-        for (pid_t pid : cgroup_pids(left[i])) ::kill(pid, SIGKILL);
+        for (pid_t pid : pids_in(left[i])) ::kill(pid, SIGKILL);
         ++i;
       }
       if (left.empty()) break;
