@@ -1,7 +1,8 @@
-// Engine: named volumes — the store (create, list, inspect, remove, prune),
-// the -v NAME:/PATH and --mount parsers, and attaching volumes to a new
-// sandbox (auto-create, the first-use copy of the image's files, the
-// references that make a volume "in use"). Layout: engine/volumes.h.
+// Engine: named volumes — the store (create, list, inspect, remove, prune)
+// and attaching volumes to a new sandbox (auto-create, the first-use copy of
+// the image's files, the references that make a volume "in use"). Layout:
+// engine/volumes.h. The -v/--mount parsers: engine/mount_flags.cpp; the
+// local driver's options: engine/local_volume_driver.cpp.
 #include "engine/volumes.h"
 #include "engine/volume_holds.h"
 
@@ -27,6 +28,8 @@
 #include "common/text.h"
 #include "common/units.h"
 #include "engine/engine.h"
+#include "engine/local_volume_driver.h"
+#include "engine/mount_flags.h"
 #include "engine/volume_gc.h"
 #include "runtime/linux/userns.h"
 #include "runtime/backends.h"
@@ -316,26 +319,9 @@ bool dir_empty(const std::string& dir) {
   return empty;
 }
 
-/// A bind of the host directory `host_dir` on `dst` (read-only with `ro`),
-/// by its real path (realpath(3): what is bound is what the path names now,
-/// not a link that may change later). Throws sbx::Error naming `what`, with
-/// `hint` when there is one, when the directory cannot be resolved.
-spec::Mount host_dir_bind(const std::string& dst, const std::string& host_dir, bool ro, const std::string& what,
-                          const std::string& hint = "") {
-  char* real = ::realpath(host_dir.c_str(), nullptr);
-  if (!real) {
-    if (hint.empty()) throw_errno(what);
-    throw_errno_hint(what, hint);
-  }
-  spec::Mount m{dst, "bind", real, {"rbind"}};
-  ::free(real);
-  if (ro) m.options.push_back("ro");
-  return m;
-}
-
 }  // namespace
 
-// ---- names and parsing -------------------------------------------------------
+// ---- names ---------------------------------------------------------------------
 
 bool valid_volume_name(const std::string& name) {
   if (name.size() < 2 || name.size() > 255) return false;
@@ -370,163 +356,6 @@ std::string volume_of_source(const std::string& root, const std::string& source)
   return rest.substr(0, slash);
 }
 
-spec::Mount parse_volume_mount(const std::string& text, const std::string& what) {
-  std::vector<std::string> parts = split(text, ':');
-  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() || parts[1].empty())
-    throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': expected NAME:CONTAINER-DIR[:ro]");
-  check_volume_name(parts[0], what + " '" + text + "': volume name");
-  if (parts[1][0] != '/')
-    throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': the container path must be absolute");
-  spec::Mount m{parts[1], kVolumeMountType, parts[0], {}};
-  if (parts.size() == 3)
-    for (const auto& o : split(parts[2], ',')) {
-      if (o == "ro" || o == "nocopy") {
-        m.options.push_back(o);
-      } else if (o == "rw" || o == "z" || o == "Z" || o == "copy") {
-        // the default, or SELinux labels sbx has no use for
-      } else {
-        throw Error(ErrorKind::InvalidArgument,
-                    "invalid " + what + " '" + text + "': unknown option '" + o + "' for a volume (ro, rw, nocopy)");
-      }
-    }
-  return m;
-}
-
-spec::Mount parse_mount_flag(const std::string& text, const std::string& what) {
-  std::string type = "volume", src, dst;
-  bool ro = false, nocopy = false;
-  std::vector<std::string> tmpfs_opts;
-  for (const auto& kv : split(text, ',')) {
-    size_t eq = kv.find('=');
-    std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
-    if (k == "type") {
-      type = v;
-    } else if (k == "source" || k == "src") {
-      src = v;
-    } else if (k == "destination" || k == "dst" || k == "target") {
-      dst = v;
-    } else if (k == "readonly" || k == "ro") {
-      ro = eq == std::string::npos || v == "true" || v == "1";
-    } else if (k == "volume-nocopy") {
-      nocopy = eq == std::string::npos || v == "true" || v == "1";
-    } else if (k == "tmpfs-size") {
-      tmpfs_opts.push_back("size=" + v);
-    } else if (k == "tmpfs-mode") {
-      tmpfs_opts.push_back("mode=" + v);
-    } else if (k == "bind-propagation" && (v == "rprivate" || v == "private")) {
-      // sbx's mounts are private
-    } else {
-      throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': unknown key '" + k +
-                                                  "' (type, source, target, readonly, volume-nocopy, tmpfs-size, "
-                                                  "tmpfs-mode)");
-    }
-  }
-  if (dst.empty() || dst[0] != '/')
-    throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': give an absolute target=/PATH");
-  if (type == "volume") {
-    // No source: an anonymous volume, made when the sandbox is (docker's).
-    if (!src.empty()) check_volume_name(src, what + " '" + text + "': volume name");
-    spec::Mount m{dst, kVolumeMountType, src, {}};
-    if (ro) m.options.push_back("ro");
-    if (nocopy) m.options.push_back("nocopy");
-    return m;
-  }
-  if (type == "bind") {
-    if (src.empty() || src[0] != '/')
-      throw Error(ErrorKind::InvalidArgument, "invalid " + what + " '" + text + "': a bind needs an absolute source=");
-    return host_dir_bind(dst, src, ro, what + " source " + src);
-  }
-  if (type == "tmpfs") {
-    spec::Mount m{dst, "tmpfs", "tmpfs", {"nosuid", "nodev", "noexec"}};
-    for (auto& o : tmpfs_opts) m.options.push_back(o);
-    if (ro) m.options.push_back("ro");
-    return m;
-  }
-  throw Error(ErrorKind::InvalidArgument,
-              "invalid " + what + " '" + text + "': unknown type '" + type + "' (bind, volume, tmpfs)");
-}
-
-namespace {
-
-/// What a volume's local-driver options (docker's `--opt`) make of it.
-struct LocalVolume {
-  enum class Kind { Directory, Tmpfs, Bind } kind = Kind::Directory;
-  std::vector<std::string> tmpfs;  ///< Tmpfs: its mount options (size in bytes, mode, nr_inodes)
-  std::string device;              ///< Bind: the host directory it binds (absolute)
-  bool read_only = false;          ///< Bind: o=bind,ro
-};
-
-/// Reads Docker's local-driver options `opts`: none, a plain directory
-/// volume; type=tmpfs (o=size=…,mode=…,nr_inodes=…, device=tmpfs), a tmpfs
-/// volume; type=none o=bind[,ro] device=/HOST/DIR, a volume that is a bind
-/// of a host directory (compose's `driver_opts` for a named bind). Throws
-/// sbx::Error: InvalidArgument for a malformed value, Unsupported for what
-/// sbx's local driver does not do (other types, block devices, a size quota
-/// on a directory volume).
-LocalVolume local_volume(const std::map<std::string, std::string>& opts) {
-  LocalVolume out;
-  if (opts.empty()) return out;
-  for (const auto& [k, v] : opts) {
-    if (k == "size")
-      throw Error(ErrorKind::Unsupported,
-                  "volume option size=" + v + ": a size quota on a directory volume needs project quotas, which sbx "
-                  "does not use; for a volume of bounded size give --opt type=tmpfs --opt o=size=" + v);
-    if (k != "type" && k != "o" && k != "device")
-      throw Error(ErrorKind::InvalidArgument,
-                  "invalid volume option '" + k + "': the local driver takes type, o and device");
-  }
-  auto get = [&opts](const char* k) {
-    auto it = opts.find(k);
-    return it == opts.end() ? std::string() : it->second;
-  };
-  std::string type = get("type"), device = get("device");
-  if (type == "none") {
-    bool bind = false;
-    for (const auto& o : split(get("o"), ',')) {
-      if (o == "bind" || o == "rbind") bind = true;
-      else if (o == "ro") out.read_only = true;
-      else if (!o.empty() && o != "rw")
-        throw Error(ErrorKind::InvalidArgument, "invalid volume option o=" + get("o") + ": '" + o +
-                                                    "' (a bind volume takes o=bind, o=bind,ro)");
-    }
-    if (!bind)
-      throw Error(ErrorKind::InvalidArgument,
-                  "invalid volume options: type=none needs o=bind and device=/HOST/DIR (a bind of a host directory)");
-    if (device.empty() || device[0] != '/' || device.find('\0') != std::string::npos)
-      throw Error(ErrorKind::InvalidArgument, "invalid volume option device=" + device +
-                                                  ": a bind volume's device is an absolute host directory");
-    out.kind = LocalVolume::Kind::Bind;
-    out.device = device;
-    return out;
-  }
-  if (type != "tmpfs")
-    throw Error(ErrorKind::Unsupported,
-                "volume option type=" + (type.empty() ? std::string("(none)") : type) +
-                    " is not supported: sbx's local driver makes directory volumes (no options), tmpfs volumes "
-                    "(--opt type=tmpfs --opt o=size=64m) and binds of a host directory (--opt type=none --opt o=bind "
-                    "--opt device=/HOST/DIR); it mounts no block devices or network file systems");
-  if (!device.empty() && device != "tmpfs")
-    throw Error(ErrorKind::InvalidArgument, "invalid volume option device=" + device + ": a tmpfs volume's device is tmpfs");
-  out.kind = LocalVolume::Kind::Tmpfs;
-  for (const auto& o : split(get("o"), ',')) {
-    if (o.empty()) continue;
-    size_t eq = o.find('=');
-    std::string k = o.substr(0, eq), v = eq == std::string::npos ? "" : o.substr(eq + 1);
-    if (k == "size") {
-      out.tmpfs.push_back("size=" + std::to_string(units::parse_size(v, "volume option o=size")));
-    } else if (k == "mode" && !v.empty() && v.size() <= 4 && v.find_first_not_of("01234567") == std::string::npos) {
-      out.tmpfs.push_back("mode=" + v);
-    } else if (k == "nr_inodes" && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
-      out.tmpfs.push_back(o);
-    } else {
-      throw Error(ErrorKind::InvalidArgument, "invalid volume option o=" + get("o") + ": '" + o +
-                                                  "' (a tmpfs volume takes size=N[k|m|g], mode=OCTAL, nr_inodes=N)");
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string Volume::json() const {
   nlohmann::json j = {{"Name", name},
